@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Make sure a Docker engine that hazmat can use is answering, starting one if needed.
+#
+# Idempotent. When `docker info` already works it only checks that the gVisor runtime is
+# registered. Otherwise, as root on Debian, it installs docker.io, runsc and debootstrap (one
+# `apt-get update` first), registers runsc as a runtime with `--network=none`, and starts dockerd
+# in the background with `--bridge=none --iptables=false`, so the engine creates no network of
+# its own. Waits until the engine answers. Logs to /var/log/hazmat-dockerd.log.
+set -euo pipefail
+
+say() { printf 'engine: %s\n' "$*"; }
+die() { printf 'engine: error: %s\n' "$*" >&2; exit 1; }
+
+DAEMON_JSON=/etc/docker/daemon.json
+LOG=/var/log/hazmat-dockerd.log
+WAIT_SECONDS=${HAZMAT_ENGINE_WAIT:-90}
+
+engine_up() { timeout 10 docker info >/dev/null 2>&1; }
+
+need_packages() {
+    local missing=()
+    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+    command -v runsc >/dev/null 2>&1 || missing+=(runsc)
+    command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+    command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+    printf '%s\n' "${missing[@]}" | sort -u | grep -v '^$' || true
+}
+
+install_packages() {
+    local pkgs
+    pkgs=$(need_packages | tr '\n' ' ')
+    [ -z "${pkgs// }" ] && { say "docker.io, runsc and debootstrap are installed"; return; }
+    [ "$(id -u)" = 0 ] || die "missing packages ($pkgs) and not root: install them, or run as root"
+    command -v apt-get >/dev/null 2>&1 || die "missing packages ($pkgs) and no apt-get: this script knows only Debian"
+    say "installing $pkgs(apt-get update first)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+    say "installed $pkgs"
+}
+
+register_runsc() {
+    local runsc
+    runsc=$(command -v runsc || true)
+    [ -n "$runsc" ] || { say "runsc not installed: the gVisor tier will be unavailable"; return; }
+    if [ -f "$DAEMON_JSON" ] && grep -q '"runsc"' "$DAEMON_JSON"; then
+        say "runsc already registered in $DAEMON_JSON"
+        return
+    fi
+    if [ -f "$DAEMON_JSON" ] && [ -s "$DAEMON_JSON" ] && [ "$(tr -d ' \n\t' < "$DAEMON_JSON")" != "{}" ]; then
+        say "warning: $DAEMON_JSON has settings of its own; not touching it, runsc not registered"
+        return
+    fi
+    mkdir -p "$(dirname "$DAEMON_JSON")"
+    cat > "$DAEMON_JSON" <<JSON
+{
+  "runtimes": {
+    "runsc": {
+      "path": "$runsc",
+      "runtimeArgs": ["--network=none", "--platform=ptrace"]
+    }
+  }
+}
+JSON
+    say "registered runsc (ptrace platform, --network=none) in $DAEMON_JSON"
+}
+
+start_dockerd() {
+    [ "$(id -u)" = 0 ] || die "the Docker engine is not answering and we are not root: start it yourself"
+    if pgrep -x dockerd >/dev/null 2>&1; then
+        say "dockerd is running but not answering yet; waiting"
+        return
+    fi
+    # A pid file left by a killed dockerd makes the next one refuse to start.
+    for pidfile in /var/run/docker.pid /run/docker/containerd/containerd.pid; do
+        if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then
+            rm -f "$pidfile"
+        fi
+    done
+    say "starting dockerd --bridge=none --iptables=false (log: $LOG)"
+    setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+        >>"$LOG" 2>&1 < /dev/null &
+}
+
+wait_for_engine() {
+    local waited=0
+    until engine_up; do
+        if [ "$waited" -ge "$WAIT_SECONDS" ]; then
+            tail -n 20 "$LOG" >&2 2>/dev/null || true
+            die "dockerd did not answer within ${WAIT_SECONDS}s (see $LOG)"
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    say "engine answering after ${waited}s"
+}
+
+main() {
+    if engine_up; then
+        say "Docker engine answering ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown version))"
+        if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
+            say "note: runsc is not registered with this engine; the gVisor tier is unavailable"
+        fi
+        return
+    fi
+    install_packages
+    register_runsc
+    start_dockerd
+    wait_for_engine
+    docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc \
+        && say "runtimes: runc, runsc" || say "runtimes: runc only"
+}
+
+main "$@"

@@ -1,0 +1,97 @@
+"""Every error hazmat raises, in one tree.
+
+```
+HazmatError
+├── InputError ·················· the request itself is wrong (exit 2, HTTP 400)
+│   ├── UnknownLanguage
+│   ├── UnsafeFileName
+│   └── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
+├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
+└── InfraError ·················· nothing to do with the user's code (exit 125, HTTP 503)
+    ├── EngineUnavailable ······· the Docker engine does not answer
+    ├── ImageNotFound ··········· the language's image is not on the engine
+    ├── RuntimeUnavailable ······ the policy asks for a runtime the engine lacks
+    └── ImageBuildError
+```
+
+Front-ends map errors with `exit_code` and `http_status`, never with their own tables. Errors
+that happen while running code do not raise: they come back as an `ExecutionResult` whose outcome
+is `infra_error`, carrying the error's message, so that a caller (and the audit log) always gets
+a result for a run it asked for.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "EngineUnavailable",
+    "HazmatError",
+    "ImageBuildError",
+    "ImageNotFound",
+    "InfraError",
+    "InputError",
+    "InputTooLarge",
+    "PolicyError",
+    "RuntimeUnavailable",
+    "UnknownLanguage",
+    "UnsafeFileName",
+]
+
+
+class HazmatError(Exception):
+    """Base class of every error hazmat raises."""
+
+    exit_code: ClassVar[int] = 1
+    http_status: ClassVar[int] = 500
+
+
+class InputError(HazmatError):
+    """The request is wrong: empty code, a bad file name, an unknown language."""
+
+    exit_code = 2
+    http_status = 400
+
+
+class UnknownLanguage(InputError):
+    """The language is not one hazmat knows."""
+
+
+class UnsafeFileName(InputError):
+    """A file name that could escape the working directory or break the transfer."""
+
+
+class InputTooLarge(InputError):
+    """Code, stdin or an input file is over the policy's limit."""
+
+    http_status = 413
+
+
+class PolicyError(HazmatError):
+    """A policy file or value is invalid; the message names the file and the key."""
+
+    exit_code = 78
+    http_status = 500
+
+
+class InfraError(HazmatError):
+    """The infrastructure failed; never the fault of the code being run."""
+
+    exit_code = 125
+    http_status = 503
+
+
+class EngineUnavailable(InfraError):
+    """The Docker engine cannot be reached or stopped answering."""
+
+
+class ImageNotFound(InfraError):
+    """The image a language needs is not present; hazmat never pulls."""
+
+
+class RuntimeUnavailable(InfraError):
+    """The policy asks for a container runtime (e.g. runsc) the engine does not have."""
+
+
+class ImageBuildError(InfraError):
+    """Building a hazmat image failed."""

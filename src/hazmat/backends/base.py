@@ -1,0 +1,77 @@
+"""The backend protocol: one required method, `execute`, plus `close()` and context management."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType, TracebackType
+
+from hazmat.backends.agent import Payload
+from hazmat.languages import Language
+from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
+
+__all__ = ["Backend", "Job", "RunReport", "local_resources"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A validated request, resolved against the policy: what exactly to run, and how."""
+
+    language: Language
+    image: str
+    limits: Limits
+    runtime: Runtime
+    trust: TrustLevel
+    payload: Payload
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The facts a backend observed; `Sandbox` derives the outcome from them."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_ms: float
+    container_id: str | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    output_exceeded: bool = False
+    files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    notes: tuple[str, ...] = ()
+
+
+class Backend:
+    """Runs one `Job` in a fresh, isolated environment and reports what happened.
+
+    Subclasses implement `execute`; they may raise `InfraError` (never for the code's own
+    failures, which are facts in the report).
+    """
+
+    def execute(self, job: Job) -> RunReport:
+        raise NotImplementedError  # pragma: no cover
+
+    def resources(self) -> HostResources:
+        """What the machine running the jobs has; limits are clamped to a share of it."""
+        return local_resources()
+
+    def close(self) -> None:
+        """Release what the backend holds. Safe to call more than once."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def local_resources() -> HostResources:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    return HostResources(cpus=cpus or 1, memory_mb=int(memory))

@@ -1,0 +1,124 @@
+"""The connection to the Docker engine, and the translation of its errors into ours."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from hazmat._exceptions import (
+    EngineUnavailable,
+    ImageNotFound,
+    InfraError,
+    RuntimeUnavailable,
+)
+from hazmat.policy import HostResources, Runtime
+
+__all__ = ["Engine", "EngineInfo", "map_docker_errors"]
+
+# How long one engine API call may take before the engine counts as not answering.
+API_TIMEOUT_S = 60
+START_HINT = "start it with `bash scripts/ensure-engine.sh` (as root) or `dockerd`"
+
+
+@contextmanager
+def map_docker_errors(image: str | None = None) -> Iterator[None]:
+    """Turn docker-py and requests exceptions into hazmat's, most specific first."""
+    try:
+        yield
+    except docker.errors.ImageNotFound as exc:
+        raise ImageNotFound(missing_image_message(image or "?")) from exc
+    except docker.errors.APIError as exc:
+        text = str(exc.explanation or exc)
+        if "runtime" in text and ("unknown" in text or "invalid" in text):
+            raise RuntimeUnavailable(f"the Docker engine refused the runtime: {text}") from exc
+        raise InfraError(f"the Docker engine returned an error: {text}") from exc
+    except requests.exceptions.Timeout as exc:
+        raise EngineUnavailable(f"the Docker engine did not answer in time: {exc}") from exc
+    except (requests.exceptions.ConnectionError, docker.errors.DockerException) as exc:
+        raise EngineUnavailable(f"cannot reach the Docker engine ({exc}); {START_HINT}") from exc
+
+
+def missing_image_message(image: str) -> str:
+    if image.startswith("hazmat/"):
+        return (
+            f"image {image} is not on the Docker engine; build it with `hazmat images build` "
+            "(hazmat never pulls images)"
+        )
+    return (
+        f"image {image} is not on the Docker engine and hazmat never pulls; "
+        f"load it yourself (e.g. `docker load`) or point the policy at another image"
+    )
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    version: str
+    api_version: str
+    runtimes: frozenset[str]
+    resources: HostResources
+    cgroup_version: str
+    kernel: str
+
+
+class Engine:
+    """A lazily opened, thread-safe handle on the Docker engine's API."""
+
+    def __init__(self, base_url: str | None = None, timeout: int = API_TIMEOUT_S) -> None:
+        self._base_url = base_url
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._api: docker.APIClient | None = None
+        self._info: EngineInfo | None = None
+
+    @property
+    def api(self) -> docker.APIClient:
+        with self._lock:
+            if self._api is None:
+                with map_docker_errors():
+                    kwargs: dict[str, Any] = {"version": "auto", "timeout": self._timeout}
+                    if self._base_url:
+                        kwargs["base_url"] = self._base_url
+                    else:
+                        kwargs.update(docker.utils.kwargs_from_env())
+                    self._api = docker.APIClient(**kwargs)
+            return self._api
+
+    def info(self) -> EngineInfo:
+        if self._info is None:
+            with map_docker_errors():
+                raw = self.api.info()
+                version = self.api.version()
+            self._info = EngineInfo(
+                version=str(version.get("Version", "?")),
+                api_version=str(version.get("ApiVersion", "?")),
+                runtimes=frozenset(raw.get("Runtimes") or {}),
+                resources=HostResources(
+                    cpus=int(raw.get("NCPU") or 1),
+                    memory_mb=int(raw.get("MemTotal") or 0) // (1024 * 1024) or 1024,
+                ),
+                cgroup_version=str(raw.get("CgroupVersion", "1")),
+                kernel=str(raw.get("KernelVersion", "?")),
+            )
+        return self._info
+
+    def require_runtime(self, runtime: Runtime) -> None:
+        """Fail closed when the runtime is missing: never fall back to another one."""
+        if runtime.value not in self.info().runtimes:
+            raise RuntimeUnavailable(
+                f"the Docker engine has no runtime {runtime.value!r} "
+                f"(it has: {', '.join(sorted(self.info().runtimes))}); "
+                "register it in /etc/docker/daemon.json, see `hazmat doctor`"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._api is not None:
+                self._api.close()
+                self._api = None

@@ -1,0 +1,193 @@
+"""Drive a container's attached socket: send the job, read stdout/stderr, enforce time and size.
+
+The socket carries Docker's multiplexed stream (an 8-byte header per frame: stream id, three
+zero bytes, big-endian length). One `selectors` loop writes the payload and reads frames at the
+same time, so a large stdin and a large output cannot deadlock each other. The host is the
+authority: when the wall clock runs out or the output passes its cap, `stop()` kills the
+container through the engine.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["Capture", "pump"]
+
+_HEADER = struct.Struct(">BxxxL")
+_CHUNK = 256 * 1024
+# After the container is killed, how long to keep reading for frames already on their way.
+_DRAIN_SECONDS = 2.0
+
+
+@dataclass
+class Capture:
+    """What came back over the socket, and why reading stopped."""
+
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    files_blob: bytearray | None = None  # everything after the agent's file marker
+    timed_out: bool = False
+    output_exceeded: bool = False
+    files_exceeded: bool = False
+    stdin_unsent: int = 0  # bytes the program exited without reading
+    duration_ms: float = 0.0
+
+
+class _Demux:
+    """Splits frames into stdout/stderr, finds the file marker, and applies the caps."""
+
+    def __init__(self, capture: Capture, cap: int, marker: bytes | None, files_cap: int) -> None:
+        self.capture = capture
+        self.cap = cap
+        self.marker = marker
+        self.files_cap = files_cap
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= _HEADER.size:
+            stream_id, length = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < _HEADER.size + length:
+                return
+            chunk = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
+            del self.buffer[: _HEADER.size + length]
+            self._route(stream_id, chunk)
+
+    def _route(self, stream_id: int, chunk: bytes) -> None:
+        c = self.capture
+        if stream_id == 2:
+            c.stderr += chunk
+        elif c.files_blob is not None:
+            c.files_blob += chunk
+            c.files_exceeded = len(c.files_blob) > self.files_cap
+            return
+        else:
+            start = max(0, len(c.stdout) - len(self.marker or b""))
+            c.stdout += chunk
+            if self.marker:
+                at = c.stdout.find(self.marker, start)
+                if at >= 0:
+                    c.files_blob = bytearray(c.stdout[at + len(self.marker) :])
+                    del c.stdout[at:]
+        self._apply_cap()
+
+    def _apply_cap(self) -> None:
+        c = self.capture
+        total = len(c.stdout) + len(c.stderr)
+        # While the marker may still be arriving, allow its length beyond the cap so that a
+        # marker split across frames is not mistaken for program output.
+        slack = len(self.marker) if self.marker and c.files_blob is None else 0
+        if total > self.cap + slack:
+            self.finish()
+            c.output_exceeded = True
+
+    def finish(self) -> None:
+        """Trim the program's output to the cap (called at the end, and when it is exceeded)."""
+        c = self.capture
+        if len(c.stdout) + len(c.stderr) > self.cap:
+            c.output_exceeded = True
+            keep_err = min(len(c.stderr), self.cap)
+            del c.stderr[keep_err:]
+            del c.stdout[max(0, self.cap - keep_err) :]
+
+    @property
+    def must_stop(self) -> bool:
+        return self.capture.output_exceeded or self.capture.files_exceeded
+
+
+def pump(
+    sock: socket.socket,
+    payload: bytes,
+    *,
+    timeout_s: float,
+    output_cap: int,
+    stop: Callable[[], None],
+    marker: bytes | None = None,
+    files_cap: int = 0,
+) -> Capture:
+    """Send `payload` then EOF, read until the container closes the stream or a limit is hit.
+
+    `stop` must not block: the engine finishes killing a container only once its output has
+    been read, so after calling it the pump goes on reading (and discarding) until the stream
+    ends or a short grace period passes.
+    """
+    capture = Capture()
+    demux = _Demux(capture, output_cap, marker, files_cap)
+    started = time.monotonic()
+    deadline = started + timeout_s
+    drain_until: float | None = None
+    outgoing = memoryview(payload)
+    sock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if outgoing else 0))
+    if not outgoing:
+        _close_write(sock)
+    try:
+        while True:
+            now = time.monotonic()
+            if drain_until is None and now >= deadline:
+                capture.timed_out = True
+            if drain_until is None and (capture.timed_out or demux.must_stop):
+                stop()
+                drain_until = now + _DRAIN_SECONDS
+                capture.duration_ms = (now - started) * 1000
+            limit = drain_until if drain_until is not None else deadline
+            if now >= limit:
+                break
+            for _key, events in sel.select(timeout=max(0.0, limit - now)):
+                if events & selectors.EVENT_WRITE and outgoing:
+                    outgoing = _send_some(sock, outgoing, sel)
+                if events & selectors.EVENT_READ:
+                    data = _recv(sock)
+                    if data is None:
+                        continue
+                    if not data:
+                        capture.stdin_unsent = len(outgoing)
+                        return capture
+                    if drain_until is None:
+                        demux.feed(data)
+    finally:
+        if drain_until is None:
+            capture.duration_ms = (time.monotonic() - started) * 1000
+        sel.close()
+        demux.finish()
+    capture.stdin_unsent = len(outgoing)
+    return capture
+
+
+def _send_some(sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector) -> memoryview:
+    try:
+        sent = sock.send(outgoing[:_CHUNK])
+    except BlockingIOError:
+        return outgoing
+    except OSError:
+        # The container closed its stdin (the program exited without reading it all).
+        sel.modify(sock, selectors.EVENT_READ)
+        return outgoing
+    rest = outgoing[sent:]
+    if not rest:
+        sel.modify(sock, selectors.EVENT_READ)
+        _close_write(sock)
+    return rest
+
+
+def _recv(sock: socket.socket) -> bytes | None:
+    """Some bytes; b"" at end of stream; None when nothing is ready after all."""
+    try:
+        return sock.recv(_CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _close_write(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass

@@ -1,0 +1,88 @@
+"""The values that flow through the pipeline: the request, the outcome and the result."""
+
+from __future__ import annotations
+
+import base64
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from hazmat.policy import Limits, Runtime, TrustLevel
+
+__all__ = ["ExecutionRequest", "ExecutionResult", "Outcome"]
+
+
+class Outcome(str, enum.Enum):
+    """How a run ended, derived from what the engine reports, never from the program's word."""
+
+    OK = "ok"  # exit status 0
+    ERROR = "error"  # non-zero exit status, or a compile error
+    TIMEOUT = "timeout"  # wall-clock limit reached; killed through the engine
+    MEMORY_LIMIT = "memory_limit"  # killed by the kernel's OOM killer under the memory cap
+    OUTPUT_LIMIT = "output_limit"  # wrote more than the output cap; stopped
+    BLOCKED = "blocked"  # refused before running (static assessment)
+    INFRA_ERROR = "infra_error"  # engine down, image missing: not the code's fault
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """Everything a caller asks for in one run. Validated by `Sandbox` before anything runs."""
+
+    code: str
+    language: str
+    trust: TrustLevel
+    stdin: bytes = b""
+    files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    output_files: Sequence[str] = ()
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+    runtime: Runtime | None = None
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """What happened in one run. `limits` and `runtime` are what was really applied."""
+
+    outcome: Outcome
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_ms: float
+    limits: Limits
+    runtime: Runtime
+    image: str
+    language: str
+    trust: TrustLevel
+    container_id: str | None = None
+    files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    error: str | None = None
+    notes: Sequence[str] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; output files are base64-encoded."""
+        return {
+            "outcome": self.outcome.value,
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "truncated": self.truncated,
+            "duration_ms": round(self.duration_ms, 3),
+            "limits": self.limits.to_dict(),
+            "runtime": self.runtime.value,
+            "image": self.image,
+            "language": self.language,
+            "trust": self.trust.value,
+            "container_id": self.container_id,
+            "files": {
+                name: base64.b64encode(data).decode("ascii") for name, data in self.files.items()
+            },
+            "error": self.error,
+            "notes": list(self.notes),
+        }

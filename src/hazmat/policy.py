@@ -1,0 +1,314 @@
+"""Policy: the limits and runtime for each trust level, loaded from YAML and validated.
+
+A policy file looks like this (every key optional)::
+
+    default_trust: untrusted
+    trust:
+      untrusted:
+        preset: strict        # start from a preset, then override single keys
+        runtime: runsc
+      trusted:
+        memory_mb: 1024
+    images:
+      python: python:3.12-slim
+
+Unknown keys, wrong types and impossible values raise `PolicyError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from hazmat._exceptions import HazmatError, InputError, PolicyError
+
+__all__ = [
+    "PRESETS",
+    "HostResources",
+    "Limits",
+    "Policy",
+    "Runtime",
+    "TrustLevel",
+    "TrustSettings",
+    "load_policy",
+    "parse_policy",
+]
+
+MiB = 1024 * 1024
+
+
+class TrustLevel(str, enum.Enum):
+    """How much the code's author is trusted; each level has its own limits."""
+
+    UNTRUSTED = "untrusted"
+    UNKNOWN = "unknown"
+    TRUSTED = "trusted"
+
+
+class Runtime(str, enum.Enum):
+    """The OCI runtime a container runs under: runc (namespaces) or runsc (gVisor)."""
+
+    RUNC = "runc"
+    RUNSC = "runsc"
+
+
+# Bounds on every limit: (minimum, maximum). Values outside are refused, not clamped.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "memory_mb": (32, 1024 * 1024),
+    "cpus": (0.01, 1024),
+    "pids": (8, 1_000_000),
+    "timeout_s": (0.1, 24 * 3600),
+    "output_bytes": (1024, 1024 * MiB),
+    "tmpfs_mb": (1, 64 * 1024),
+    "max_code_bytes": (1, 64 * MiB),
+    "max_file_bytes": (1, 1024 * MiB),
+    "max_files": (0, 10_000),
+    "nofile": (16, 1_048_576),
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one run. Every field is validated when the object is built."""
+
+    memory_mb: int
+    cpus: float
+    pids: int
+    timeout_s: float
+    output_bytes: int
+    tmpfs_mb: int
+    max_code_bytes: int
+    max_file_bytes: int
+    max_files: int = 64
+    nofile: int = 256
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            problem = _number_problem(f.name, getattr(self, f.name))
+            if problem:
+                raise PolicyError(f"{f.name}: {problem}")
+
+    def replace(self, **changes: Any) -> Limits:
+        """A copy with some limits changed (validated like any other)."""
+        return dataclasses.replace(self, **changes)
+
+    def clamped(self, host: HostResources) -> Limits:
+        """These limits, lowered where they exceed what the host can safely give."""
+        memory = min(self.memory_mb, host.max_memory_mb)
+        cpus = min(self.cpus, float(host.cpus))
+        return self.replace(memory_mb=memory, cpus=cpus)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+_FRACTIONAL = {"cpus", "timeout_s"}
+
+
+def _number_problem(name: str, value: object) -> str | None:
+    """What is wrong with `value` for the limit `name`, or None."""
+    low, high = _BOUNDS[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected a number, got {value!r}"
+    if name not in _FRACTIONAL and not isinstance(value, int):
+        return f"expected a whole number, got {value!r}"
+    if not math.isfinite(value) or not low <= value <= high:
+        return f"{value!r} is outside the allowed range {low:g}..{high:g}"
+    return None
+
+
+PRESETS: Mapping[str, Limits] = MappingProxyType(
+    {
+        "standard": Limits(
+            memory_mb=512,
+            cpus=0.5,
+            pids=64,
+            timeout_s=30,
+            output_bytes=1 * MiB,
+            tmpfs_mb=64,
+            max_code_bytes=256 * 1024,
+            max_file_bytes=8 * MiB,
+        ),
+        "strict": Limits(
+            memory_mb=256,
+            cpus=0.5,
+            pids=32,
+            timeout_s=15,
+            output_bytes=256 * 1024,
+            tmpfs_mb=32,
+            max_code_bytes=128 * 1024,
+            max_file_bytes=1 * MiB,
+            max_files=16,
+            nofile=128,
+        ),
+    }
+)
+
+_DEFAULT_PRESET = {
+    TrustLevel.UNTRUSTED: "strict",
+    TrustLevel.UNKNOWN: "standard",
+    TrustLevel.TRUSTED: "standard",
+}
+
+
+@dataclass(frozen=True)
+class HostResources:
+    """What the machine running the containers has; limits are clamped to a safe share of it."""
+
+    cpus: int
+    memory_mb: int
+    memory_share: float = 0.5
+
+    @property
+    def max_memory_mb(self) -> int:
+        return max(32, int(self.memory_mb * self.memory_share))
+
+
+@dataclass(frozen=True)
+class TrustSettings:
+    """What one trust level gets: its limits and the runtime its containers use."""
+
+    limits: Limits
+    runtime: Runtime = Runtime.RUNC
+
+
+def _default_levels() -> Mapping[TrustLevel, TrustSettings]:
+    return MappingProxyType(
+        {level: TrustSettings(PRESETS[name]) for level, name in _DEFAULT_PRESET.items()}
+    )
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Limits and runtime per trust level, plus image overrides per language."""
+
+    levels: Mapping[TrustLevel, TrustSettings] = field(default_factory=_default_levels)
+    images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    default_trust: TrustLevel = TrustLevel.UNTRUSTED
+    source: str = "<built-in>"
+
+    def __post_init__(self) -> None:
+        missing = set(TrustLevel) - set(self.levels)
+        if missing:
+            names = ", ".join(sorted(level.value for level in missing))
+            raise PolicyError(f"{self.source}: trust levels missing: {names}")
+
+    def settings(self, trust: TrustLevel | str) -> TrustSettings:
+        return self.levels[parse_trust(trust)]
+
+    @classmethod
+    def preset(cls, name: str) -> Policy:
+        """A policy that gives every trust level the same preset (`standard` or `strict`)."""
+        limits = _preset(name, "preset")
+        levels = {level: TrustSettings(limits) for level in TrustLevel}
+        return cls(levels=MappingProxyType(levels), source=f"<preset {name}>")
+
+
+def parse_trust(value: TrustLevel | str) -> TrustLevel:
+    """The trust level named by `value`; an unknown name is an `InputError`."""
+    try:
+        return TrustLevel(value)
+    except ValueError:
+        names = ", ".join(level.value for level in TrustLevel)
+        raise InputError(f"unknown trust level {value!r} (expected one of: {names})") from None
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a YAML policy file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"{path}: cannot read policy file: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_policy({} if data is None else data, source=str(path))
+
+
+def parse_policy(data: object, source: str = "<policy>") -> Policy:
+    """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
+    top = _mapping(data, source, "")
+    _no_unknown_keys(top, {"version", "default_trust", "trust", "images"}, source, "")
+    if top.get("version", 1) != 1:
+        raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
+    levels = dict(_default_levels())
+    trust = _mapping(top.get("trust", {}), source, "trust")
+    for key, value in trust.items():
+        level = _wrap(source, f"trust.{key}", parse_trust, key)
+        levels[level] = _parse_level(value, level, source)
+    images = _mapping(top.get("images", {}), source, "images")
+    for lang, image in images.items():
+        if not isinstance(image, str) or not image.strip():
+            raise PolicyError(f"{source}: images.{lang}: expected an image name, got {image!r}")
+    default = _wrap(source, "default_trust", parse_trust, top.get("default_trust", "untrusted"))
+    return Policy(
+        levels=MappingProxyType(levels),
+        images=MappingProxyType({str(k): str(v) for k, v in images.items()}),
+        default_trust=default,
+        source=source,
+    )
+
+
+def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
+    where = f"trust.{level.value}"
+    values = dict(_mapping(data, source, where))
+    allowed = {f.name for f in dataclasses.fields(Limits)} | {"preset", "runtime"}
+    _no_unknown_keys(values, allowed, source, where)
+    base_name = values.pop("preset", _DEFAULT_PRESET[level])
+    base = _wrap(source, f"{where}.preset", _preset, base_name, "preset")
+    runtime = _wrap(source, f"{where}.runtime", _runtime, values.pop("runtime", "runc"))
+    for key, value in values.items():
+        problem = _number_problem(key, value)
+        if problem:
+            raise PolicyError(f"{source}: {where}.{key}: {problem}")
+    limits = base.replace(**values)
+    return TrustSettings(limits=limits, runtime=runtime)
+
+
+def _preset(name: object, key: str) -> Limits:
+    if not isinstance(name, str) or name not in PRESETS:
+        raise PolicyError(f"unknown {key} {name!r} (expected one of: {', '.join(PRESETS)})")
+    return PRESETS[name]
+
+
+def _runtime(value: object) -> Runtime:
+    try:
+        return Runtime(value)
+    except ValueError:
+        raise PolicyError(f"unknown runtime {value!r} (expected runc or runsc)") from None
+
+
+def _wrap(source: str, where: str, func: Any, *args: Any) -> Any:
+    """Call a validator, turning its error into a PolicyError that names the file and key."""
+    try:
+        return func(*args)
+    except HazmatError as exc:
+        raise PolicyError(f"{source}: {where}: {exc}") from None
+
+
+def _mapping(value: object, source: str, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        label = where or "top level"
+        raise PolicyError(f"{source}: {label}: expected a mapping, got {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str):
+            raise PolicyError(f"{source}: {where or 'top level'}: key {key!r} is not a string")
+    return value
+
+
+def _no_unknown_keys(value: Mapping[str, Any], allowed: set[str], source: str, where: str) -> None:
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        known = ", ".join(sorted(allowed))
+        raise PolicyError(f"{source}: {prefix}{unknown[0]}: unknown key (known keys: {known})")

@@ -1,0 +1,275 @@
+"""Sandbox: the one pipeline every front-end calls. Validate, resolve the policy, execute, derive.
+
+    with hazmat.Sandbox() as sandbox:
+        result = sandbox.run("print(6 * 7)", language="python")
+        print(result.outcome, result.stdout)
+
+Bad requests raise `InputError` before anything runs. Everything that goes wrong after that
+comes back as a result: the program's own failures as `error`, `timeout`, `memory_limit` or
+`output_limit`; the infrastructure's as `infra_error` with the reason in `result.error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+
+from hazmat._exceptions import InfraError, InputError, InputTooLarge, PolicyError
+from hazmat.backends.agent import Payload
+from hazmat.backends.base import Backend, Job, RunReport
+from hazmat.languages import Language, get_language
+from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.policy import Limits, Policy, Runtime, TrustLevel, load_policy, parse_trust
+from hazmat.validation import check_code, check_file_name, to_bytes
+
+__all__ = ["Sandbox", "derive_outcome"]
+
+
+class Sandbox:
+    """Runs untrusted code in fresh, hardened containers under a policy.
+
+    `policy` is a `Policy`, a path to a YAML policy file, or None for the built-in default.
+    `backend` defaults to a `DockerBackend` on the engine named by the environment.
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str | Path | None = None,
+        *,
+        backend: Backend | None = None,
+    ) -> None:
+        if policy is None:
+            policy = Policy()
+        elif isinstance(policy, str | Path):
+            policy = load_policy(policy)
+        self.policy = policy
+        if backend is None:
+            from hazmat.backends.docker import DockerBackend
+
+            backend = DockerBackend()
+        self.backend = backend
+
+    def run(
+        self,
+        code: str | bytes,
+        language: str = "python",
+        *,
+        trust: TrustLevel | str | None = None,
+        stdin: str | bytes | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        output_files: Sequence[str] = (),
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        runtime: Runtime | str | None = None,
+    ) -> ExecutionResult:
+        """Run `code` once in a new container and return what happened."""
+        request = self.request(
+            code,
+            language,
+            trust=trust,
+            stdin=stdin,
+            files=files,
+            output_files=output_files,
+            timeout=timeout,
+            memory_mb=memory_mb,
+            runtime=runtime,
+        )
+        return self.execute(request)
+
+    async def arun(self, code: str | bytes, language: str = "python", **kwargs: object) -> ExecutionResult:
+        """`run`, without blocking the event loop (the run happens in a worker thread)."""
+        return await asyncio.to_thread(self.run, code, language, **kwargs)  # type: ignore[arg-type]
+
+    def request(
+        self,
+        code: str | bytes,
+        language: str,
+        *,
+        trust: TrustLevel | str | None = None,
+        stdin: str | bytes | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        output_files: Sequence[str] = (),
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        runtime: Runtime | str | None = None,
+    ) -> ExecutionRequest:
+        """Build and validate a request without running it."""
+        lang = get_language(language)
+        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        request = ExecutionRequest(
+            code=check_code(code),
+            language=lang.name,
+            trust=level,
+            stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
+            files=MappingProxyType(
+                {check_file_name(n): to_bytes(d, f"file {n!r}") for n, d in (files or {}).items()}
+            ),
+            output_files=tuple(check_file_name(n) for n in output_files),
+            timeout_s=timeout,
+            memory_mb=memory_mb,
+            runtime=_parse_runtime(runtime),
+        )
+        self._check_sizes(request, lang, self._limits(request))
+        return request
+
+    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        """Run a validated request through the backend and derive its outcome."""
+        lang = get_language(request.language)
+        settings = self.policy.settings(request.trust)
+        runtime = request.runtime or settings.runtime
+        image = self.policy.images.get(lang.name, lang.image)
+        limits = self._limits(request)
+        notes: list[str] = []
+        started = time.monotonic()
+        try:
+            applied = limits.clamped(self.backend.resources())
+            notes.extend(_clamp_notes(limits, applied))
+            payload = Payload(
+                files={lang.source_name: request.code.encode(), **request.files},
+                want=request.output_files,
+                stdin=request.stdin,
+                max_file_bytes=applied.max_file_bytes,
+            )
+            job = Job(lang, image, applied, runtime, request.trust, payload)
+            report = self.backend.execute(job)
+        except InfraError as exc:
+            elapsed = (time.monotonic() - started) * 1000
+            return _infra_result(request, limits, runtime, image, str(exc), elapsed)
+        return _result(request, report, applied, runtime, image, notes)
+
+    def _limits(self, request: ExecutionRequest) -> Limits:
+        limits = self.policy.settings(request.trust).limits
+        changes: dict[str, object] = {}
+        if request.timeout_s is not None:
+            changes["timeout_s"] = request.timeout_s
+        if request.memory_mb is not None:
+            changes["memory_mb"] = request.memory_mb
+        try:
+            return limits.replace(**changes) if changes else limits
+        except PolicyError as exc:
+            raise InputError(str(exc)) from None
+
+    def _check_sizes(self, request: ExecutionRequest, lang: Language, limits: Limits) -> None:
+        code_size = len(request.code.encode())
+        if code_size > limits.max_code_bytes:
+            raise InputTooLarge(
+                f"code is {code_size} bytes; the limit for trust level "
+                f"{request.trust.value!r} is {limits.max_code_bytes}"
+            )
+        if len(request.files) > limits.max_files or len(request.output_files) > limits.max_files:
+            raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
+        for name, data in request.files.items():
+            if name == lang.source_name:
+                raise InputError(f"file name {name!r} is taken by the {lang.name} source file")
+            if len(data) > limits.max_file_bytes:
+                raise InputTooLarge(
+                    f"file {name!r} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
+                )
+        if len(request.stdin) > limits.max_file_bytes:
+            raise InputTooLarge(
+                f"stdin is {len(request.stdin)} bytes; the limit is {limits.max_file_bytes}"
+            )
+        total = code_size + sum(len(d) for d in request.files.values())
+        if total > limits.tmpfs_mb * 1024 * 1024:
+            raise InputTooLarge(
+                f"code and files come to {total} bytes, more than the {limits.tmpfs_mb} MB "
+                "working directory"
+            )
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def derive_outcome(report: RunReport) -> Outcome:
+    """The outcome, from the facts the host and the engine observed, most decisive first."""
+    if report.timed_out:
+        return Outcome.TIMEOUT
+    if report.output_exceeded:
+        return Outcome.OUTPUT_LIMIT
+    if report.oom_killed:
+        return Outcome.MEMORY_LIMIT
+    if report.exit_code == 0:
+        return Outcome.OK
+    return Outcome.ERROR
+
+
+def _parse_runtime(value: Runtime | str | None) -> Runtime | None:
+    if value is None:
+        return None
+    try:
+        return Runtime(value)
+    except ValueError:
+        raise InputError(f"unknown runtime {value!r} (expected runc or runsc)") from None
+
+
+def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:
+    notes = []
+    if applied.memory_mb < asked.memory_mb:
+        notes.append(f"memory lowered from {asked.memory_mb} MB to {applied.memory_mb} MB (host share)")
+    if applied.cpus < asked.cpus:
+        notes.append(f"cpus lowered from {asked.cpus:g} to {applied.cpus:g} (host has no more)")
+    return notes
+
+
+def _result(
+    request: ExecutionRequest,
+    report: RunReport,
+    limits: Limits,
+    runtime: Runtime,
+    image: str,
+    notes: list[str],
+) -> ExecutionResult:
+    return ExecutionResult(
+        outcome=derive_outcome(report),
+        exit_code=report.exit_code,
+        stdout=report.stdout.decode("utf-8", "replace"),
+        stderr=report.stderr.decode("utf-8", "replace"),
+        truncated=report.output_exceeded,
+        duration_ms=report.duration_ms,
+        limits=limits,
+        runtime=runtime,
+        image=image,
+        language=request.language,
+        trust=request.trust,
+        container_id=report.container_id,
+        files=MappingProxyType(dict(report.files)),
+        notes=tuple(notes) + report.notes,
+    )
+
+
+def _infra_result(
+    request: ExecutionRequest,
+    limits: Limits,
+    runtime: Runtime,
+    image: str,
+    message: str,
+    elapsed_ms: float,
+) -> ExecutionResult:
+    return ExecutionResult(
+        outcome=Outcome.INFRA_ERROR,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        truncated=False,
+        duration_ms=elapsed_ms,
+        limits=limits,
+        runtime=runtime,
+        image=image,
+        language=request.language,
+        trust=request.trust,
+        error=message,
+    )
