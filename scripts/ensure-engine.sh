@@ -23,13 +23,15 @@ need_packages() {
     command -v runsc >/dev/null 2>&1 || missing+=(runsc)
     command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
     command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+    # The node image's TypeScript transpiler (esbuild) comes from the npm registry.
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
     printf '%s\n' "${missing[@]}" | sort -u | grep -v '^$' || true
 }
 
 install_packages() {
     local pkgs
     pkgs=$(need_packages | tr '\n' ' ')
-    [ -z "${pkgs// }" ] && { say "docker.io, runsc and debootstrap are installed"; return; }
+    [ -z "${pkgs// }" ] && { say "docker.io, runsc, debootstrap and npm are installed"; return; }
     [ "$(id -u)" = 0 ] || die "missing packages ($pkgs) and not root: install them, or run as root"
     command -v apt-get >/dev/null 2>&1 || die "missing packages ($pkgs) and no apt-get: this script knows only Debian"
     say "installing $pkgs(apt-get update first)"
@@ -94,7 +96,46 @@ wait_for_engine() {
     say "engine answering after ${waited}s"
 }
 
+SECCOMP_BASE=/var/lib/hazmat/seccomp/docker-default.json
+SECCOMP_IN_DEB=./usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+
+# hazmat derives its seccomp profile (Docker's default minus ptrace) from the engine's own
+# default profile, which Debian ships in golang-github-docker-docker-dev. Only that one file is
+# extracted; the package is not installed.
+install_seccomp_base() {
+    [ -s "$SECCOMP_BASE" ] && { say "seccomp base profile present ($SECCOMP_BASE)"; return; }
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        say "warning: no $SECCOMP_BASE and cannot fetch it (needs root and apt-get); ptrace stays allowed"
+        return
+    fi
+    local tmp version
+    tmp=$(mktemp -d)
+    version=$(dpkg-query -W -f='${Version}' docker.io 2>/dev/null || true)
+    say "fetching the engine's default seccomp profile (golang-github-docker-docker-dev ${version:-candidate})"
+    if ! (cd "$tmp" && chmod 777 . && { apt-get download -qq "golang-github-docker-docker-dev=$version" 2>/dev/null \
+            || apt-get download -qq golang-github-docker-docker-dev; }) >/dev/null 2>&1; then
+        apt-get update -qq
+        (cd "$tmp" && apt-get download -qq golang-github-docker-docker-dev) >/dev/null 2>&1 \
+            || { say "warning: could not download the seccomp profile; ptrace stays allowed"; rm -rf "$tmp"; return; }
+    fi
+    mkdir -p "$(dirname "$SECCOMP_BASE")"
+    dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -xO "$SECCOMP_IN_DEB" > "$SECCOMP_BASE.tmp"
+    mv "$SECCOMP_BASE.tmp" "$SECCOMP_BASE"
+    rm -rf "$tmp"
+    say "installed $SECCOMP_BASE"
+}
+
 main() {
+    if [ -n "$(need_packages)" ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            install_packages
+        elif engine_up; then
+            say "warning: missing $(need_packages | tr '\n' ' ')- building images will not work"
+        else
+            install_packages  # explains why it cannot
+        fi
+    fi
+    install_seccomp_base
     if engine_up; then
         say "Docker engine answering ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown version))"
         if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
@@ -102,12 +143,14 @@ main() {
         fi
         return
     fi
-    install_packages
     register_runsc
     start_dockerd
     wait_for_engine
-    docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc \
-        && say "runtimes: runc, runsc" || say "runtimes: runc only"
+    if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
+        say "runtimes: runc, runsc"
+    else
+        say "runtimes: runc only"
+    fi
 }
 
 main "$@"

@@ -14,7 +14,7 @@ from hazmat.policy import Limits, Runtime, TrustLevel
 __all__ = ["ExecutionRequest", "ExecutionResult", "Outcome"]
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     """How a run ended, derived from what the engine reports, never from the program's word."""
 
     OK = "ok"  # exit status 0
@@ -43,7 +43,11 @@ class ExecutionRequest:
 
 @dataclass(frozen=True)
 class ExecutionResult:
-    """What happened in one run. `limits` and `runtime` are what was really applied."""
+    """What happened in one run. `limits` and `runtime` are what was really applied.
+
+    `stdout` and `stderr` are decoded as UTF-8 with invalid bytes replaced; `stdout_bytes` and
+    `stderr_bytes` hold them exactly as the program wrote them (both within the output cap).
+    """
 
     outcome: Outcome
     exit_code: int | None
@@ -60,6 +64,8 @@ class ExecutionResult:
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     error: str | None = None
     notes: Sequence[str] = ()
+    stdout_bytes: bytes = field(default=b"", repr=False)
+    stderr_bytes: bytes = field(default=b"", repr=False)
 
     @property
     def ok(self) -> bool:

@@ -45,7 +45,7 @@ __all__ = [
 MiB = 1024 * 1024
 
 
-class TrustLevel(str, enum.Enum):
+class TrustLevel(enum.StrEnum):
     """How much the code's author is trusted; each level has its own limits."""
 
     UNTRUSTED = "untrusted"
@@ -53,7 +53,7 @@ class TrustLevel(str, enum.Enum):
     TRUSTED = "trusted"
 
 
-class Runtime(str, enum.Enum):
+class Runtime(enum.StrEnum):
     """The OCI runtime a container runs under: runc (namespaces) or runsc (gVisor)."""
 
     RUNC = "runc"

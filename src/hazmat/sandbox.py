@@ -79,7 +79,9 @@ class Sandbox:
         )
         return self.execute(request)
 
-    async def arun(self, code: str | bytes, language: str = "python", **kwargs: object) -> ExecutionResult:
+    async def arun(
+        self, code: str | bytes, language: str = "python", **kwargs: object
+    ) -> ExecutionResult:
         """`run`, without blocking the event loop (the run happens in a worker thread)."""
         return await asyncio.to_thread(self.run, code, language, **kwargs)  # type: ignore[arg-type]
 
@@ -219,7 +221,9 @@ def _parse_runtime(value: Runtime | str | None) -> Runtime | None:
 def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:
     notes = []
     if applied.memory_mb < asked.memory_mb:
-        notes.append(f"memory lowered from {asked.memory_mb} MB to {applied.memory_mb} MB (host share)")
+        notes.append(
+            f"memory lowered from {asked.memory_mb} MB to {applied.memory_mb} MB (host share)"
+        )
     if applied.cpus < asked.cpus:
         notes.append(f"cpus lowered from {asked.cpus:g} to {applied.cpus:g} (host has no more)")
     return notes
@@ -248,6 +252,8 @@ def _result(
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
         notes=tuple(notes) + report.notes,
+        stdout_bytes=report.stdout,
+        stderr_bytes=report.stderr,
     )
 
 

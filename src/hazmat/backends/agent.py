@@ -115,12 +115,16 @@ class Payload:
         return b"".join(parts)
 
 
-def parse_files(blob: bytes | bytearray | None, want: Sequence[str]) -> tuple[dict[str, bytes], list[str]]:
+def parse_files(
+    blob: bytes | bytearray | None, want: Sequence[str]
+) -> tuple[dict[str, bytes], list[str]]:
     """Read the agent's file records. Returns the files found and notes on the rest."""
     files: dict[str, bytes] = {}
     notes: list[str] = []
     if blob is None:
-        return files, [f"output files not collected: the program did not finish ({len(want)} asked)"]
+        return files, [
+            f"output files not collected: the program did not finish ({len(want)} asked)"
+        ]
     view = bytes(blob)
     pos = 0
     while pos < len(view):
@@ -137,7 +141,9 @@ def parse_files(blob: bytes | bytearray | None, want: Sequence[str]) -> tuple[di
         elif kind == "too_large":
             notes.append(f"output file {name!r} not collected: {size} bytes is over the limit")
         elif kind == "missing":
-            notes.append(f"output file {name!r} not collected: not a regular file in the working directory")
+            notes.append(
+                f"output file {name!r} not collected: not a regular file in the working directory"
+            )
         else:
             notes.append("output files section is malformed; files after this point dropped")
             break

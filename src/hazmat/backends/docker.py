@@ -22,8 +22,9 @@ from hazmat._exceptions import InfraError
 from hazmat.backends.agent import AGENT_SCRIPT, file_marker, parse_files
 from hazmat.backends.base import Backend, Job, RunReport
 from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, load_profile
 from hazmat.backends.stream import pump
-from hazmat.policy import HostResources
+from hazmat.policy import HostResources, Runtime
 
 __all__ = ["SANDBOX_USER", "DockerBackend", "container_config"]
 
@@ -32,10 +33,16 @@ WORKDIR = "/work"
 LABEL = "hazmat"
 # A container older than its deadline plus this is removed by any hazmat process's reaper.
 REAP_GRACE_S = 120
+# Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 44 when idle
+# (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside (measured here).
+RUNSC_PIDS_BASE = 64
+RUNSC_PIDS_PER_TASK = 2
 _MiB = 1024 * 1024
 
 
-def container_config(job: Job, labels: dict[str, str], api_version: str) -> dict[str, Any]:
+def container_config(
+    job: Job, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
+) -> dict[str, Any]:
     """The create_container arguments for `job`: every hardening setting lives here."""
     lim = job.limits
     lang = job.language
@@ -56,14 +63,14 @@ def container_config(job: Job, labels: dict[str, str], api_version: str) -> dict
         read_only=True,
         network_mode="none",
         cap_drop=["ALL"],
-        security_opt=["no-new-privileges:true"],
+        security_opt=["no-new-privileges=true", *seccomp.security_opt],
         privileged=False,
         init=True,
         ipc_mode="private",
         mem_limit=lim.memory_mb * _MiB,
         memswap_limit=lim.memory_mb * _MiB,
         nano_cpus=int(lim.cpus * 1e9),
-        pids_limit=lim.pids,
+        pids_limit=host_pids_limit(job),
         shm_size=lim.tmpfs_mb * _MiB,
         oom_score_adj=1000,
         ulimits=[
@@ -93,11 +100,19 @@ def container_config(job: Job, labels: dict[str, str], api_version: str) -> dict
     }
 
 
+def host_pids_limit(job: Job) -> int:
+    """The pids cgroup limit that gives the program `limits.pids` tasks under its runtime."""
+    if job.runtime is Runtime.RUNSC:
+        return RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * job.limits.pids
+    return job.limits.pids
+
+
 class DockerBackend(Backend):
     """Runs each job in a container nobody used before, on a local or remote Docker engine."""
 
-    def __init__(self, engine: Engine | None = None) -> None:
+    def __init__(self, engine: Engine | None = None, seccomp: SeccompProfile | None = None) -> None:
         self.engine = engine or Engine()
+        self.seccomp = seccomp or load_profile()
         self._reaped = False
 
     def resources(self) -> HostResources:
@@ -113,7 +128,7 @@ class DockerBackend(Backend):
         try:
             with map_docker_errors(job.image):
                 created = api.create_container(
-                    **container_config(job, self._labels(job), api.api_version)
+                    **container_config(job, self._labels(job), api.api_version, self.seccomp)
                 )
                 cid = str(created["Id"])
                 sock = _raw_socket(
@@ -152,6 +167,8 @@ class DockerBackend(Backend):
                 status = api.wait(cid, timeout=30)
             state = api.inspect_container(cid)["State"]
         files, notes = parse_files(capture.files_blob, want) if want else ({}, [])
+        if not self.seccomp.text and job.runtime is Runtime.RUNC:
+            notes.append(MISSING_NOTE)
         if capture.files_exceeded:
             notes.append("output files section exceeded its cap; files dropped")
             files = {}

@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import docker
 import docker.errors
 import requests.exceptions
 
+import docker
 from hazmat._exceptions import (
     EngineUnavailable,
     ImageNotFound,

@@ -160,7 +160,9 @@ def pump(
     return capture
 
 
-def _send_some(sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector) -> memoryview:
+def _send_some(
+    sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector
+) -> memoryview:
     try:
         sent = sock.send(outgoing[:_CHUNK])
     except BlockingIOError:

@@ -1,0 +1,45 @@
+# hazmat: `make demo` and `make test` set up everything they need (venv, Docker engine, images).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HAZMAT := $(VENV)/bin/hazmat
+PYTEST_ARGS ?=
+
+.PHONY: setup venv engine images demo test lint typecheck unit doctor clean
+
+setup: venv engine images
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml scripts/ensure-venv.sh
+	bash scripts/ensure-venv.sh $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+engine:
+	bash scripts/ensure-engine.sh
+
+images: venv engine
+	$(HAZMAT) images build --missing
+
+demo: setup
+	bash examples/demo.sh $(HAZMAT)
+
+lint: venv
+	$(VENV)/bin/ruff check src tests benchmarks
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+# Unit tests only: no Docker engine needed.
+unit: venv
+	$(VENV)/bin/pytest -m "not docker" $(PYTEST_ARGS)
+
+test: setup lint typecheck
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+doctor: venv engine
+	$(HAZMAT) doctor
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,297 @@
+"""Build hazmat's images from Debian packages, with no container registry involved.
+
+Each image is `debootstrap --variant=minbase --include=<packages>` into a scratch folder, a
+language-specific step (esbuild for TypeScript, a prebuilt standard library for Go), then
+hardening (setuid/setgid bits stripped, docs and package caches removed) and `docker import`
+with labels. Needs root and debootstrap; the node image also needs `npm` on the host.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hazmat._exceptions import ImageBuildError
+from hazmat.backends.debian import debian_mirror, unmount_below
+from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.languages import IMAGE_VERSION, LANGUAGES
+
+__all__ = ["RECIPES", "ImageBuilder", "ImageRecipe", "ImageStatus", "recipes_for"]
+
+Progress = Callable[[str], None]
+
+SUITE = "bookworm"
+ESBUILD_VERSION = "0.28.2"
+LABEL_PREFIX = "org.hazmat.image"
+_PHASES = {
+    "Retrieving": "downloading packages",
+    "Extracting": "extracting",
+    "Installing": "installing the base system",
+    "Unpacking": "unpacking",
+    "Configuring": "configuring",
+}
+_STRIP = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/cache/apt",
+    "var/lib/apt/lists",
+    "var/log",
+)
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """What goes into one image, and which languages use it."""
+
+    name: str
+    packages: tuple[str, ...]
+    extra: str = ""  # name of an extra build step, see ImageBuilder._extra_*
+
+    @property
+    def ref(self) -> str:
+        return f"hazmat/{self.name}:{IMAGE_VERSION}"
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(n for n, lang in LANGUAGES.items() if lang.image == self.ref)
+
+
+RECIPES = {
+    "python": ImageRecipe("python", ("python3",)),
+    "node": ImageRecipe("node", ("nodejs",), extra="esbuild"),
+    "go": ImageRecipe("go", ("golang-go",), extra="go_std"),
+}
+
+
+def recipes_for(names: Iterable[str]) -> list[ImageRecipe]:
+    """Recipes named by image (`node`) or by language (`typescript`), in build order."""
+    chosen: list[ImageRecipe] = []
+    for name in names:
+        found = RECIPES.get(name) or next(
+            (r for r in RECIPES.values() if name in r.languages), None
+        )
+        if found is None:
+            known = ", ".join(sorted({*RECIPES, *LANGUAGES}))
+            raise ImageBuildError(f"no image recipe for {name!r} (known: {known})")
+        if found not in chosen:
+            chosen.append(found)
+    return chosen
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    recipe: ImageRecipe
+    present: bool
+    image_id: str = ""
+    size_mb: float = 0.0
+    built: str = ""
+    version: str = ""
+
+
+class ImageBuilder:
+    """Builds and lists hazmat's images on one engine."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        *,
+        cache_dir: Path = Path("/var/cache/hazmat/debootstrap"),
+        work_dir: Path = Path("/var/tmp"),
+        progress: Progress = print,
+    ) -> None:
+        self.engine = engine or Engine()
+        self.cache_dir = cache_dir
+        self.work_dir = work_dir
+        self.progress = progress
+
+    def status(self, recipe: ImageRecipe) -> ImageStatus:
+        with map_docker_errors():
+            found = self.engine.api.images(name=recipe.ref)
+        if not found:
+            return ImageStatus(recipe, present=False)
+        labels: dict[str, str] = found[0].get("Labels") or {}
+        return ImageStatus(
+            recipe,
+            present=True,
+            image_id=str(found[0]["Id"]).removeprefix("sha256:")[:12],
+            size_mb=found[0].get("Size", 0) / 1e6,
+            built=labels.get(f"{LABEL_PREFIX}.built", ""),
+            version=labels.get(f"{LABEL_PREFIX}.version", ""),
+        )
+
+    def build(self, recipe: ImageRecipe) -> str:
+        """Build one image and return its id. Replaces an existing image with the same tag."""
+        _require_tools(recipe)
+        self.engine.info()  # fail early, before a minute of debootstrap, if the engine is down
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"hazmat-{recipe.name}-", dir=self.work_dir))
+        started = time.monotonic()
+        try:
+            rootfs = scratch / "rootfs"
+            self._debootstrap(recipe, rootfs)
+            if recipe.extra:
+                getattr(self, f"_extra_{recipe.extra}")(rootfs, scratch)
+            self._harden(recipe, rootfs)
+            image_id = self._import(recipe, rootfs, scratch / "rootfs.tar")
+        finally:
+            unmount_below(scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
+        self._say(
+            recipe, f"built {recipe.ref} ({image_id[:19]}) in {time.monotonic() - started:.0f}s"
+        )
+        return image_id
+
+    def _say(self, recipe: ImageRecipe, text: str) -> None:
+        self.progress(f"[{recipe.name}] {text}")
+
+    def _debootstrap(self, recipe: ImageRecipe, rootfs: Path) -> None:
+        mirror = debian_mirror()
+        cmd = [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(recipe.packages)}",
+            f"--cache-dir={self.cache_dir}",
+            SUITE,
+            str(rootfs),
+        ]
+        if mirror:
+            cmd.append(mirror)
+        self._say(recipe, f"debootstrap {SUITE} with {', '.join(recipe.packages)}")
+        self._run_logged(recipe, cmd)
+
+    def _run_logged(self, recipe: ImageRecipe, cmd: list[str]) -> None:
+        """Run debootstrap, reporting each of its main phases once, with timings."""
+        tail: list[str] = []
+        seen: set[str] = set()
+        started = time.monotonic()
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail = (tail + [line.rstrip()])[-20:]
+                words = line.split()
+                phase = _PHASES.get(words[1]) if len(words) >= 2 and words[0] == "I:" else None
+                if phase and phase not in seen:
+                    seen.add(phase)
+                    self._say(recipe, f"  {phase} ({time.monotonic() - started:.0f}s)")
+        if proc.returncode != 0:
+            raise ImageBuildError(
+                f"{cmd[0]} failed with exit status {proc.returncode}:\n" + "\n".join(tail)
+            )
+
+    def _extra_esbuild(self, rootfs: Path, scratch: Path) -> None:
+        """TypeScript: install esbuild's static binary, fetched with npm from its registry."""
+        arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+        package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
+        self.progress(f"[node] npm pack {package}")
+        out = _run(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
+        with tarfile.open(scratch / out[-1]) as tar:
+            member = tar.getmember("package/bin/esbuild")
+            source = tar.extractfile(member)
+            if source is None:
+                raise ImageBuildError(f"{package} has no bin/esbuild")
+            target = rootfs / "usr/local/bin/esbuild"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+            target.chmod(0o755)
+        version = _run(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
+        self.progress(f"[node] esbuild {version} installed")
+
+    def _extra_go_std(self, rootfs: Path, scratch: Path) -> None:
+        """Go: prebuild the standard library for CGO_ENABLED=0, so runs compile only main."""
+        self.progress("[go] go install std (CGO_ENABLED=0)")
+        proc = rootfs / "proc"
+        _run(["mount", "-t", "proc", "proc", str(proc)])
+        try:
+            _run(
+                [
+                    "chroot",
+                    str(rootfs),
+                    "/usr/bin/env",
+                    "-i",
+                    "PATH=/usr/bin:/bin",
+                    "HOME=/tmp",
+                    "GOCACHE=/tmp/gocache",
+                    "CGO_ENABLED=0",
+                    "GO111MODULE=off",
+                    "go",
+                    "install",
+                    "std",
+                ]
+            )
+        finally:
+            _run(["umount", "-l", str(proc)])
+        shutil.rmtree(rootfs / "tmp/gocache", ignore_errors=True)
+
+    def _harden(self, recipe: ImageRecipe, rootfs: Path) -> None:
+        stripped = 0
+        for path in rootfs.rglob("*"):
+            if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o6000:
+                path.chmod(path.stat().st_mode & ~0o6000)
+                stripped += 1
+        for rel in _STRIP:
+            target = rootfs / rel
+            if target.is_dir():
+                shutil.rmtree(target)
+                target.mkdir()
+        (rootfs / "work").mkdir(exist_ok=True)
+        self._say(
+            recipe,
+            f"hardened: setuid/setgid bits removed from {stripped} files, docs and caches dropped",
+        )
+
+    def _import(self, recipe: ImageRecipe, rootfs: Path, tarball: Path) -> str:
+        self._say(recipe, "packing and importing")
+        _run(["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(tarball), "."])
+        changes = [
+            f'LABEL {LABEL_PREFIX}.version="{IMAGE_VERSION}"',
+            f'LABEL {LABEL_PREFIX}.name="{recipe.name}"',
+            f'LABEL {LABEL_PREFIX}.built="{datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
+            f'LABEL {LABEL_PREFIX}.packages="{" ".join(recipe.packages)}"',
+            f'LABEL {LABEL_PREFIX}.suite="{SUITE}"',
+            "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
+            "USER 65534:65534",
+            "WORKDIR /work",
+            'CMD ["/bin/sh"]',
+        ]
+        repository, tag = recipe.ref.split(":")
+        with map_docker_errors():
+            result: Any = self.engine.api.import_image_from_file(
+                str(tarball), repository=repository, tag=tag, changes=changes
+            )
+            found = self.engine.api.images(name=recipe.ref)
+        if not found:
+            raise ImageBuildError(f"docker import did not produce {recipe.ref}: {result}")
+        return str(found[0]["Id"])
+
+
+def _require_tools(recipe: ImageRecipe) -> None:
+    import os
+
+    if os.geteuid() != 0:
+        raise ImageBuildError("building images needs root (debootstrap and chroot)")
+    needed = ["debootstrap", "tar", "chroot"] + (["npm"] if recipe.extra == "esbuild" else [])
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if missing:
+        raise ImageBuildError(
+            f"building {recipe.ref} needs {', '.join(missing)}: apt-get install {' '.join(missing)}"
+        )
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace")
+    if proc.returncode != 0:
+        raise ImageBuildError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout

@@ -1,0 +1,236 @@
+"""The `hazmat` command: a thin layer over `Sandbox.run`, the image builder and the doctor.
+
+Exit codes of `hazmat run`: the program's own exit status for `ok` and `error`; 124 timeout;
+137 memory_limit; 141 output_limit; 125 infra_error; 2 a bad request; 78 a bad policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hazmat import __version__
+from hazmat._exceptions import HazmatError, InputError
+from hazmat.languages import LANGUAGES, get_language, language_for_path
+from hazmat.models import ExecutionResult, Outcome
+from hazmat.policy import Policy, TrustLevel, load_policy
+from hazmat.validation import check_file_name
+
+__all__ = ["main"]
+
+OUTCOME_EXIT = {
+    Outcome.TIMEOUT: 124,
+    Outcome.MEMORY_LIMIT: 137,
+    Outcome.OUTPUT_LIMIT: 141,
+    Outcome.INFRA_ERROR: 125,
+    Outcome.BLOCKED: 126,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except HazmatError as exc:
+        print(f"hazmat: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hazmat", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"hazmat {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a program in a fresh hardened container")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("file", nargs="?", help="the program to run")
+    source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
+    run.add_argument("--lang", help=f"one of {', '.join(LANGUAGES)} (default: from the extension)")
+    run.add_argument("--trust", choices=[t.value for t in TrustLevel], help="trust level")
+    run.add_argument("--policy", type=Path, help="YAML policy file")
+    run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
+    run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
+    run.add_argument("--runtime", choices=["runc", "runsc"], help="container runtime")
+    run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
+    run.add_argument(
+        "--file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="copy a file into the working directory (repeatable)",
+    )
+    run.add_argument(
+        "--output-file",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="collect a file the program writes in its working directory",
+    )
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where collected files are written (default: .)",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object with the result")
+    run.set_defaults(handler=_cmd_run)
+
+    images = sub.add_parser("images", help="build or list hazmat's images")
+    images_sub = images.add_subparsers(dest="images_command", required=True)
+    build = images_sub.add_parser("build", help="build images from Debian packages (needs root)")
+    build.add_argument(
+        "--lang",
+        action="append",
+        default=[],
+        metavar="L",
+        help="only the image for this language or image name (repeatable)",
+    )
+    build.add_argument("--missing", action="store_true", help="skip images that are present")
+    build.set_defaults(handler=_cmd_images_build)
+    listing = images_sub.add_parser("list", help="show hazmat's images")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_cmd_images_list)
+
+    doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(handler=_cmd_doctor)
+    return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from hazmat.sandbox import Sandbox
+
+    if args.code is not None:
+        code: str | bytes = args.code
+        language = get_language(args.lang or "python")
+    else:
+        path = Path(args.file)
+        code = _read(path, "program")
+        language = get_language(args.lang) if args.lang else language_for_path(path)
+    files = {check_file_name(p.name): _read(p, "file") for p in args.file}
+    stdin = _read(args.stdin, "stdin") if args.stdin else None
+    policy = load_policy(args.policy) if args.policy else Policy()
+    with Sandbox(policy) as sandbox:
+        result = sandbox.run(
+            code,
+            language.name,
+            trust=args.trust,
+            stdin=stdin,
+            files=files,
+            output_files=args.output_file,
+            timeout=args.timeout,
+            memory_mb=args.memory,
+            runtime=args.runtime,
+        )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        _print_plain(result)
+    _save_files(result, args.output_dir, args.output_file)
+    return exit_code(result)
+
+
+def exit_code(result: ExecutionResult) -> int:
+    if result.outcome in OUTCOME_EXIT:
+        return OUTCOME_EXIT[result.outcome]
+    code = result.exit_code or 0
+    return code if 0 <= code <= 255 else 1
+
+
+def _print_plain(result: ExecutionResult) -> None:
+    sys.stdout.buffer.write(result.stdout_bytes)
+    sys.stdout.buffer.flush()
+    sys.stderr.buffer.write(result.stderr_bytes)
+    why = {
+        Outcome.TIMEOUT: f"timed out after {result.limits.timeout_s:g}s; killed",
+        Outcome.MEMORY_LIMIT: f"killed at the {result.limits.memory_mb} MB memory limit",
+        Outcome.OUTPUT_LIMIT: f"stopped after {result.limits.output_bytes} bytes of output",
+        Outcome.INFRA_ERROR: f"infrastructure error: {result.error}",
+    }.get(result.outcome)
+    if why:
+        print(f"hazmat: {why}", file=sys.stderr)
+    for note in result.notes:
+        print(f"hazmat: note: {note}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _save_files(result: ExecutionResult, directory: Path, wanted: list[str]) -> None:
+    if not wanted or not result.files:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in result.files.items():
+        (directory / check_file_name(name)).write_bytes(data)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def _cmd_images_build(args: argparse.Namespace) -> int:
+    from hazmat.backends.images import RECIPES, ImageBuilder, recipes_for
+
+    builder = ImageBuilder()
+    recipes = recipes_for(args.lang) if args.lang else list(RECIPES.values())
+    for recipe in recipes:
+        if args.missing and builder.status(recipe).present:
+            print(f"[{recipe.name}] {recipe.ref} is present; skipped")
+            continue
+        builder.build(recipe)
+    return 0
+
+
+def _cmd_images_list(args: argparse.Namespace) -> int:
+    from hazmat.backends.images import RECIPES, ImageBuilder
+
+    builder = ImageBuilder()
+    statuses = [builder.status(recipe) for recipe in RECIPES.values()]
+    if args.json:
+        rows: list[dict[str, Any]] = [
+            {
+                "image": s.recipe.ref,
+                "present": s.present,
+                "id": s.image_id,
+                "size_mb": round(s.size_mb, 1),
+                "built": s.built,
+                "version": s.version,
+                "languages": list(s.recipe.languages),
+            }
+            for s in statuses
+        ]
+        print(json.dumps(rows))
+        return 0
+    print(f"{'IMAGE':<18} {'LANGUAGES':<24} {'ID':<13} {'SIZE':>8}  BUILT")
+    for s in statuses:
+        langs = ", ".join(s.recipe.languages)
+        if s.present:
+            print(f"{s.recipe.ref:<18} {langs:<24} {s.image_id:<13} {s.size_mb:>6.0f}MB  {s.built}")
+        else:
+            hint = f"(missing: hazmat images build --lang {s.recipe.name})"
+            print(f"{s.recipe.ref:<18} {langs:<24} {hint}")
+    return 0 if all(s.present for s in statuses) else 1
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from hazmat.doctor import run_checks
+
+    checks = run_checks()
+    if args.json:
+        print(json.dumps([c.__dict__ for c in checks]))
+    else:
+        for c in checks:
+            print(f"{'OK  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+            if not c.ok and c.fix:
+                print(f"     fix: {c.fix}")
+    return 0 if all(c.ok for c in checks) else 1

@@ -1,0 +1,150 @@
+"""`hazmat doctor`: is this machine ready to run sandboxes, and if not, what to do."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from hazmat._exceptions import HazmatError
+from hazmat.backends.docker import LABEL, DockerBackend
+from hazmat.backends.engine import START_HINT, Engine, map_docker_errors
+from hazmat.backends.images import RECIPES, ImageBuilder
+from hazmat.models import Outcome
+from hazmat.policy import Policy, Runtime
+
+__all__ = ["Check", "run_checks"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks(engine: Engine | None = None) -> list[Check]:
+    engine = engine or Engine()
+    try:
+        info = engine.info()
+    except HazmatError as exc:
+        return [Check("engine", False, str(exc), START_HINT)]
+    with map_docker_errors():
+        raw: dict[str, Any] = engine.api.info()
+    checks = [
+        Check(
+            "engine", True, f"Docker {info.version} (API {info.api_version}), kernel {info.kernel}"
+        ),
+        _kernel_check(raw, info.cgroup_version),
+        _seccomp_check(raw),
+        _runc_version(raw),
+    ]
+    images = [_image_check(ImageBuilder(engine), name) for name in RECIPES]
+    checks += images
+    usable = next((name for name, c in zip(RECIPES, images, strict=True) if c.ok), None)
+    for runtime in Runtime:
+        checks.append(_runtime_check(engine, runtime, info.runtimes, usable))
+    checks.append(_leftovers(engine))
+    return checks
+
+
+def _kernel_check(raw: dict[str, Any], cgroup: str) -> Check:
+    wanted = ["MemoryLimit", "SwapLimit", "PidsLimit", "CpuCfsQuota"]
+    missing = [key for key in wanted if not raw.get(key)]
+    detail = f"cgroup v{cgroup}; memory, swap, pids and CPU quota limits " + (
+        "supported" if not missing else f"missing: {', '.join(missing)}"
+    )
+    return Check(
+        "kernel features",
+        not missing,
+        detail,
+        ""
+        if not missing
+        else (
+            "enable the missing cgroup controllers (e.g. swapaccount=1 on the kernel command line)"
+        ),
+    )
+
+
+def _seccomp_check(raw: dict[str, Any]) -> Check:
+    options = " ".join(raw.get("SecurityOptions") or [])
+    ok = "seccomp" in options
+    return Check(
+        "seccomp",
+        ok,
+        options or "no security options reported",
+        "" if ok else "use a Docker engine built with seccomp support",
+    )
+
+
+def _runc_version(raw: dict[str, Any]) -> Check:
+    commit = (raw.get("RuncCommit") or {}).get("ID", "?")
+    detail = f"runc commit {commit}"
+    runc = shutil.which("runc")
+    if runc:
+        proc = subprocess.run([runc, "--version"], capture_output=True, text=True, check=False)
+        detail = proc.stdout.splitlines()[0] if proc.stdout else detail
+    return Check("runc version", True, detail)
+
+
+def _image_check(builder: ImageBuilder, name: str) -> Check:
+    status = builder.status(RECIPES[name])
+    label = f"image {status.recipe.ref}"
+    if not status.present:
+        return Check(label, False, "not built", f"hazmat images build --lang {name}")
+    detail = f"{status.image_id}, {status.size_mb:.0f} MB, built {status.built or '?'}"
+    return Check(label, True, detail)
+
+
+def _runtime_check(
+    engine: Engine, runtime: Runtime, known: frozenset[str], recipe: str | None
+) -> Check:
+    """Prove the runtime works by running a one-line program under it."""
+    name = f"runtime {runtime.value}"
+    if runtime.value not in known:
+        return Check(
+            name,
+            False,
+            "not registered with the engine",
+            "run `bash scripts/ensure-engine.sh` or add it to /etc/docker/daemon.json",
+        )
+    if recipe is None:
+        return Check(name, False, "registered, but no image to try it with", "hazmat images build")
+    language = RECIPES[recipe].languages[0]
+    code = _PRINT_ONE[language]
+    from hazmat.sandbox import Sandbox
+
+    sandbox = Sandbox(Policy(), backend=DockerBackend(engine))
+    result = sandbox.run(code, language, runtime=runtime, trust="trusted")
+    if result.outcome is Outcome.OK and result.stdout.strip() == "1":
+        return Check(name, True, f"ran a {language} container in {result.duration_ms:.0f} ms")
+    return Check(
+        name,
+        False,
+        f"test run gave {result.outcome.value}: {result.error or result.stderr.strip()[:200]}",
+        "see the engine's log",
+    )
+
+
+_PRINT_ONE = {
+    "python": "print(1)",
+    "javascript": "console.log(1)",
+    "typescript": "console.log(1 as number)",
+    "go": 'package main\nimport "fmt"\nfunc main() { fmt.Println(1) }\n',
+}
+
+
+def _leftovers(engine: Engine) -> Check:
+    with map_docker_errors():
+        found = engine.api.containers(all=True, filters={"label": LABEL})
+    if not found:
+        return Check("leftover containers", True, "none")
+    return Check(
+        "leftover containers",
+        False,
+        f"{len(found)} hazmat container(s) on the engine",
+        "they are removed by the next run once their owner is gone; "
+        "or: docker rm -f $(docker ps -aq --filter label=hazmat)",
+    )

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hazmat import PRESETS, Limits, Policy, PolicyError, Runtime, TrustLevel, load_policy
+from hazmat.policy import HostResources, parse_policy
+
+
+def test_presets_match_the_documented_figures() -> None:
+    standard, strict = PRESETS["standard"], PRESETS["strict"]
+    assert (standard.memory_mb, standard.cpus, standard.timeout_s, standard.pids) == (
+        512,
+        0.5,
+        30,
+        64,
+    )
+    assert (strict.memory_mb, strict.timeout_s, strict.pids) == (256, 15, 32)
+
+
+def test_default_policy_is_strict_for_untrusted_and_untrusted_by_default() -> None:
+    policy = Policy()
+    assert policy.default_trust is TrustLevel.UNTRUSTED
+    assert policy.settings("untrusted").limits == PRESETS["strict"]
+    assert policy.settings("unknown").limits == PRESETS["standard"]
+    assert all(policy.settings(t).runtime is Runtime.RUNC for t in TrustLevel)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_yaml_overrides_single_keys_on_top_of_a_preset(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+default_trust: unknown
+trust:
+  untrusted:
+    runtime: runsc
+    timeout_s: 5
+  trusted:
+    preset: strict
+    memory_mb: 1024
+images:
+  python: python:3.12-slim
+""",
+    )
+    policy = load_policy(path)
+    assert policy.default_trust is TrustLevel.UNKNOWN
+    untrusted = policy.settings("untrusted")
+    assert untrusted.runtime is Runtime.RUNSC
+    assert untrusted.limits == PRESETS["strict"].replace(timeout_s=5)
+    assert policy.settings("trusted").limits.memory_mb == 1024
+    assert policy.settings("trusted").limits.pids == PRESETS["strict"].pids
+    assert policy.images["python"] == "python:3.12-slim"
+    assert policy.source == str(path)
+
+
+def test_empty_file_gives_the_default_policy(tmp_path: Path) -> None:
+    assert load_policy(write(tmp_path, "")).levels == Policy().levels
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("trust:\n  untrusted:\n    memry_mb: 5\n", "trust.untrusted.memry_mb: unknown key"),
+        (
+            "trust:\n  untrusted:\n    memory_mb: lots\n",
+            "trust.untrusted.memory_mb: expected a number",
+        ),
+        (
+            "trust:\n  untrusted:\n    memory_mb: 1.5\n",
+            "trust.untrusted.memory_mb: expected a whole number",
+        ),
+        ("trust:\n  untrusted:\n    memory_mb: -1\n", "trust.untrusted.memory_mb: -1 is outside"),
+        ("trust:\n  untrusted:\n    timeout_s: 0\n", "trust.untrusted.timeout_s: 0 is outside"),
+        ("trust:\n  untrusted:\n    pids: true\n", "trust.untrusted.pids: expected a number"),
+        ("trust:\n  untrusted:\n    cpus: .nan\n", "trust.untrusted.cpus: nan is outside"),
+        (
+            "trust:\n  untrusted:\n    runtime: kata\n",
+            "trust.untrusted.runtime: unknown runtime 'kata'",
+        ),
+        ("trust:\n  untrusted:\n    preset: lax\n", "trust.untrusted.preset: unknown preset 'lax'"),
+        ("trust:\n  admin: {}\n", "trust.admin: unknown trust level 'admin'"),
+        ("trust:\n  untrusted: 5\n", "trust.untrusted: expected a mapping"),
+        ("trust: []\n", "trust: expected a mapping"),
+        ("images:\n  python: ''\n", "images.python: expected an image name"),
+        ("default_trust: root\n", "default_trust: unknown trust level 'root'"),
+        ("version: 2\n", "version: only version 1"),
+        ("sandbox: {}\n", "sandbox: unknown key"),
+        ("- a\n- b\n", "top level: expected a mapping"),
+        ("trust: {untrusted: {memory_mb: [1}}\n", "not valid YAML"),
+    ],
+)
+def test_bad_policy_names_the_file_and_the_key(tmp_path: Path, text: str, names: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert str(path) in str(info.value)
+    assert names in str(info.value)
+
+
+def test_unreadable_or_missing_policy_file_is_a_policy_error(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot read policy file"):
+        load_policy(tmp_path / "nope.yaml")
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(PolicyError, match="cannot read policy file"):
+        load_policy(binary)
+
+
+def test_limits_are_validated_when_built() -> None:
+    with pytest.raises(PolicyError, match="memory_mb"):
+        PRESETS["standard"].replace(memory_mb=0)
+    with pytest.raises(PolicyError, match="timeout_s"):
+        PRESETS["standard"].replace(timeout_s=float("inf"))
+
+
+def test_limits_are_clamped_to_a_safe_share_of_the_host() -> None:
+    asked = PRESETS["standard"].replace(memory_mb=64 * 1024, cpus=16)
+    applied = asked.clamped(HostResources(cpus=2, memory_mb=24 * 1024))
+    assert applied.memory_mb == 12 * 1024
+    assert applied.cpus == 2
+    small = PRESETS["standard"].clamped(HostResources(cpus=2, memory_mb=24 * 1024))
+    assert small == PRESETS["standard"]
+
+
+def test_policy_objects_are_immutable() -> None:
+    policy = Policy()
+    with pytest.raises(TypeError):
+        policy.levels[TrustLevel.TRUSTED] = policy.levels[TrustLevel.UNTRUSTED]  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        policy.default_trust = TrustLevel.TRUSTED  # type: ignore[misc]
+    assert isinstance(PRESETS["strict"], Limits)
+
+
+def test_parse_policy_accepts_plain_data() -> None:
+    policy = parse_policy({"trust": {"unknown": {"pids": 100}}}, source="inline")
+    assert policy.settings("unknown").limits.pids == 100

@@ -1,0 +1,189 @@
+"""The pipeline's own logic, with an in-memory backend. Execution itself is tested on Docker."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hazmat import (
+    EngineUnavailable,
+    InputError,
+    InputTooLarge,
+    Outcome,
+    Policy,
+    Runtime,
+    Sandbox,
+    UnknownLanguage,
+    UnsafeFileName,
+    parse_policy,
+)
+from hazmat.backends.base import Backend, Job, RunReport
+from hazmat.policy import HostResources
+from hazmat.sandbox import derive_outcome
+
+
+class RecordingBackend(Backend):
+    """Records each job and answers with a fixed report (or raises)."""
+
+    def __init__(
+        self,
+        report: RunReport | None = None,
+        error: Exception | None = None,
+        host: HostResources | None = None,
+    ) -> None:
+        self.jobs: list[Job] = []
+        self.report = report or RunReport(exit_code=0, stdout=b"hi\n", stderr=b"", duration_ms=5)
+        self.error = error
+        self.host = host or HostResources(cpus=2, memory_mb=24 * 1024)
+        self.closed = False
+
+    def execute(self, job: Job) -> RunReport:
+        self.jobs.append(job)
+        if self.error:
+            raise self.error
+        return self.report
+
+    def resources(self) -> HostResources:
+        return self.host
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def report(**facts: object) -> RunReport:
+    base: dict[str, object] = {"exit_code": 0, "stdout": b"", "stderr": b"", "duration_ms": 1.0}
+    return RunReport(**{**base, **facts})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("facts", "outcome"),
+    [
+        ({}, Outcome.OK),
+        ({"exit_code": 1}, Outcome.ERROR),
+        ({"exit_code": 137}, Outcome.ERROR),
+        ({"exit_code": 137, "oom_killed": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": 137, "timed_out": True, "oom_killed": True}, Outcome.TIMEOUT),
+        ({"exit_code": 0, "output_exceeded": True}, Outcome.OUTPUT_LIMIT),
+    ],
+)
+def test_outcome_is_derived_from_the_facts(facts: dict[str, object], outcome: Outcome) -> None:
+    assert derive_outcome(report(**facts)) is outcome
+
+
+def test_run_resolves_the_job_from_the_policy() -> None:
+    policy = parse_policy(
+        {
+            "trust": {"trusted": {"runtime": "runsc", "memory_mb": 1024}},
+            "images": {"python": "python:3.12-slim"},
+        }
+    )
+    backend = RecordingBackend()
+    with Sandbox(policy, backend=backend) as sandbox:
+        result = sandbox.run(
+            "print('hi')",
+            "py",
+            trust="trusted",
+            stdin="in",
+            files={"d.txt": "data"},
+            output_files=["o.txt"],
+        )
+    job = backend.jobs[0]
+    assert (job.image, job.runtime, job.limits.memory_mb) == (
+        "python:3.12-slim",
+        Runtime.RUNSC,
+        1024,
+    )
+    assert dict(job.payload.files) == {"main.py": b"print('hi')", "d.txt": b"data"}
+    assert (job.payload.stdin, list(job.payload.want)) == (b"in", ["o.txt"])
+    assert result.outcome is Outcome.OK and result.stdout == "hi\n"
+    assert result.limits == job.limits and result.runtime is Runtime.RUNSC
+    assert backend.closed
+
+
+def test_caller_overrides_and_host_clamping_are_reported() -> None:
+    backend = RecordingBackend(host=HostResources(cpus=1, memory_mb=1024))
+    result = Sandbox(Policy(), backend=backend).run("x=1", timeout=2.5, memory_mb=4096)
+    assert result.limits.timeout_s == 2.5
+    assert result.limits.memory_mb == 512  # half of the host's 1024 MB
+    assert any("memory lowered from 4096 MB to 512 MB" in n for n in result.notes)
+
+
+def test_infrastructure_failure_is_a_result_not_an_exception() -> None:
+    backend = RecordingBackend(error=EngineUnavailable("engine gone"))
+    result = Sandbox(Policy(), backend=backend).run("print(1)")
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert result.error == "engine gone" and result.exit_code is None
+
+
+def test_invalid_output_is_decoded_with_replacement_but_kept_exactly() -> None:
+    raw = b"ok \xff\xfe nul\x00 end"
+    backend = RecordingBackend(report(stdout=raw))
+    result = Sandbox(Policy(), backend=backend).run("print(1)")
+    assert result.stdout == "ok \ufffd\ufffd nul\x00 end"
+    assert result.stdout_bytes == raw
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"code": ""}, InputError, "empty"),
+        ({"code": b"\xff"}, InputError, "UTF-8"),
+        ({"code": "x" * (128 * 1024 + 1)}, InputTooLarge, "limit for trust level 'untrusted'"),
+        ({"language": "cobol"}, UnknownLanguage, "cobol"),
+        ({"files": {"../x": "a"}}, UnsafeFileName, "path separator"),
+        ({"files": {"a\x00b": "a"}}, UnsafeFileName, "NUL"),
+        ({"files": {"n" * 256: "a"}}, UnsafeFileName, "255 bytes"),
+        ({"files": {"main.py": "a"}}, InputError, "taken by the python source"),
+        ({"files": {"big": b"x" * (1024 * 1024 + 1)}}, InputTooLarge, "file 'big'"),
+        ({"files": {f"f{i}": "" for i in range(17)}}, InputTooLarge, "at most 16"),
+        ({"stdin": b"x" * (1024 * 1024 + 1)}, InputTooLarge, "stdin"),
+        ({"output_files": ["/etc/passwd"]}, UnsafeFileName, "path separator"),
+        ({"timeout": 0}, InputError, "timeout_s"),
+        ({"memory_mb": 1}, InputError, "memory_mb"),
+        ({"runtime": "kata"}, InputError, "unknown runtime"),
+        ({"trust": "root"}, InputError, "unknown trust level"),
+    ],
+)
+def test_bad_requests_are_refused_before_anything_runs(
+    kwargs: dict[str, object], error: type[Exception], text: str
+) -> None:
+    backend = RecordingBackend()
+    call: dict[str, object] = {"code": "print(1)", "language": "python", **kwargs}
+    with pytest.raises(error, match=text):
+        Sandbox(Policy(), backend=backend).run(**call)  # type: ignore[arg-type]
+    assert backend.jobs == []
+
+
+def test_files_larger_than_the_working_directory_are_refused() -> None:
+    policy = parse_policy({"trust": {"untrusted": {"tmpfs_mb": 1, "max_file_bytes": 900_000}}})
+    files = {"a": b"x" * 600_000, "b": b"x" * 600_000}
+    with pytest.raises(InputTooLarge, match="working directory"):
+        Sandbox(policy, backend=RecordingBackend()).run("print(1)", files=files)
+
+
+def test_arun_gives_the_same_result() -> None:
+    backend = RecordingBackend()
+    result = asyncio.run(Sandbox(Policy(), backend=backend).arun("print(1)", "python", stdin="x"))
+    assert result.outcome is Outcome.OK
+    assert backend.jobs[0].payload.stdin == b"x"
+
+
+def test_to_dict_is_json_ready() -> None:
+    import json
+
+    backend = RecordingBackend(report(files={"o.bin": b"\x00\x01"}))
+    data = Sandbox(Policy(), backend=backend).run("print(1)").to_dict()
+    assert json.loads(json.dumps(data))["files"] == {"o.bin": "AAE="}
+    assert {
+        "outcome",
+        "exit_code",
+        "stdout",
+        "stderr",
+        "truncated",
+        "duration_ms",
+        "limits",
+        "runtime",
+        "image",
+        "container_id",
+    } <= set(data)

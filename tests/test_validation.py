@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from hazmat import InputError, UnknownLanguage, UnsafeFileName, get_language
+from hazmat.languages import language_for_path
+from hazmat.validation import check_code, check_file_name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "..",
+        ".",
+        "a/b",
+        "../etc/passwd",
+        "/etc/passwd",
+        "a\\b",
+        "nul\x00byte",
+        "x" * 256,
+        "é" * 128,
+        "line\nbreak",
+        " lead",
+        "trail ",
+        "",
+        "bidi\u202etxt.py",
+        "tab\tname",
+    ],
+)
+def test_unsafe_file_names_are_refused(name: str) -> None:
+    with pytest.raises(UnsafeFileName):
+        check_file_name(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["data.csv", "x" * 255, "é" * 127, "with space.txt", ".hidden", "-dash"]
+)
+def test_plain_file_names_are_accepted(name: str) -> None:
+    assert check_file_name(name) == name
+
+
+def test_code_checks() -> None:
+    assert check_code(b"print(1)") == "print(1)"
+    with pytest.raises(InputError, match="empty"):
+        check_code("  \n ")
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        check_code(b"print('\xff')")
+    with pytest.raises(InputError, match="NUL"):
+        check_code("print(1)\x00")
+
+
+def test_languages_and_aliases() -> None:
+    assert get_language("py").name == "python"
+    assert get_language("TS").name == "typescript"
+    assert get_language("golang").name == "go"
+    assert language_for_path("x/y/prog.mjs").name == "javascript"
+    with pytest.raises(UnknownLanguage, match="known: go, javascript, python, typescript"):
+        get_language("cobol")
+    with pytest.raises(UnknownLanguage, match="--lang"):
+        language_for_path("notes.txt")
