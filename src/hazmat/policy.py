@@ -282,10 +282,9 @@ def _preset(name: object, key: str) -> Limits:
 
 
 def _runtime(value: object) -> Runtime:
-    try:
+    if isinstance(value, str) and value in Runtime.__members__.values():
         return Runtime(value)
-    except ValueError:
-        raise PolicyError(f"unknown runtime {value!r} (expected runc or runsc)") from None
+    raise PolicyError(f"unknown runtime {value!r} (expected runc or runsc)")
 
 
 def _wrap(source: str, where: str, func: Any, *args: Any) -> Any:
