@@ -40,30 +40,43 @@ install_packages() {
     say "installed $pkgs"
 }
 
-register_runsc() {
-    local runsc
-    runsc=$(command -v runsc || true)
-    [ -n "$runsc" ] || { say "runsc not installed: the gVisor tier will be unavailable"; return; }
-    if [ -f "$DAEMON_JSON" ] && grep -q '"runsc"' "$DAEMON_JSON"; then
-        say "runsc already registered in $DAEMON_JSON"
-        return
-    fi
-    if [ -f "$DAEMON_JSON" ] && [ -s "$DAEMON_JSON" ] && [ "$(tr -d ' \n\t' < "$DAEMON_JSON")" != "{}" ]; then
-        say "warning: $DAEMON_JSON has settings of its own; not touching it, runsc not registered"
-        return
-    fi
-    mkdir -p "$(dirname "$DAEMON_JSON")"
-    cat > "$DAEMON_JSON" <<JSON
+# gVisor: no network of its own (it refuses to start otherwise) and the ptrace platform (KVM
+# hangs on these machines). Not --oci-seccomp: this runsc (2022) then breaks pthread_create.
+RUNSC_ARGS='"--network=none", "--platform=ptrace"'
+
+desired_daemon_json() {
+    cat <<JSON
 {
   "runtimes": {
     "runsc": {
-      "path": "$runsc",
-      "runtimeArgs": ["--network=none", "--platform=ptrace"]
+      "path": "$1",
+      "runtimeArgs": [$RUNSC_ARGS]
     }
   }
 }
 JSON
-    say "registered runsc (ptrace platform, --network=none) in $DAEMON_JSON"
+}
+
+# Returns 0 when it changed the file (dockerd must then reload), 1 otherwise.
+register_runsc() {
+    local runsc desired
+    runsc=$(command -v runsc || true)
+    [ -n "$runsc" ] || { say "runsc not installed: the gVisor tier will be unavailable"; return 1; }
+    desired=$(desired_daemon_json "$runsc")
+    if [ -f "$DAEMON_JSON" ] && [ "$(cat "$DAEMON_JSON")" = "$desired" ]; then
+        say "runsc registered in $DAEMON_JSON"
+        return 1
+    fi
+    # Only replace an empty file or one an earlier version of this script wrote.
+    if [ -s "$DAEMON_JSON" ] && [ "$(tr -d ' \n\t' < "$DAEMON_JSON")" != "{}" ] \
+        && ! grep -q -- '"--platform=ptrace"' "$DAEMON_JSON"; then
+        say "warning: $DAEMON_JSON has settings of its own; not touching it, runsc not registered"
+        return 1
+    fi
+    mkdir -p "$(dirname "$DAEMON_JSON")"
+    printf '%s\n' "$desired" > "$DAEMON_JSON"
+    say "registered runsc ($RUNSC_ARGS) in $DAEMON_JSON"
+    return 0
 }
 
 start_dockerd() {
@@ -136,14 +149,20 @@ main() {
         fi
     fi
     install_seccomp_base
+    local changed=0
+    register_runsc && changed=1
     if engine_up; then
+        if [ "$changed" = 1 ] && pgrep -x dockerd >/dev/null 2>&1; then
+            say "reloading dockerd so it sees the runtime settings"
+            kill -HUP "$(pgrep -x dockerd | head -n 1)"
+            sleep 1
+        fi
         say "Docker engine answering ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown version))"
         if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
             say "note: runsc is not registered with this engine; the gVisor tier is unavailable"
         fi
         return
     fi
-    register_runsc
     start_dockerd
     wait_for_engine
     if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then

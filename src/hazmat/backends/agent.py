@@ -39,6 +39,9 @@ die() { printf 'hazmat-agent: %s\n' "$1" >&2; exit 125; }
 IFS=' ' read -r magic version nfiles nwant maxfile nonce || die "no job on stdin"
 [ "$magic" = hazmat ] && [ "$version" = 1 ] || die "unknown job format"
 cd "$HAZMAT_WORKDIR" || die "no working directory"
+build=$HAZMAT_BUILD
+run=$HAZMAT_RUN
+unset HAZMAT_BUILD HAZMAT_RUN HAZMAT_WORKDIR OLDPWD
 i=0
 while [ "$i" -lt "$nfiles" ]; do
     IFS=' ' read -r size name || die "truncated job"
@@ -53,14 +56,14 @@ while [ "$i" -lt "$nwant" ]; do
 "
     i=$((i + 1))
 done
-if [ -n "$HAZMAT_BUILD" ]; then
-    sh -c "$HAZMAT_BUILD" </dev/null
+if [ -n "$build" ]; then
+    sh -c "$build" </dev/null
     rc=$?
     if [ "$rc" -ne 0 ]; then
         exit "$rc"
     fi
 fi
-sh -c "$HAZMAT_RUN"
+sh -c "$run"
 rc=$?
 kill -9 -1 2>/dev/null
 if [ "$nwant" -gt 0 ]; then

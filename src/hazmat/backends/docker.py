@@ -7,6 +7,7 @@ the process that made them, so `reap()` can remove what a killed process left be
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -131,11 +132,15 @@ class DockerBackend(Backend):
                     **container_config(job, self._labels(job), api.api_version, self.seccomp)
                 )
                 cid = str(created["Id"])
-                sock = _raw_socket(
-                    api.attach_socket(cid, {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+                attached = api.attach_socket(
+                    cid, {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
                 )
-                api.start(cid)
-            return self._watch(job, cid, sock)
+            try:
+                with map_docker_errors(job.image):
+                    api.start(cid)
+                return self._watch(job, cid, _raw_socket(attached))
+            finally:
+                _close_attached(attached)
         finally:
             if cid is not None:
                 self._remove(cid)
@@ -155,7 +160,9 @@ class DockerBackend(Backend):
                 files_cap=len(want) * (job.limits.max_file_bytes + 4096),
             )
         finally:
-            sock.close()
+            # Tell the engine nobody reads any more, so a pending kill need not wait for us.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
         with map_docker_errors(job.image):
@@ -246,6 +253,18 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _close_attached(attached: Any) -> None:
+    """Close the attach connection: the HTTP response docker-py keeps on the socket wrapper
+    first (it owns the reader over the socket), then the wrapper and the socket."""
+    response = getattr(attached, "_response", None)
+    if response is not None:
+        response.close()
+    attached.close()
+    raw = getattr(attached, "_sock", None)
+    if raw is not None:
+        raw.close()
 
 
 def _raw_socket(sock: Any) -> socket.socket:

@@ -1,0 +1,143 @@
+"""Each language end to end on the real engine: output, stdin, files, compile errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from hazmat import Outcome, Sandbox
+
+pytestmark = pytest.mark.docker
+
+HELLO = {
+    "python": "import sys\nprint('hello', sys.stdin.read().strip())\n",
+    "javascript": (
+        "let s = '';\nprocess.stdin.on('data', d => s += d);\n"
+        "process.stdin.on('end', () => console.log('hello', s.trim()));\n"
+    ),
+    "typescript": (
+        "const greet = (who: string): string => `hello ${who}`;\nlet s: string = '';\n"
+        "process.stdin.on('data', (d: Buffer) => s += d.toString());\n"
+        "process.stdin.on('end', () => console.log(greet(s.trim())));\n"
+    ),
+    "go": (
+        'package main\n\nimport (\n\t"bufio"\n\t"fmt"\n\t"os"\n)\n\n'
+        "func main() {\n\ts := bufio.NewScanner(os.Stdin)\n\ts.Scan()\n"
+        '\tfmt.Println("hello", s.Text())\n}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(HELLO))
+def test_hello_with_stdin_in_every_language(sandbox: Sandbox, runtime: str, language: str) -> None:
+    result = sandbox.run(HELLO[language], language, stdin="world\n", runtime=runtime)
+    assert result.outcome is Outcome.OK, result.stderr
+    assert result.stdout == "hello world\n"
+    assert result.exit_code == 0 and result.runtime.value == runtime
+
+
+COMPILE_ERRORS = {
+    "typescript": ("const x: number = ;\n", "main.ts"),
+    "go": ("package main\n\nfunc main() { undefined_name() }\n", "undefined"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(COMPILE_ERRORS))
+def test_compile_errors_come_back_as_error_with_the_compiler_output(
+    sandbox: Sandbox, language: str
+) -> None:
+    code, expected = COMPILE_ERRORS[language]
+    result = sandbox.run(code, language)
+    assert result.outcome is Outcome.ERROR
+    assert result.exit_code != 0
+    assert expected in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("language", "code"),
+    [
+        ("python", "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n"),
+        ("javascript", "console.log('out'); console.error('err'); process.exit(3);\n"),
+        ("typescript", "console.log('out'); console.error('err'); process.exit(3 as number);\n"),
+        (
+            "go",
+            'package main\nimport ("fmt"; "os")\n'
+            'func main() { fmt.Println("out"); fmt.Fprintln(os.Stderr, "err"); os.Exit(3) }\n',
+        ),
+    ],
+)
+def test_exit_status_and_separate_streams(sandbox: Sandbox, language: str, code: str) -> None:
+    result = sandbox.run(code, language)
+    assert (result.outcome, result.exit_code) == (Outcome.ERROR, 3)
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+
+
+def test_uncaught_exception_is_an_error_with_the_traceback(sandbox: Sandbox) -> None:
+    result = sandbox.run("raise ValueError('boom')")
+    assert result.outcome is Outcome.ERROR and result.exit_code == 1
+    assert "ValueError: boom" in result.stderr
+
+
+def test_input_files_and_output_files_round_trip(sandbox: Sandbox, runtime: str) -> None:
+    code = (
+        "import os\n"
+        "data = open('input.bin', 'rb').read()\n"
+        "open('reversed.bin', 'wb').write(data[::-1])\n"
+        "os.symlink('/etc/passwd', 'link.txt')\n"
+        "os.mkdir('adir')\n"
+        "open('big.txt', 'w').write('x' * 2_000_000)\n"
+        "print(len(data), sorted(os.listdir('.')))\n"
+    )
+    payload = bytes(range(256)) * 100
+    result = sandbox.run(
+        code,
+        files={"input.bin": payload, "notes with space.txt": "n"},
+        output_files=["reversed.bin", "link.txt", "adir", "absent.txt", "big.txt"],
+        runtime=runtime,
+    )
+    assert result.outcome is Outcome.OK, result.stderr
+    assert result.stdout.startswith("25600 ")
+    assert "notes with space.txt" in result.stdout
+    assert dict(result.files) == {"reversed.bin": payload[::-1]}
+    notes = " ".join(result.notes)
+    for name in ("link.txt", "adir", "absent.txt"):
+        assert f"'{name}' not collected: not a regular file" in notes
+    assert "'big.txt' not collected: 2000000 bytes is over the limit" in notes
+
+
+def test_helper_modules_can_be_imported_from_input_files(sandbox: Sandbox) -> None:
+    result = sandbox.run(
+        "from helper import double\nprint(double(21))",
+        files={"helper.py": "def double(x):\n    return 2 * x\n"},
+    )
+    assert result.stdout == "42\n", result.stderr
+
+
+def test_typescript_bundles_local_imports(sandbox: Sandbox) -> None:
+    result = sandbox.run(
+        "import { double } from './helper';\nconsole.log(double(21));\n",
+        "typescript",
+        files={"helper.ts": "export const double = (x: number): number => 2 * x;\n"},
+    )
+    assert result.stdout == "42\n", result.stderr
+
+
+def test_large_stdin_reaches_the_program_intact(sandbox: Sandbox) -> None:
+    data = bytes(range(256)) * 4000  # 1,024,000 bytes, under the 1 MiB strict limit
+    code = "import sys, hashlib\nprint(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
+    import hashlib
+
+    result = sandbox.run(code, stdin=data)
+    assert result.stdout.strip() == hashlib.sha256(data).hexdigest()
+
+
+def test_program_that_ignores_its_stdin_still_finishes(sandbox: Sandbox) -> None:
+    result = sandbox.run("print('done')", stdin=b"x" * 1_000_000)
+    assert (result.outcome, result.stdout) == (Outcome.OK, "done\n")
+
+
+def test_results_report_the_applied_limits_image_and_container(sandbox: Sandbox) -> None:
+    result = sandbox.run("print(1)", trust="unknown", timeout=7)
+    assert result.limits.memory_mb == 512 and result.limits.timeout_s == 7
+    assert result.image == "hazmat/python:1"
+    assert result.container_id and len(result.container_id) == 64
+    assert result.duration_ms > 0
