@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a program in a fresh hardened container")
     source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("file", nargs="?", help="the program to run")
+    source.add_argument("program", nargs="?", metavar="FILE", help="the program to run")
     source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
     run.add_argument("--lang", help=f"one of {', '.join(LANGUAGES)} (default: from the extension)")
     run.add_argument("--trust", choices=[t.value for t in TrustLevel], help="trust level")
@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
     run.add_argument(
         "--file",
+        dest="input_files",
         type=Path,
         action="append",
         default=[],
@@ -113,10 +114,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         code: str | bytes = args.code
         language = get_language(args.lang or "python")
     else:
-        path = Path(args.file)
+        path = Path(args.program)
         code = _read(path, "program")
         language = get_language(args.lang) if args.lang else language_for_path(path)
-    files = {check_file_name(p.name): _read(p, "file") for p in args.file}
+    files = {check_file_name(p.name): _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
     policy = load_policy(args.policy) if args.policy else Policy()
     with Sandbox(policy) as sandbox:

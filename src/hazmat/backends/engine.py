@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import docker
 import docker.errors
 import requests.exceptions
 
-import docker
 from hazmat._exceptions import (
     EngineUnavailable,
     ImageNotFound,
@@ -24,6 +24,7 @@ __all__ = ["Engine", "EngineInfo", "map_docker_errors"]
 
 # How long one engine API call may take before the engine counts as not answering.
 API_TIMEOUT_S = 60
+MIN_API_VERSION = "1.41"  # Docker 20.10, the oldest engine hazmat is tested on
 START_HINT = "start it with `bash scripts/ensure-engine.sh` (as root) or `dockerd`"
 
 
@@ -39,10 +40,20 @@ def map_docker_errors(image: str | None = None) -> Iterator[None]:
         if "runtime" in text and ("unknown" in text or "invalid" in text):
             raise RuntimeUnavailable(f"the Docker engine refused the runtime: {text}") from exc
         raise InfraError(f"the Docker engine returned an error: {text}") from exc
-    except requests.exceptions.Timeout as exc:
-        raise EngineUnavailable(f"the Docker engine did not answer in time: {exc}") from exc
-    except (requests.exceptions.ConnectionError, docker.errors.DockerException) as exc:
+    except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
+        if _caused_by(exc, requests.exceptions.Timeout):
+            raise EngineUnavailable(f"the Docker engine did not answer in time: {exc}") from exc
         raise EngineUnavailable(f"cannot reach the Docker engine ({exc}); {START_HINT}") from exc
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc` or anything in its cause chain is a `kind` (docker-py wraps errors)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def missing_image_message(image: str) -> str:
@@ -82,13 +93,25 @@ class Engine:
         with self._lock:
             if self._api is None:
                 with map_docker_errors():
-                    kwargs: dict[str, Any] = {"version": "auto", "timeout": self._timeout}
-                    if self._base_url:
-                        kwargs["base_url"] = self._base_url
-                    else:
-                        kwargs.update(docker.utils.kwargs_from_env())
-                    self._api = docker.APIClient(**kwargs)
+                    self._api = self._connect()
             return self._api
+
+    def _connect(self) -> docker.APIClient:
+        """Negotiate the API version with a probe client that is always closed (docker-py's
+        own `version="auto"` leaks its connection when the engine does not answer)."""
+        kwargs: dict[str, Any] = {"timeout": self._timeout}
+        if self._base_url:
+            kwargs["base_url"] = self._base_url
+        else:
+            kwargs.update(docker.utils.kwargs_from_env())
+        probe = docker.APIClient(version=MIN_API_VERSION, **kwargs)
+        try:
+            server = str(probe.version(api_version=False)["ApiVersion"])
+        finally:
+            probe.close()
+        ours = docker.constants.DEFAULT_DOCKER_API_VERSION
+        version = min(server, ours, key=lambda v: tuple(int(p) for p in v.split(".")))
+        return docker.APIClient(version=version, **kwargs)
 
     def info(self) -> EngineInfo:
         if self._info is None:

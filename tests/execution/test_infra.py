@@ -1,0 +1,174 @@
+"""Failures that are not the code's fault: missing image, unreachable or hung engine, runtime."""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from hazmat import Outcome, Policy, Sandbox, parse_policy
+from hazmat.backends.docker import LABEL, DockerBackend, container_config
+from hazmat.backends.engine import Engine, EngineInfo
+from hazmat.backends.seccomp import load_profile
+
+pytestmark = pytest.mark.docker
+
+
+def test_missing_hazmat_image_says_how_to_build_it(engine: Engine) -> None:
+    policy = parse_policy({"images": {"python": "hazmat/python:does-not-exist"}})
+    result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert "hazmat images build" in (result.error or "")
+
+
+def test_missing_foreign_image_is_never_pulled(engine: Engine) -> None:
+    image = "hazmat-test/never-pulled:1"
+    policy = parse_policy({"images": {"python": image}})
+    result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert "never pulls" in (result.error or "")
+    assert engine.api.images(name=image) == []
+
+
+def test_unreachable_engine_is_an_infra_error(tmp_path: Path) -> None:
+    missing = Engine(base_url=f"unix://{tmp_path}/no-such.sock")
+    result = Sandbox(Policy(), backend=DockerBackend(missing)).run("print(1)")
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert "cannot reach the Docker engine" in (result.error or "")
+
+
+def test_stopped_engine_leaves_a_socket_that_refuses(tmp_path: Path) -> None:
+    # What a stopped dockerd leaves behind: a socket file nobody listens on.
+    path = tmp_path / "docker.sock"
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(path))
+    stale.close()
+    result = Sandbox(Policy(), backend=DockerBackend(Engine(base_url=f"unix://{path}"))).run("1")
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert "cannot reach the Docker engine" in (result.error or "")
+
+
+@pytest.fixture
+def silent_socket(tmp_path: Path) -> Iterator[Path]:
+    """An engine that accepts connections and never answers."""
+    path = tmp_path / "hung.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield path
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+# urllib3 leaves the timed-out unix-socket connection to the garbage collector; collect it
+# here so the warning stays with this test.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_hung_engine_is_an_infra_error_within_the_api_timeout(silent_socket: Path) -> None:
+    started = time.monotonic()
+    outcome, error = _run_against(silent_socket)
+    assert outcome is Outcome.INFRA_ERROR
+    assert "did not answer in time" in error
+    assert time.monotonic() - started < 10
+    gc.collect()
+
+
+def _run_against(path: Path) -> tuple[Outcome, str]:
+    engine = Engine(base_url=f"unix://{path}", timeout=1)
+    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+        result = sandbox.run("print(1)")
+    return result.outcome, result.error or ""
+
+
+class RuncOnlyEngine(Engine):
+    """The real engine, reporting that it has no runsc."""
+
+    def info(self) -> EngineInfo:
+        real = super().info()
+        return EngineInfo(
+            real.version,
+            real.api_version,
+            frozenset({"runc"}),
+            real.resources,
+            real.cgroup_version,
+            real.kernel,
+        )
+
+
+def test_missing_runtime_fails_closed_never_falls_back() -> None:
+    engine = RuncOnlyEngine()
+    try:
+        result = Sandbox(Policy(), backend=DockerBackend(engine)).run("print(1)", runtime="runsc")
+    finally:
+        engine.close()
+    assert result.outcome is Outcome.INFRA_ERROR
+    assert "no runtime 'runsc'" in (result.error or "")
+    assert result.container_id is None
+
+
+def _container(engine: Engine, labels: dict[str, str]) -> str:
+    from hazmat.backends.agent import Payload
+    from hazmat.backends.base import Job
+    from hazmat.languages import get_language
+    from hazmat.policy import PRESETS, Runtime, TrustLevel
+
+    job = Job(
+        get_language("python"),
+        "hazmat/python:1",
+        PRESETS["strict"],
+        Runtime.RUNC,
+        TrustLevel.UNTRUSTED,
+        Payload({}, [], b"", 1),
+    )
+    config = container_config(job, labels, engine.api.api_version, load_profile())
+    return str(engine.api.create_container(**config)["Id"])
+
+
+def test_reaper_removes_what_dead_or_late_owners_left(engine: Engine) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    future, past = f"{time.time() + 3600:.0f}", f"{time.time() - 1:.0f}"
+    orphan = _container(
+        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{dead.pid}", f"{LABEL}.deadline": future}
+    )
+    late = _container(
+        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{os.getpid()}", f"{LABEL}.deadline": past}
+    )
+    live = _container(
+        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{os.getpid()}", f"{LABEL}.deadline": future}
+    )
+    try:
+        removed = set(DockerBackend(engine).reap())
+        assert {orphan, late} <= removed
+        assert live not in removed
+        engine.api.inspect_container(live)
+    finally:
+        for cid in (orphan, late, live):
+            try:
+                engine.api.remove_container(cid, force=True)
+            except docker.errors.NotFound:
+                pass

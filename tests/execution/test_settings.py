@@ -1,0 +1,71 @@
+"""Read the container's real settings back from the engine: every hardening setting is there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hazmat.backends.agent import Payload
+from hazmat.backends.base import Job
+from hazmat.backends.docker import container_config, host_pids_limit
+from hazmat.backends.engine import Engine
+from hazmat.backends.seccomp import load_profile
+from hazmat.languages import get_language
+from hazmat.policy import PRESETS, Runtime, TrustLevel
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.mark.parametrize("language", ["python", "go"])
+def test_created_container_has_every_hardening_setting(
+    engine: Engine, runtime: str, language: str
+) -> None:
+    limits = PRESETS["strict"]
+    job = Job(
+        get_language(language),
+        get_language(language).image,
+        limits,
+        Runtime(runtime),
+        TrustLevel.UNTRUSTED,
+        Payload({}, [], b"", 1),
+    )
+    profile = load_profile()
+    assert profile.text, "the seccomp base profile is missing (scripts/ensure-engine.sh)"
+    config = container_config(job, {"hazmat": "1"}, engine.api.api_version, profile)
+    cid = engine.api.create_container(**config)["Id"]
+    try:
+        info = engine.api.inspect_container(cid)
+    finally:
+        engine.api.remove_container(cid, force=True)
+    hc, cfg = info["HostConfig"], info["Config"]
+    assert hc["ReadonlyRootfs"] is True
+    assert hc["NetworkMode"] == "none" and cfg["NetworkDisabled"] is True
+    assert hc["CapDrop"] == ["ALL"] and not hc["CapAdd"] and hc["Privileged"] is False
+    assert "no-new-privileges=true" in hc["SecurityOpt"]
+    seccomp = [o for o in hc["SecurityOpt"] if o.startswith("seccomp=")]
+    assert len(seccomp) == 1
+    allowed = {
+        n
+        for rule in json.loads(seccomp[0][8:])["syscalls"]
+        if rule["action"] == "SCMP_ACT_ALLOW" and not rule.get("includes", {}).get("caps")
+        for n in rule["names"]
+    }
+    assert "ptrace" not in allowed and "read" in allowed
+    assert cfg["User"] == "65534:65534"
+    assert hc["Memory"] == hc["MemorySwap"] == limits.memory_mb * 1024 * 1024
+    assert hc["NanoCpus"] == int(limits.cpus * 1e9)
+    assert hc["PidsLimit"] == host_pids_limit(job)
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in hc["Ulimits"]}
+    assert ulimits["nofile"] == (limits.nofile, limits.nofile)
+    assert ulimits["fsize"][0] > limits.tmpfs_mb * 1024 * 1024
+    assert ulimits["core"] == (0, 0)
+    assert f"size={limits.tmpfs_mb}m" in hc["Tmpfs"]["/work"]
+    assert "noexec" in hc["Tmpfs"]["/work"]
+    assert ("exec" if language == "go" else "noexec") in hc["Tmpfs"]["/tmp"].split(",")
+    assert hc["ShmSize"] == limits.tmpfs_mb * 1024 * 1024
+    assert hc["LogConfig"]["Type"] == "none"
+    assert hc["Init"] is True
+    assert hc["Runtime"] == runtime
+    assert not hc["Binds"] and not info["Mounts"]
+    assert cfg["Labels"]["hazmat"] == "1"

@@ -1,0 +1,183 @@
+"""The `hazmat` command as other tools script it: exit codes, --json, files, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HAZMAT = [sys.executable, "-m", "hazmat"]
+
+
+def hazmat(
+    *args: str, stdin: bytes = b"", cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*HAZMAT, *args], input=stdin, capture_output=True, timeout=120, cwd=cwd)
+
+
+# --- no engine needed: bad requests are refused before anything runs ----------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["run", "-c", "print(1)", "--lang", "cobol"], 2, b"unknown language 'cobol'"),
+        (["run", "-c", "   "], 2, b"code is empty"),
+        (["run", "/no/such/file.py"], 2, b"cannot read program"),
+        (["run", "-c", "1", "--output-file", "../escape"], 2, b"unsafe file name"),
+        (["run", "-c", "1", "--stdin", "/no/such/input"], 2, b"cannot read stdin"),
+        (["run", "-c", "1", "--timeout", "0"], 2, b"timeout_s"),
+        (["run", "-c", "1", "--policy", "/no/such/policy.yaml"], 78, b"cannot read policy file"),
+        (["run", "notes.txt"], 2, b"cannot read program"),
+    ],
+)
+def test_bad_requests_exit_with_clear_errors(args: list[str], code: int, message: bytes) -> None:
+    result = hazmat(*args)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert result.stderr.startswith(b"hazmat: error: ")
+
+
+def test_unknown_extension_asks_for_lang(tmp_path: Path) -> None:
+    program = tmp_path / "prog.txt"
+    program.write_text("print(1)")
+    result = hazmat("run", str(program))
+    assert result.returncode == 2 and b"pass --lang" in result.stderr
+
+
+def test_policy_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("trust:\n  untrusted:\n    memory: 5\n")
+    result = hazmat("run", "-c", "1", "--policy", str(policy))
+    assert result.returncode == 78
+    assert f"{policy}: trust.untrusted.memory: unknown key".encode() in result.stderr
+
+
+def test_version_and_help() -> None:
+    assert hazmat("--version").stdout.startswith(b"hazmat ")
+    assert b"--timeout SEC" in hazmat("run", "--help").stdout
+
+
+# --- on the real engine --------------------------------------------------------------------
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("code", "exit_code", "outcome"),
+    [
+        ("print('hi')", 0, "ok"),
+        ("import sys; sys.exit(7)", 7, "error"),
+        ("while True: pass", 124, "timeout"),
+        ("x = bytearray(2**30)", 137, "memory_limit"),
+        ("while True: print('x' * 100)", 141, "output_limit"),
+    ],
+)
+def test_exit_codes_follow_the_outcome(code: str, exit_code: int, outcome: str) -> None:
+    result = hazmat("run", "-c", code, "--timeout", "2", "--json")
+    assert result.returncode == exit_code, result.stderr
+    data = json.loads(result.stdout)
+    assert data["outcome"] == outcome
+    for key in (
+        "exit_code",
+        "stdout",
+        "stderr",
+        "truncated",
+        "duration_ms",
+        "limits",
+        "runtime",
+        "image",
+        "container_id",
+    ):
+        assert key in data
+
+
+@pytest.mark.docker
+def test_plain_output_is_the_programs_own(tmp_path: Path) -> None:
+    program = tmp_path / "prog.js"
+    program.write_text(
+        "process.stdout.write('out\\n'); process.stderr.write('err\\n'); process.exit(3)"
+    )
+    result = hazmat("run", str(program))
+    assert (result.returncode, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+
+
+@pytest.mark.docker
+def test_timeout_explains_itself_on_stderr() -> None:
+    result = hazmat("run", "-c", "import time; time.sleep(10)", "--timeout", "1")
+    assert result.returncode == 124
+    assert b"hazmat: timed out after 1s; killed" in result.stderr
+
+
+@pytest.mark.docker
+def test_stdin_files_and_output_files(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "in.txt").write_text("from stdin")
+    code = (
+        "import sys\n"
+        "rows = open('data.csv').read().splitlines()\n"
+        "open('report.txt', 'w').write(f'{len(rows)} rows; ' + sys.stdin.read())\n"
+    )
+    out = tmp_path / "out"
+    result = hazmat(
+        "run",
+        "-c",
+        code,
+        "--file",
+        str(tmp_path / "data.csv"),
+        "--stdin",
+        str(tmp_path / "in.txt"),
+        "--output-file",
+        "report.txt",
+        "--output-dir",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert (out / "report.txt").read_text() == "2 rows; from stdin"
+
+
+@pytest.mark.docker
+def test_missing_image_exits_125(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("images:\n  python: hazmat/python:nope\n")
+    result = hazmat("run", "-c", "print(1)", "--policy", str(policy))
+    assert result.returncode == 125
+    assert b"hazmat images build" in result.stderr
+
+
+@pytest.mark.docker
+def test_memory_and_runtime_flags_are_applied() -> None:
+    result = hazmat(
+        "run",
+        "-c",
+        "print(1)",
+        "--memory",
+        "128",
+        "--runtime",
+        "runsc",
+        "--json",
+        "--trust",
+        "trusted",
+    )
+    data = json.loads(result.stdout)
+    assert (data["limits"]["memory_mb"], data["runtime"], data["trust"]) == (
+        128,
+        "runsc",
+        "trusted",
+    )
+
+
+@pytest.mark.docker
+def test_images_list_and_doctor() -> None:
+    listing = hazmat("images", "list", "--json")
+    assert listing.returncode == 0
+    assert {row["image"] for row in json.loads(listing.stdout)} == {
+        "hazmat/python:1",
+        "hazmat/node:1",
+        "hazmat/go:1",
+    }
+    doctor = hazmat("doctor")
+    assert doctor.returncode == 0, doctor.stdout
+    assert b"OK   runtime runsc" in doctor.stdout and b"OK   runtime runc" in doctor.stdout
