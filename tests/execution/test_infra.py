@@ -38,22 +38,38 @@ def test_missing_foreign_image_is_never_pulled(engine: Engine) -> None:
     assert engine.api.images(name=image) == []
 
 
+# docker-py's unix-socket connection does not close its socket when connecting fails, and
+# urllib3 leaves a timed-out one to the garbage collector. These tests collect it themselves,
+# so the warning is raised (and ignored) here rather than in whichever test runs next.
+leaks_a_socket = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+def _run_against(url: str, timeout: int = 60) -> tuple[Outcome, str]:
+    engine = Engine(base_url=url, timeout=timeout)
+    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+        result = sandbox.run("print(1)")
+    return result.outcome, result.error or ""
+
+
+@leaks_a_socket
 def test_unreachable_engine_is_an_infra_error(tmp_path: Path) -> None:
-    missing = Engine(base_url=f"unix://{tmp_path}/no-such.sock")
-    result = Sandbox(Policy(), backend=DockerBackend(missing)).run("print(1)")
-    assert result.outcome is Outcome.INFRA_ERROR
-    assert "cannot reach the Docker engine" in (result.error or "")
+    outcome, error = _run_against(f"unix://{tmp_path}/no-such.sock")
+    gc.collect()
+    assert outcome is Outcome.INFRA_ERROR
+    assert "cannot reach the Docker engine" in error
 
 
+@leaks_a_socket
 def test_stopped_engine_leaves_a_socket_that_refuses(tmp_path: Path) -> None:
     # What a stopped dockerd leaves behind: a socket file nobody listens on.
     path = tmp_path / "docker.sock"
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(path))
     stale.close()
-    result = Sandbox(Policy(), backend=DockerBackend(Engine(base_url=f"unix://{path}"))).run("1")
-    assert result.outcome is Outcome.INFRA_ERROR
-    assert "cannot reach the Docker engine" in (result.error or "")
+    outcome, error = _run_against(f"unix://{path}")
+    gc.collect()
+    assert outcome is Outcome.INFRA_ERROR
+    assert "cannot reach the Docker engine" in error
 
 
 @pytest.fixture
@@ -84,23 +100,14 @@ def silent_socket(tmp_path: Path) -> Iterator[Path]:
     server.close()
 
 
-# urllib3 leaves the timed-out unix-socket connection to the garbage collector; collect it
-# here so the warning stays with this test.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@leaks_a_socket
 def test_hung_engine_is_an_infra_error_within_the_api_timeout(silent_socket: Path) -> None:
     started = time.monotonic()
-    outcome, error = _run_against(silent_socket)
+    outcome, error = _run_against(f"unix://{silent_socket}", timeout=1)
+    gc.collect()
     assert outcome is Outcome.INFRA_ERROR
     assert "did not answer in time" in error
     assert time.monotonic() - started < 10
-    gc.collect()
-
-
-def _run_against(path: Path) -> tuple[Outcome, str]:
-    engine = Engine(base_url=f"unix://{path}", timeout=1)
-    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
-        result = sandbox.run("print(1)")
-    return result.outcome, result.error or ""
 
 
 class RuncOnlyEngine(Engine):

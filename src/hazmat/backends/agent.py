@@ -35,7 +35,10 @@ PROTOCOL_VERSION = 1
 
 AGENT_SCRIPT = r"""
 set -u
-die() { printf 'hazmat-agent: %s\n' "$1" >&2; exit 125; }
+# The program's stderr is kept on fd 3; the agent's own fd 2 goes nowhere, so the shell's
+# job messages ("Killed") never mix into the program's output.
+exec 3>&2 2>/dev/null
+die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
 IFS=' ' read -r magic version nfiles nwant maxfile nonce || die "no job on stdin"
 [ "$magic" = hazmat ] && [ "$version" = 1 ] || die "unknown job format"
 cd "$HAZMAT_WORKDIR" || die "no working directory"
@@ -57,13 +60,15 @@ while [ "$i" -lt "$nwant" ]; do
     i=$((i + 1))
 done
 if [ -n "$build" ]; then
-    sh -c "$build" </dev/null
+    sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null
     rc=$?
     if [ "$rc" -ne 0 ]; then
         exit "$rc"
     fi
 fi
-sh -c "$run"
+# The child moves its own stderr back: dash applies a command's redirections in the parent
+# and prints the job's status ("Killed") while they are still in effect.
+sh -c 'exec 2>&3 3>&-; eval "$1"' run "$run"
 rc=$?
 kill -9 -1 2>/dev/null
 if [ "$nwant" -gt 0 ]; then

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# hazmat demo: real programs in every language, then what happens to hostile ones.
+# Usage: bash examples/demo.sh [path/to/hazmat]
+set -uo pipefail
+hazmat=${1:-hazmat}
+here=$(cd "$(dirname "$0")" && pwd)
+failures=0
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+expect() {  # expect EXIT-CODE command...   (QUIET=1: count stdout instead of showing it)
+    local want=$1; shift
+    step "hazmat ${*:2}"
+    local got
+    if [ "${QUIET:-0}" = 1 ]; then
+        local out
+        out=$(mktemp)
+        "$@" > "$out"
+        got=$?
+        printf '  (%d bytes of stdout not shown)\n' "$(wc -c < "$out")"
+        rm -f "$out"
+    else
+        "$@"
+        got=$?
+    fi
+    if [ "$got" -eq "$want" ]; then
+        printf '  -> exit %d, as expected\n' "$got"
+    else
+        printf '  -> exit %d, expected %d\n' "$got" "$want"
+        failures=$((failures + 1))
+    fi
+}
+
+echo "== Programs in four languages, each in a fresh hardened container =="
+expect 0 "$hazmat" run "$here/wordcount.py" --stdin "$here/wordcount.py"
+expect 0 "$hazmat" run "$here/fizzbuzz.js"
+expect 0 "$hazmat" run "$here/stats.ts"
+expect 0 "$hazmat" run "$here/primes.go"
+expect 0 "$hazmat" run "$here/fizzbuzz.js" --runtime runsc
+
+echo
+echo "== Hostile programs are contained =="
+expect 124 "$hazmat" run -c 'while True: pass' --timeout 2
+expect 137 "$hazmat" run -c 'x = bytearray(2 * 1024**3)'
+QUIET=1 expect 141 "$hazmat" run -c 'while True: print("flood" * 100)'
+expect 0 "$hazmat" run -c '
+import socket
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=3)
+except OSError as e:
+    print("network:", e)
+try:
+    open("/etc/passwd", "a")
+except OSError as e:
+    print("root filesystem:", e)
+import os
+print("uid:", os.getuid(), "| interfaces:", [n for _, n in socket.if_nameindex()])'
+
+echo
+echo "== Machine-readable results =="
+expect 0 "$hazmat" run -c 'print(6 * 7)' --json
+
+echo
+if [ "$failures" -eq 0 ]; then
+    echo "demo: all steps behaved as expected"
+else
+    echo "demo: $failures step(s) did not behave as expected" >&2
+    exit 1
+fi
