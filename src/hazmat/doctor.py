@@ -11,6 +11,7 @@ from hazmat._exceptions import HazmatError
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import START_HINT, Engine, map_docker_errors
 from hazmat.backends.images import RECIPES, ImageBuilder
+from hazmat.backends.seccomp import load_profile
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
 
@@ -39,6 +40,7 @@ def run_checks(engine: Engine | None = None) -> list[Check]:
         ),
         _kernel_check(raw, info.cgroup_version),
         _seccomp_check(raw),
+        _profile_check(),
         _runc_version(raw),
     ]
     images = [_image_check(ImageBuilder(engine), name) for name in RECIPES]
@@ -76,6 +78,18 @@ def _seccomp_check(raw: dict[str, Any]) -> Check:
         ok,
         options or "no security options reported",
         "" if ok else "use a Docker engine built with seccomp support",
+    )
+
+
+def _profile_check() -> Check:
+    profile = load_profile()
+    if profile.text:
+        return Check("seccomp profile", True, f"derived from {profile.source} without ptrace")
+    return Check(
+        "seccomp profile",
+        False,
+        "no base profile: runc containers get Docker's default (ptrace allowed)",
+        "bash scripts/ensure-engine.sh (as root)",
     )
 
 
