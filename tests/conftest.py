@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import docker
 import pytest
 
-import docker
 from hazmat import Policy, Sandbox
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import Engine
