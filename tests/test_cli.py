@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,15 @@ HAZMAT = [sys.executable, "-m", "hazmat"]
 
 
 def hazmat(
-    *args: str, stdin: bytes = b"", cwd: Path | None = None
+    *args: str, stdin: bytes = b"", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*HAZMAT, *args], input=stdin, capture_output=True, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [*HAZMAT, *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # --- no engine needed: bad requests are refused before anything runs ----------------------
@@ -54,6 +61,17 @@ def test_policy_errors_name_the_file_and_key(tmp_path: Path) -> None:
     result = hazmat("run", "-c", "1", "--policy", str(policy))
     assert result.returncode == 78
     assert f"{policy}: trust.untrusted.memory: unknown key".encode() in result.stderr
+
+
+def test_stopped_engine_exits_125_and_doctor_says_what_to_do(tmp_path: Path) -> None:
+    dead = {"DOCKER_HOST": f"unix://{tmp_path}/stopped.sock"}
+    result = hazmat("run", "-c", "print(1)", env=dead)
+    assert result.returncode == 125
+    assert b"hazmat: infrastructure error: cannot reach the Docker engine" in result.stderr
+    doctor = hazmat("doctor", env=dead)
+    assert doctor.returncode == 1
+    assert doctor.stdout.startswith(b"FAIL engine: cannot reach the Docker engine")
+    assert b"fix: start it with" in doctor.stdout
 
 
 def test_version_and_help() -> None:

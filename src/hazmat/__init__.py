@@ -25,7 +25,7 @@ from hazmat.policy import (
     load_policy,
     parse_policy,
 )
-from hazmat.sandbox import Sandbox
+from hazmat.sandbox import RunOptions, Sandbox
 
 __version__ = "0.1.0"
 
@@ -46,6 +46,7 @@ __all__ = [
     "Outcome",
     "Policy",
     "PolicyError",
+    "RunOptions",
     "Runtime",
     "RuntimeUnavailable",
     "Sandbox",

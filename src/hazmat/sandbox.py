@@ -12,10 +12,12 @@ comes back as a result: the program's own failures as `error`, `timeout`, `memor
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
+from typing import TypedDict, Unpack
 
 from hazmat._exceptions import InfraError, InputError, InputTooLarge, PolicyError
 from hazmat.backends.agent import Payload
@@ -25,7 +27,19 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Limits, Policy, Runtime, TrustLevel, load_policy, parse_trust
 from hazmat.validation import check_code, check_file_name, to_bytes
 
-__all__ = ["Sandbox", "derive_outcome"]
+__all__ = ["RunOptions", "Sandbox", "derive_outcome"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options of `Sandbox.run`, `arun` and `request`."""
+
+    trust: TrustLevel | str | None
+    stdin: str | bytes | None
+    files: Mapping[str, str | bytes] | None
+    output_files: Sequence[str]
+    timeout: float | None
+    memory_mb: int | None
+    runtime: Runtime | str | None
 
 
 class Sandbox:
@@ -53,66 +67,42 @@ class Sandbox:
         self.backend = backend
 
     def run(
-        self,
-        code: str | bytes,
-        language: str = "python",
-        *,
-        trust: TrustLevel | str | None = None,
-        stdin: str | bytes | None = None,
-        files: Mapping[str, str | bytes] | None = None,
-        output_files: Sequence[str] = (),
-        timeout: float | None = None,
-        memory_mb: int | None = None,
-        runtime: Runtime | str | None = None,
+        self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionResult:
-        """Run `code` once in a new container and return what happened."""
-        request = self.request(
-            code,
-            language,
-            trust=trust,
-            stdin=stdin,
-            files=files,
-            output_files=output_files,
-            timeout=timeout,
-            memory_mb=memory_mb,
-            runtime=runtime,
-        )
-        return self.execute(request)
+        """Run `code` once in a new container and return what happened.
+
+        Options: `trust`, `stdin`, `files` (name -> content, copied into the working
+        directory), `output_files` (names to collect afterwards), `timeout` (seconds),
+        `memory_mb`, `runtime` ("runc" or "runsc").
+        """
+        return self.execute(self.request(code, language, **options))
 
     async def arun(
-        self, code: str | bytes, language: str = "python", **kwargs: object
+        self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionResult:
         """`run`, without blocking the event loop (the run happens in a worker thread)."""
-        return await asyncio.to_thread(self.run, code, language, **kwargs)  # type: ignore[arg-type]
+        return await asyncio.to_thread(functools.partial(self.run, code, language, **options))
 
     def request(
-        self,
-        code: str | bytes,
-        language: str,
-        *,
-        trust: TrustLevel | str | None = None,
-        stdin: str | bytes | None = None,
-        files: Mapping[str, str | bytes] | None = None,
-        output_files: Sequence[str] = (),
-        timeout: float | None = None,
-        memory_mb: int | None = None,
-        runtime: Runtime | str | None = None,
+        self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionRequest:
-        """Build and validate a request without running it."""
+        """Build and validate a request without running it; raises `InputError` if it is bad."""
         lang = get_language(language)
-        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        trust = options.get("trust")
+        files = options.get("files") or {}
+        stdin = options.get("stdin")
         request = ExecutionRequest(
             code=check_code(code),
             language=lang.name,
-            trust=level,
+            trust=parse_trust(trust if trust is not None else self.policy.default_trust),
             stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
             files=MappingProxyType(
-                {check_file_name(n): to_bytes(d, f"file {n!r}") for n, d in (files or {}).items()}
+                {check_file_name(n): to_bytes(d, f"file {n!r}") for n, d in files.items()}
             ),
-            output_files=tuple(check_file_name(n) for n in output_files),
-            timeout_s=timeout,
-            memory_mb=memory_mb,
-            runtime=_parse_runtime(runtime),
+            output_files=tuple(check_file_name(n) for n in options.get("output_files", ())),
+            timeout_s=options.get("timeout"),
+            memory_mb=options.get("memory_mb"),
+            runtime=_parse_runtime(options.get("runtime")),
         )
         self._check_sizes(request, lang, self._limits(request))
         return request
