@@ -8,19 +8,21 @@ with labels. Needs root and debootstrap; the node image also needs `npm` on the 
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from hazmat._exceptions import ImageBuildError
+from hazmat._exceptions import ImageBuildError, InfraError
 from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.languages import IMAGE_VERSION, LANGUAGES
@@ -56,7 +58,9 @@ class ImageRecipe:
 
     name: str
     packages: tuple[str, ...]
-    extra: str = ""  # name of an extra build step, see ImageBuilder._extra_*
+    # A step after debootstrap: (rootfs, scratch folder, progress) -> None.
+    extra: Callable[[Path, Path, Progress], None] | None = None
+    host_tools: tuple[str, ...] = ()  # what `extra` needs on the building host
 
     @property
     def ref(self) -> str:
@@ -65,13 +69,6 @@ class ImageRecipe:
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(n for n, lang in LANGUAGES.items() if lang.image == self.ref)
-
-
-RECIPES = {
-    "python": ImageRecipe("python", ("python3",)),
-    "node": ImageRecipe("node", ("nodejs",), extra="esbuild"),
-    "go": ImageRecipe("go", ("golang-go",), extra="go_std"),
-}
 
 
 def recipes_for(names: Iterable[str]) -> list[ImageRecipe]:
@@ -141,9 +138,11 @@ class ImageBuilder:
             rootfs = scratch / "rootfs"
             self._debootstrap(recipe, rootfs)
             if recipe.extra:
-                getattr(self, f"_extra_{recipe.extra}")(rootfs, scratch)
+                recipe.extra(rootfs, scratch, self.progress)
             self._harden(recipe, rootfs)
+            previous = self.status(recipe).image_id
             image_id = self._import(recipe, rootfs, scratch / "rootfs.tar")
+            self._drop_replaced(recipe, previous, image_id)
         finally:
             unmount_below(scratch)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -151,6 +150,17 @@ class ImageBuilder:
             recipe, f"built {recipe.ref} ({image_id[:19]}) in {time.monotonic() - started:.0f}s"
         )
         return image_id
+
+    def _drop_replaced(self, recipe: ImageRecipe, previous: str, new_id: str) -> None:
+        """Remove the image the new build replaced, unless a container still uses it."""
+        if not previous or new_id.removeprefix("sha256:").startswith(previous):
+            return
+        try:
+            with map_docker_errors():
+                self.engine.api.remove_image(previous)
+            self._say(recipe, f"removed the image it replaces ({previous})")
+        except InfraError as exc:
+            self._say(recipe, f"kept the image it replaces ({previous}): {exc}")
 
     def _say(self, recipe: ImageRecipe, text: str) -> None:
         self.progress(f"[{recipe.name}] {text}")
@@ -190,50 +200,6 @@ class ImageBuilder:
             raise ImageBuildError(
                 f"{cmd[0]} failed with exit status {proc.returncode}:\n" + "\n".join(tail)
             )
-
-    def _extra_esbuild(self, rootfs: Path, scratch: Path) -> None:
-        """TypeScript: install esbuild's static binary, fetched with npm from its registry."""
-        arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-        package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
-        self.progress(f"[node] npm pack {package}")
-        out = _run(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
-        with tarfile.open(scratch / out[-1]) as tar:
-            member = tar.getmember("package/bin/esbuild")
-            source = tar.extractfile(member)
-            if source is None:
-                raise ImageBuildError(f"{package} has no bin/esbuild")
-            target = rootfs / "usr/local/bin/esbuild"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read())
-            target.chmod(0o755)
-        version = _run(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
-        self.progress(f"[node] esbuild {version} installed")
-
-    def _extra_go_std(self, rootfs: Path, scratch: Path) -> None:
-        """Go: prebuild the standard library for CGO_ENABLED=0, so runs compile only main."""
-        self.progress("[go] go install std (CGO_ENABLED=0)")
-        proc = rootfs / "proc"
-        _run(["mount", "-t", "proc", "proc", str(proc)])
-        try:
-            _run(
-                [
-                    "chroot",
-                    str(rootfs),
-                    "/usr/bin/env",
-                    "-i",
-                    "PATH=/usr/bin:/bin",
-                    "HOME=/tmp",
-                    "GOCACHE=/tmp/gocache",
-                    "CGO_ENABLED=0",
-                    "GO111MODULE=off",
-                    "go",
-                    "install",
-                    "std",
-                ]
-            )
-        finally:
-            _run(["umount", "-l", str(proc)])
-        shutil.rmtree(rootfs / "tmp/gocache", ignore_errors=True)
 
     def _harden(self, recipe: ImageRecipe, rootfs: Path) -> None:
         stripped = 0
@@ -278,11 +244,9 @@ class ImageBuilder:
 
 
 def _require_tools(recipe: ImageRecipe) -> None:
-    import os
-
     if os.geteuid() != 0:
         raise ImageBuildError("building images needs root (debootstrap and chroot)")
-    needed = ["debootstrap", "tar", "chroot"] + (["npm"] if recipe.extra == "esbuild" else [])
+    needed = ["debootstrap", "tar", "chroot", *recipe.host_tools]
     missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
         raise ImageBuildError(
@@ -290,8 +254,63 @@ def _require_tools(recipe: ImageRecipe) -> None:
         )
 
 
+def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """TypeScript: install esbuild's static binary, fetched with npm from its registry."""
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
+    progress(f"[node] npm pack {package}")
+    out = _run(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
+    with tarfile.open(scratch / out[-1]) as tar:
+        member = tar.getmember("package/bin/esbuild")
+        source = tar.extractfile(member)
+        if source is None:
+            raise ImageBuildError(f"{package} has no bin/esbuild")
+        target = rootfs / "usr/local/bin/esbuild"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read())
+        target.chmod(0o755)
+    version = _run(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
+    progress(f"[node] esbuild {version} installed")
+
+
+def prebuild_go_std(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """Go: prebuild the standard library for CGO_ENABLED=0, so runs compile only main."""
+    progress("[go] go install std (CGO_ENABLED=0)")
+    proc = rootfs / "proc"
+    _run(["mount", "-t", "proc", "proc", str(proc)])
+    try:
+        _run(
+            [
+                "chroot",
+                str(rootfs),
+                "/usr/bin/env",
+                "-i",
+                "PATH=/usr/bin:/bin",
+                "HOME=/tmp",
+                "GOCACHE=/tmp/gocache",
+                "CGO_ENABLED=0",
+                "GO111MODULE=off",
+                "go",
+                "install",
+                "std",
+            ]
+        )
+    finally:
+        _run(["umount", "-l", str(proc)])
+    shutil.rmtree(rootfs / "tmp/gocache", ignore_errors=True)
+
+
 def _run(cmd: list[str], cwd: Path | None = None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         raise ImageBuildError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc.stdout
+
+
+RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
+    {
+        "python": ImageRecipe("python", ("python3",)),
+        "node": ImageRecipe("node", ("nodejs",), extra=install_esbuild, host_tools=("npm",)),
+        "go": ImageRecipe("go", ("golang-go",), extra=prebuild_go_std),
+    }
+)
