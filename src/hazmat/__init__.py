@@ -1,6 +1,8 @@
 """hazmat: run untrusted code in fresh, hardened, single-use containers."""
 
 from hazmat._exceptions import (
+    AuditDamaged,
+    AuditError,
     EngineUnavailable,
     HazmatError,
     ImageBuildError,
@@ -32,6 +34,8 @@ __version__ = "0.1.0"
 __all__ = [
     "LANGUAGES",
     "PRESETS",
+    "AuditDamaged",
+    "AuditError",
     "EngineUnavailable",
     "ExecutionRequest",
     "ExecutionResult",

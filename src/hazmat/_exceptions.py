@@ -7,6 +7,8 @@ HazmatError
 │   ├── UnsafeFileName
 │   └── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
+├── AuditError ·················· the audit log cannot record (exit 74, HTTP 503): nothing runs
+│   └── AuditDamaged ············ the log on disk is damaged; never repaired silently
 └── InfraError ·················· nothing to do with the user's code (exit 125, HTTP 503)
     ├── EngineUnavailable ······· the Docker engine does not answer
     ├── ImageNotFound ··········· the language's image is not on the engine
@@ -25,6 +27,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AuditDamaged",
+    "AuditError",
     "EngineUnavailable",
     "HazmatError",
     "ImageBuildError",
@@ -72,6 +76,17 @@ class PolicyError(HazmatError):
 
     exit_code = 78
     http_status = 500
+
+
+class AuditError(HazmatError):
+    """The audit log cannot record; since every run must be recorded, the run does not start."""
+
+    exit_code = 74
+    http_status = 503
+
+
+class AuditDamaged(AuditError):
+    """The log on disk is damaged somewhere other than a torn final line."""
 
 
 class InfraError(HazmatError):

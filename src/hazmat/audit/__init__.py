@@ -1,0 +1,1 @@
+"""The tamper-evident audit log: records, Merkle tree, checkpoints, writer and verifier."""
