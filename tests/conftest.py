@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import docker
@@ -10,6 +12,10 @@ import pytest
 from hazmat import Policy, Sandbox
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import Engine
+
+# Every run is audited: keep the test session's records out of the real state directory. The
+# CLI tests' subprocesses inherit this.
+os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-audit-")
 
 
 def _labelled_containers() -> list[str]:

@@ -94,6 +94,10 @@ def test_empty_file_gives_the_default_policy(tmp_path: Path) -> None:
         ("sandbox: {}\n", "sandbox: unknown key"),
         ("- a\n- b\n", "top level: expected a mapping"),
         ("trust: {untrusted: {memory_mb: [1}}\n", "not valid YAML"),
+        ("audit:\n  dirr: /x\n", "audit.dirr: unknown key"),
+        ("audit:\n  checkpoint_every: 0\n", "audit.checkpoint_every: 0 is outside"),
+        ("audit:\n  keep_segments: two\n", "audit.keep_segments: expected a number"),
+        ("audit:\n  anchor: ''\n", "audit.anchor: expected a directory path"),
     ],
 )
 def test_bad_policy_names_the_file_and_the_key(tmp_path: Path, text: str, names: str) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +189,71 @@ def test_to_dict_is_json_ready() -> None:
         "image",
         "container_id",
     } <= set(data)
+
+
+# --- every run is audited ----------------------------------------------------------------
+
+
+def audit_records(sandbox: Sandbox) -> list[tuple[str, dict[str, object]]]:
+    from hazmat.audit.records import parse_line
+
+    found = []
+    for path in sorted((sandbox.audit.dir / "segments").glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            record = parse_line(line)[0]
+            found.append((record.kind, record.data))
+    return found
+
+
+def test_every_run_is_recorded_started_then_finished(tmp_path: Path) -> None:
+    from hazmat.audit.log import AuditLog
+    from hazmat.audit.verify import verify_log
+
+    backend = RecordingBackend(report(stdout=b"out", exit_code=3))
+    with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sandbox:
+        sandbox.run("print(1)", caller="alice", session="s1", stdin="in", files={"d": "x"})
+        sandbox.run("print(2)\n", session="s1")
+        runs = [r for r in audit_records(sandbox) if r[0].startswith("run.")]
+        sandbox.audit.close()
+    assert [kind for kind, _ in runs] == ["run.started", "run.finished"] * 2
+    first, done, second = runs[0][1], runs[1][1], runs[2][1]
+    assert first["caller"] == "alice" and first["code"] == "print(1)"
+    assert first["diff"] is None and "-print(1)" in str(second["diff"])
+    assert done["outcome"] == "error" and done["exit_code"] == 3
+    assert done["stdout"] == {"bytes": 3, "sha256": hashlib.sha256(b"out").hexdigest()}
+    assert first["run"] == done["run"] != second["run"]
+    assert verify_log(tmp_path).ok
+
+
+def test_infrastructure_failures_are_recorded_too(tmp_path: Path) -> None:
+    from hazmat.audit.log import AuditLog
+
+    backend = RecordingBackend(error=EngineUnavailable("engine gone"))
+    with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sandbox:
+        sandbox.run("print(1)")
+        kinds = [(k, d.get("outcome")) for k, d in audit_records(sandbox) if k.startswith("run.")]
+    assert kinds == [("run.started", None), ("run.finished", "infra_error")]
+
+
+def test_nothing_runs_when_the_audit_log_cannot_record(tmp_path: Path) -> None:
+    from hazmat import AuditError
+    from hazmat.audit.log import AuditLog
+
+    log = AuditLog(tmp_path)
+    log.close()  # a closed log refuses appends, like a full or read-only disk
+    backend = RecordingBackend()
+    with pytest.raises(AuditError):
+        Sandbox(Policy(), backend=backend, audit=log).run("print(1)")
+    assert backend.jobs == []
+
+
+def test_code_over_the_cap_is_stored_truncated_with_its_full_hash(tmp_path: Path) -> None:
+    from hazmat.audit.log import AuditLog
+
+    policy = parse_policy({"audit": {"code_cap": 10}})
+    code = "print('a long program')"
+    with Sandbox(policy, backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
+        sandbox.run(code)
+        started = next(d for k, d in audit_records(sandbox) if k == "run.started")
+    assert started["code"] == code[:10] and started["code_truncated"] is True
+    assert started["code_sha256"] == hashlib.sha256(code.encode()).hexdigest()

@@ -15,6 +15,7 @@ from typing import Any
 
 from hazmat import __version__
 from hazmat._exceptions import HazmatError, InputError
+from hazmat.audit.commands import add_audit_commands
 from hazmat.languages import LANGUAGES, get_language, language_for_path
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Policy, TrustLevel, load_policy
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where collected files are written (default: .)",
     )
+    run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.set_defaults(handler=_cmd_run)
 
@@ -101,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_cmd_images_list)
 
+    add_audit_commands(sub)
+
     doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=_cmd_doctor)
@@ -110,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_run(args: argparse.Namespace) -> int:
     from hazmat.sandbox import Sandbox
 
+    session = None
     if args.code is not None:
         code: str | bytes = args.code
         language = get_language(args.lang or "python")
@@ -117,6 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         path = Path(args.program)
         code = _read(path, "program")
         language = get_language(args.lang) if args.lang else language_for_path(path)
+        session = str(path.resolve())  # the audit log diffs each run against the last one
     files = {check_file_name(p.name): _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
     policy = load_policy(args.policy) if args.policy else Policy()
@@ -131,6 +137,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             memory_mb=args.memory,
             runtime=args.runtime,
+            caller=args.caller,
+            session=session,
         )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))

@@ -39,6 +39,9 @@ class ExecutionRequest:
     timeout_s: float | None = None
     memory_mb: int | None = None
     runtime: Runtime | None = None
+    caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)
+    session: str | None = None  # a session or script name; each run's code is diffed against
+    # the previous code of the same session in the audit log
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from hazmat._exceptions import HazmatError, InputError, PolicyError
 
 __all__ = [
     "PRESETS",
+    "AuditSettings",
     "HostResources",
     "Limits",
     "Policy",
@@ -187,11 +188,34 @@ def _default_levels() -> Mapping[TrustLevel, TrustSettings]:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    """Where the audit log lives and how it behaves (see docs/audit.md)."""
+
+    dir: str | None = None  # default: $HAZMAT_AUDIT_DIR, else $XDG_STATE_HOME/hazmat/audit
+    anchor: str | None = None  # a directory (another volume) that receives checkpoint copies
+    checkpoint_every: int = 1000
+    checkpoint_seconds: float = 10.0
+    segment_records: int = 10_000
+    keep_segments: int | None = None  # None: keep every segment
+    code_cap: int = 64 * 1024  # bytes of code stored in each run record
+
+
+_AUDIT_BOUNDS = {
+    "checkpoint_every": (1, 10**9),
+    "checkpoint_seconds": (0.001, 86_400),
+    "segment_records": (10, 10**9),
+    "keep_segments": (1, 10**9),
+    "code_cap": (0, 64 * MiB),
+}
+
+
+@dataclass(frozen=True)
 class Policy:
     """Limits and runtime per trust level, plus image overrides per language."""
 
     levels: Mapping[TrustLevel, TrustSettings] = field(default_factory=_default_levels)
     images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    audit: AuditSettings = field(default_factory=AuditSettings)
     default_trust: TrustLevel = TrustLevel.UNTRUSTED
     source: str = "<built-in>"
 
@@ -238,7 +262,7 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
-    _no_unknown_keys(top, {"version", "default_trust", "trust", "images"}, source, "")
+    _no_unknown_keys(top, {"version", "default_trust", "trust", "images", "audit"}, source, "")
     if top.get("version", 1) != 1:
         raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
     levels = dict(_default_levels())
@@ -254,9 +278,28 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
     return Policy(
         levels=MappingProxyType(levels),
         images=MappingProxyType({str(k): str(v) for k, v in images.items()}),
+        audit=_parse_audit(top.get("audit", {}), source),
         default_trust=default,
         source=source,
     )
+
+
+def _parse_audit(data: object, source: str) -> AuditSettings:
+    values = dict(_mapping(data, source, "audit"))
+    _no_unknown_keys(values, {f.name for f in dataclasses.fields(AuditSettings)}, source, "audit")
+    for key in ("dir", "anchor"):
+        if key in values and (not isinstance(values[key], str) or not values[key].strip()):
+            raise PolicyError(f"{source}: audit.{key}: expected a directory path")
+    for key, (low, high) in _AUDIT_BOUNDS.items():
+        value = values.get(key)
+        if value is None:
+            continue
+        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
+        if wrong_type or (key != "checkpoint_seconds" and not isinstance(value, int)):
+            raise PolicyError(f"{source}: audit.{key}: expected a number, got {value!r}")
+        if not low <= value <= high:
+            raise PolicyError(f"{source}: audit.{key}: {value!r} is outside {low:g}..{high:g}")
+    return AuditSettings(**values)
 
 
 def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:

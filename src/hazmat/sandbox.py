@@ -20,6 +20,8 @@ from types import MappingProxyType, TracebackType
 from typing import TypedDict, Unpack
 
 from hazmat._exceptions import InfraError, InputError, InputTooLarge, PolicyError
+from hazmat.audit.log import AuditLog, open_audit_log
+from hazmat.audit.runs import RunRecorder
 from hazmat.backends.agent import Payload
 from hazmat.backends.base import Backend, Job, RunReport
 from hazmat.languages import Language, get_language
@@ -40,6 +42,8 @@ class RunOptions(TypedDict, total=False):
     timeout: float | None
     memory_mb: int | None
     runtime: Runtime | str | None
+    caller: str | None
+    session: str | None
 
 
 class Sandbox:
@@ -54,6 +58,7 @@ class Sandbox:
         policy: Policy | str | Path | None = None,
         *,
         backend: Backend | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         if policy is None:
             policy = Policy()
@@ -65,6 +70,9 @@ class Sandbox:
 
             backend = DockerBackend()
         self.backend = backend
+        self._owns_audit = audit is None
+        self.audit = audit or open_audit_log(policy.audit)
+        self._recorder = RunRecorder(self.audit, policy.audit)
 
     def run(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -103,34 +111,50 @@ class Sandbox:
             timeout_s=options.get("timeout"),
             memory_mb=options.get("memory_mb"),
             runtime=_parse_runtime(options.get("runtime")),
+            caller=options.get("caller"),
+            session=options.get("session"),
         )
         self._check_sizes(request, lang, self._limits(request))
         return request
 
     def execute(self, request: ExecutionRequest) -> ExecutionResult:
-        """Run a validated request through the backend and derive its outcome."""
+        """Run a validated request through the backend, derive its outcome, and record both.
+
+        The `run.started` record is durable before anything starts, and `run.finished` before
+        the result is returned; if the audit log cannot record, `AuditError` is raised and
+        nothing runs.
+        """
         lang = get_language(request.language)
-        settings = self.policy.settings(request.trust)
-        runtime = request.runtime or settings.runtime
+        runtime = request.runtime or self.policy.settings(request.trust).runtime
         image = self.policy.images.get(lang.name, lang.image)
         limits = self._limits(request)
         notes: list[str] = []
         started = time.monotonic()
+        infra: InfraError | None = None
         try:
             applied = limits.clamped(self.backend.resources())
             notes.extend(_clamp_notes(limits, applied))
-            payload = Payload(
-                files={lang.source_name: request.code.encode(), **request.files},
-                want=request.output_files,
-                stdin=request.stdin,
-                max_file_bytes=applied.max_file_bytes,
-            )
-            job = Job(lang, image, applied, runtime, request.trust, payload)
-            report = self.backend.execute(job)
         except InfraError as exc:
+            applied, infra = limits, exc
+        run_id = self._recorder.started(request, applied, runtime, image)
+        if infra is None:
+            try:
+                payload = Payload(
+                    files={lang.source_name: request.code.encode(), **request.files},
+                    want=request.output_files,
+                    stdin=request.stdin,
+                    max_file_bytes=applied.max_file_bytes,
+                )
+                job = Job(lang, image, applied, runtime, request.trust, payload)
+                report = self.backend.execute(job)
+                result = _result(request, report, applied, runtime, image, notes)
+            except InfraError as exc:
+                infra = exc
+        if infra is not None:
             elapsed = (time.monotonic() - started) * 1000
-            return _infra_result(request, limits, runtime, image, str(exc), elapsed)
-        return _result(request, report, applied, runtime, image, notes)
+            result = _infra_result(request, applied, runtime, image, str(infra), elapsed)
+        self._recorder.finished(run_id, result)
+        return result
 
     def _limits(self, request: ExecutionRequest) -> Limits:
         limits = self.policy.settings(request.trust).limits
@@ -172,7 +196,10 @@ class Sandbox:
             )
 
     def close(self) -> None:
+        """Close the backend, and the audit log if this sandbox opened it (a final checkpoint)."""
         self.backend.close()
+        if self._owns_audit:
+            self.audit.close()
 
     def __enter__(self) -> Sandbox:
         return self

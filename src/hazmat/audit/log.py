@@ -38,8 +38,9 @@ from hazmat._exceptions import AuditDamaged, AuditError
 from hazmat.audit.checkpoint import Checkpoint, Signer, load_or_create_key
 from hazmat.audit.merkle import Frontier
 from hazmat.audit.records import GENESIS, LineError, Record, encode_line, parse_line, utc_now
+from hazmat.policy import AuditSettings
 
-__all__ = ["AuditLog", "default_audit_dir", "segment_name"]
+__all__ = ["AuditLog", "default_audit_dir", "open_audit_log", "segment_name"]
 
 
 def default_audit_dir() -> Path:
@@ -49,6 +50,20 @@ def default_audit_dir() -> Path:
         return Path(explicit)
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "hazmat" / "audit"
+
+
+def open_audit_log(settings: AuditSettings) -> AuditLog:
+    """The audit log a policy's `audit` settings describe. `HAZMAT_AUDIT_DIR` wins over the
+    policy's `audit.dir`, so the CLI, the API and the verifier can all be pointed elsewhere."""
+    directory = os.environ.get("HAZMAT_AUDIT_DIR") or settings.dir or default_audit_dir()
+    return AuditLog(
+        Path(directory).expanduser(),
+        anchor=Path(settings.anchor).expanduser() if settings.anchor else None,
+        checkpoint_every=settings.checkpoint_every,
+        checkpoint_seconds=settings.checkpoint_seconds,
+        segment_records=settings.segment_records,
+        keep_segments=settings.keep_segments,
+    )
 
 
 def segment_name(number: int) -> str:

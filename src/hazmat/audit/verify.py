@@ -22,7 +22,7 @@ from hazmat.audit.log import segment_name
 from hazmat.audit.merkle import Frontier
 from hazmat.audit.records import GENESIS, LineError, parse_line
 
-__all__ = ["Problem", "Report", "verify_log"]
+__all__ = ["Problem", "Report", "log_key", "verify_log"]
 
 _RETENTION = re.compile(rb'"expired_through":([0-9]+)')
 
@@ -67,7 +67,7 @@ def verify_log(
     anchor: Path | None = None,
 ) -> Report:
     report = Report()
-    key = key or _own_key(directory, report)
+    key = key or log_key(directory, report)
     if key is None:
         return report
     report.key = key.encode()
@@ -90,7 +90,7 @@ def verify_log(
     return report
 
 
-def _own_key(directory: Path, report: Report) -> VerifierKey | None:
+def log_key(directory: Path, report: Report) -> VerifierKey | None:
     from hazmat.audit.checkpoint import Signer, load_or_create_key
 
     path = directory / "key.ed25519"

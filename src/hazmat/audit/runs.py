@@ -1,0 +1,122 @@
+"""What the audit log records about each run: `run.started` before the container starts and
+`run.finished` after, so a crash in between leaves a visible gap (a start with no finish)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from hazmat.audit.log import AuditLog
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.policy import AuditSettings, Limits, Runtime
+
+__all__ = ["RunRecorder"]
+
+_SESSIONS_REMEMBERED = 256
+
+
+def _digest(data: bytes) -> dict[str, Any]:
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+class RunRecorder:
+    """Writes the records of runs to an audit log; remembers each session's last code."""
+
+    def __init__(self, log: AuditLog, settings: AuditSettings) -> None:
+        self.log = log
+        self.code_cap = settings.code_cap
+        self._last_code: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def started(
+        self, request: ExecutionRequest, limits: Limits, runtime: Runtime, image: str
+    ) -> str:
+        """Record the start of a run (durably) and return its run id."""
+        run_id = secrets.token_hex(8)
+        code = request.code.encode()
+        self.log.append(
+            "run.started",
+            {
+                "run": run_id,
+                "language": request.language,
+                "trust": request.trust.value,
+                "caller": request.caller,
+                "session": request.session,
+                "code_sha256": hashlib.sha256(code).hexdigest(),
+                "code_bytes": len(code),
+                "code": code[: self.code_cap].decode("utf-8", "replace"),
+                "code_truncated": len(code) > self.code_cap,
+                "diff": self._diff(request),
+                "stdin": _digest(request.stdin),
+                "files": {name: _digest(data) for name, data in request.files.items()},
+                "output_files": list(request.output_files),
+                "limits": limits.to_dict(),
+                "runtime": runtime.value,
+                "image": image,
+            },
+        )
+        return run_id
+
+    def finished(self, run_id: str, result: ExecutionResult) -> None:
+        self.log.append(
+            "run.finished",
+            {
+                "run": run_id,
+                "outcome": result.outcome.value,
+                "exit_code": result.exit_code,
+                "duration_ms": round(result.duration_ms, 3),
+                "truncated": result.truncated,
+                "stdout": _digest(result.stdout_bytes),
+                "stderr": _digest(result.stderr_bytes),
+                "files": {name: _digest(data) for name, data in result.files.items()},
+                "limits": result.limits.to_dict(),
+                "runtime": result.runtime.value,
+                "container_id": result.container_id,
+                "error": result.error,
+                "notes": list(result.notes),
+            },
+        )
+
+    def _diff(self, request: ExecutionRequest) -> str | None:
+        """A unified diff against the previous code of the same session, if there was one."""
+        if not request.session:
+            return None
+        with self._lock:
+            previous = self._last_code.pop(request.session, None)
+            self._last_code[request.session] = request.code
+            while len(self._last_code) > _SESSIONS_REMEMBERED:
+                self._last_code.popitem(last=False)
+        if previous is None:
+            previous = _previous_from(self.log, request.session)
+        if previous is None:
+            return None
+        lines = difflib.unified_diff(
+            previous.splitlines(keepends=True),
+            request.code.splitlines(keepends=True),
+            "previous",
+            "current",
+        )
+        return "".join(lines)[: self.code_cap]
+
+
+def _previous_from(log: AuditLog, session: str) -> str | None:
+    """The last complete code recorded for `session` in the current segment (other processes,
+    such as earlier CLI invocations, may have run it)."""
+    import json
+
+    segments = sorted((log.dir / "segments").glob("*.jsonl"))
+    if not segments:
+        return None
+    needle = json.dumps(session)[1:-1].encode()
+    for line in reversed(segments[-1].read_bytes().splitlines()):
+        if b'"kind":"run.started"' not in line or needle not in line:
+            continue
+        data: Mapping[str, Any] = json.loads(line)["record"]["data"]
+        if data.get("session") == session and not data.get("code_truncated"):
+            return str(data["code"])
+    return None
