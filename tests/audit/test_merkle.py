@@ -62,3 +62,18 @@ def test_frontier_matches_the_recursive_definition() -> None:
     assert frontier.root() == root(leaves)
     with pytest.raises(ValueError):
         Frontier(3, [leaves[0]])
+
+
+def test_assembled_record_bytes_are_rfc8785_canonical() -> None:
+    import rfc8785
+
+    from hazmat.audit.records import Record
+
+    record = Record(
+        12,
+        "2026-11-21T00:00:00.000001Z",
+        "run.started",
+        "ab" * 32,
+        {"z": [1, 2.5, "é\u2028\x00"], "a": None, "code": 'print("x")\n'},
+    )
+    assert record.canonical() == rfc8785.dumps(record.as_json())

@@ -36,8 +36,8 @@ import rfc8785
 
 from hazmat._exceptions import AuditDamaged, AuditError
 from hazmat.audit.checkpoint import Checkpoint, Signer, load_or_create_key
-from hazmat.audit.merkle import Frontier
-from hazmat.audit.records import GENESIS, LineError, Record, encode_line, parse_line, utc_now
+from hazmat.audit.merkle import Frontier, leaf_hash
+from hazmat.audit.records import GENESIS, LineError, Record, encode_line, parse_line_exact, utc_now
 from hazmat.policy import AuditSettings
 
 __all__ = ["AuditLog", "default_audit_dir", "open_audit_log", "segment_name"]
@@ -89,6 +89,7 @@ class _Tail:
 class _Ticket:
     kind: str
     data: dict[str, Any]
+    canonical_data: bytes
     seq: int = -1
     error: BaseException | None = None
     done: bool = False
@@ -133,7 +134,11 @@ class AuditLog:
 
     def append(self, kind: str, data: dict[str, Any]) -> int:
         """Append one record; returns its seq once it is durable on disk."""
-        ticket = _Ticket(kind, data)
+        try:
+            canonical = rfc8785.dumps(data)  # serialized in the caller's thread
+        except (ValueError, TypeError) as exc:
+            raise AuditError(f"cannot record {kind}: {exc}") from None
+        ticket = _Ticket(kind, data, canonical)
         with self._cv:
             if self._closed:
                 raise AuditError("the audit log is closed")
@@ -203,7 +208,7 @@ class AuditLog:
             chunks = []
             for ticket in batch:
                 record = Record(tail.seq, utc_now(), ticket.kind, tail.prev, ticket.data)
-                line, leaf = encode_line(record)
+                line, leaf = encode_line(record, ticket.canonical_data)
                 chunks.append(line)
                 tail.frontier.append(leaf)
                 tail.prev = leaf.hex()
@@ -212,7 +217,7 @@ class AuditLog:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, data)
-                os.fsync(fd)
+                os.fdatasync(fd)  # the data and the file size; nothing else is needed to read it
             finally:
                 os.close(fd)
             if created:
@@ -305,11 +310,12 @@ class AuditLog:
     def _sync(self) -> _Tail:
         """Bring the cached tail up to date with the files (other writers, torn tails)."""
         tail = self._tail
-        seals = sorted(int(p.stem) for p in (self.dir / "seals").glob("*.json"))
-        current = (seals[-1] + 1) if seals else 1
-        if tail is None or tail.segment != current:
+        # One stat per batch: only when our segment was sealed (by another process) is the
+        # seals directory read again.
+        if tail is None or (self.dir / "seals" / f"{segment_name(tail.segment)}.json").exists():
+            seals = sorted(int(p.stem) for p in (self.dir / "seals").glob("*.json"))
             tail = self._tail_after_seal(seals[-1]) if seals else _Tail()
-        path = self._segment_path(current)
+        path = self._segment_path(tail.segment)
         size = path.stat().st_size if path.exists() else 0
         if size != tail.size:
             self._read_on(tail, path, size)
@@ -333,12 +339,12 @@ class AuditLog:
         torn = data[len(complete) :]
         for line in complete.splitlines():
             try:
-                record, stored = parse_line(line)
+                record, stored, body = parse_line_exact(line)
             except LineError as exc:
                 raise AuditDamaged(
                     f"{path}: record after seq {tail.seq - 1}: {exc}; run `hazmat audit verify`"
                 ) from None
-            leaf = record.leaf()
+            leaf = leaf_hash(body)
             if record.seq != tail.seq or record.prev != tail.prev or stored != leaf.hex():
                 raise AuditDamaged(
                     f"{path}: record {record.seq} does not continue the log at seq {tail.seq}; "

@@ -17,7 +17,7 @@ import rfc8785
 
 from hazmat.audit.merkle import leaf_hash
 
-__all__ = ["GENESIS", "Record", "encode_line", "parse_line", "utc_now"]
+__all__ = ["GENESIS", "Record", "encode_line", "parse_line", "parse_line_exact", "utc_now"]
 
 GENESIS = "0" * 64
 
@@ -43,18 +43,48 @@ class Record:
             "data": self.data,
         }
 
-    def canonical(self) -> bytes:
-        return rfc8785.dumps(self.as_json())
+    def canonical(self, data: bytes | None = None) -> bytes:
+        """RFC 8785 bytes of the record. `data` may be the canonical bytes of `self.data`,
+        already computed (by the appending thread, outside the writer's critical path); the
+        keys' canonical order is data, kind, prev, seq, ts."""
+        if data is None:
+            data = rfc8785.dumps(self.data)
+        return b"".join(
+            [
+                b'{"data":',
+                data,
+                b',"kind":',
+                rfc8785.dumps(self.kind),
+                b',"prev":',
+                rfc8785.dumps(self.prev),
+                b',"seq":',
+                str(self.seq).encode(),
+                b',"ts":',
+                rfc8785.dumps(self.ts),
+                b"}",
+            ]
+        )
 
     def leaf(self) -> bytes:
         return leaf_hash(self.canonical())
 
 
-def encode_line(record: Record) -> tuple[bytes, bytes]:
-    """The line to store (with its newline) and the record's leaf hash."""
-    leaf = record.leaf()
-    line = rfc8785.dumps({"hash": leaf.hex(), "record": record.as_json()}) + b"\n"
-    return line, leaf
+_PREFIX = b'{"hash":"'
+_MIDDLE = b'","record":'
+_RECORD_AT = len(_PREFIX) + 64 + len(_MIDDLE)
+_KEYS = frozenset({"seq", "ts", "kind", "prev", "data"})
+_DECODE = json.JSONDecoder().decode  # records are UTF-8: skip json.loads' encoding detection
+
+
+def encode_line(record: Record, data: bytes | None = None) -> tuple[bytes, bytes]:
+    """The line to store (with its newline) and the record's leaf hash.
+
+    The line is the canonical JSON of {"hash", "record"}: with those two keys in that order it
+    is exactly `{"hash":"<hex>","record":<canonical record>}`, so the record is serialized once.
+    """
+    body = record.canonical(data)
+    leaf = leaf_hash(body)
+    return _PREFIX + leaf.hex().encode() + _MIDDLE + body + b"}\n", leaf
 
 
 class LineError(ValueError):
@@ -63,19 +93,35 @@ class LineError(ValueError):
 
 def parse_line(line: bytes) -> tuple[Record, str]:
     """The record in a stored line and the hash stored beside it (not yet checked)."""
-    try:
-        outer = json.loads(line)
-        inner = outer["record"]
-        record = Record(
-            seq=int(inner["seq"]),
-            ts=str(inner["ts"]),
-            kind=str(inner["kind"]),
-            prev=str(inner["prev"]),
-            data=dict(inner["data"]),
-        )
-        stored = str(outer["hash"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise LineError(f"not a record: {exc}") from None
-    if set(outer) != {"hash", "record"} or set(inner) != {"seq", "ts", "kind", "prev", "data"}:
-        raise LineError("unexpected fields")
+    record, stored, _ = parse_line_exact(line)
     return record, stored
+
+
+def parse_line_exact(line: bytes) -> tuple[Record, str, bytes]:
+    """As `parse_line`, plus the record's bytes exactly as stored: its leaf hash is
+    `SHA-256(0x00 || those bytes)`, checked without serializing the record again."""
+    line = line.rstrip(b"\n")
+    if (
+        not line.startswith(_PREFIX)
+        or line[_RECORD_AT - len(_MIDDLE) : _RECORD_AT] != _MIDDLE
+        or not line.endswith(b"}")
+    ):
+        raise LineError("not a record line")
+    body = line[_RECORD_AT:-1]
+    stored = line[len(_PREFIX) : len(_PREFIX) + 64].decode("ascii", "replace")
+    try:
+        inner = _DECODE(body.decode("utf-8"))
+        if not isinstance(inner, dict) or inner.keys() != _KEYS:
+            raise LineError("unexpected fields")
+        record = Record(
+            seq=inner["seq"],
+            ts=inner["ts"],
+            kind=inner["kind"],
+            prev=inner["prev"],
+            data=inner["data"],
+        )
+    except (ValueError, TypeError) as exc:
+        raise LineError(f"not a record: {exc}") from None
+    if not isinstance(record.seq, int) or not isinstance(record.data, dict):
+        raise LineError("not a record: wrong types")
+    return record, stored, body

@@ -19,8 +19,8 @@ import rfc8785
 
 from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
 from hazmat.audit.log import segment_name
-from hazmat.audit.merkle import Frontier
-from hazmat.audit.records import GENESIS, LineError, parse_line
+from hazmat.audit.merkle import Frontier, leaf_hash
+from hazmat.audit.records import GENESIS, LineError, Record, parse_line_exact
 
 __all__ = ["Problem", "Report", "log_key", "verify_log"]
 
@@ -151,22 +151,22 @@ def _check_segment(
     lines = path.read_bytes().split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    seqs: list[int | None] = []
+    parsed: list[tuple[Record, str, bytes] | LineError] = []
     for line in lines:
         try:
-            seqs.append(parse_line(line)[0].seq)
-        except LineError:
-            seqs.append(None)
-    for i, line in enumerate(lines):
+            parsed.append(parse_line_exact(line))
+        except LineError as exc:
+            parsed.append(exc)
+    seqs = [p[0].seq if isinstance(p, tuple) else None for p in parsed]
+    for i, item in enumerate(parsed):
         expected = frontier.size
         if expected in roots:
             _compare_root(roots[expected], frontier, number, report)
-        try:
-            record, stored = parse_line(line)
-        except LineError as exc:
-            report.fail("unparseable", expected, number, f"line {i + 1}: {exc}")
-            raise _Stop from None
-        leaf = record.leaf()
+        if isinstance(item, LineError):
+            report.fail("unparseable", expected, number, f"line {i + 1}: {item}")
+            raise _Stop
+        record, stored, body = item
+        leaf = leaf_hash(body)
         if stored != leaf.hex():
             report.fail(
                 "hash_mismatch",
