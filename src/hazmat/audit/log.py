@@ -123,10 +123,15 @@ class AuditLog:
         (self.dir / "segments").mkdir(parents=True, exist_ok=True, mode=0o700)
         (self.dir / "seals").mkdir(exist_ok=True, mode=0o700)
         self._lock_fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        with self._locked():
-            self.origin = self._origin()
-            key, created = _load_key(self.dir / "key.ed25519")
-        self.signer = Signer(self.origin, key)
+        try:
+            with self._locked():
+                self.origin = self._origin()
+                key, created = _load_key(self.dir / "key.ed25519")
+                self.signer = Signer(self.origin, key)
+                self._sync()  # on open: cut a torn final line (recorded), refuse other damage
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
         if created:
             self.append("log.key_created", {"public_key": self.signer.verifier.encode()})
 
