@@ -26,7 +26,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,27 +208,40 @@ class AuditLog:
     def _write_batch(self, batch: list[_Ticket]) -> None:
         with self._locked():
             tail = self._sync()
-            path = self._segment_path(tail.segment)
-            created = not path.exists()
-            chunks = []
-            for ticket in batch:
-                record = Record(tail.seq, utc_now(), ticket.kind, tail.prev, ticket.data)
-                line, leaf = encode_line(record, ticket.canonical_data)
-                chunks.append(line)
-                tail.frontier.append(leaf)
-                tail.prev = leaf.hex()
-                ticket.seq = record.seq
-            data = b"".join(chunks)
+            items = [(t.kind, t.data, t.canonical_data) for t in batch]
+            for ticket, seq in zip(batch, self._write_records(tail, items), strict=True):
+                ticket.seq = seq
+            self._after_write(tail)
+
+    def _write_records(
+        self, tail: _Tail, items: Sequence[tuple[str, dict[str, Any], bytes | None]]
+    ) -> list[int]:
+        """Append records in one write and one sync; returns their seqs. Holds the lock."""
+        chunks, seqs = [], []
+        for kind, data, canonical in items:
+            record = Record(tail.seq, utc_now(), kind, tail.prev, data)
+            line, leaf = encode_line(record, canonical)
+            chunks.append(line)
+            seqs.append(record.seq)
+            tail.frontier.append(leaf)
+            tail.prev = leaf.hex()
+        data_bytes = b"".join(chunks)
+        path = self._segment_path(tail.segment)
+        created = not path.exists()
+        try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, data)
+                os.write(fd, data_bytes)
                 os.fdatasync(fd)  # the data and the file size; nothing else is needed to read it
             finally:
                 os.close(fd)
             if created:
                 _fsync_dir(path.parent)
-            tail.size += len(data)
-            self._after_write(tail)
+        except BaseException:
+            self._tail = None  # the cached tail ran ahead of the file: read it again next time
+            raise
+        tail.size += len(data_bytes)
+        return seqs
 
     def _after_write(self, tail: _Tail) -> None:
         size, when = self._last_checkpoint
@@ -290,22 +303,8 @@ class AuditLog:
         )
 
     def _append_event(self, tail: _Tail, kind: str, data: dict[str, Any]) -> None:
-        """Append one record while already holding the lock (log's own events)."""
-        record = Record(tail.seq, utc_now(), kind, tail.prev, data)
-        line, leaf = encode_line(record)
-        path = self._segment_path(tail.segment)
-        created = not path.exists()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            _fsync_dir(path.parent)
-        tail.frontier.append(leaf)
-        tail.prev = leaf.hex()
-        tail.size += len(line)
+        """Append one of the log's own events while already holding the lock."""
+        self._write_records(tail, [(kind, data, None)])
 
     # --- reading the tail ------------------------------------------------------------------
 
