@@ -8,6 +8,7 @@ and kind. Kinds: `unparseable`, `hash_mismatch`, `chain_break`, `reordered`,
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable
@@ -16,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
+from hazmat.audit.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    Signer,
+    VerifierKey,
+    load_or_create_key,
+)
 from hazmat.audit.log import segment_name
 from hazmat.audit.merkle import Frontier, leaf_hash
 from hazmat.audit.records import GENESIS, LineError, Record, parse_line_exact
@@ -91,8 +100,7 @@ def verify_log(
 
 
 def log_key(directory: Path, report: Report) -> VerifierKey | None:
-    from hazmat.audit.checkpoint import Signer, load_or_create_key
-
+    """The verifier key of the log's own signing key (weaker than one kept elsewhere)."""
     path = directory / "key.ed25519"
     origin = directory / "origin"
     if not path.exists() or not origin.exists():
@@ -208,11 +216,6 @@ def _compare_root(cp: Checkpoint, frontier: Frontier, segment: int, report: Repo
 
 
 def _load_seal(path: Path, key: VerifierKey, report: Report, number: int) -> dict[str, Any]:
-    import base64
-
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
     try:
         seal: dict[str, Any] = json.loads(path.read_text())
         signature = base64.b64decode(seal.pop("signature"))
