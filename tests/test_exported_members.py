@@ -11,6 +11,7 @@ def test_all_is_sorted_and_complete() -> None:
     assert exported == sorted(exported, key=kind)
     public = {name for name in dir(hazmat) if not name.startswith("_") or name == "__version__"}
     modules = {
+        "assess",
         "audit",
         "backends",
         "languages",

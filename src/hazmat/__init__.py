@@ -15,13 +15,25 @@ from hazmat._exceptions import (
     UnknownLanguage,
     UnsafeFileName,
 )
+from hazmat.assess import Assessor, Decision
 from hazmat.languages import LANGUAGES, Language, get_language
-from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.models import (
+    Assessment,
+    ExecutionRequest,
+    ExecutionResult,
+    Finding,
+    Outcome,
+    RiskLevel,
+    Severity,
+)
 from hazmat.policy import (
     PRESETS,
+    Action,
+    AssessSettings,
     Limits,
     Policy,
     Runtime,
+    SemgrepMode,
     TrustLevel,
     TrustSettings,
     load_policy,
@@ -34,11 +46,17 @@ __version__ = "0.1.0"
 __all__ = [
     "LANGUAGES",
     "PRESETS",
+    "Action",
+    "AssessSettings",
+    "Assessment",
+    "Assessor",
     "AuditDamaged",
     "AuditError",
+    "Decision",
     "EngineUnavailable",
     "ExecutionRequest",
     "ExecutionResult",
+    "Finding",
     "HazmatError",
     "ImageBuildError",
     "ImageNotFound",
@@ -50,10 +68,13 @@ __all__ = [
     "Outcome",
     "Policy",
     "PolicyError",
+    "RiskLevel",
     "RunOptions",
     "Runtime",
     "RuntimeUnavailable",
     "Sandbox",
+    "SemgrepMode",
+    "Severity",
     "TrustLevel",
     "TrustSettings",
     "UnknownLanguage",

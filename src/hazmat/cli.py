@@ -1,7 +1,8 @@
 """The `hazmat` command: a thin layer over `Sandbox.run`, the image builder and the doctor.
 
 Exit codes of `hazmat run`: the program's own exit status for `ok` and `error`; 124 timeout;
-137 memory_limit; 141 output_limit; 125 infra_error; 2 a bad request; 78 a bad policy.
+137 memory_limit; 141 output_limit; 126 blocked; 125 infra_error; 2 a bad request; 78 a bad
+policy. `hazmat assess` exits 0 when the policy would let the code run, 126 when it would block.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 from hazmat import __version__
 from hazmat._exceptions import HazmatError, InputError
 from hazmat.audit.commands import add_audit_commands
-from hazmat.languages import LANGUAGES, get_language, language_for_path
-from hazmat.models import ExecutionResult, Outcome
+from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
+from hazmat.models import Assessment, ExecutionResult, Outcome
 from hazmat.policy import Policy, TrustLevel, load_policy
 from hazmat.validation import check_file_name
 
@@ -84,8 +85,26 @@ def _parser() -> argparse.ArgumentParser:
         help="where collected files are written (default: .)",
     )
     run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
+    run.add_argument(
+        "--override-reason",
+        metavar="TEXT",
+        help="run code the policy blocks, and record why (at least 20 characters by default)",
+    )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.set_defaults(handler=_cmd_run)
+
+    assess = sub.add_parser("assess", help="rate a program's risk without running it")
+    source = assess.add_mutually_exclusive_group(required=True)
+    source.add_argument("program", nargs="?", metavar="FILE", help="the program to assess")
+    source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
+    assess.add_argument("--lang", help=f"one of {', '.join(LANGUAGES)} (default: from extension)")
+    assess.add_argument("--trust", choices=[t.value for t in TrustLevel], help="trust level")
+    assess.add_argument("--policy", type=Path, help="YAML policy file")
+    assess.add_argument(
+        "--semgrep", action="store_true", help="also run Semgrep (seconds; cached by code hash)"
+    )
+    assess.add_argument("--json", action="store_true", help="print one JSON object")
+    assess.set_defaults(handler=_cmd_assess)
 
     images = sub.add_parser("images", help="build or list hazmat's images")
     images_sub = images.add_subparsers(dest="images_command", required=True)
@@ -111,18 +130,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | None]:
+    """The code, its language and a session name (the script's path) from FILE or -c."""
+    if args.code is not None:
+        return args.code, get_language(args.lang or "python"), None
+    path = Path(args.program)
+    code = _read(path, "program")
+    language = get_language(args.lang) if args.lang else language_for_path(path)
+    return code, language, str(path.resolve())
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from hazmat.sandbox import Sandbox
 
-    session = None
-    if args.code is not None:
-        code: str | bytes = args.code
-        language = get_language(args.lang or "python")
-    else:
-        path = Path(args.program)
-        code = _read(path, "program")
-        language = get_language(args.lang) if args.lang else language_for_path(path)
-        session = str(path.resolve())  # the audit log diffs each run against the last one
+    # the session lets the audit log diff each run of a script against its last one
+    code, language, session = _program(args)
     files = {check_file_name(p.name): _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
     policy = load_policy(args.policy) if args.policy else Policy()
@@ -139,6 +161,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             runtime=args.runtime,
             caller=args.caller,
             session=session,
+            override_reason=args.override_reason,
         )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
@@ -146,6 +169,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _print_plain(result)
     _save_files(result, args.output_dir, args.output_file)
     return exit_code(result)
+
+
+def _cmd_assess(args: argparse.Namespace) -> int:
+    from hazmat.assess.assessor import Assessor
+    from hazmat.assess.decision import Decision, decide
+    from hazmat.policy import parse_trust
+
+    code, language, _ = _program(args)
+    policy = load_policy(args.policy) if args.policy else Policy()
+    trust = parse_trust(args.trust or policy.default_trust)
+    settings = policy.settings(trust)
+    with Assessor() as assessor:
+        assessment = assessor.assess(
+            code, language.name, semgrep=args.semgrep, max_bytes=settings.limits.max_code_bytes
+        )
+    decision = decide(assessment, settings.assess, None)
+    if args.json:
+        data = assessment.to_dict()
+        data["decision"] = decision.value
+        data["trust"] = trust.value
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        _print_assessment(assessment, decision.value, trust.value)
+    return 126 if decision is Decision.BLOCK else 0
+
+
+def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None:
+    state = "complete" if assessment.complete else "INCOMPLETE"
+    print(
+        f"{assessment.level.value}  score {assessment.score}, {state}, "
+        f"{assessment.duration_ms:.0f} ms ({', '.join(assessment.analyzers) or 'no analyser'}); "
+        f"policy for {trust}: {decision}"
+    )
+    for problem in assessment.problems:
+        print(f"  problem: {problem}")
+    shown = [f for f in assessment.findings if f.severity.rank > 0]
+    if not shown:
+        print("  no findings")
+        return
+    print(f"  {'LINE':>5}  {'SEVERITY':<8}  {'SOURCE':<10}  {'RULE':<28}  MESSAGE")
+    for f in shown:
+        rule = f.rule if len(f.rule) <= 28 else f.rule[:27] + "…"
+        print(f"  {f.line:>5}  {f.severity.value:<8}  {f.source:<10}  {rule:<28}  {f.message}")
+    hidden = len(assessment.findings) - len(shown)
+    if hidden:
+        print(f"  (and {hidden} informational finding(s); --json shows them)")
 
 
 def exit_code(result: ExecutionResult) -> int:
@@ -164,6 +233,7 @@ def _print_plain(result: ExecutionResult) -> None:
         Outcome.MEMORY_LIMIT: f"killed at the {result.limits.memory_mb} MB memory limit",
         Outcome.OUTPUT_LIMIT: f"stopped after {result.limits.output_bytes} bytes of output",
         Outcome.INFRA_ERROR: f"infrastructure error: {result.error}",
+        Outcome.BLOCKED: f"{result.error}",
     }.get(result.outcome)
     if why:
         print(f"hazmat: {why}", file=sys.stderr)

@@ -11,7 +11,15 @@ from typing import Any
 
 from hazmat.policy import Limits, Runtime, TrustLevel
 
-__all__ = ["ExecutionRequest", "ExecutionResult", "Outcome"]
+__all__ = [
+    "Assessment",
+    "ExecutionRequest",
+    "ExecutionResult",
+    "Finding",
+    "Outcome",
+    "RiskLevel",
+    "Severity",
+]
 
 
 class Outcome(enum.StrEnum):
@@ -24,6 +32,86 @@ class Outcome(enum.StrEnum):
     OUTPUT_LIMIT = "output_limit"  # wrote more than the output cap; stopped
     BLOCKED = "blocked"  # refused before running (static assessment)
     INFRA_ERROR = "infra_error"  # engine down, image missing: not the code's fault
+
+
+class Severity(enum.StrEnum):
+    """How dangerous one finding is on its own."""
+
+    INFO = "info"  # worth knowing, adds nothing to the score
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"  # shaped like an escape attempt: blocks on its own
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+class RiskLevel(enum.StrEnum):
+    """The verdict of a static assessment, from the findings' score."""
+
+    LOW = "LOW"
+    MEDIUM = "MEDIUM"
+    HIGH = "HIGH"
+    BLOCKED = "BLOCKED"
+
+    @property
+    def rank(self) -> int:
+        return list(RiskLevel).index(self)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing an analyser noticed. `line` and `column` are 1-based; 0 when unknown."""
+
+    rule: str
+    source: str  # the analyser: python-ast, bandit, semgrep, javascript, go
+    severity: Severity
+    message: str
+    line: int = 0
+    column: int = 0
+    cwe: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "source": self.source,
+            "severity": self.severity.value,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "cwe": self.cwe,
+        }
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The static assessment of one program. `complete` is False when any analyser failed,
+    timed out, crashed or skipped the code; the level is then at least HIGH."""
+
+    level: RiskLevel
+    score: int
+    complete: bool
+    findings: Sequence[Finding]
+    duration_ms: float
+    language: str
+    analyzers: Sequence[str] = ()  # the analysers that finished
+    problems: Sequence[str] = ()  # why the assessment is incomplete
+    syntax_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level.value,
+            "score": self.score,
+            "complete": self.complete,
+            "findings": [f.to_dict() for f in self.findings],
+            "duration_ms": round(self.duration_ms, 3),
+            "language": self.language,
+            "analyzers": list(self.analyzers),
+            "problems": list(self.problems),
+            "syntax_error": self.syntax_error,
+        }
 
 
 @dataclass(frozen=True)
@@ -42,6 +130,7 @@ class ExecutionRequest:
     caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)
     session: str | None = None  # a session or script name; each run's code is diffed against
     # the previous code of the same session in the audit log
+    override_reason: str | None = None  # lets code the policy blocks run; recorded
 
 
 @dataclass(frozen=True)
@@ -69,6 +158,9 @@ class ExecutionResult:
     notes: Sequence[str] = ()
     stdout_bytes: bytes = field(default=b"", repr=False)
     stderr_bytes: bytes = field(default=b"", repr=False)
+    assessment: Assessment | None = None
+    decision: str | None = None  # run, warn, block or override (see Decision)
+    override_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -94,4 +186,7 @@ class ExecutionResult:
             },
             "error": self.error,
             "notes": list(self.notes),
+            "assessment": self.assessment.to_dict() if self.assessment else None,
+            "decision": self.decision,
+            "override_reason": self.override_reason,
         }

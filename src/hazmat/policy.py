@@ -7,6 +7,9 @@ A policy file looks like this (every key optional)::
       untrusted:
         preset: strict        # start from a preset, then override single keys
         runtime: runsc
+        assess:               # what each risk level leads to: run, warn or block
+          high: block         # BLOCKED always blocks unless the caller gives a reason
+          semgrep: async      # off, async (after the run) or sync (before)
       trusted:
         memory_mb: 1024
     images:
@@ -32,11 +35,14 @@ from hazmat._exceptions import HazmatError, InputError, PolicyError
 
 __all__ = [
     "PRESETS",
+    "Action",
+    "AssessSettings",
     "AuditSettings",
     "HostResources",
     "Limits",
     "Policy",
     "Runtime",
+    "SemgrepMode",
     "TrustLevel",
     "TrustSettings",
     "load_policy",
@@ -173,12 +179,47 @@ class HostResources:
         return max(32, int(self.memory_mb * self.memory_share))
 
 
+class Action(enum.StrEnum):
+    """What a risk level leads to: run, run with a warning, or block."""
+
+    RUN = "run"
+    WARN = "warn"
+    BLOCK = "block"
+
+
+class SemgrepMode(enum.StrEnum):
+    """When Semgrep runs: never, after the run (findings go to the audit log), or before."""
+
+    OFF = "off"
+    ASYNC = "async"
+    SYNC = "sync"
+
+
+@dataclass(frozen=True)
+class AssessSettings:
+    """What a trust level does with each risk level. BLOCKED always blocks (no key for it)."""
+
+    low: Action = Action.RUN
+    medium: Action = Action.RUN
+    high: Action = Action.WARN
+    semgrep: SemgrepMode = SemgrepMode.OFF
+    override_min_chars: int = 20
+
+    def action(self, level: str) -> Action:
+        """The action for a risk level name (LOW, MEDIUM, HIGH, BLOCKED)."""
+        key = str(level).lower()
+        if key == "blocked":
+            return Action.BLOCK
+        return Action(getattr(self, key))
+
+
 @dataclass(frozen=True)
 class TrustSettings:
-    """What one trust level gets: its limits and the runtime its containers use."""
+    """What one trust level gets: its limits, runtime and what its assessment leads to."""
 
     limits: Limits
     runtime: Runtime = Runtime.RUNC
+    assess: AssessSettings = field(default_factory=AssessSettings)
 
 
 def _default_levels() -> Mapping[TrustLevel, TrustSettings]:
@@ -305,17 +346,49 @@ def _parse_audit(data: object, source: str) -> AuditSettings:
 def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
     where = f"trust.{level.value}"
     values = dict(_mapping(data, source, where))
-    allowed = {f.name for f in dataclasses.fields(Limits)} | {"preset", "runtime"}
+    allowed = {f.name for f in dataclasses.fields(Limits)} | {"preset", "runtime", "assess"}
     _no_unknown_keys(values, allowed, source, where)
     base_name = values.pop("preset", _DEFAULT_PRESET[level])
     base = _wrap(source, f"{where}.preset", _preset, base_name, "preset")
     runtime = _wrap(source, f"{where}.runtime", _runtime, values.pop("runtime", "runc"))
+    assess = _parse_assess(values.pop("assess", {}), source, f"{where}.assess")
     for key, value in values.items():
         problem = _number_problem(key, value)
         if problem:
             raise PolicyError(f"{source}: {where}.{key}: {problem}")
     limits = base.replace(**values)
-    return TrustSettings(limits=limits, runtime=runtime)
+    return TrustSettings(limits=limits, runtime=runtime, assess=assess)
+
+
+def _parse_assess(data: object, source: str, where: str) -> AssessSettings:
+    values = dict(_mapping(data, source, where))
+    _no_unknown_keys(values, {f.name for f in dataclasses.fields(AssessSettings)}, source, where)
+    parsed: dict[str, Any] = {}
+    for key in ("low", "medium", "high"):
+        if key in values:
+            parsed[key] = _choice(Action, values[key], source, f"{where}.{key}")
+    if "semgrep" in values:
+        parsed["semgrep"] = _choice(SemgrepMode, values["semgrep"], source, f"{where}.semgrep")
+    if "override_min_chars" in values:
+        value = values["override_min_chars"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+            raise PolicyError(
+                f"{source}: {where}.override_min_chars: expected a whole number 1..10000, "
+                f"got {value!r}"
+            )
+        parsed["override_min_chars"] = value
+    return AssessSettings(**parsed)
+
+
+def _choice(kind: type[enum.StrEnum], value: object, source: str, where: str) -> Any:
+    # YAML 1.1 reads a bare `off` as False; accept it as the word it was meant to be.
+    if value is False:
+        value = "off"
+    try:
+        return kind(value) if isinstance(value, str) else kind(str(value))
+    except ValueError:
+        names = ", ".join(member.value for member in kind)
+        raise PolicyError(f"{source}: {where}: {value!r} is not one of: {names}") from None
 
 
 def _preset(name: object, key: str) -> Limits:

@@ -1,32 +1,48 @@
-"""Sandbox: the one pipeline every front-end calls. Validate, resolve the policy, execute, derive.
+"""Sandbox: the one pipeline every front-end calls. Validate, assess, decide, execute, derive.
 
     with hazmat.Sandbox() as sandbox:
         result = sandbox.run("print(6 * 7)", language="python")
         print(result.outcome, result.stdout)
 
-Bad requests raise `InputError` before anything runs. Everything that goes wrong after that
-comes back as a result: the program's own failures as `error`, `timeout`, `memory_limit` or
-`output_limit`; the infrastructure's as `infra_error` with the reason in `result.error`.
+Bad requests raise `InputError` before anything runs. Every run is assessed first; code the
+policy blocks comes back with outcome `blocked` unless the caller gave an `override_reason`.
+Everything that goes wrong after that comes back as a result: the program's own failures as
+`error`, `timeout`, `memory_limit` or `output_limit`; the infrastructure's as `infra_error`
+with the reason in `result.error`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TypedDict, Unpack
 
 from hazmat._exceptions import InfraError, InputError, InputTooLarge, PolicyError
+from hazmat.assess.assessor import Assessor
+from hazmat.assess.decision import Decision, check_override_reason, decide, explain
+from hazmat.assess.verdict import verdict
 from hazmat.audit.log import AuditLog, open_audit_log
-from hazmat.audit.runs import RunRecorder
+from hazmat.audit.runs import Review, RunRecorder
 from hazmat.backends.agent import Payload
 from hazmat.backends.base import Backend, Job, RunReport
 from hazmat.languages import Language, get_language
-from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
-from hazmat.policy import Limits, Policy, Runtime, TrustLevel, load_policy, parse_trust
+from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
+from hazmat.policy import (
+    Limits,
+    Policy,
+    Runtime,
+    SemgrepMode,
+    TrustLevel,
+    load_policy,
+    parse_trust,
+)
 from hazmat.validation import check_code, check_file_name, to_bytes
 
 __all__ = ["RunOptions", "Sandbox", "derive_outcome"]
@@ -44,13 +60,15 @@ class RunOptions(TypedDict, total=False):
     runtime: Runtime | str | None
     caller: str | None
     session: str | None
+    override_reason: str | None
 
 
 class Sandbox:
     """Runs untrusted code in fresh, hardened containers under a policy.
 
     `policy` is a `Policy`, a path to a YAML policy file, or None for the built-in default.
-    `backend` defaults to a `DockerBackend` on the engine named by the environment.
+    `backend` defaults to a `DockerBackend` on the engine named by the environment, and
+    `assessor` to an `Assessor` with its default budgets (its worker starts right away).
     """
 
     def __init__(
@@ -59,6 +77,7 @@ class Sandbox:
         *,
         backend: Backend | None = None,
         audit: AuditLog | None = None,
+        assessor: Assessor | None = None,
     ) -> None:
         if policy is None:
             policy = Policy()
@@ -73,6 +92,12 @@ class Sandbox:
         self._owns_audit = audit is None
         self.audit = audit or open_audit_log(policy.audit)
         self._recorder = RunRecorder(self.audit, policy.audit)
+        self._owns_assessor = assessor is None
+        self.assessor = assessor or Assessor()
+        self.assessor.start()
+        self._later: ThreadPoolExecutor | None = None
+        self._later_lock = threading.Lock()
+        self._pending: set[Future[None]] = set()
 
     def run(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -81,7 +106,8 @@ class Sandbox:
 
         Options: `trust`, `stdin`, `files` (name -> content, copied into the working
         directory), `output_files` (names to collect afterwards), `timeout` (seconds),
-        `memory_mb`, `runtime` ("runc" or "runsc").
+        `memory_mb`, `runtime` ("runc" or "runsc"), `caller` and `session` (recorded in the
+        audit log), `override_reason` (lets code the policy blocks run; recorded).
         """
         return self.execute(self.request(code, language, **options))
 
@@ -99,10 +125,14 @@ class Sandbox:
         trust = options.get("trust")
         files = options.get("files") or {}
         stdin = options.get("stdin")
+        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        reason = check_override_reason(
+            options.get("override_reason"), self.policy.settings(level).assess
+        )
         request = ExecutionRequest(
             code=check_code(code),
             language=lang.name,
-            trust=parse_trust(trust if trust is not None else self.policy.default_trust),
+            trust=level,
             stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
             files=MappingProxyType(
                 {check_file_name(n): to_bytes(d, f"file {n!r}") for n, d in files.items()}
@@ -113,30 +143,46 @@ class Sandbox:
             runtime=_parse_runtime(options.get("runtime")),
             caller=options.get("caller"),
             session=options.get("session"),
+            override_reason=reason,
         )
         self._check_sizes(request, lang, self._limits(request))
         return request
 
     def execute(self, request: ExecutionRequest) -> ExecutionResult:
-        """Run a validated request through the backend, derive its outcome, and record both.
+        """Assess a validated request, and run it through the backend if the policy allows;
+        derive its outcome and record everything.
 
-        The `run.started` record is durable before anything starts, and `run.finished` before
-        the result is returned; if the audit log cannot record, `AuditError` is raised and
-        nothing runs.
+        The `run.started` record (with the assessment) is durable before anything starts, and
+        `run.finished` before the result is returned; a refused run is recorded as
+        `run.blocked`. If the audit log cannot record, `AuditError` is raised and nothing runs.
         """
         lang = get_language(request.language)
-        runtime = request.runtime or self.policy.settings(request.trust).runtime
+        settings = self.policy.settings(request.trust)
+        runtime = request.runtime or settings.runtime
         image = self.policy.images.get(lang.name, lang.image)
         limits = self._limits(request)
         notes: list[str] = []
         started = time.monotonic()
+        assessment = self.assessor.assess(
+            request.code,
+            lang.name,
+            semgrep=settings.assess.semgrep is SemgrepMode.SYNC,
+            max_bytes=limits.max_code_bytes,
+        )
+        decision = decide(assessment, settings.assess, request.override_reason)
+        review = Review(assessment, decision.value, request.override_reason)
+        if decision is Decision.BLOCK:
+            self._recorder.blocked(request, limits, runtime, image, review)
+            return _blocked_result(request, limits, runtime, image, assessment, started)
+        if decision is not Decision.RUN:
+            notes.append(f"assessment {explain(assessment)}")
         infra: InfraError | None = None
         try:
             applied = limits.clamped(self.backend.resources())
             notes.extend(_clamp_notes(limits, applied))
         except InfraError as exc:
             applied, infra = limits, exc
-        run_id = self._recorder.started(request, applied, runtime, image)
+        run_id = self._recorder.started(request, applied, runtime, image, review)
         if infra is None:
             try:
                 payload = Payload(
@@ -154,7 +200,54 @@ class Sandbox:
             elapsed = (time.monotonic() - started) * 1000
             result = _infra_result(request, applied, runtime, image, str(infra), elapsed)
         self._recorder.finished(run_id, result)
-        return result
+        if settings.assess.semgrep is SemgrepMode.ASYNC:
+            self._semgrep_later(run_id, request, assessment)
+        return dataclasses.replace(
+            result,
+            assessment=assessment,
+            decision=decision.value,
+            override_reason=request.override_reason,
+        )
+
+    def _semgrep_later(
+        self, run_id: str, request: ExecutionRequest, assessment: Assessment
+    ) -> None:
+        """Scan with Semgrep after the run; its findings go to the audit log (`assess.semgrep`)."""
+
+        def scan() -> None:
+            report = self.assessor.semgrep.scan(request.code, request.language)
+            merged = verdict(
+                [*assessment.findings, *report.findings],
+                language=request.language,
+                duration_ms=assessment.duration_ms + report.duration_ms,
+                analyzers=[*assessment.analyzers, "semgrep"],
+                problems=[*assessment.problems, *([report.problem] if report.problem else [])],
+            )
+            self._recorder.late_findings(
+                run_id,
+                {
+                    "findings": [f.to_dict() for f in report.findings],
+                    "problem": report.problem,
+                    "cached": report.cached,
+                    "duration_ms": round(report.duration_ms, 3),
+                    "level_before": assessment.level.value,
+                    "level_after": merged.level.value,
+                },
+            )
+
+        with self._later_lock:
+            if self._later is None:
+                self._later = ThreadPoolExecutor(1, thread_name_prefix="hazmat-semgrep")
+            future = self._later.submit(scan)
+            self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+
+    def wait_for_pending(self, timeout: float | None = None) -> None:
+        """Wait until the findings of analysers that run after a run (async Semgrep) are
+        recorded."""
+        import concurrent.futures
+
+        concurrent.futures.wait(list(self._pending), timeout=timeout)
 
     def _limits(self, request: ExecutionRequest) -> Limits:
         limits = self.policy.settings(request.trust).limits
@@ -196,8 +289,13 @@ class Sandbox:
             )
 
     def close(self) -> None:
-        """Close the backend, and the audit log if this sandbox opened it (a final checkpoint)."""
+        """Wait for pending Semgrep scans, close the backend and the assessor, and the audit
+        log if this sandbox opened it (a final checkpoint)."""
+        if self._later is not None:
+            self._later.shutdown(wait=True)
         self.backend.close()
+        if self._owns_assessor:
+            self.assessor.close()
         if self._owns_audit:
             self.audit.close()
 
@@ -271,6 +369,35 @@ def _result(
         notes=tuple(notes) + report.notes,
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
+    )
+
+
+def _blocked_result(
+    request: ExecutionRequest,
+    limits: Limits,
+    runtime: Runtime,
+    image: str,
+    assessment: Assessment,
+    started: float,
+) -> ExecutionResult:
+    return ExecutionResult(
+        outcome=Outcome.BLOCKED,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        truncated=False,
+        duration_ms=(time.monotonic() - started) * 1000,
+        limits=limits,
+        runtime=runtime,
+        image=image,
+        language=request.language,
+        trust=request.trust,
+        error=(
+            f"blocked by the static assessment: {explain(assessment)}. To run it anyway, "
+            "give an override reason (override_reason=..., or --override-reason)."
+        ),
+        assessment=assessment,
+        decision=Decision.BLOCK.value,
     )
 
 

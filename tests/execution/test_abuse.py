@@ -1,7 +1,9 @@
 """Hostile programs on the real engine, under runc and runsc. Each test asserts the effect.
 
 The default trust level is `untrusted`, so these run under the `strict` preset: 256 MB,
-0.5 CPU, 32 pids, 32 MB tmpfs, 256 KiB of output, 128 open files.
+0.5 CPU, 32 pids, 32 MB tmpfs, 256 KiB of output, 128 open files. Most of these programs are
+rated BLOCKED by the static assessment; they run on a written override, because what is
+tested here is the container, the boundary that holds whatever the assessment misses.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ pytestmark = pytest.mark.docker
 STRICT = PRESETS["strict"]
 
 
+OVERRIDE = "abuse test: the container must contain this whatever the assessment says"
+
+
 def run(sandbox: Sandbox, runtime: str, code: str, **kwargs: object) -> ExecutionResult:
+    kwargs.setdefault("override_reason", OVERRIDE)
     return sandbox.run(textwrap.dedent(code), runtime=runtime, **kwargs)  # type: ignore[arg-type]
 
 

@@ -142,10 +142,12 @@ def _show(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(record, ensure_ascii=False))
             continue
-        data = record["data"]
+        data = dict(record["data"])
+        if isinstance(data.get("assessment"), dict):
+            data["level"] = data["assessment"].get("level")
         summary = " ".join(
             f"{k}={data[k]}"
-            for k in ("run", "language", "outcome", "exit_code")
+            for k in ("run", "language", "level", "decision", "outcome", "exit_code", "level_after")
             if data.get(k) is not None
         )
         print(f"{seq:>8} {record['ts']} {record['kind']:<24} {summary}")

@@ -12,12 +12,45 @@ from collections.abc import Mapping
 from typing import Any
 
 from hazmat.audit.log import AuditLog
-from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.policy import AuditSettings, Limits, Runtime
 
-__all__ = ["RunRecorder"]
+__all__ = ["Review", "RunRecorder"]
 
 _SESSIONS_REMEMBERED = 256
+
+
+class Review:
+    """The assessment of a run and what the policy made of it, as the log records them."""
+
+    def __init__(self, assessment: Assessment, decision: str, reason: str | None) -> None:
+        self.assessment = assessment
+        self.decision = decision
+        self.reason = reason
+
+    def to_record(self) -> dict[str, Any]:
+        a = self.assessment
+        return {
+            "assessment": {
+                "level": a.level.value,
+                "score": a.score,
+                "complete": a.complete,
+                "problems": list(a.problems),
+                "findings": [
+                    {
+                        "rule": f.rule,
+                        "source": f.source,
+                        "severity": f.severity.value,
+                        "line": f.line,
+                    }
+                    for f in a.findings
+                    if f.severity.rank > 0
+                ][:50],
+                "duration_ms": round(a.duration_ms, 3),
+            },
+            "decision": self.decision,
+            "override_reason": self.reason,
+        }
 
 
 def _digest(data: bytes) -> dict[str, Any]:
@@ -34,13 +67,44 @@ class RunRecorder:
         self._lock = threading.Lock()
 
     def started(
-        self, request: ExecutionRequest, limits: Limits, runtime: Runtime, image: str
+        self,
+        request: ExecutionRequest,
+        limits: Limits,
+        runtime: Runtime,
+        image: str,
+        review: Review | None = None,
     ) -> str:
         """Record the start of a run (durably) and return its run id."""
+        return self._request_record("run.started", request, limits, runtime, image, review)
+
+    def blocked(
+        self,
+        request: ExecutionRequest,
+        limits: Limits,
+        runtime: Runtime,
+        image: str,
+        review: Review,
+    ) -> str:
+        """Record a run the policy refused (a security event); nothing was started."""
+        return self._request_record("run.blocked", request, limits, runtime, image, review)
+
+    def late_findings(self, run_id: str, data: Mapping[str, Any]) -> None:
+        """Record what an analyser that ran after the run (Semgrep, async) found."""
+        self.log.append("assess.semgrep", {"run": run_id, **data})
+
+    def _request_record(
+        self,
+        kind: str,
+        request: ExecutionRequest,
+        limits: Limits,
+        runtime: Runtime,
+        image: str,
+        review: Review | None,
+    ) -> str:
         run_id = secrets.token_hex(8)
         code = request.code.encode()
         self.log.append(
-            "run.started",
+            kind,
             {
                 "run": run_id,
                 "language": request.language,
@@ -58,6 +122,7 @@ class RunRecorder:
                 "limits": limits.to_dict(),
                 "runtime": runtime.value,
                 "image": image,
+                **(review.to_record() if review else {}),
             },
         )
         return run_id

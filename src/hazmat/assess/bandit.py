@@ -1,0 +1,99 @@
+"""Bandit, in-process and kept warm: its plugins load once, each call scans one private copy.
+
+Bandit fails open when used naively: `# nosec` silences a finding, a `.bandit` file or a
+`pyproject.toml` in the scanned tree reconfigures it, and a file it cannot parse is merely
+"skipped". Here `# nosec` is ignored, the code is copied into a fresh private directory with
+nothing else in it and Bandit's default configuration is built in memory (no file is read), and
+any skipped file raises `AnalyzerSkipped`, which makes the assessment incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hazmat.assess.base import AnalyzerSkipped
+from hazmat.models import Finding, Severity
+
+__all__ = ["BanditAnalyzer"]
+
+SOURCE = "bandit"
+
+_SEVERITY = {"LOW": Severity.LOW, "MEDIUM": Severity.MEDIUM, "HIGH": Severity.HIGH}
+
+# Tests about code quality or secrets hygiene, not about what code can do inside a sandbox.
+# Their findings are kept, as information that adds nothing to the score.
+_INFO_ONLY = {
+    "B101",  # assert used
+    "B105",  # hardcoded password string
+    "B106",  # hardcoded password argument
+    "B107",  # hardcoded password default
+    "B108",  # hardcoded temporary directory
+    "B110",  # try/except/pass
+    "B112",  # try/except/continue
+    "B311",  # random is not cryptographic
+    "B324",  # weak hash (md5/sha1 for checksums)
+    "B404",  # import subprocess (hazmat's own rules rate it)
+}
+
+
+class BanditAnalyzer:
+    """Runs Bandit's test set on one program at a time. Not thread-safe: one per worker."""
+
+    name = SOURCE
+    languages = frozenset({"python"})
+
+    def __init__(self) -> None:
+        from bandit.core import config, manager, meta_ast, metrics
+
+        logging.getLogger("bandit").setLevel(logging.CRITICAL)
+        self._meta_ast = meta_ast
+        self._metrics = metrics
+        self._manager = manager.BanditManager(
+            config.BanditConfig(), "file", quiet=True, ignore_nosec=True
+        )
+        self._dir = Path(tempfile.mkdtemp(prefix="hazmat-bandit-"))
+        os.chmod(self._dir, 0o700)
+
+    def analyze(self, code: str, language: str) -> Sequence[Finding]:
+        target = self._dir / "code.py"
+        target.write_text(code, encoding="utf-8")
+        m: Any = self._manager
+        m.ignore_nosec = True  # a plugin cannot switch it back between calls
+        m.results, m.skipped, m.scores = [], [], []
+        m.files_list, m.excluded_files = [str(target)], []
+        m.b_ma = self._meta_ast.BanditMetaAst()
+        m.metrics = self._metrics.Metrics()
+        try:
+            m.run_tests()
+        finally:
+            target.unlink(missing_ok=True)
+        if m.skipped:
+            reasons = "; ".join(str(reason) for _, reason in m.skipped)
+            raise AnalyzerSkipped(f"bandit skipped the code: {reasons}")
+        return [_finding(issue) for issue in m.results]
+
+    def close(self) -> None:
+        for child in self._dir.iterdir():
+            child.unlink()
+        self._dir.rmdir()
+
+
+def _finding(issue: Any) -> Finding:
+    severity = _SEVERITY.get(str(issue.severity), Severity.MEDIUM)
+    if issue.test_id in _INFO_ONLY:
+        severity = Severity.INFO
+    cwe = getattr(getattr(issue, "cwe", None), "id", None)
+    return Finding(
+        rule=f"{issue.test_id}:{issue.test}",
+        source=SOURCE,
+        severity=severity,
+        message=str(issue.text),
+        line=int(issue.lineno or 0),
+        column=int(getattr(issue, "col_offset", -1)) + 1,
+        cwe=int(cwe) if cwe else None,
+    )
