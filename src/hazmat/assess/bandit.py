@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,14 +49,17 @@ class BanditAnalyzer:
     languages = frozenset({"python"})
 
     def __init__(self) -> None:
-        from bandit.core import config, manager, meta_ast, metrics
+        with warnings.catch_warnings():
+            # Bandit's plugin loader (stevedore) passes an argument it has deprecated.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from bandit.core import config, manager, meta_ast, metrics
 
+            self._manager = manager.BanditManager(
+                config.BanditConfig(), "file", quiet=True, ignore_nosec=True
+            )
         logging.getLogger("bandit").setLevel(logging.CRITICAL)
         self._meta_ast = meta_ast
         self._metrics = metrics
-        self._manager = manager.BanditManager(
-            config.BanditConfig(), "file", quiet=True, ignore_nosec=True
-        )
         self._dir = Path(tempfile.mkdtemp(prefix="hazmat-bandit-"))
         os.chmod(self._dir, 0o700)
 

@@ -201,6 +201,9 @@ class _Rules:
                 self.add(
                     node, "child-process-call", S.HIGH, f"{obj}.{prop}(): starts a program", 78
                 )
+            if prop in ("binding", "_linkedBinding", "dlopen") and obj != "process":
+                # `process` under another name (`const p = process; p.binding(...)`)
+                self.add(node, "binding-call", S.HIGH, f".{prop}(): the shape of process.{prop}")
             if prop == "createRequire":
                 self.add(node, "create-require", S.HIGH, "createRequire(): a new require")
             if obj == "vm" or prop in ("runInNewContext", "runInThisContext", "compileFunction"):

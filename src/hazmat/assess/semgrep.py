@@ -80,14 +80,17 @@ class Semgrep:
         if self.binary is None:
             return "missing"
         with tempfile.TemporaryDirectory(prefix="hazmat-semgrep-") as scratch:
-            done = subprocess.run(
-                [self.binary, "--version"],
-                capture_output=True,
-                text=True,
-                env=_environment(Path(scratch)),
-                timeout=self.timeout_s,
-                check=False,
-            )
+            try:
+                done = subprocess.run(
+                    [self.binary, "--version"],
+                    capture_output=True,
+                    text=True,
+                    env=_environment(Path(scratch)),
+                    timeout=self.timeout_s,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return "unavailable"
         return done.stdout.strip() or "unknown"
 
     def cache_key(self, code: str, language: str) -> str:

