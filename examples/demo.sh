@@ -56,6 +56,14 @@ import os
 print("uid:", os.getuid(), "| interfaces:", [n for _, n in socket.if_nameindex()])'
 
 echo
+echo "== Every run is assessed first; escape-shaped code is refused unless someone says why =="
+expect 0 "$hazmat" assess "$here/wordcount.py"
+expect 126 "$hazmat" assess -c 'require("child_" + "process").execSync("id")' --lang javascript
+expect 126 "$hazmat" run -c 'print(().__class__.__base__.__subclasses__()[:3])'
+expect 0 "$hazmat" run -c 'print(len(().__class__.__base__.__subclasses__()))' \
+    --override-reason "demo: counting classes is harmless, and the container holds anyway"
+
+echo
 echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 

@@ -199,3 +199,80 @@ def test_images_list_and_doctor() -> None:
     doctor = hazmat("doctor")
     assert doctor.returncode == 0, doctor.stdout
     assert b"OK   runtime runsc" in doctor.stdout and b"OK   runtime runc" in doctor.stdout
+
+
+# --- hazmat assess, and the enforcement seen from the command line ------------------------
+
+
+def test_assess_prints_a_table_with_level_lines_and_rules(tmp_path: Path) -> None:
+    program = tmp_path / "tool.py"
+    program.write_text("import json\nimport subprocess\nsubprocess.run(['ls'])\n")
+    result = hazmat("assess", str(program))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert out.startswith("HIGH  score ")
+    assert "policy for untrusted: warn" in out
+    assert any(line.split()[:3] == ["2", "high", "python-ast"] for line in out.splitlines())
+    assert "import-subprocess" in out
+
+
+def test_assess_json_has_the_documented_keys() -> None:
+    result = hazmat("assess", "-c", "require('child_' + 'process')", "--lang", "javascript",
+                    "--json")
+    assert result.returncode == 126, result.stderr  # the policy would block it
+    data = json.loads(result.stdout)
+    assert {"level", "score", "complete", "findings", "duration_ms"} <= set(data)
+    assert data["level"] == "BLOCKED" and data["complete"] is True
+    finding = data["findings"][0]
+    assert {"rule", "source", "severity", "line", "message"} <= set(finding)
+    assert finding["rule"] == "obfuscated-name" and finding["line"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["assess", "-c", "x", "--lang", "cobol"], 2, b"unknown language 'cobol'"),
+        (["assess", "/no/such/file.go"], 2, b"cannot read program"),
+    ],
+)
+def test_assess_bad_input(args: list[str], code: int, message: bytes) -> None:
+    result = hazmat(*args)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+
+
+def test_assess_refuses_code_over_the_trust_levels_limit(tmp_path: Path) -> None:
+    program = tmp_path / "big.py"
+    program.write_text("#" * 200_000)
+    result = hazmat("assess", str(program), "--trust", "untrusted")
+    assert result.returncode == 2 and b"assessment limit is 131072" in result.stderr
+
+
+def test_assess_refuses_invalid_utf8_in_a_file(tmp_path: Path) -> None:
+    program = tmp_path / "bad.py"
+    program.write_bytes(b"print('\xff\xfe')\n")
+    result = hazmat("assess", str(program))
+    assert result.returncode == 2 and b"not valid UTF-8" in result.stderr
+
+
+def test_run_refuses_blocked_code_with_exit_126_and_says_how_to_override() -> None:
+    result = hazmat("run", "-c", "().__class__.__base__.__subclasses__()")
+    assert result.returncode == 126, result.stderr
+    assert b"blocked by the static assessment" in result.stderr
+    assert b"--override-reason" in result.stderr
+
+
+def test_run_override_reason_too_short_is_a_bad_request() -> None:
+    result = hazmat("run", "-c", "print(1)", "--override-reason", "why")
+    assert result.returncode == 2 and b"at least 20 characters" in result.stderr
+
+
+@pytest.mark.docker
+def test_run_with_an_override_reason_runs_blocked_code() -> None:
+    code = "print(len(().__class__.__base__.__subclasses__()) > 10)"
+    reason = "grader self-test: counts classes, nothing more"
+    result = hazmat("run", "-c", code, "--override-reason", reason, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["stdout"] == "True\n" and data["decision"] == "override"
+    assert data["override_reason"] == reason and data["assessment"]["level"] == "BLOCKED"

@@ -20,15 +20,15 @@ from typing import Any
 from hazmat.assess.base import AnalyzerSkipped
 from hazmat.models import Finding, Severity
 
-__all__ = ["BanditAnalyzer"]
+__all__ = ["NOT_RUN", "BanditAnalyzer"]
 
 SOURCE = "bandit"
 
 _SEVERITY = {"LOW": Severity.LOW, "MEDIUM": Severity.MEDIUM, "HIGH": Severity.HIGH}
 
-# Tests about code quality or secrets hygiene, not about what code can do inside a sandbox.
-# Their findings are kept, as information that adds nothing to the score.
-_INFO_ONLY = {
+# Tests about code quality or secrets hygiene, not about what code can do inside a sandbox:
+# not run at all (each test Bandit runs costs time on every node of every program).
+NOT_RUN = {
     "B101",  # assert used
     "B105",  # hardcoded password string
     "B106",  # hardcoded password argument
@@ -36,8 +36,11 @@ _INFO_ONLY = {
     "B108",  # hardcoded temporary directory
     "B110",  # try/except/pass
     "B112",  # try/except/continue
-    "B311",  # random is not cryptographic
     "B324",  # weak hash (md5/sha1 for checksums)
+}
+# Findings kept as information that adds nothing to the score.
+_INFO_ONLY = {
+    "B311",  # random is not cryptographic (a blacklist entry: cannot be excluded alone)
     "B404",  # import subprocess (hazmat's own rules rate it)
 }
 
@@ -55,7 +58,11 @@ class BanditAnalyzer:
             from bandit.core import config, manager, meta_ast, metrics
 
             self._manager = manager.BanditManager(
-                config.BanditConfig(), "file", quiet=True, ignore_nosec=True
+                config.BanditConfig(),
+                "file",
+                quiet=True,
+                ignore_nosec=True,
+                profile={"exclude": sorted(NOT_RUN)},
             )
         logging.getLogger("bandit").setLevel(logging.CRITICAL)
         self._meta_ast = meta_ast
