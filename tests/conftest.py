@@ -16,6 +16,7 @@ from hazmat.backends.engine import Engine
 # Every run is audited: keep the test session's records out of the real state directory. The
 # CLI tests' subprocesses inherit this.
 os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-audit-")
+os.environ["HAZMAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-cache-")
 
 
 def _labelled_containers() -> list[str]:

@@ -174,7 +174,9 @@ class Sandbox:
         if decision is Decision.BLOCK:
             self._recorder.blocked(request, limits, runtime, image, review)
             return _blocked_result(request, limits, runtime, image, assessment, started)
-        if decision is not Decision.RUN:
+        if decision is Decision.OVERRIDE:
+            notes.append(f"assessment {explain(assessment)}; run on an override")
+        elif decision is Decision.WARN:
             notes.append(f"assessment {explain(assessment)}")
         infra: InfraError | None = None
         try:

@@ -248,5 +248,8 @@ def _find_binary() -> str | None:
 
 
 def _default_cache_dir() -> Path:
+    """$HAZMAT_CACHE_DIR/semgrep, else $XDG_CACHE_HOME/hazmat/semgrep (~/.cache/...)."""
+    if os.environ.get("HAZMAT_CACHE_DIR"):
+        return Path(os.environ["HAZMAT_CACHE_DIR"]) / "semgrep"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "hazmat" / "semgrep"
