@@ -141,3 +141,14 @@ def test_a_broken_assessor_does_not_let_code_through_as_low(tmp_path: Path) -> N
         sandbox.close()
     assert result.assessment is not None and not result.assessment.complete
     assert result.assessment.level is RiskLevel.HIGH and result.decision == "warn"
+
+
+def test_execute_checks_the_reason_of_a_request_built_by_hand() -> None:
+    import dataclasses
+
+    backend = RecordingBackend()
+    with Sandbox(Policy(), backend=backend) as sandbox:
+        forged = dataclasses.replace(sandbox.request(ESCAPE), override_reason="x")
+        with pytest.raises(InputError, match="at least 20 characters"):
+            sandbox.execute(forged)
+    assert backend.jobs == []

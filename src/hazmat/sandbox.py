@@ -19,7 +19,7 @@ import functools
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TypedDict, Unpack
@@ -97,7 +97,6 @@ class Sandbox:
         self.assessor.start()
         self._later: ThreadPoolExecutor | None = None
         self._later_lock = threading.Lock()
-        self._pending: set[Future[None]] = set()
 
     def run(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -158,6 +157,8 @@ class Sandbox:
         """
         lang = get_language(request.language)
         settings = self.policy.settings(request.trust)
+        # `execute` may be given a request built by hand: check its reason here as well
+        reason = check_override_reason(request.override_reason, settings.assess)
         runtime = request.runtime or settings.runtime
         image = self.policy.images.get(lang.name, lang.image)
         limits = self._limits(request)
@@ -169,8 +170,8 @@ class Sandbox:
             semgrep=settings.assess.semgrep is SemgrepMode.SYNC,
             max_bytes=limits.max_code_bytes,
         )
-        decision = decide(assessment, settings.assess, request.override_reason)
-        review = Review(assessment, decision.value, request.override_reason)
+        decision = decide(assessment, settings.assess, reason)
+        review = Review(assessment, decision.value, reason)
         if decision is Decision.BLOCK:
             self._recorder.blocked(request, limits, runtime, image, review)
             return _blocked_result(request, limits, runtime, image, assessment, started)
@@ -208,7 +209,7 @@ class Sandbox:
             result,
             assessment=assessment,
             decision=decision.value,
-            override_reason=request.override_reason,
+            override_reason=reason,
         )
 
     def _semgrep_later(
@@ -240,16 +241,7 @@ class Sandbox:
         with self._later_lock:
             if self._later is None:
                 self._later = ThreadPoolExecutor(1, thread_name_prefix="hazmat-semgrep")
-            future = self._later.submit(scan)
-            self._pending.add(future)
-        future.add_done_callback(self._pending.discard)
-
-    def wait_for_pending(self, timeout: float | None = None) -> None:
-        """Wait until the findings of analysers that run after a run (async Semgrep) are
-        recorded."""
-        import concurrent.futures
-
-        concurrent.futures.wait(list(self._pending), timeout=timeout)
+            self._later.submit(scan)
 
     def _limits(self, request: ExecutionRequest) -> Limits:
         limits = self.policy.settings(request.trust).limits
