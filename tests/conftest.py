@@ -10,8 +10,11 @@ import docker
 import pytest
 
 from hazmat import Policy, Sandbox
+from hazmat.backends.base import Backend
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import Engine
+from hazmat.backends.pool import PoolBackend
+from hazmat.policy import PoolSettings
 
 # Every run is audited: keep the test session's records out of the real state directory. The
 # CLI tests' subprocesses inherit this.
@@ -45,11 +48,20 @@ def engine() -> Iterator[Engine]:
     eng.close()
 
 
-@pytest.fixture(scope="session")
-def sandbox(engine: Engine) -> Iterator[Sandbox]:
-    """A sandbox with the built-in policy on the real engine (runc)."""
-    with Sandbox(Policy(), backend=DockerBackend(engine)) as sb:
+@pytest.fixture(scope="session", params=["cold", "pool"])
+def sandbox(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Sandbox]:
+    """A sandbox with the built-in policy on the real engine, once on the cold path and once
+    through the warm pool. The pool waits on a miss, so every run gets a pooled container."""
+    docker_backend = DockerBackend(engine)
+    backend: Backend = docker_backend
+    if request.param == "pool":
+        settings = PoolSettings(size=1, refill_concurrency=2, max_containers=4)
+        backend = PoolBackend(docker_backend, settings, wait_on_miss=True)
+    with Sandbox(Policy(), backend=backend) as sb:
         yield sb
+    if request.param == "pool":
+        stats = sb.metrics()
+        assert stats.pool_misses == 0 and stats.pool_hits > 0, stats
 
 
 @pytest.fixture(scope="session", params=["runc", "runsc"])

@@ -15,6 +15,7 @@ def test_all_is_sorted_and_complete() -> None:
         "audit",
         "backends",
         "languages",
+        "metrics",
         "models",
         "policy",
         "sandbox",

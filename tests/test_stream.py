@@ -8,8 +8,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from hazmat.backends.agent import Payload, file_marker, parse_files
-from hazmat.backends.stream import pump
+import pytest
+
+from hazmat.backends.agent import Payload, end_marker, file_marker, parse_files
+from hazmat.backends.stream import NotReady, pump, wait_ready
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -137,5 +139,82 @@ def test_payload_header_frames_every_file() -> None:
         max_file_bytes=10,
         nonce="n",
     )
-    assert payload.header() == b"hazmat 1 2 1 10 n\n9 main.py\nprint(1)\n2 d.bin\n\x00\xffo\n"
+    assert payload.header() == b"hazmat 2 2 1 10 n\n9 main.py\nprint(1)\n2 d.bin\n\x00\xffo\n"
     assert len(Payload(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
+
+
+def test_reading_ends_at_the_end_marker_on_both_streams_and_drops_what_follows() -> None:
+    nonce = "cd" * 16
+    end = end_marker(nonce)
+    released = threading.Event()
+
+    def container(s: socket.socket) -> None:
+        # stdout ends first; stderr's end (and its last output) comes later, split in frames
+        s.sendall(frame(1, b"out" + end + b"0\nafter the end\n"))
+        s.sendall(frame(2, b"late err"))
+        s.sendall(frame(2, end[:5]) + frame(2, end[5:] + b"0"))
+        s.sendall(frame(2, b"\nignored"))
+        released.wait(5)  # never closes on its own: the pump must not wait for EOF
+
+    sock, thread = far_end(container)
+    with sock:
+        capture = pump(sock, b"", timeout_s=5, output_cap=11, stop=lambda: None, end=end)
+    released.set()
+    thread.join()
+    assert capture.end_status == 0 and not capture.timed_out
+    assert (bytes(capture.stdout), bytes(capture.stderr)) == (b"out", b"late err")
+    assert not capture.output_exceeded  # the markers do not count as output
+
+
+def test_end_status_comes_after_the_files_section() -> None:
+    nonce = "ef" * 16
+    blob = b"x" + file_marker(nonce) + b"file 2 o\nhi" + end_marker(nonce) + b"137\n"
+    released = threading.Event()
+
+    def container(s: socket.socket) -> None:
+        s.sendall(frame(1, blob) + frame(2, end_marker(nonce) + b"137\n"))
+        released.wait(5)
+
+    sock, thread = far_end(container)
+    with sock:
+        capture = pump(
+            sock,
+            b"",
+            timeout_s=5,
+            output_cap=100,
+            stop=lambda: None,
+            marker=file_marker(nonce),
+            files_cap=100,
+            end=end_marker(nonce),
+        )
+    released.set()
+    thread.join()
+    assert capture.end_status == 137 and bytes(capture.stdout) == b"x"
+    assert parse_files(capture.files_blob, ["o"]) == ({"o": b"hi"}, [])
+
+
+def test_wait_ready_wants_the_ready_line_first() -> None:
+    def ready(s: socket.socket) -> None:
+        s.sendall(frame(2, b"warming up") + frame(1, b"hazmat-") + frame(1, b"ready\n"))
+        time.sleep(0.2)
+
+    sock, thread = far_end(ready)
+    with sock:
+        wait_ready(sock, b"hazmat-ready\n", 5)
+    thread.join()
+
+    def chatty(s: socket.socket) -> None:
+        s.sendall(frame(1, b"hello\n"))
+
+    sock, thread = far_end(chatty)
+    with sock, pytest.raises(NotReady, match="unexpected output"):
+        wait_ready(sock, b"hazmat-ready\n", 5)
+    thread.join()
+
+    def dying(s: socket.socket) -> None:
+        s.sendall(frame(2, b"python3: not found"))
+
+    sock, thread = far_end(dying)
+    with sock, pytest.raises(NotReady, match="ended before it was ready; it said: python3"):
+        wait_ready(sock, b"hazmat-ready\n", 5)
+    thread.join()

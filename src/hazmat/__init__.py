@@ -12,11 +12,13 @@ from hazmat._exceptions import (
     InputTooLarge,
     PolicyError,
     RuntimeUnavailable,
+    SettingsMismatch,
     UnknownLanguage,
     UnsafeFileName,
 )
 from hazmat.assess import Assessor, Decision
 from hazmat.languages import LANGUAGES, Language, get_language
+from hazmat.metrics import MetricsSnapshot
 from hazmat.models import (
     Assessment,
     ExecutionRequest,
@@ -32,6 +34,7 @@ from hazmat.policy import (
     AssessSettings,
     Limits,
     Policy,
+    PoolSettings,
     Runtime,
     SemgrepMode,
     TrustLevel,
@@ -65,15 +68,18 @@ __all__ = [
     "InputTooLarge",
     "Language",
     "Limits",
+    "MetricsSnapshot",
     "Outcome",
     "Policy",
     "PolicyError",
+    "PoolSettings",
     "RiskLevel",
     "RunOptions",
     "Runtime",
     "RuntimeUnavailable",
     "Sandbox",
     "SemgrepMode",
+    "SettingsMismatch",
     "Severity",
     "TrustLevel",
     "TrustSettings",

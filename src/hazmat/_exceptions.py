@@ -13,6 +13,7 @@ HazmatError
     ├── EngineUnavailable ······· the Docker engine does not answer
     ├── ImageNotFound ··········· the language's image is not on the engine
     ├── RuntimeUnavailable ······ the policy asks for a runtime the engine lacks
+    ├── SettingsMismatch ········ a container's real settings differ from the policy's
     └── ImageBuildError
 ```
 
@@ -38,6 +39,7 @@ __all__ = [
     "InputTooLarge",
     "PolicyError",
     "RuntimeUnavailable",
+    "SettingsMismatch",
     "UnknownLanguage",
     "UnsafeFileName",
 ]
@@ -106,6 +108,15 @@ class ImageNotFound(InfraError):
 
 class RuntimeUnavailable(InfraError):
     """The policy asks for a container runtime (e.g. runsc) the engine does not have."""
+
+
+class SettingsMismatch(InfraError):
+    """The engine reports settings for a container that differ from what the policy asked
+    for; the container gets no job, and the run is recorded as a security event."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
 
 
 class ImageBuildError(InfraError):

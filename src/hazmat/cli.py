@@ -127,7 +127,38 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=_cmd_doctor)
+
+    bench = sub.add_parser(
+        "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
+    )
+    bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
+    bench.add_argument("--lang", action="append", help="a language (repeatable; default all)")
+    bench.add_argument("--runtime", action="append", choices=["runc", "runsc"])
+    bench.add_argument("--throughput-seconds", type=float, default=60.0, help="0 to skip")
+    bench.add_argument("--callers", type=int, default=4)
+    bench.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    bench.set_defaults(handler=_cmd_bench)
     return parser
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from hazmat.bench import PRINT_ONE, markdown, run_bench
+
+    if args.runs < 2 or args.callers < 1 or args.throughput_seconds < 0:
+        raise InputError("--runs must be at least 2, --callers at least 1, seconds not negative")
+    languages = [get_language(name).name for name in args.lang or PRINT_ONE]
+    print("| path | language | runtime | median ms | p95 ms | min ms |", flush=True)
+    report = run_bench(
+        runs=args.runs,
+        languages=languages,
+        runtimes=args.runtime,
+        throughput_s=args.throughput_seconds,
+        callers=args.callers,
+        progress=lambda line: print(line, flush=True),
+    )
+    if args.markdown:
+        print(markdown(report, f"`hazmat bench --runs {args.runs}`"))
+    return 0
 
 
 def _program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | None]:
@@ -148,7 +179,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     files = {check_file_name(p.name): _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
     policy = load_policy(args.policy) if args.policy else Policy()
-    with Sandbox(policy) as sandbox:
+    # one run: a warm pool would only start containers nobody uses
+    with Sandbox(policy, pool=False) as sandbox:
         result = sandbox.run(
             code,
             language.name,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from typing import Any
 
 from hazmat._exceptions import HazmatError
-from hazmat.backends.docker import LABEL, DockerBackend
+from hazmat.backends.cgroup import Cgroup
+from hazmat.backends.docker import LABEL, DockerBackend, abandoned
 from hazmat.backends.engine import START_HINT, Engine, map_docker_errors
 from hazmat.backends.images import RECIPES, ImageBuilder
 from hazmat.backends.seccomp import load_profile
@@ -48,8 +50,43 @@ def run_checks(engine: Engine | None = None) -> list[Check]:
     usable = next((name for name, c in zip(RECIPES, images, strict=True) if c.ok), None)
     for runtime in Runtime:
         checks.append(_runtime_check(engine, runtime, info.runtimes, usable))
+    checks.append(_policy_runtimes(Policy(), info.runtimes))
+    checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
     return checks
+
+
+def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
+    """Which runtime each trust level asks for, and whether the engine has it: a level whose
+    runtime is missing fails every run (hazmat never falls back to another runtime)."""
+    wanted = {level.value: s.runtime.value for level, s in policy.levels.items()}
+    detail = ", ".join(f"{level}: {runtime}" for level, runtime in wanted.items())
+    missing = sorted(level for level, runtime in wanted.items() if runtime not in known)
+    if missing:
+        return Check(
+            "policy runtimes",
+            False,
+            f"{detail}; the engine lacks the runtime for {', '.join(missing)}, so runs at "
+            "those levels fail closed",
+            "install runsc (`bash scripts/ensure-engine.sh`), or set `runtime: runc` for the "
+            "level in your policy if you accept the weaker boundary",
+        )
+    return Check("policy runtimes", True, f"built-in policy: {detail}")
+
+
+def _monitoring_check() -> Check:
+    """Peak memory, CPU time and OOM kills are read from the host's cgroup files."""
+    cgroup = Cgroup.of_pid(os.getpid())
+    if cgroup is None:
+        return Check(
+            "resource monitoring",
+            False,
+            "cannot read this process's cgroup files: results will have no peak memory or CPU "
+            "time, and OOM kills are known only once a container exits",
+            "run hazmat on the engine's host with /sys/fs/cgroup mounted",
+        )
+    kind = "v2" if cgroup.unified else "v1"
+    return Check("resource monitoring", True, f"cgroup {kind} files readable")
 
 
 def _kernel_check(raw: dict[str, Any], cgroup: str) -> Check:
@@ -152,9 +189,11 @@ _PRINT_ONE = {
 
 def _leftovers(engine: Engine) -> Check:
     with map_docker_errors():
-        found = engine.api.containers(all=True, filters={"label": LABEL})
+        listed = engine.api.containers(all=True, filters={"label": LABEL})
+    found = [c for c in listed if abandoned(c.get("Labels") or {})]
     if not found:
-        return Check("leftover containers", True, "none")
+        live = f"none ({len(listed)} in use by running hazmat processes)" if listed else "none"
+        return Check("leftover containers", True, live)
     return Check(
         "leftover containers",
         False,

@@ -2,7 +2,8 @@
 
 Adding a language is one entry in `LANGUAGES`. `build` and `run` are shell command lines that the
 agent runs in the working directory; a non-zero exit of `build` is a compile error and the
-program does not run.
+program does not run. A language with a `runner` (backends/runners.py) has its interpreter
+started with the container, before the job exists; it then runs `entry` instead of `run`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Language:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Compiled languages run a binary from /tmp, so that tmpfs must allow exec.
     exec_tmp: bool = False
+    runner: str = ""
+    entry: str = ""
 
 
 LANGUAGES: Mapping[str, Language] = MappingProxyType(
@@ -43,6 +46,8 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             source_name="main.py",
             extensions=(".py",),
             run="exec python3 main.py",
+            runner="python",
+            entry="main.py",
             aliases=("py", "python3"),
             env=MappingProxyType({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}),
         ),
@@ -52,6 +57,8 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             source_name="main.js",
             extensions=(".js", ".mjs", ".cjs"),
             run="exec node main.js",
+            runner="node",
+            entry="main.js",
             aliases=("js", "node", "nodejs"),
         ),
         "typescript": Language(
@@ -64,6 +71,8 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
                 " --log-level=warning --outfile=/tmp/.hazmat-build/main.js"
             ),
             run="exec node /tmp/.hazmat-build/main.js",
+            runner="node",
+            entry="/tmp/.hazmat-build/main.js",
             aliases=("ts",),
         ),
         "go": Language(

@@ -161,6 +161,10 @@ class ExecutionResult:
     assessment: Assessment | None = None
     decision: str | None = None  # run, warn, block or override (see Decision)
     override_reason: str | None = None
+    peak_memory_bytes: int | None = None  # the container's peak, from its cgroup on the host
+    cpu_time_ms: float | None = None  # CPU time the container used during the run
+    pooled: bool | None = None  # True: a container from the warm pool; False: a cold start
+    settings_mismatch: Sequence[str] = ()  # the engine's settings that differ from the policy
 
     @property
     def ok(self) -> bool:
@@ -189,4 +193,8 @@ class ExecutionResult:
             "assessment": self.assessment.to_dict() if self.assessment else None,
             "decision": self.decision,
             "override_reason": self.override_reason,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "cpu_time_ms": None if self.cpu_time_ms is None else round(self.cpu_time_ms, 3),
+            "pooled": self.pooled,
+            "settings_mismatch": list(self.settings_mismatch),
         }

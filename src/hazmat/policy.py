@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, InputError, PolicyError
+from hazmat.languages import get_language
 
 __all__ = [
     "PRESETS",
@@ -251,6 +252,31 @@ _AUDIT_BOUNDS = {
 
 
 @dataclass(frozen=True)
+class PoolSettings:
+    """The warm pool: containers started ahead of time, each for exactly one run.
+
+    `size` containers are kept ready per kind (language, image, limits, runtime), at most
+    `max_containers` in all; `refill_concurrency` are started at once; a ready container older
+    than `max_age_s` is replaced. `prewarm` names languages whose pool (for the default trust
+    level) fills when the sandbox opens; any other kind fills after its first run.
+    """
+
+    size: int = 2
+    refill_concurrency: int = 2
+    max_age_s: float = 300.0
+    max_containers: int = 16
+    prewarm: tuple[str, ...] = ()
+
+
+_POOL_BOUNDS = {
+    "size": (0, 64),
+    "refill_concurrency": (1, 32),
+    "max_age_s": (1, 86_400),
+    "max_containers": (0, 1024),
+}
+
+
+@dataclass(frozen=True)
 class Policy:
     """Limits and runtime per trust level, plus image overrides per language."""
 
@@ -259,6 +285,7 @@ class Policy:
     audit: AuditSettings = field(default_factory=AuditSettings)
     default_trust: TrustLevel = TrustLevel.UNTRUSTED
     source: str = "<built-in>"
+    pool: PoolSettings = field(default_factory=PoolSettings)
 
     def __post_init__(self) -> None:
         missing = set(TrustLevel) - set(self.levels)
@@ -303,7 +330,8 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
-    _no_unknown_keys(top, {"version", "default_trust", "trust", "images", "audit"}, source, "")
+    known = {"version", "default_trust", "trust", "images", "audit", "pool"}
+    _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
         raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
     levels = dict(_default_levels())
@@ -322,7 +350,28 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
         audit=_parse_audit(top.get("audit", {}), source),
         default_trust=default,
         source=source,
+        pool=_parse_pool(top.get("pool", {}), source),
     )
+
+
+def _parse_pool(data: object, source: str) -> PoolSettings:
+    values = dict(_mapping(data, source, "pool"))
+    _no_unknown_keys(values, {f.name for f in dataclasses.fields(PoolSettings)}, source, "pool")
+    for key, (low, high) in _POOL_BOUNDS.items():
+        value = values.get(key)
+        if value is None:
+            continue
+        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
+        if wrong_type or (key != "max_age_s" and not isinstance(value, int)):
+            raise PolicyError(f"{source}: pool.{key}: expected a number, got {value!r}")
+        if not low <= value <= high:
+            raise PolicyError(f"{source}: pool.{key}: {value!r} is outside {low:g}..{high:g}")
+    prewarm = values.get("prewarm", [])
+    if not isinstance(prewarm, list) or not all(isinstance(x, str) for x in prewarm):
+        raise PolicyError(f"{source}: pool.prewarm: expected a list of language names")
+    names = [_wrap(source, "pool.prewarm", get_language, name).name for name in prewarm]
+    values["prewarm"] = tuple(dict.fromkeys(names))
+    return PoolSettings(**values)
 
 
 def _parse_audit(data: object, source: str) -> AuditSettings:

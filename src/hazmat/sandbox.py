@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -24,15 +25,22 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TypedDict, Unpack
 
-from hazmat._exceptions import InfraError, InputError, InputTooLarge, PolicyError
+from hazmat._exceptions import (
+    InfraError,
+    InputError,
+    InputTooLarge,
+    PolicyError,
+    SettingsMismatch,
+)
 from hazmat.assess.assessor import Assessor
 from hazmat.assess.decision import Decision, check_override_reason, decide, explain
 from hazmat.assess.verdict import verdict
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
 from hazmat.backends.agent import Payload
-from hazmat.backends.base import Backend, Job, RunReport
+from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.languages import Language, get_language
+from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import (
     Limits,
@@ -46,6 +54,8 @@ from hazmat.policy import (
 from hazmat.validation import check_code, check_file_name, to_bytes
 
 __all__ = ["RunOptions", "Sandbox", "derive_outcome"]
+
+log = logging.getLogger(__name__)
 
 
 class RunOptions(TypedDict, total=False):
@@ -67,8 +77,10 @@ class Sandbox:
     """Runs untrusted code in fresh, hardened containers under a policy.
 
     `policy` is a `Policy`, a path to a YAML policy file, or None for the built-in default.
-    `backend` defaults to a `DockerBackend` on the engine named by the environment, and
-    `assessor` to an `Assessor` with its default budgets (its worker starts right away).
+    `backend` defaults to a warm pool (`PoolBackend`, sized by the policy's `pool` section)
+    over a `DockerBackend` on the engine named by the environment; `pool=False` (or a pool
+    size of 0) gives the cold path alone, which suits a single run. `assessor` defaults to an
+    `Assessor` with its default budgets (its worker starts right away).
     """
 
     def __init__(
@@ -78,25 +90,53 @@ class Sandbox:
         backend: Backend | None = None,
         audit: AuditLog | None = None,
         assessor: Assessor | None = None,
+        pool: bool = True,
     ) -> None:
         if policy is None:
             policy = Policy()
         elif isinstance(policy, str | Path):
             policy = load_policy(policy)
         self.policy = policy
-        if backend is None:
-            from hazmat.backends.docker import DockerBackend
-
-            backend = DockerBackend()
-        self.backend = backend
         self._owns_audit = audit is None
         self.audit = audit or open_audit_log(policy.audit)
         self._recorder = RunRecorder(self.audit, policy.audit)
+        self.backend = backend or _default_backend(policy, pool)
+        if self.backend.on_security_event is None:
+            self.backend.on_security_event = self._recorder.security_event
+        self.metrics_ = Metrics()
         self._owns_assessor = assessor is None
         self.assessor = assessor or Assessor()
         self.assessor.start()
         self._later: ThreadPoolExecutor | None = None
         self._later_lock = threading.Lock()
+        for name in policy.pool.prewarm:
+            try:
+                self.warm(name)
+            except InfraError as exc:
+                log.warning("hazmat: cannot prewarm %s: %s", name, exc)
+
+    def warm(
+        self,
+        language: str = "python",
+        trust: TrustLevel | str | None = None,
+        runtime: Runtime | str | None = None,
+    ) -> Spec:
+        """Start filling the warm pool for `language` at `trust` (default: the policy's
+        default level) in the background; does nothing without a pool. Returns the kind of
+        container it asked for."""
+        lang = get_language(language)
+        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        settings = self.policy.settings(level)
+        limits = settings.limits.clamped(self.backend.resources())
+        image = self.policy.images.get(lang.name, lang.image)
+        spec = Spec.of(lang.name, image, _parse_runtime(runtime) or settings.runtime, limits)
+        self.backend.warm(spec)
+        return spec
+
+    def metrics(self) -> MetricsSnapshot:
+        """Totals and rates since this sandbox opened (runs, outcomes, blocked, pool hits and
+        misses) and the latency p50/p95 of recent runs, end to end."""
+        return self.metrics_.snapshot()
 
     def run(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -174,12 +214,15 @@ class Sandbox:
         review = Review(assessment, decision.value, reason)
         if decision is Decision.BLOCK:
             self._recorder.blocked(request, limits, runtime, image, review)
-            return _blocked_result(request, limits, runtime, image, assessment, started)
+            blocked = _blocked_result(request, limits, runtime, image, assessment, started)
+            self.metrics_.record(blocked, (time.monotonic() - started) * 1000)
+            return blocked
         if decision is Decision.OVERRIDE:
             notes.append(f"assessment {explain(assessment)}; run on an override")
         elif decision is Decision.WARN:
             notes.append(f"assessment {explain(assessment)}")
         infra: InfraError | None = None
+        mismatch: tuple[str, ...] = ()
         try:
             applied = limits.clamped(self.backend.resources())
             notes.extend(_clamp_notes(limits, applied))
@@ -197,20 +240,28 @@ class Sandbox:
                 job = Job(lang, image, applied, runtime, request.trust, payload)
                 report = self.backend.execute(job)
                 result = _result(request, report, applied, runtime, image, notes)
+            except SettingsMismatch as exc:
+                infra, mismatch = exc, exc.problems
+                self._recorder.security_event(
+                    "settings_mismatch", {"where": "run", "run": run_id, "problems": list(mismatch)}
+                )
             except InfraError as exc:
                 infra = exc
         if infra is not None:
             elapsed = (time.monotonic() - started) * 1000
             result = _infra_result(request, applied, runtime, image, str(infra), elapsed)
-        self._recorder.finished(run_id, result)
-        if settings.assess.semgrep is SemgrepMode.ASYNC:
-            self._semgrep_later(run_id, request, assessment)
-        return dataclasses.replace(
+        result = dataclasses.replace(
             result,
             assessment=assessment,
             decision=decision.value,
             override_reason=reason,
+            settings_mismatch=mismatch,
         )
+        self._recorder.finished(run_id, result)
+        if settings.assess.semgrep is SemgrepMode.ASYNC:
+            self._semgrep_later(run_id, request, assessment)
+        self.metrics_.record(result, (time.monotonic() - started) * 1000)
+        return result
 
     def _semgrep_later(
         self, run_id: str, request: ExecutionRequest, assessment: Assessment
@@ -305,6 +356,17 @@ class Sandbox:
         self.close()
 
 
+def _default_backend(policy: Policy, pool: bool) -> Backend:
+    from hazmat.backends.docker import DockerBackend
+
+    docker = DockerBackend()
+    if not pool or policy.pool.size == 0 or policy.pool.max_containers == 0:
+        return docker
+    from hazmat.backends.pool import PoolBackend
+
+    return PoolBackend(docker, policy.pool)
+
+
 def derive_outcome(report: RunReport) -> Outcome:
     """The outcome, from the facts the host and the engine observed, most decisive first."""
     if report.timed_out:
@@ -363,6 +425,9 @@ def _result(
         notes=tuple(notes) + report.notes,
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
+        peak_memory_bytes=report.peak_memory_bytes,
+        cpu_time_ms=report.cpu_time_ms,
+        pooled=report.pooled,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import textwrap
+import time
 from pathlib import Path
 
 import docker
@@ -36,15 +37,21 @@ def lines(result: ExecutionResult) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def gone(container_id: str | None) -> bool:
+def gone(container_id: str | None, within_s: float = 15) -> bool:
+    """Whether the container is removed within `within_s` (the pool removes in the background)."""
     client = docker.APIClient(version="auto")
+    deadline = time.monotonic() + within_s
     try:
-        client.inspect_container(container_id)
-    except docker.errors.NotFound:
-        return True
+        while True:
+            try:
+                client.inspect_container(container_id)
+            except docker.errors.NotFound:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
     finally:
         client.close()
-    return False
 
 
 # --- time -------------------------------------------------------------------------------

@@ -137,20 +137,11 @@ def test_missing_runtime_fails_closed_never_falls_back() -> None:
 
 
 def _container(engine: Engine, labels: dict[str, str]) -> str:
-    from hazmat.backends.agent import Payload
-    from hazmat.backends.base import Job
-    from hazmat.languages import get_language
-    from hazmat.policy import PRESETS, Runtime, TrustLevel
+    from hazmat.backends.base import Spec
+    from hazmat.policy import PRESETS, Runtime
 
-    job = Job(
-        get_language("python"),
-        "hazmat/python:1",
-        PRESETS["strict"],
-        Runtime.RUNC,
-        TrustLevel.UNTRUSTED,
-        Payload({}, [], b"", 1),
-    )
-    config = container_config(job, labels, engine.api.api_version, load_profile())
+    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    config = container_config(spec, labels, engine.api.api_version, load_profile())
     return str(engine.api.create_container(**config)["Id"])
 
 

@@ -32,7 +32,7 @@ def test_created_container_has_every_hardening_setting(
     )
     profile = load_profile()
     assert profile.text, "the seccomp base profile is missing (scripts/ensure-engine.sh)"
-    config = container_config(job, {"hazmat": "1"}, engine.api.api_version, profile)
+    config = container_config(job.spec, {"hazmat": "1"}, engine.api.api_version, profile)
     cid = engine.api.create_container(**config)["Id"]
     try:
         info = engine.api.inspect_container(cid)
@@ -55,7 +55,7 @@ def test_created_container_has_every_hardening_setting(
     assert cfg["User"] == "65534:65534"
     assert hc["Memory"] == hc["MemorySwap"] == limits.memory_mb * 1024 * 1024
     assert hc["NanoCpus"] == int(limits.cpus * 1e9)
-    assert hc["PidsLimit"] == host_pids_limit(job)
+    assert hc["PidsLimit"] == host_pids_limit(job.spec)
     ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in hc["Ulimits"]}
     assert ulimits["nofile"] == (limits.nofile, limits.nofile)
     assert ulimits["fsize"][0] > limits.tmpfs_mb * 1024 * 1024

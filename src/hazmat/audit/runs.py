@@ -144,8 +144,17 @@ class RunRecorder:
                 "container_id": result.container_id,
                 "error": result.error,
                 "notes": list(result.notes),
+                "peak_memory_bytes": result.peak_memory_bytes,
+                "cpu_time_ms": None if result.cpu_time_ms is None else round(result.cpu_time_ms, 3),
+                "pooled": result.pooled,
+                "settings_mismatch": list(result.settings_mismatch),
             },
         )
+
+    def security_event(self, kind: str, details: Mapping[str, Any]) -> None:
+        """Record a security event (`security.<kind>`), such as a container whose settings
+        differ from the policy."""
+        self.log.append(f"security.{kind}", dict(details))
 
     def _diff(self, request: ExecutionRequest) -> str | None:
         """A unified diff against the previous code of the same session, if there was one."""

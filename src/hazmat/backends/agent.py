@@ -2,25 +2,35 @@
 
 Nothing of the job travels in argv or touches the image's filesystem: the host writes one
 payload to the container's attached stdin and the agent unpacks it into the working directory
-(a tmpfs). The payload is::
+(a tmpfs). The container is started before the job exists (a warm pool hands it out later),
+so the agent first says it is ready: if the language has a runner (backends/runners.py), the
+agent starts it in the background and the runner prints `hazmat-ready` once its interpreter is
+up; otherwise the agent prints that line itself. The payload is::
 
-    hazmat 1 <nfiles> <nwant> <max_file_bytes> <nonce>\\n
+    hazmat 2 <nfiles> <nwant> <max_file_bytes> <nonce>\\n
     <size> <name>\\n<size bytes>          one per input file (the source file first)
     <name>\\n                             one per output file the caller asked for
     <the program's stdin, until EOF>
 
-The agent runs the language's build step (if any) and the program with the rest of its stdin,
-then kills every process the program left behind (`kill -9 -1`: all processes of this uid
-but itself and PID 1), and, if output files were asked for, writes after the program's stdout
+The agent runs the language's build step (if any), then the program: it signals the runner
+(SIGUSR2), or starts the language's run command, with the rest of its stdin. When the program
+has ended it kills every process the program left behind (`kill -9 -1`: all processes of this
+uid but itself and PID 1); if output files were asked for, it writes after the program's stdout
 a marker carrying the nonce followed by one record per file::
 
     \\n--hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
 
-Its exit status is the program's (128 + signal when killed by one). It needs only `sh`, `head`,
-`wc` and `cat`, so it runs in any Debian-like image, not just hazmat's own. The program runs as
-the same user as the agent, so nothing the agent reports beyond what the engine also sees is
-trusted: exit status, OOM and timeouts come from the engine.
+and last the end marker with the program's exit status (128 + signal when killed by one), on
+stdout and on stderr::
+
+    \\n--hazmat-end-<nonce>-- <status>\\n
+
+The host stops reading at the end marker and removes the container without waiting for it to
+exit; anything printed after the marker is discarded. The agent needs only `sh`, `head`, `wc`
+and `cat`, so it runs in any Debian-like image. The program runs as the same uid as the agent
+and can forge any of this, which gains it nothing it could not do by exiting: time, output
+size and memory (OOM) are judged by the host and the engine, never from the agent's word.
 """
 
 from __future__ import annotations
@@ -29,9 +39,9 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["AGENT_SCRIPT", "Payload", "file_marker"]
+__all__ = ["AGENT_SCRIPT", "Payload", "end_marker", "file_marker", "parse_end"]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 AGENT_SCRIPT = r"""
 set -u
@@ -39,12 +49,23 @@ set -u
 # job messages ("Killed") never mix into the program's output.
 exec 3>&2 2>/dev/null
 die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
-IFS=' ' read -r magic version nfiles nwant maxfile nonce || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 1 ] || die "unknown job format"
 cd "$HAZMAT_WORKDIR" || die "no working directory"
 build=$HAZMAT_BUILD
 run=$HAZMAT_RUN
-unset HAZMAT_BUILD HAZMAT_RUN HAZMAT_WORKDIR OLDPWD
+warm=$HAZMAT_WARM
+unset HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_WORKDIR OLDPWD
+runner=''
+if [ -n "$warm" ]; then
+    # A background job's stdin is /dev/null unless redirected: hand it the real one on fd 4.
+    exec 4<&0
+    sh -c 'exec 2>&3 3>&- 4<&-; eval "$1"' warm "$warm" <&4 &
+    runner=$!
+    exec 4<&-
+else
+    printf 'hazmat-ready\n'
+fi
+IFS=' ' read -r magic version nfiles nwant maxfile nonce || die "no job on stdin"
+[ "$magic" = hazmat ] && [ "$version" = 2 ] || die "unknown job format"
 i=0
 while [ "$i" -lt "$nfiles" ]; do
     IFS=' ' read -r size name || die "truncated job"
@@ -59,17 +80,23 @@ while [ "$i" -lt "$nwant" ]; do
 "
     i=$((i + 1))
 done
+rc=0
 if [ -n "$build" ]; then
     sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null
     rc=$?
-    if [ "$rc" -ne 0 ]; then
-        exit "$rc"
+fi
+if [ "$rc" -eq 0 ]; then
+    if [ -n "$runner" ]; then
+        kill -USR2 "$runner" || die "the runner is gone"
+        wait "$runner"
+        rc=$?
+    else
+        # The child moves its own stderr back: dash applies a command's redirections in the
+        # parent and prints the job's status ("Killed") while they are still in effect.
+        sh -c 'exec 2>&3 3>&-; eval "$1"' run "$run"
+        rc=$?
     fi
 fi
-# The child moves its own stderr back: dash applies a command's redirections in the parent
-# and prints the job's status ("Killed") while they are still in effect.
-sh -c 'exec 2>&3 3>&-; eval "$1"' run "$run"
-rc=$?
 kill -9 -1 2>/dev/null
 if [ "$nwant" -gt 0 ]; then
     printf '\n--hazmat-files-%s--\n' "$nonce"
@@ -87,6 +114,9 @@ if [ "$nwant" -gt 0 ]; then
         fi
     done
 fi
+# on both streams: the engine forwards them independently, and the host reads until both end
+printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
+printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 exit "$rc"
 """
 
@@ -94,6 +124,20 @@ exit "$rc"
 def file_marker(nonce: str) -> bytes:
     """The line the agent prints between the program's stdout and the output files."""
     return f"\n--hazmat-files-{nonce}--\n".encode()
+
+
+def end_marker(nonce: str) -> bytes:
+    """What the agent prints before the exit status, once everything else is written."""
+    return f"\n--hazmat-end-{nonce}-- ".encode()
+
+
+def parse_end(tail: bytes | bytearray) -> int | None:
+    """The exit status in the bytes after the end marker, once its line is complete."""
+    line, newline, _ = bytes(tail).partition(b"\n")
+    if not newline:
+        return None
+    text = line.decode("ascii", "replace")
+    return int(text) if text.isdigit() and len(text) <= 3 else -1
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
+from typing import Any
 
 from hazmat.backends.agent import Payload
 from hazmat.languages import Language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
 
-__all__ = ["Backend", "Job", "RunReport", "local_resources"]
+__all__ = ["Backend", "Job", "RunReport", "Spec", "local_resources"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a container is made for. Its settings depend on nothing else, so a container
+    started ahead of time for a spec can take any job with that spec (the warm pool's key)."""
+
+    language: str
+    image: str
+    runtime: Runtime
+    memory_mb: int
+    cpus: float
+    pids: int
+    tmpfs_mb: int
+    nofile: int
+
+    @classmethod
+    def of(cls, language: str, image: str, runtime: Runtime, limits: Limits) -> Spec:
+        return cls(
+            language,
+            image,
+            runtime,
+            limits.memory_mb,
+            limits.cpus,
+            limits.pids,
+            limits.tmpfs_mb,
+            limits.nofile,
+        )
 
 
 @dataclass(frozen=True)
@@ -24,6 +53,10 @@ class Job:
     runtime: Runtime
     trust: TrustLevel
     payload: Payload
+
+    @property
+    def spec(self) -> Spec:
+        return Spec.of(self.language.name, self.image, self.runtime, self.limits)
 
 
 @dataclass(frozen=True)
@@ -40,14 +73,20 @@ class RunReport:
     output_exceeded: bool = False
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     notes: tuple[str, ...] = ()
+    peak_memory_bytes: int | None = None  # the container's cgroup, read on the host
+    cpu_time_ms: float | None = None
+    pooled: bool | None = None  # None: the backend has no pool
 
 
 class Backend:
     """Runs one `Job` in a fresh, isolated environment and reports what happened.
 
     Subclasses implement `execute`; they may raise `InfraError` (never for the code's own
-    failures, which are facts in the report).
+    failures, which are facts in the report). A backend that finds a security problem outside
+    any run (a pool checking a container it made) reports it to `on_security_event`.
     """
+
+    on_security_event: Callable[[str, dict[str, Any]], None] | None = None
 
     def execute(self, job: Job) -> RunReport:
         raise NotImplementedError  # pragma: no cover
@@ -55,6 +94,9 @@ class Backend:
     def resources(self) -> HostResources:
         """What the machine running the jobs has; limits are clamped to a share of it."""
         return local_resources()
+
+    def warm(self, spec: Spec) -> None:
+        """Prepare for jobs of `spec` ahead of time, if the backend can (a pool fills)."""
 
     def close(self) -> None:
         """Release what the backend holds. Safe to call more than once."""

@@ -1,53 +1,65 @@
-"""The cold path: one fresh, hardened container per run, created, started, waited for, removed.
+"""Containers for single runs: started (cold, or ahead of time by the pool), used once, removed.
 
 Never `containers.run()` (it pulls silently): create, attach, start, wait and remove are
-explicit, and removal happens in `finally`. Containers carry the `hazmat` label and the pid of
-the process that made them, so `reap()` can remove what a killed process left behind.
+explicit, and removal happens in `finally`. A container is started before it has a job: the
+agent (backends/agent.py) says when it is ready, the settings check (backends/verify.py)
+compares what the engine applied with what was asked, and only then may it take its one job.
+Containers carry the `hazmat` label and the pid of the process that made them, so `reap()` can
+remove what a killed process left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
+import select
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import docker.errors
 import docker.types
 import requests.exceptions
 
-from hazmat._exceptions import InfraError
-from hazmat.backends.agent import AGENT_SCRIPT, file_marker, parse_files
-from hazmat.backends.base import Backend, Job, RunReport
+from hazmat._exceptions import InfraError, SettingsMismatch
+from hazmat.backends.agent import AGENT_SCRIPT, end_marker, file_marker, parse_files
+from hazmat.backends.base import Backend, Job, RunReport, Spec
+from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.backends.runners import READY_LINE, RUNNERS
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, load_profile
-from hazmat.backends.stream import pump
+from hazmat.backends.stream import NotReady, pump, wait_ready
+from hazmat.backends.verify import SANDBOX_USER, check, expected, host_pids_limit
+from hazmat.languages import get_language
 from hazmat.policy import HostResources, Runtime
 
-__all__ = ["SANDBOX_USER", "DockerBackend", "container_config"]
+__all__ = [
+    "SANDBOX_USER",
+    "DockerBackend",
+    "Started",
+    "abandoned",
+    "container_config",
+    "host_pids_limit",
+]
 
-SANDBOX_USER = "65534:65534"  # nobody:nogroup, present in every Debian-like image
 WORKDIR = "/work"
 LABEL = "hazmat"
 # A container older than its deadline plus this is removed by any hazmat process's reaper.
 REAP_GRACE_S = 120
-# Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 44 when idle
-# (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside (measured here).
-RUNSC_PIDS_BASE = 64
-RUNSC_PIDS_PER_TASK = 2
+# How long a new container may take to say it is ready (runsc starting node is the slowest).
+READY_TIMEOUT_S = 60.0
 _MiB = 1024 * 1024
 
 
 def container_config(
-    job: Job, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
+    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
 ) -> dict[str, Any]:
-    """The create_container arguments for `job`: every hardening setting lives here."""
-    lim = job.limits
-    lang = job.language
+    """The create_container arguments for `spec`: every hardening setting lives here."""
+    lang = get_language(spec.language)
     tmp_exec = "exec" if lang.exec_tmp else "noexec"
+    warm, runner = RUNNERS[lang.runner] if lang.runner else ("", "")
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -56,9 +68,11 @@ def container_config(
         "HAZMAT_WORKDIR": WORKDIR,
         "HAZMAT_BUILD": lang.build,
         "HAZMAT_RUN": lang.run,
+        "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
+        **({"HAZMAT_RUNNER": runner} if runner else {}),
         **lang.env,
     }
-    fsize = (lim.tmpfs_mb + 1) * _MiB  # above the tmpfs size, so a full tmpfs says ENOSPC
+    fsize = (spec.tmpfs_mb + 1) * _MiB  # above the tmpfs size, so a full tmpfs says ENOSPC
     host_config = docker.types.HostConfig(
         version=api_version,
         read_only=True,
@@ -68,26 +82,26 @@ def container_config(
         privileged=False,
         init=True,
         ipc_mode="private",
-        mem_limit=lim.memory_mb * _MiB,
-        memswap_limit=lim.memory_mb * _MiB,
-        nano_cpus=int(lim.cpus * 1e9),
-        pids_limit=host_pids_limit(job),
-        shm_size=lim.tmpfs_mb * _MiB,
+        mem_limit=spec.memory_mb * _MiB,
+        memswap_limit=spec.memory_mb * _MiB,
+        nano_cpus=int(spec.cpus * 1e9),
+        pids_limit=host_pids_limit(spec),
+        shm_size=spec.tmpfs_mb * _MiB,
         oom_score_adj=1000,
         ulimits=[
-            docker.types.Ulimit(name="nofile", soft=lim.nofile, hard=lim.nofile),
+            docker.types.Ulimit(name="nofile", soft=spec.nofile, hard=spec.nofile),
             docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
             docker.types.Ulimit(name="core", soft=0, hard=0),
         ],
         tmpfs={
-            WORKDIR: f"rw,nosuid,nodev,noexec,size={lim.tmpfs_mb}m,uid=65534,gid=65534,mode=0700",
-            "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={lim.tmpfs_mb}m,mode=1777",
+            WORKDIR: f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,uid=65534,gid=65534,mode=0700",
+            "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={spec.tmpfs_mb}m,mode=1777",
         },
         log_config=docker.types.LogConfig(type="none"),
-        runtime=job.runtime.value,
+        runtime=spec.runtime.value,
     )
     return {
-        "image": job.image,
+        "image": spec.image,
         "command": ["/bin/sh", "-c", AGENT_SCRIPT],
         "user": SANDBOX_USER,
         "working_dir": WORKDIR,
@@ -101,15 +115,33 @@ def container_config(
     }
 
 
-def host_pids_limit(job: Job) -> int:
-    """The pids cgroup limit that gives the program `limits.pids` tasks under its runtime."""
-    if job.runtime is Runtime.RUNSC:
-        return RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * job.limits.pids
-    return job.limits.pids
+@dataclass
+class Started:
+    """A container that is up, checked, and waiting on its attached stdin for one job."""
+
+    spec: Spec
+    cid: str
+    attached: Any
+    sock: socket.socket
+    born: float  # time.monotonic() when it became ready
+    expires: float  # time.time() after which any hazmat process may reap it
+    cgroup: Cgroup | None
+
+    def healthy(self) -> bool:
+        """Nothing may arrive before the job: readable means it wrote or ended."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
 
 class DockerBackend(Backend):
-    """Runs each job in a container nobody used before, on a local or remote Docker engine."""
+    """Runs each job in a container nobody used before, on a local or remote Docker engine.
+
+    `execute` is the cold path: start a container, run the job, remove it. The warm pool
+    (backends/pool.py) calls `start` ahead of time and `run` / `discard` later.
+    """
 
     def __init__(self, engine: Engine | None = None, seccomp: SeccompProfile | None = None) -> None:
         self.engine = engine or Engine()
@@ -120,94 +152,156 @@ class DockerBackend(Backend):
         return self.engine.info().resources
 
     def execute(self, job: Job) -> RunReport:
+        started = self.start(job.spec, lifetime_s=job.limits.timeout_s)
+        try:
+            return self.run(started, job)
+        finally:
+            self.discard(started)
+
+    def config(self, spec: Spec, labels: dict[str, str]) -> dict[str, Any]:
+        """The create_container arguments (a method, so a test can make a container differ)."""
+        return container_config(spec, labels, self.engine.api.api_version, self.seccomp)
+
+    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started:
+        """Create, attach, start; wait until the agent is ready; check the settings.
+
+        Raises `SettingsMismatch` (after removing the container) when the engine's settings
+        differ from the policy's, and `InfraError` when the container does not get ready.
+        """
         api = self.engine.api
-        self.engine.require_runtime(job.runtime)
+        self.engine.require_runtime(spec.runtime)
         if not self._reaped:
             self.reap()
             self._reaped = True
+        expires = time.time() + lifetime_s + REAP_GRACE_S
+        config = self.config(spec, self._labels(spec, expires, pooled))
         cid: str | None = None
+        attached: Any = None
         try:
-            with map_docker_errors(job.image):
-                created = api.create_container(
-                    **container_config(job, self._labels(job), api.api_version, self.seccomp)
-                )
-                cid = str(created["Id"])
+            with map_docker_errors(spec.image):
+                cid = str(api.create_container(**config)["Id"])
                 attached = api.attach_socket(
                     cid, {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
                 )
+                api.start(cid)
+            sock = _raw_socket(attached)
             try:
-                with map_docker_errors(job.image):
-                    api.start(cid)
-                return self._watch(job, cid, _raw_socket(attached))
-            finally:
+                wait_ready(sock, READY_LINE, READY_TIMEOUT_S)
+            except NotReady as exc:
+                raise InfraError(f"container {cid[:12]} did not get ready: {exc}") from None
+            with map_docker_errors(spec.image):
+                inspected = api.inspect_container(cid)
+            problems = check(inspected, expected(spec))
+            if problems:
+                raise SettingsMismatch(
+                    f"container {cid[:12]} differs from the policy: " + "; ".join(problems),
+                    problems,
+                )
+            cgroup = Cgroup.of_pid(int(inspected["State"].get("Pid") or 0))
+            return Started(spec, cid, attached, sock, time.monotonic(), expires, cgroup)
+        except BaseException:
+            if attached is not None:
                 _close_attached(attached)
-        finally:
             if cid is not None:
-                self._remove(cid)
+                with contextlib.suppress(InfraError):
+                    self._remove(cid)
+            raise
 
-    def _watch(self, job: Job, cid: str, sock: socket.socket) -> RunReport:
-        api = self.engine.api
+    def run(self, started: Started, job: Job) -> RunReport:
+        """Give `started` its one job and report what happened. The caller discards it."""
+        cid = started.cid
         want = job.payload.want
+        nonce = job.payload.nonce
+        monitor = Monitor(started.cgroup) if started.cgroup else None
         killer = threading.Thread(target=self._kill, args=(cid,), daemon=True)
+
+        def stop() -> None:
+            if monitor is not None:
+                monitor.take()  # before the kill: the cgroup goes with the container
+            killer.start()
+
         try:
             capture = pump(
-                sock,
+                started.sock,
                 job.payload.header() + job.payload.stdin,
                 timeout_s=job.limits.timeout_s,
                 output_cap=job.limits.output_bytes,
-                stop=killer.start,
-                marker=file_marker(job.payload.nonce) if want else None,
+                stop=stop,
+                marker=file_marker(nonce) if want else None,
                 files_cap=len(want) * (job.limits.max_file_bytes + 4096),
+                end=end_marker(nonce),
             )
         finally:
+            figures = monitor.stop() if monitor is not None else None
             # Tell the engine nobody reads any more, so a pending kill need not wait for us.
             with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+                started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
-        with map_docker_errors(job.image):
-            try:
-                status = api.wait(cid, timeout=30)
-            except requests.exceptions.ReadTimeout:
-                # The stream ended but the container did not: stop it ourselves.
-                self._kill(cid)
-                status = api.wait(cid, timeout=30)
-            state = api.inspect_container(cid)["State"]
+        ended = capture.end_status is not None and not (
+            capture.timed_out or capture.output_exceeded
+        )
+        if ended:
+            exit_code: int | None = capture.end_status
+            engine_oom = False
+        else:
+            exit_code, engine_oom = self._final_state(started, job)
         files, notes = parse_files(capture.files_blob, want) if want else ({}, [])
         if not self.seccomp.text and job.runtime is Runtime.RUNC:
             notes.append(MISSING_NOTE)
         if capture.files_exceeded:
             notes.append("output files section exceeded its cap; files dropped")
             files = {}
+        base = monitor.baseline if monitor is not None else None
         return RunReport(
-            exit_code=int(status.get("StatusCode", state.get("ExitCode", -1))),
+            exit_code=exit_code,
             stdout=bytes(capture.stdout),
             stderr=bytes(capture.stderr),
             duration_ms=capture.duration_ms,
             container_id=cid,
             timed_out=capture.timed_out,
-            oom_killed=bool(state.get("OOMKilled")),
+            oom_killed=engine_oom or _oom_since(base, figures),
             output_exceeded=capture.output_exceeded,
             files=files,
             notes=tuple(notes),
+            peak_memory_bytes=figures.memory_peak if figures else None,
+            cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
         )
 
-    def _labels(self, job: Job) -> dict[str, str]:
-        deadline = time.time() + job.limits.timeout_s + REAP_GRACE_S
+    def _final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
+        """Exit status and OOM flag from the engine, once the container has stopped."""
+        api = self.engine.api
+        with map_docker_errors(job.image):
+            try:
+                status = api.wait(started.cid, timeout=30)
+            except requests.exceptions.ReadTimeout:
+                # The stream ended but the container did not: stop it ourselves.
+                self._kill(started.cid)
+                status = api.wait(started.cid, timeout=30)
+            state = api.inspect_container(started.cid)["State"]
+        code = int(status.get("StatusCode", state.get("ExitCode", -1)))
+        return code, bool(state.get("OOMKilled"))
+
+    def discard(self, started: Started) -> None:
+        """Close the connection and remove the container (used or not)."""
+        with contextlib.suppress(OSError):
+            _close_attached(started.attached)
+        self._remove(started.cid)
+
+    def _labels(self, spec: Spec, expires: float, pooled: bool) -> dict[str, str]:
         return {
             LABEL: "1",
             f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
-            f"{LABEL}.deadline": f"{deadline:.0f}",
-            f"{LABEL}.language": job.language.name,
-            f"{LABEL}.trust": job.trust.value,
-            f"{LABEL}.run": secrets.token_hex(8),
+            f"{LABEL}.deadline": f"{expires:.0f}",
+            f"{LABEL}.language": spec.language,
+            f"{LABEL}.pooled": "1" if pooled else "0",
         }
 
     def _kill(self, cid: str) -> None:
         try:
             self.engine.api.kill(cid)
-        except docker.errors.APIError:
-            pass  # already stopped
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass  # already stopped, or gone
 
     def _remove(self, cid: str) -> None:
         try:
@@ -223,7 +317,7 @@ class DockerBackend(Backend):
         with map_docker_errors():
             found = self.engine.api.containers(all=True, filters={"label": LABEL})
         for c in found:
-            if _abandoned(c.get("Labels") or {}):
+            if abandoned(c.get("Labels") or {}):
                 self._remove(c["Id"])
                 removed.append(str(c["Id"]))
         return removed
@@ -232,7 +326,11 @@ class DockerBackend(Backend):
         self.engine.close()
 
 
-def _abandoned(labels: dict[str, str]) -> bool:
+def _oom_since(base: Sample | None, now: Sample | None) -> bool:
+    return base is not None and now is not None and now.oom_kills > base.oom_kills
+
+
+def abandoned(labels: dict[str, str]) -> bool:
     try:
         deadline = float(labels.get(f"{LABEL}.deadline", "0"))
     except ValueError:

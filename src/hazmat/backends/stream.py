@@ -4,7 +4,9 @@ The socket carries Docker's multiplexed stream (an 8-byte header per frame: stre
 zero bytes, big-endian length). One `selectors` loop writes the payload and reads frames at the
 same time, so a large stdin and a large output cannot deadlock each other. The host is the
 authority: when the wall clock runs out or the output passes its cap, `stop()` kills the
-container through the engine.
+container through the engine. Reading ends at the agent's end marker, once it has come on both
+stdout and stderr (the engine forwards the two pipes independently, so only then is all of the
+program's output in); whatever follows it is discarded.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Capture", "pump"]
+from hazmat.backends.agent import parse_end
+
+__all__ = ["Capture", "NotReady", "pump", "wait_ready"]
 
 _HEADER = struct.Struct(">BxxxL")
 _CHUNK = 256 * 1024
@@ -31,6 +35,7 @@ class Capture:
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     files_blob: bytearray | None = None  # everything after the agent's file marker
+    end_status: int | None = None  # the exit status after the end marker, once both came
     timed_out: bool = False
     output_exceeded: bool = False
     files_exceeded: bool = False
@@ -39,14 +44,21 @@ class Capture:
 
 
 class _Demux:
-    """Splits frames into stdout/stderr, finds the file marker, and applies the caps."""
+    """Splits frames into stdout/stderr, finds the markers, and applies the caps."""
 
-    def __init__(self, capture: Capture, cap: int, marker: bytes | None, files_cap: int) -> None:
+    def __init__(
+        self, capture: Capture, cap: int, marker: bytes | None, files_cap: int, end: bytes | None
+    ) -> None:
         self.capture = capture
         self.cap = cap
         self.marker = marker
         self.files_cap = files_cap
+        self.end = end
         self.buffer = bytearray()
+        # per stream id: where the end marker starts (once seen) and the status after it
+        self.end_at: dict[int, int] = {}
+        self.status: dict[int, int] = {}
+        self.slack = len(marker or b"") + 2 * (len(end or b"") + 8)
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -60,28 +72,54 @@ class _Demux:
 
     def _route(self, stream_id: int, chunk: bytes) -> None:
         c = self.capture
+        if stream_id != 2:
+            stream_id = 1
+        if stream_id in self.status:
+            return  # after the end marker: discarded
         if stream_id == 2:
-            c.stderr += chunk
+            self._add(2, c.stderr, chunk)
         elif c.files_blob is not None:
-            c.files_blob += chunk
+            self._add(1, c.files_blob, chunk)
             c.files_exceeded = len(c.files_blob) > self.files_cap
             return
         else:
             start = max(0, len(c.stdout) - len(self.marker or b""))
-            c.stdout += chunk
-            if self.marker:
-                at = c.stdout.find(self.marker, start)
-                if at >= 0:
-                    c.files_blob = bytearray(c.stdout[at + len(self.marker) :])
-                    del c.stdout[at:]
+            self._add(1, c.stdout, chunk)
+            at = c.stdout.find(self.marker, start) if self.marker else -1
+            if at >= 0:
+                c.files_blob = bytearray(c.stdout[at + len(self.marker or b"") :])
+                del c.stdout[at:]
+                self.end_at.pop(1, None)
+                self._find_end(1, c.files_blob, 0)
         self._apply_cap()
+
+    def _add(self, stream_id: int, buf: bytearray, chunk: bytes) -> None:
+        start = max(0, len(buf) - len(self.end or b""))
+        buf += chunk
+        self._find_end(stream_id, buf, start)
+
+    def _find_end(self, stream_id: int, buf: bytearray, start: int) -> None:
+        if not self.end:
+            return
+        at = self.end_at.get(stream_id)
+        if at is None:
+            at = buf.find(self.end, start)
+            if at < 0:
+                return
+            self.end_at[stream_id] = at
+        status = parse_end(buf[at + len(self.end) :])
+        if status is not None:
+            self.status[stream_id] = status
+            del buf[at:]
+            if len(self.status) == 2:
+                self.capture.end_status = self.status[1]
 
     def _apply_cap(self) -> None:
         c = self.capture
         total = len(c.stdout) + len(c.stderr)
-        # While the marker may still be arriving, allow its length beyond the cap so that a
+        # While a marker may still be arriving, allow its length beyond the cap so that a
         # marker split across frames is not mistaken for program output.
-        slack = len(self.marker) if self.marker and c.files_blob is None else 0
+        slack = self.slack if len(self.status) < 2 else 0
         if total > self.cap + slack:
             self.finish()
             c.output_exceeded = True
@@ -99,6 +137,10 @@ class _Demux:
     def must_stop(self) -> bool:
         return self.capture.output_exceeded or self.capture.files_exceeded
 
+    @property
+    def ended(self) -> bool:
+        return self.capture.end_status is not None
+
 
 def pump(
     sock: socket.socket,
@@ -109,15 +151,17 @@ def pump(
     stop: Callable[[], None],
     marker: bytes | None = None,
     files_cap: int = 0,
+    end: bytes | None = None,
 ) -> Capture:
-    """Send `payload` then EOF, read until the container closes the stream or a limit is hit.
+    """Send `payload` then EOF, read until the end marker (`end`) has come on both streams, the
+    container closes the stream, or a limit is hit.
 
     `stop` must not block: the engine finishes killing a container only once its output has
     been read, so after calling it the pump goes on reading (and discarding) until the stream
     ends or a short grace period passes.
     """
     capture = Capture()
-    demux = _Demux(capture, output_cap, marker, files_cap)
+    demux = _Demux(capture, output_cap, marker, files_cap, end)
     started = time.monotonic()
     deadline = started + timeout_s
     drain_until: float | None = None
@@ -151,6 +195,9 @@ def pump(
                         return capture
                     if drain_until is None:
                         demux.feed(data)
+                        if demux.ended and not demux.must_stop:
+                            capture.stdin_unsent = len(outgoing)
+                            return capture
     finally:
         if drain_until is None:
             capture.duration_ms = (time.monotonic() - started) * 1000
@@ -158,6 +205,43 @@ def pump(
         demux.finish()
     capture.stdin_unsent = len(outgoing)
     return capture
+
+
+class NotReady(Exception):
+    """The container ended, or did not say it was ready in time; the message says which."""
+
+
+def wait_ready(sock: socket.socket, ready: bytes, timeout_s: float) -> None:
+    """Read until the container's stdout says `ready`, which must be the first thing on it.
+
+    Anything else on stdout, the stream ending, or the deadline passing raises `NotReady`
+    with what the container wrote on stderr.
+    """
+    demux = _Demux(Capture(), len(ready) + 64 * 1024, None, 0, None)
+    deadline = time.monotonic() + timeout_s
+    sock.setblocking(False)
+    with selectors.DefaultSelector() as sel:
+        sel.register(sock, selectors.EVENT_READ)
+        while True:
+            out = bytes(demux.capture.stdout)
+            if out == ready:
+                return
+            if not ready.startswith(out) or demux.capture.output_exceeded:
+                raise NotReady(f"unexpected output before ready: {out[:200]!r}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotReady(f"not ready after {timeout_s:g} s" + _said(demux.capture))
+            if sel.select(timeout=left):
+                data = _recv(sock)
+                if data == b"":
+                    raise NotReady("the container ended before it was ready" + _said(demux.capture))
+                if data:
+                    demux.feed(data)
+
+
+def _said(capture: Capture) -> str:
+    err = bytes(capture.stderr[-500:]).decode("utf-8", "replace").strip()
+    return f"; it said: {err}" if err else ""
 
 
 def _send_some(

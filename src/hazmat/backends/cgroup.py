@@ -1,0 +1,132 @@
+"""The host's own view of a container's resources, from the kernel's cgroup files.
+
+Peak memory, CPU time and the count of OOM kills come from the cgroup the container's first
+process lives in, read on the host (never from anything inside the container). cgroup v1
+(memory + cpuacct controllers) and v2 (unified) are both read; v1 is what the test machines
+have. A `Monitor` samples while the program runs, so a figure survives a container that ends
+(and whose cgroup the engine removes) before the final reading.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Cgroup", "Monitor", "Sample"]
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Sample:
+    memory_peak: int  # bytes
+    cpu_ns: int
+    oom_kills: int
+
+
+class Cgroup:
+    """The cgroup files of one container, found from the host pid of its first process."""
+
+    def __init__(self, memory: Path, cpu: Path, unified: bool) -> None:
+        self.memory = memory
+        self.cpu = cpu
+        self.unified = unified
+
+    @classmethod
+    def of_pid(
+        cls, pid: int, root: Path = CGROUP_ROOT, proc: Path = Path("/proc")
+    ) -> Cgroup | None:
+        """The cgroup of `pid` (None when it cannot be found or read from this host)."""
+        try:
+            lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        paths: dict[str, str] = {}
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                paths[name] = path.lstrip("/")
+        if "memory" in paths and "cpuacct" in paths:
+            found = cls(
+                root / "memory" / paths["memory"], root / "cpuacct" / paths["cpuacct"], False
+            )
+        elif "" in paths:
+            found = cls(root / paths[""], root / paths[""], True)
+        else:
+            return None
+        return found if found.sample() is not None else None
+
+    def sample(self) -> Sample | None:
+        """The figures now, or None when the cgroup is gone."""
+        try:
+            if self.unified:
+                return self._sample_v2()
+            return Sample(
+                memory_peak=int(_read(self.memory / "memory.max_usage_in_bytes")),
+                cpu_ns=int(_read(self.cpu / "cpuacct.usage")),
+                oom_kills=_field(_read(self.memory / "memory.oom_control"), "oom_kill"),
+            )
+        except (OSError, ValueError):
+            return None
+
+    def _sample_v2(self) -> Sample:
+        peak = self.memory / "memory.peak"
+        memory = _read(peak if peak.exists() else self.memory / "memory.current")
+        return Sample(
+            memory_peak=int(memory),
+            cpu_ns=_field(_read(self.cpu / "cpu.stat"), "usage_usec") * 1000,
+            oom_kills=_field(_read(self.memory / "memory.events"), "oom_kill"),
+        )
+
+
+def _read(path: Path) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _field(text: str, name: str) -> int:
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == name:
+            return int(value)
+    return 0
+
+
+class Monitor:
+    """Samples a cgroup every `interval_s` while a run lasts and keeps the highest figures."""
+
+    def __init__(self, cgroup: Cgroup, interval_s: float = 0.05) -> None:
+        self.cgroup = cgroup
+        self.interval_s = interval_s
+        self.baseline = cgroup.sample()
+        self.last: Sample | None = self.baseline
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="hazmat-monitor", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.take()
+
+    def take(self) -> Sample | None:
+        """Sample now; keep it if the cgroup is still there."""
+        now = self.cgroup.sample()
+        if now is not None:
+            with self._lock:
+                last = self.last or now
+                self.last = Sample(
+                    max(now.memory_peak, last.memory_peak),
+                    max(now.cpu_ns, last.cpu_ns),
+                    max(now.oom_kills, last.oom_kills),
+                )
+        return now
+
+    def stop(self) -> Sample | None:
+        """Take a last sample and stop; the best figures seen."""
+        self.take()
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=1)
+        return self.last
