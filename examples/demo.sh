@@ -64,6 +64,10 @@ expect 0 "$hazmat" run -c 'print(len(().__class__.__base__.__subclasses__()))' \
     --override-reason "demo: counting classes is harmless, and the container holds anyway"
 
 echo
+echo "== The warm pool: containers started ahead of time, each used once (examples/pool.py) =="
+expect 0 "$(dirname "$(command -v "$hazmat")")/python" "$here/pool.py"
+
+echo
 echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 

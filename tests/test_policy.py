@@ -24,7 +24,11 @@ def test_default_policy_is_strict_for_untrusted_and_untrusted_by_default() -> No
     assert policy.default_trust is TrustLevel.UNTRUSTED
     assert policy.settings("untrusted").limits == PRESETS["strict"]
     assert policy.settings("unknown").limits == PRESETS["standard"]
-    assert all(policy.settings(t).runtime is Runtime.RUNC for t in TrustLevel)
+    assert policy.settings("untrusted").runtime is Runtime.RUNSC  # gVisor for untrusted code
+    assert policy.settings("unknown").runtime is policy.settings("trusted").runtime is Runtime.RUNC
+    listed = parse_policy({"trust": {"untrusted": {"timeout_s": 5}, "trusted": {}}})
+    assert listed.settings("untrusted").runtime is Runtime.RUNSC
+    assert listed.settings("trusted").runtime is Runtime.RUNC
 
 
 def write(tmp_path: Path, text: str) -> Path:

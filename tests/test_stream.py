@@ -139,7 +139,7 @@ def test_payload_header_frames_every_file() -> None:
         max_file_bytes=10,
         nonce="n",
     )
-    assert payload.header() == b"hazmat 2 2 1 10 n\n9 main.py\nprint(1)\n2 d.bin\n\x00\xffo\n"
+    assert payload.header() == b"hazmat 2 1 10 n\no\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"
     assert len(Payload(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
 
 

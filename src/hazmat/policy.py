@@ -223,9 +223,22 @@ class TrustSettings:
     assess: AssessSettings = field(default_factory=AssessSettings)
 
 
+# gVisor for code nobody trusts: a second kernel between the program and the host's. It
+# costs a little on the warm path (docs/benchmarks.md); where runsc is not registered, runs
+# at this level fail closed until the policy says `runtime: runc` (docs/security.md).
+_DEFAULT_RUNTIME = {
+    TrustLevel.UNTRUSTED: Runtime.RUNSC,
+    TrustLevel.UNKNOWN: Runtime.RUNC,
+    TrustLevel.TRUSTED: Runtime.RUNC,
+}
+
+
 def _default_levels() -> Mapping[TrustLevel, TrustSettings]:
     return MappingProxyType(
-        {level: TrustSettings(PRESETS[name]) for level, name in _DEFAULT_PRESET.items()}
+        {
+            level: TrustSettings(PRESETS[name], runtime=_DEFAULT_RUNTIME[level])
+            for level, name in _DEFAULT_PRESET.items()
+        }
     )
 
 
@@ -399,7 +412,9 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
     _no_unknown_keys(values, allowed, source, where)
     base_name = values.pop("preset", _DEFAULT_PRESET[level])
     base = _wrap(source, f"{where}.preset", _preset, base_name, "preset")
-    runtime = _wrap(source, f"{where}.runtime", _runtime, values.pop("runtime", "runc"))
+    runtime = _wrap(
+        source, f"{where}.runtime", _runtime, values.pop("runtime", _DEFAULT_RUNTIME[level].value)
+    )
     assess = _parse_assess(values.pop("assess", {}), source, f"{where}.assess")
     for key, value in values.items():
         problem = _number_problem(key, value)

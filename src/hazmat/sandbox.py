@@ -103,7 +103,7 @@ class Sandbox:
         self.backend = backend or _default_backend(policy, pool)
         if self.backend.on_security_event is None:
             self.backend.on_security_event = self._recorder.security_event
-        self.metrics_ = Metrics()
+        self._metrics = Metrics()
         self._owns_assessor = assessor is None
         self.assessor = assessor or Assessor()
         self.assessor.start()
@@ -120,9 +120,11 @@ class Sandbox:
         language: str = "python",
         trust: TrustLevel | str | None = None,
         runtime: Runtime | str | None = None,
+        wait: float = 0,
     ) -> Spec:
         """Start filling the warm pool for `language` at `trust` (default: the policy's
-        default level) in the background; does nothing without a pool. Returns the kind of
+        default level) in the background, and keep it filled; does nothing without a pool.
+        With `wait`, block up to that many seconds until it is full. Returns the kind of
         container it asked for."""
         lang = get_language(language)
         level = parse_trust(trust if trust is not None else self.policy.default_trust)
@@ -131,12 +133,14 @@ class Sandbox:
         image = self.policy.images.get(lang.name, lang.image)
         spec = Spec.of(lang.name, image, _parse_runtime(runtime) or settings.runtime, limits)
         self.backend.warm(spec)
+        if wait > 0 and not self.backend.wait_warm(spec, wait):
+            raise InfraError(f"the warm pool for {lang.name} did not fill in {wait:g} s")
         return spec
 
     def metrics(self) -> MetricsSnapshot:
         """Totals and rates since this sandbox opened (runs, outcomes, blocked, pool hits and
         misses) and the latency p50/p95 of recent runs, end to end."""
-        return self.metrics_.snapshot()
+        return self._metrics.snapshot()
 
     def run(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -215,7 +219,7 @@ class Sandbox:
         if decision is Decision.BLOCK:
             self._recorder.blocked(request, limits, runtime, image, review)
             blocked = _blocked_result(request, limits, runtime, image, assessment, started)
-            self.metrics_.record(blocked, (time.monotonic() - started) * 1000)
+            self._metrics.record(blocked, (time.monotonic() - started) * 1000)
             return blocked
         if decision is Decision.OVERRIDE:
             notes.append(f"assessment {explain(assessment)}; run on an override")
@@ -260,7 +264,7 @@ class Sandbox:
         self._recorder.finished(run_id, result)
         if settings.assess.semgrep is SemgrepMode.ASYNC:
             self._semgrep_later(run_id, request, assessment)
-        self.metrics_.record(result, (time.monotonic() - started) * 1000)
+        self._metrics.record(result, (time.monotonic() - started) * 1000)
         return result
 
     def _semgrep_later(

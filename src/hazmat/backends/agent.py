@@ -7,13 +7,17 @@ so the agent first says it is ready: if the language has a runner (backends/runn
 agent starts it in the background and the runner prints `hazmat-ready` once its interpreter is
 up; otherwise the agent prints that line itself. The payload is::
 
-    hazmat 2 <nfiles> <nwant> <max_file_bytes> <nonce>\\n
-    <size> <name>\\n<size bytes>          one per input file (the source file first)
+    hazmat 2 <nwant> <max_file_bytes> <nonce>\\n
     <name>\\n                             one per output file the caller asked for
+    <nfiles>\\n
+    <size> <name>\\n<size bytes>          one per input file (the source file first)
     <the program's stdin, until EOF>
 
-The agent runs the language's build step (if any), then the program: it signals the runner
-(SIGUSR2), or starts the language's run command, with the rest of its stdin. When the program
+The agent reads the first line and the wanted names. A runner of a language without a build
+step unpacks the input files itself once signalled (SIGUSR2), so that no process is started on
+the way to the program (a fork and exec costs about 1 ms under runc and 6-11 ms under runsc);
+otherwise the agent unpacks them, runs the build step, and signals the runner or starts the
+language's run command. The program gets the rest of stdin. When the program
 has ended it kills every process the program left behind (`kill -9 -1`: all processes of this
 uid but itself and PID 1); if output files were asked for, it writes after the program's stdout
 a marker carrying the nonce followed by one record per file::
@@ -56,6 +60,9 @@ warm=$HAZMAT_WARM
 unset HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_WORKDIR OLDPWD
 runner=''
 if [ -n "$warm" ]; then
+    # the runner unpacks the input files itself unless a build step needs them first
+    if [ -z "$build" ]; then HAZMAT_UNPACK=1; else HAZMAT_UNPACK=0; fi
+    export HAZMAT_UNPACK
     # A background job's stdin is /dev/null unless redirected: hand it the real one on fd 4.
     exec 4<&0
     sh -c 'exec 2>&3 3>&- 4<&-; eval "$1"' warm "$warm" <&4 &
@@ -64,14 +71,8 @@ if [ -n "$warm" ]; then
 else
     printf 'hazmat-ready\n'
 fi
-IFS=' ' read -r magic version nfiles nwant maxfile nonce || die "no job on stdin"
+IFS=' ' read -r magic version nwant maxfile nonce || die "no job on stdin"
 [ "$magic" = hazmat ] && [ "$version" = 2 ] || die "unknown job format"
-i=0
-while [ "$i" -lt "$nfiles" ]; do
-    IFS=' ' read -r size name || die "truncated job"
-    head -c "$size" > "./$name" || die "cannot write input file"
-    i=$((i + 1))
-done
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -80,6 +81,15 @@ while [ "$i" -lt "$nwant" ]; do
 "
     i=$((i + 1))
 done
+if [ -z "$runner" ] || [ -n "$build" ]; then
+    IFS= read -r nfiles || die "truncated job"
+    i=0
+    while [ "$i" -lt "$nfiles" ]; do
+        IFS=' ' read -r size name || die "truncated job"
+        head -c "$size" > "./$name" || die "cannot write input file"
+        i=$((i + 1))
+    done
+fi
 rc=0
 if [ -n "$build" ]; then
     sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null
@@ -157,13 +167,14 @@ class Payload:
     def header(self) -> bytes:
         """Everything before the program's stdin."""
         parts = [
-            f"hazmat {PROTOCOL_VERSION} {len(self.files)} {len(self.want)} "
-            f"{self.max_file_bytes} {self.nonce}\n".encode()
+            f"hazmat {PROTOCOL_VERSION} {len(self.want)} {self.max_file_bytes} "
+            f"{self.nonce}\n".encode()
         ]
+        parts.extend(name.encode() + b"\n" for name in self.want)
+        parts.append(f"{len(self.files)}\n".encode())
         for name, data in self.files.items():
             parts.append(f"{len(data)} ".encode() + name.encode() + b"\n")
             parts.append(data)
-        parts.extend(name.encode() + b"\n" for name in self.want)
         return b"".join(parts)
 
 

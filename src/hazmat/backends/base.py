@@ -98,6 +98,10 @@ class Backend:
     def warm(self, spec: Spec) -> None:
         """Prepare for jobs of `spec` ahead of time, if the backend can (a pool fills)."""
 
+    def wait_warm(self, spec: Spec, timeout_s: float) -> bool:
+        """Wait until the preparation for `spec` is complete; False if it did not finish."""
+        return True
+
     def close(self) -> None:
         """Release what the backend holds. Safe to call more than once."""
 

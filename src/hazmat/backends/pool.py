@@ -105,6 +105,9 @@ class PoolBackend(Backend):
             self._wanted[spec] = math.inf
         self._top_up(spec)
 
+    def wait_warm(self, spec: Spec, timeout_s: float) -> bool:
+        return self.wait_ready(spec, self.settings.size, timeout_s)
+
     def ready_count(self, spec: Spec | None = None) -> int:
         with self._cond:
             if spec is not None:
@@ -129,17 +132,20 @@ class PoolBackend(Backend):
                 raise InfraError("the pool is closed")
             self._wanted[spec] = max(self._wanted.get(spec, 0.0), time.monotonic())
         started = self._take(spec, job.limits.timeout_s)
-        self._top_up(spec)
         if started is None and self.wait_on_miss:
+            self._top_up(spec)
             started = self._wait_for(spec, job.limits.timeout_s)
         if started is None:
             self.stats.misses += 1
+            self._top_up(spec)
             return replace(self.docker.execute(job), pooled=False)
         self.stats.hits += 1
         try:
             report = self.docker.run(started, job)
         finally:
+            # after the run: starting and removing containers would compete with it for CPU
             self._discard_later(started)
+            self._top_up(spec)
         return replace(report, pooled=True)
 
     def _take(self, spec: Spec, timeout_s: float) -> Started | None:
