@@ -350,7 +350,7 @@ def _ratios(report: Report) -> list[str]:
         cold = by.get(("hazmat cold path", lang, rt))
         if plain and cold:
             out.append(
-                f"- {lang}/{rt}: warm pool {warm:.1f} ms, {plain / warm:.0f}× faster than "
-                f"`docker run` ({plain:.0f} ms), {cold / warm:.0f}× faster than the cold path."
+                f"- {lang}/{rt}: warm pool {warm:.1f} ms; `docker run` ({plain:.0f} ms) takes "
+                f"{plain / warm:.1f}× as long, the cold path ({cold:.0f} ms) {cold / warm:.1f}×."
             )
     return out
