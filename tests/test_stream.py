@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -139,7 +141,32 @@ def test_payload_header_frames_every_file() -> None:
         max_file_bytes=10,
         nonce="n",
     )
-    assert payload.header() == b"hazmat 2 1 10 n\no\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"
+    assert payload.header() == b"hazmat 3 1 10 n 0 0\no\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"
+
+
+def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
+    payload = Payload(
+        files={"main.py": b"x"},
+        want=[],
+        stdin=b"",
+        max_file_bytes=10,
+        nonce="n",
+        env={"GREETING": "it's $HOME\n`x`"},
+        args=("a b", "-c", "'"),
+    )
+    head = payload.header()
+    first, _, rest = head.partition(b"\n")
+    json_size, sh_size = (int(x) for x in first.split()[-2:])
+    as_json = json.loads(rest[:json_size])
+    assert as_json == {"env": {"GREETING": "it's $HOME\n`x`"}, "args": ["a b", "-c", "'"]}
+    script = rest[json_size : json_size + sh_size].decode()
+    out = subprocess.run(
+        ["sh", "-c", script + 'printf "%s|" "$GREETING" "$@"'],
+        capture_output=True,
+        check=True,
+        env={"HOME": "/nowhere"},
+    ).stdout
+    assert out == b"it's $HOME\n`x`|a b|-c|'|"
     assert len(Payload(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
 
 

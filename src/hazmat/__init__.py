@@ -3,6 +3,7 @@
 from hazmat._exceptions import (
     AuditDamaged,
     AuditError,
+    ClosedError,
     EngineUnavailable,
     HazmatError,
     ImageBuildError,
@@ -55,6 +56,7 @@ __all__ = [
     "Assessor",
     "AuditDamaged",
     "AuditError",
+    "ClosedError",
     "Decision",
     "EngineUnavailable",
     "ExecutionRequest",

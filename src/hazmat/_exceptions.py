@@ -7,6 +7,7 @@ HazmatError
 │   ├── UnsafeFileName
 │   └── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
+├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
 ├── AuditError ·················· the audit log cannot record (exit 74, HTTP 503): nothing runs
 │   └── AuditDamaged ············ the log on disk is damaged; never repaired silently
 └── InfraError ·················· nothing to do with the user's code (exit 125, HTTP 503)
@@ -30,6 +31,7 @@ from typing import ClassVar
 __all__ = [
     "AuditDamaged",
     "AuditError",
+    "ClosedError",
     "EngineUnavailable",
     "HazmatError",
     "ImageBuildError",
@@ -78,6 +80,13 @@ class PolicyError(HazmatError):
 
     exit_code = 78
     http_status = 500
+
+
+class ClosedError(HazmatError):
+    """Used after `close()`: a closed Sandbox or pool takes no more runs (like a closed
+    httpx client); nothing starts, nothing is recorded."""
+
+    http_status = 503
 
 
 class AuditError(HazmatError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hazmat.backends.base import Spec
-from hazmat.backends.docker import DockerBackend, container_config
+from hazmat.backends.docker import DockerBackend, Started, container_config
 from hazmat.backends.engine import Engine
 from hazmat.backends.pool import PoolBackend
 from hazmat.languages import get_language
@@ -142,7 +142,7 @@ def latency(
                     progress(_row(report.latency[-1]))
 
 
-def _full(pool: PoolBackend, spec: Spec) -> None:
+def _full(pool: PoolBackend[Started], spec: Spec) -> None:
     if not pool.wait_ready(spec, pool.settings.size):
         raise SystemExit(f"the pool did not fill: {pool.stats.last_error}")
 
@@ -238,7 +238,7 @@ def idle_memory(
                 spec = sandbox.warm(language, runtime=runtime)
                 _full(pool, spec)
                 time.sleep(1)
-                held = list(pool._ready[spec])
+                held = pool.ready_leases(spec)
                 cgroup = [_usage(s.cgroup.memory) for s in held if s.cgroup]
                 shims = [_shim_rss(s.cid) for s in held]
             cg = sum(cgroup) / len(cgroup) / 2**20 if cgroup else float("nan")

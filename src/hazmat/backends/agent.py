@@ -7,20 +7,27 @@ so the agent first says it is ready: if the language has a runner (backends/runn
 agent starts it in the background and the runner prints `hazmat-ready` once its interpreter is
 up; otherwise the agent prints that line itself. The payload is::
 
-    hazmat 2 <nwant> <max_file_bytes> <nonce>\\n
+    hazmat 3 <nwant> <max_file_bytes> <nonce> <json_size> <sh_size>\\n
     <name>\\n                             one per output file the caller asked for
+    <json_size bytes> <sh_size bytes>     the program's env and args, twice (may be empty)
     <nfiles>\\n
     <size> <name>\\n<size bytes>          one per input file (the source file first)
     <the program's stdin, until EOF>
 
-The agent reads the first line and the wanted names. A runner of a language without a build
-step unpacks the input files itself once signalled (SIGUSR2), so that no process is started on
-the way to the program (a fork and exec costs about 1 ms under runc and 6-11 ms under runsc);
-otherwise the agent unpacks them, runs the build step, and signals the runner or starts the
-language's run command. The program gets the rest of stdin. When the program
-has ended it kills every process the program left behind (`kill -9 -1`: all processes of this
-uid but itself and PID 1); if output files were asked for, it writes after the program's stdout
-a marker carrying the nonce followed by one record per file::
+The agent reads the first line and the wanted names, and writes the program's environment and
+arguments to /tmp: as JSON (`{"env": {...}, "args": [...]}`) for a runner, which applies them
+to itself just before it runs the program, and as a shell snippet quoted by the host
+(`export NAME='value'` and `set -- 'arg' ...`) that the agent sources just before it starts the
+language's run command. Neither reaches the build step. Input files may sit in folders
+(`data/in.csv`); the folders are made as the files are unpacked. A runner of a language
+without a build step unpacks the input files itself once signalled (SIGUSR2), so that no
+process is started on the way to the program (a fork and exec costs about 1 ms under runc
+and 6-11 ms under runsc); otherwise the agent unpacks them, runs the build step, and signals
+the runner or starts the language's run command. The program gets the rest of stdin. When the
+program has ended it kills every process the program left behind (`kill -9 -1`: all processes
+of this uid but itself and PID 1); if output files were asked for, it writes after the
+program's stdout a marker carrying the nonce followed by one record per file (paths may
+contain `/`)::
 
     \\n--hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
@@ -31,21 +38,24 @@ stdout and on stderr::
     \\n--hazmat-end-<nonce>-- <status>\\n
 
 The host stops reading at the end marker and removes the container without waiting for it to
-exit; anything printed after the marker is discarded. The agent needs only `sh`, `head`, `wc`
-and `cat`, so it runs in any Debian-like image. The program runs as the same uid as the agent
-and can forge any of this, which gains it nothing it could not do by exiting: time, output
-size and memory (OOM) are judged by the host and the engine, never from the agent's word.
+exit; anything printed after the marker is discarded. The agent needs only `sh`, `head`, `wc`,
+`cat` and `mkdir`, so it runs in any Debian-like image. The program runs as the same uid as
+the agent and can forge any of this, which gains it nothing it could not do by exiting: time,
+output size and memory (OOM) are judged by the host and the engine, never from the agent's
+word.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
+import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["AGENT_SCRIPT", "Payload", "end_marker", "file_marker", "parse_end"]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 AGENT_SCRIPT = r"""
 set -u
@@ -71,8 +81,8 @@ if [ -n "$warm" ]; then
 else
     printf 'hazmat-ready\n'
 fi
-IFS=' ' read -r magic version nwant maxfile nonce || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 2 ] || die "unknown job format"
+IFS=' ' read -r magic version nwant maxfile nonce jsonsize shsize || die "no job on stdin"
+[ "$magic" = hazmat ] && [ "$version" = 3 ] || die "unknown job format"
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -81,11 +91,17 @@ while [ "$i" -lt "$nwant" ]; do
 "
     i=$((i + 1))
 done
+# the program's env and args: JSON for a runner, shell for the run command; the other is dropped
+if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
+else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
+if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
+if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
 if [ -z "$runner" ] || [ -n "$build" ]; then
     IFS= read -r nfiles || die "truncated job"
     i=0
     while [ "$i" -lt "$nfiles" ]; do
         IFS=' ' read -r size name || die "truncated job"
+        case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
         head -c "$size" > "./$name" || die "cannot write input file"
         i=$((i + 1))
     done
@@ -103,7 +119,10 @@ if [ "$rc" -eq 0 ]; then
     else
         # The child moves its own stderr back: dash applies a command's redirections in the
         # parent and prints the job's status ("Killed") while they are still in effect.
-        sh -c 'exec 2>&3 3>&-; eval "$1"' run "$run"
+        # the program's env and args (quoted by the host) apply to it alone
+        sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
+            if [ -f /tmp/.hazmat-job.sh ]; then . /tmp/.hazmat-job.sh; rm -f /tmp/.hazmat-job.sh; fi
+            eval "$run \"\$@\""' run "$run"
         rc=$?
     fi
 fi
@@ -159,6 +178,8 @@ class Payload:
     stdin: bytes
     max_file_bytes: int
     nonce: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    args: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not self.nonce:
@@ -166,16 +187,27 @@ class Payload:
 
     def header(self) -> bytes:
         """Everything before the program's stdin."""
+        as_json, as_sh = self._env_args()
         parts = [
             f"hazmat {PROTOCOL_VERSION} {len(self.want)} {self.max_file_bytes} "
-            f"{self.nonce}\n".encode()
+            f"{self.nonce} {len(as_json)} {len(as_sh)}\n".encode()
         ]
         parts.extend(name.encode() + b"\n" for name in self.want)
+        parts.extend((as_json, as_sh))
         parts.append(f"{len(self.files)}\n".encode())
         for name, data in self.files.items():
             parts.append(f"{len(data)} ".encode() + name.encode() + b"\n")
             parts.append(data)
         return b"".join(parts)
+
+    def _env_args(self) -> tuple[bytes, bytes]:
+        """The env and args for a runner (JSON) and for the agent's shell (quoted here)."""
+        if not self.env and not self.args:
+            return b"", b""
+        as_json = json.dumps({"env": dict(self.env), "args": list(self.args)})
+        lines = [f"export {name}={shlex.quote(value)}" for name, value in self.env.items()]
+        lines.append("set -- " + " ".join(shlex.quote(arg) for arg in self.args))
+        return as_json.encode(), ("\n".join(lines) + "\n").encode()
 
 
 def parse_files(

@@ -1,4 +1,5 @@
-"""The backend protocol: one required method, `execute`, plus `close()` and context management."""
+"""The backend protocol: one required method, `execute`, plus `close()` and context management;
+and the lease protocol the warm pool uses to talk to whatever starts its containers."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hazmat.backends.agent import Payload
 from hazmat.languages import Language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
 
-__all__ = ["Backend", "Job", "RunReport", "Spec", "local_resources"]
+__all__ = ["Backend", "Job", "Lease", "Leaser", "RunReport", "Spec", "local_resources"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,10 @@ class Backend:
         """Wait until the preparation for `spec` is complete; False if it did not finish."""
         return True
 
+    def settle(self) -> None:
+        """Do the housekeeping held back while a run's caller waited for its result (removing
+        used containers, refilling a pool). `Sandbox` calls it once the run is recorded."""
+
     def close(self) -> None:
         """Release what the backend holds. Safe to call more than once."""
 
@@ -115,6 +120,41 @@ class Backend:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class Lease(Protocol):
+    """Something started for exactly one job and not used yet (a container, in practice)."""
+
+    @property
+    def born(self) -> float:
+        """`time.monotonic()` when it became ready."""
+        ...
+
+    def healthy(self) -> bool:
+        """Still fit to take its job: nothing came from it, it did not end."""
+        ...
+
+    def covers(self, timeout_s: float) -> bool:
+        """Whether it may still run a job of `timeout_s` before anything reclaims it."""
+        ...
+
+
+L = TypeVar("L", bound=Lease)
+
+
+class Leaser(Protocol[L]):
+    """What the warm pool needs from a backend: start a lease for a spec, run one job in it,
+    discard it. The pool knows nothing else about containers."""
+
+    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> L: ...
+
+    def run(self, lease: L, job: Job) -> RunReport: ...
+
+    def discard(self, lease: L) -> None: ...
+
+    def resources(self) -> HostResources: ...
+
+    def close(self) -> None: ...
 
 
 def local_resources() -> HostResources:

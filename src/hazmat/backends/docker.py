@@ -53,6 +53,12 @@ READY_TIMEOUT_S = 60.0
 _MiB = 1024 * 1024
 
 
+def heap_mb(memory_mb: int) -> int:
+    """The heap a managed runtime (V8) may grow to: three quarters of the container's memory,
+    so running out is the runtime's prompt, clear error rather than a slow thrash at the cap."""
+    return max(16, memory_mb * 3 // 4)
+
+
 def container_config(
     spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
 ) -> dict[str, Any]:
@@ -69,6 +75,7 @@ def container_config(
         "HAZMAT_BUILD": lang.build,
         "HAZMAT_RUN": lang.run,
         "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
+        "HAZMAT_HEAP_MB": str(heap_mb(spec.memory_mb)),
         **({"HAZMAT_RUNNER": runner} if runner else {}),
         **lang.env,
     }
@@ -134,6 +141,11 @@ class Started:
         except (OSError, ValueError):
             return False
         return not readable
+
+    def covers(self, timeout_s: float) -> bool:
+        """Whether the reaper's deadline on this container leaves room for a job of
+        `timeout_s` (with the grace any reaper gives)."""
+        return time.time() + timeout_s < self.expires - REAP_GRACE_S
 
 
 class DockerBackend(Backend):
@@ -305,7 +317,8 @@ class DockerBackend(Backend):
 
     def _remove(self, cid: str) -> None:
         try:
-            self.engine.api.remove_container(cid, force=True)
+            # v: with its anonymous volumes (an image's VOLUME would otherwise be left behind)
+            self.engine.api.remove_container(cid, force=True, v=True)
         except docker.errors.NotFound:
             pass
         except (docker.errors.APIError, requests.exceptions.RequestException) as exc:

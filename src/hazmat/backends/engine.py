@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ __all__ = ["Engine", "EngineInfo", "map_docker_errors"]
 # How long one engine API call may take before the engine counts as not answering.
 API_TIMEOUT_S = 60
 MIN_API_VERSION = "1.41"  # Docker 20.10, the oldest engine hazmat is tested on
-START_HINT = "start it with `bash scripts/ensure-engine.sh` (as root) or `dockerd`"
+DEFAULT_HOST = "unix:///var/run/docker.sock"
 
 
 @contextmanager
@@ -43,7 +44,7 @@ def map_docker_errors(image: str | None = None) -> Iterator[None]:
     except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
         if _caused_by(exc, requests.exceptions.Timeout):
             raise EngineUnavailable(f"the Docker engine did not answer in time: {exc}") from exc
-        raise EngineUnavailable(f"cannot reach the Docker engine ({exc}); {START_HINT}") from exc
+        raise EngineUnavailable(unreachable_message(exc)) from exc
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -56,15 +57,48 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
-def missing_image_message(image: str) -> str:
-    if image.startswith("hazmat/"):
-        return (
-            f"image {image} is not on the Docker engine; build it with `hazmat images build` "
-            "(hazmat never pulls images)"
-        )
+def unreachable_message(exc: BaseException) -> str:
+    """Why the engine cannot be reached, in words, and what to do: no raw exception tuples."""
+    where = os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+    source = "DOCKER_HOST" if os.environ.get("DOCKER_HOST") else "the default; set DOCKER_HOST"
+    reason = _root_reason(exc)
     return (
-        f"image {image} is not on the Docker engine and hazmat never pulls; "
-        f"load it yourself (e.g. `docker load`) or point the policy at another image"
+        f"cannot reach the Docker engine at {where} ({source} to use another): {reason}. "
+        "Is it running? Start it (`systemctl start docker`, or `dockerd` as root), make sure "
+        "this user may use its socket, and run `hazmat doctor`"
+    )
+
+
+def _root_reason(exc: BaseException) -> str:
+    """The innermost OS-level reason in a docker-py / requests / urllib3 cause chain."""
+    seen: BaseException | None = exc
+    reason = ""
+    while seen is not None:
+        for arg in (seen, *getattr(seen, "args", ())):
+            if isinstance(arg, OSError) and arg.strerror:
+                reason = arg.strerror
+        seen = seen.__cause__ or seen.__context__
+    return reason or type(exc).__name__
+
+
+def missing_image_message(image: str) -> str:
+    from hazmat.languages import LANGUAGES
+
+    builds = [name for name, lang in LANGUAGES.items() if lang.image == image]
+    if builds:
+        return (
+            f"image {image} is not on the Docker engine; build it with "
+            f"`hazmat images build --lang {builds[0]}` (needs root; hazmat never pulls images)"
+        )
+    ours = sorted({lang.image for lang in LANGUAGES.values()})
+    unknown = (
+        f", and it is not one `hazmat images build` makes ({', '.join(ours)})"
+        if image.startswith("hazmat/")
+        else ""
+    )
+    return (
+        f"image {image} is not on the Docker engine{unknown}; hazmat never pulls: "
+        "load it yourself (e.g. `docker load`) or point the policy at another image"
     )
 
 

@@ -1,18 +1,18 @@
 """The warm pool: containers started ahead of time, each handed out exactly once.
 
 For each kind of container (`Spec`: language, image, limits, runtime) the pool keeps up to
-`size` containers created, started, checked against the policy (backends/verify.py) and
-waiting on their attached stdin with the interpreter already up. A run takes one; the pool
-starts a replacement in the background; the used container is removed in the background
-after its result is read. A container is never handed out twice, and a job never waits for a
-container that is not ready: a miss takes the cold path (`DockerBackend.execute`) at once.
+`size` leases started, checked against the policy and waiting for a job. It talks to whatever
+starts them through the lease protocol (`Leaser` in backends/base.py: start, run, discard; a
+lease says whether it is healthy and whether it covers a timeout), so it knows nothing of
+Docker. A run takes a lease; a miss takes the cold path (start, run, discard) at once, or, with
+`wait_on_miss`, has a lease started for it with bounded retries and otherwise raises the
+start's own error. Used leases are discarded, and the pool refilled, only once the caller has
+its result (`settle()`, which `Sandbox` calls after recording the run).
 
-The host stays authoritative: the pooled path runs through the same `DockerBackend.run` as
-the cold one (host timer, output cap, OOM from the cgroup or the engine, output after the
-end marker discarded). A ready container that ended, wrote anything, or grew older than
-`max_age_s` is replaced; `close()` removes every container the pool holds, and a process that
-died without closing leaves containers that the next hazmat process's reaper removes (their
-owner pid is on the label).
+Nothing in the background can wedge the pool: every exception of a start, a discard or the
+janitor is caught, counted in `stats` and logged, and in-flight starts are always accounted
+for. A lease that ended, wrote anything, or grew older than `max_age_s` is replaced, never
+used. After `close()` every call raises `ClosedError`; close removes every lease the pool holds.
 """
 
 from __future__ import annotations
@@ -25,68 +25,81 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Generic
 
-from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends.base import Backend, Job, RunReport, Spec
-from hazmat.backends.docker import REAP_GRACE_S, DockerBackend, Started
+from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
+from hazmat.backends.base import Backend, Job, L, Leaser, RunReport, Spec
 from hazmat.policy import HostResources, PoolSettings
 
 __all__ = ["PoolBackend", "PoolStats"]
 
 log = logging.getLogger(__name__)
 
-# How long past `max_age_s` a pooled container may still be running a job: jobs with a
-# longer timeout take the cold path, so the reaper's deadline always covers the job.
+# How long past `max_age_s` a pooled lease may still be running a job: jobs with a longer
+# timeout take the cold path, so the reaper's deadline always covers the job.
 JOB_BUDGET_S = 3600.0
 # A kind nobody asked for in this long is no longer refilled (unless it was warmed).
 KEEP_WARM_S = 600.0
-# Back-off after a failed start, doubled per failure in a row, capped.
+# Back-off after a failed background start, doubled per failure in a row, capped.
 BACKOFF_S = (1.0, 60.0)
+# With `wait_on_miss`: how many starts a job may try before its run fails.
+START_ATTEMPTS = 3
+# Housekeeping nobody settled (a caller that never called `settle`) is done after this long.
+SETTLE_AFTER_S = 5.0
 
 SecuritySink = Callable[[str, dict[str, Any]], None]
 
 
+@dataclass(frozen=True)
 class PoolStats:
-    """Counters of one pool (read them through `Sandbox.metrics()`)."""
+    """Counters of one pool, read consistently under its lock.
 
-    def __init__(self) -> None:
-        self.hits = 0
-        self.misses = 0
-        self.started = 0
-        self.failed = 0
-        self.expired = 0
-        self.last_error: str | None = None
+    hits: runs given a lease that was ready; waits: runs that had a lease started for them
+    (`wait_on_miss`); misses: runs that took the cold path; started / failed: lease starts;
+    expired: ready leases replaced (aged, died, evicted); errors: exceptions in discards or the
+    janitor; last_error: the most recent failure of any kind, as text.
+    """
+
+    hits: int = 0
+    waits: int = 0
+    misses: int = 0
+    started: int = 0
+    failed: int = 0
+    expired: int = 0
+    errors: int = 0
+    last_error: str | None = None
 
 
-class PoolBackend(Backend):
-    """A `Backend` that serves jobs from pre-started containers and falls back to cold starts.
+class PoolBackend(Backend, Generic[L]):
+    """A `Backend` that serves jobs from leases started ahead of time.
 
-    `wait_on_miss` makes a miss wait for the pool to start a container for that kind instead
-    of starting one itself (the test suite uses it so that every run goes through a pooled
-    container). `on_security_event` receives a settings mismatch found when a container is
-    made, off any run's path; the sandbox records it in the audit log.
+    `leaser` starts, runs and discards leases (a `DockerBackend`). `wait_on_miss` makes a miss
+    start a lease for the job instead of taking the cold path, so that every run goes through
+    a pooled lease (the test suite uses it). `on_security_event` receives a settings mismatch
+    found when a lease is made in the background; the sandbox records it in the audit log.
     """
 
     def __init__(
         self,
-        docker: DockerBackend | None = None,
+        leaser: Leaser[L],
         settings: PoolSettings | None = None,
         *,
         wait_on_miss: bool = False,
         on_security_event: SecuritySink | None = None,
     ) -> None:
-        self.docker = docker or DockerBackend()
+        self.leaser = leaser
         self.settings = settings or PoolSettings()
         self.wait_on_miss = wait_on_miss
         self.on_security_event = on_security_event
-        self.stats = PoolStats()
         self._cond = threading.Condition()
-        self._ready: dict[Spec, collections.deque[Started]] = {}
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._last_error: str | None = None
+        self._ready: dict[Spec, collections.deque[L]] = {}
         self._pending: collections.Counter[Spec] = collections.Counter()
         self._wanted: dict[Spec, float] = {}  # kind -> when it was last asked for
         self._failures: dict[Spec, tuple[int, float]] = {}  # kind -> (in a row, retry after)
+        self._deferred: list[tuple[float, L | None, Spec]] = []  # (when, used lease, refill)
         self._closed = False
         self._starter = ThreadPoolExecutor(
             self.settings.refill_concurrency, thread_name_prefix="hazmat-pool-start"
@@ -95,13 +108,19 @@ class PoolBackend(Backend):
         self._janitor = threading.Thread(target=self._tend, name="hazmat-pool", daemon=True)
         self._janitor.start()
 
+    @property
+    def stats(self) -> PoolStats:
+        with self._cond:
+            return PoolStats(**dict(self._counts), last_error=self._last_error)
+
     def resources(self) -> HostResources:
-        return self.docker.resources()
+        return self.leaser.resources()
 
     def warm(self, spec: Spec) -> None:
         """Keep the pool for `spec` full from now on, used or not (`Sandbox.warm`, and
         `pool.prewarm` in the policy)."""
         with self._cond:
+            self._check_open()
             self._wanted[spec] = math.inf
         self._top_up(spec)
 
@@ -114,8 +133,13 @@ class PoolBackend(Backend):
                 return len(self._ready.get(spec, ()))
             return sum(len(q) for q in self._ready.values())
 
+    def ready_leases(self, spec: Spec) -> list[L]:
+        """The leases now ready for `spec`, oldest first (for tests and the benchmark)."""
+        with self._cond:
+            return list(self._ready.get(spec, ()))
+
     def wait_ready(self, spec: Spec, count: int, timeout_s: float = 120.0) -> bool:
-        """Block until `count` containers of `spec` are ready (benchmarks and tests)."""
+        """Block until `count` leases of `spec` are ready; False at the timeout or on close."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while len(self._ready.get(spec, ())) < count:
@@ -125,32 +149,75 @@ class PoolBackend(Backend):
                 self._cond.wait(left)
         return True
 
+    def wait_for(self, condition: Callable[[PoolStats], bool], timeout_s: float = 60.0) -> bool:
+        """Block until `condition(stats)` holds (tests wait on counters, not on the clock)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while not condition(PoolStats(**dict(self._counts), last_error=self._last_error)):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
     def execute(self, job: Job) -> RunReport:
         spec = job.spec
         with self._cond:
-            if self._closed:
-                raise InfraError("the pool is closed")
+            self._check_open()
             self._wanted[spec] = max(self._wanted.get(spec, 0.0), time.monotonic())
-        started = self._take(spec, job.limits.timeout_s)
-        if started is None and self.wait_on_miss:
-            self._top_up(spec)
-            started = self._wait_for(spec, job.limits.timeout_s)
-        if started is None:
-            self.stats.misses += 1
-            self._top_up(spec)
-            return replace(self.docker.execute(job), pooled=False)
-        self.stats.hits += 1
+        lease = self._take(spec, job.limits.timeout_s)
+        if lease is not None:
+            self._count("hits")
+        elif self.wait_on_miss:
+            lease = self._start_for(spec, job.limits.timeout_s)
+            self._count("waits")
+        else:
+            self._count("misses")
+            return replace(self._cold(job), pooled=False)
         try:
-            report = self.docker.run(started, job)
+            report = self.leaser.run(lease, job)
         finally:
-            # after the run: starting and removing containers would compete with it for CPU
-            self._discard_later(started)
-            self._top_up(spec)
+            self._defer(lease, spec)
         return replace(report, pooled=True)
 
-    def _take(self, spec: Spec, timeout_s: float) -> Started | None:
-        """A ready, healthy container whose reaper deadline covers this job, or None."""
-        stale: list[Started] = []
+    def _cold(self, job: Job) -> RunReport:
+        lease = self.leaser.start(job.spec, lifetime_s=job.limits.timeout_s)
+        try:
+            return self.leaser.run(lease, job)
+        finally:
+            self._defer(lease, job.spec)
+
+    def settle(self) -> None:
+        """Discard used leases and refill, now that the caller has its result."""
+        with self._cond:
+            work, self._deferred = self._deferred, []
+        self._do(work)
+
+    def _defer(self, lease: L | None, spec: Spec) -> None:
+        with self._cond:
+            self._deferred.append((time.monotonic(), lease, spec))
+
+    def _do(self, work: list[tuple[float, L | None, Spec]]) -> None:
+        for _, lease, _ in work:
+            if lease is not None:
+                self._discard_later(lease)
+        for spec in dict.fromkeys(spec for _, _, spec in work):
+            self._top_up(spec)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the warm pool is closed; open a new Sandbox")
+
+    def _count(self, name: str, error: BaseException | None = None) -> None:
+        with self._cond:
+            self._counts[name] += 1
+            if error is not None:
+                self._last_error = f"{type(error).__name__}: {error}"
+            self._cond.notify_all()
+
+    def _take(self, spec: Spec, timeout_s: float) -> L | None:
+        """A ready, healthy lease that covers this job, or None."""
+        stale: list[L] = []
         found = None
         with self._cond:
             queue = self._ready.get(spec, collections.deque())
@@ -160,62 +227,71 @@ class PoolBackend(Backend):
                     found = candidate
                 else:
                     stale.append(candidate)
-            if found is not None and not _covers(found, timeout_s):
+            if found is not None and not found.covers(timeout_s):
                 queue.appendleft(found)
                 found = None
-        for s in stale:
-            self.stats.expired += 1
-            self._discard_later(s)
+            self._counts["expired"] += len(stale)
+        for lease in stale:
+            self._discard_later(lease)
         return found
 
-    def _wait_for(self, spec: Spec, timeout_s: float) -> Started | None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+    def _start_for(self, spec: Spec, timeout_s: float) -> L:
+        """Start a lease for one waiting job, past back-off and the cap; retry a failed start
+        up to `START_ATTEMPTS` times, then raise `InfraError` with the last start's error."""
+        last: Exception | None = None
+        for _ in range(START_ATTEMPTS):
             with self._cond:
-                if self._closed:
-                    return None
-                if not self._ready.get(spec):
-                    if not self._pending[spec]:
-                        return None  # nothing on its way (starting failed)
-                    self._cond.wait(1.0)
-                    continue
-            found = self._take(spec, timeout_s)
-            self._top_up(spec)
-            if found is not None:
-                return found
-        return None
+                self._check_open()
+            try:
+                lease = self.leaser.start(spec, lifetime_s=self._lifetime(), pooled=True)
+            except SettingsMismatch:
+                raise  # a security finding, not a hiccup: the run reports it
+            except Exception as exc:  # noqa: BLE001 - counted, retried, then raised
+                self._count("failed", exc)
+                last = exc
+                continue
+            self._count("started")
+            if lease.covers(timeout_s):
+                return lease
+            self._discard_later(lease)
+            raise InfraError(f"a job of {timeout_s:g} s does not fit a pooled container's lifetime")
+        raise InfraError(
+            f"the pool could not start a {spec.language} container ({spec.runtime.value}) "
+            f"after {START_ATTEMPTS} attempts: {last}"
+        ) from last
 
-    def _fresh(self, s: Started) -> bool:
-        return time.monotonic() - s.born < self.settings.max_age_s
+    def _lifetime(self) -> float:
+        return self.settings.max_age_s + JOB_BUDGET_S
+
+    def _fresh(self, lease: L) -> bool:
+        return time.monotonic() - lease.born < self.settings.max_age_s
 
     def _top_up(self, spec: Spec) -> None:
-        """Start enough containers for `spec` to bring it back to `size`. At the cap on all
-        containers, idle ones of the kinds asked for least recently make room."""
+        """Start enough leases for `spec` to bring it back to `size`. At the cap on all
+        leases, idle ones of the kinds asked for least recently make room."""
         with self._cond:
             if self._closed:
                 return
             failures, retry_after = self._failures.get(spec, (0, 0.0))
             if failures and time.monotonic() < retry_after:
                 return
-            have = len(self._ready.get(spec, ())) + self._pending[spec]
-            need = self.settings.size - have
+            need = self.settings.size - len(self._ready.get(spec, ())) - self._pending[spec]
             if need <= 0:
                 return
             evicted = self._make_room(spec, need)
             total = sum(len(q) for q in self._ready.values()) + sum(self._pending.values())
-            need = min(need, self.settings.max_containers - total)
-            for _ in range(max(0, need)):
+            for _ in range(min(need, self.settings.max_containers - total)):
                 self._pending[spec] += 1
                 self._starter.submit(self._start_one, spec)
-        for s in evicted:
-            self._discard_later(s)
+        for lease in evicted:
+            self._discard_later(lease)
 
-    def _make_room(self, spec: Spec, need: int) -> list[Started]:
-        """Take up to `need` idle containers of kinds asked for less recently than `spec`,
-        least recent first, if the cap leaves no room (called with the lock held)."""
+    def _make_room(self, spec: Spec, need: int) -> list[L]:
+        """Take up to `need` idle leases of kinds asked for less recently than `spec`, least
+        recent first, if the cap leaves no room (called with the lock held)."""
         total = sum(len(q) for q in self._ready.values()) + sum(self._pending.values())
         over = total + need - self.settings.max_containers
-        evicted: list[Started] = []
+        evicted: list[L] = []
         mine = self._wanted.get(spec, 0.0)
         others = sorted(
             (k for k in self._ready if k != spec and self._wanted.get(k, 0.0) < mine),
@@ -225,59 +301,60 @@ class PoolBackend(Backend):
             queue = self._ready[other]
             while queue and len(evicted) < over:
                 evicted.append(queue.popleft())
+        self._counts["expired"] += len(evicted)
         return evicted
 
     def _start_one(self, spec: Spec) -> None:
+        """A background start. Whatever happens, the pending count is given back."""
+        lease: L | None = None
         try:
-            started = self.docker.start(
-                spec, lifetime_s=self.settings.max_age_s + JOB_BUDGET_S, pooled=True
-            )
+            lease = self.leaser.start(spec, lifetime_s=self._lifetime(), pooled=True)
         except SettingsMismatch as exc:
             self._failed(spec, exc)
             self._security_event(spec, exc)
-            return
-        except (InfraError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is counted and backed off
             self._failed(spec, exc)
-            return
-        with self._cond:
-            self._pending[spec] -= 1
-            self._failures.pop(spec, None)
-            self.stats.started += 1
-            if not self._closed:
-                self._ready.setdefault(spec, collections.deque()).append(started)
+        finally:
+            with self._cond:
+                self._pending[spec] -= 1
+                if lease is not None:
+                    self._failures.pop(spec, None)
+                    self._counts["started"] += 1
+                    if not self._closed:
+                        self._ready.setdefault(spec, collections.deque()).append(lease)
+                        lease = None
                 self._cond.notify_all()
-                return
-        self._discard_later(started)
+        if lease is not None:  # made while closing
+            self._discard_later(lease)
 
     def _failed(self, spec: Spec, exc: BaseException) -> None:
         log.warning("hazmat pool: could not start a %s container: %s", spec.language, exc)
         with self._cond:
-            self._pending[spec] -= 1
             count = self._failures.get(spec, (0, 0.0))[0] + 1
             delay = min(BACKOFF_S[1], BACKOFF_S[0] * 2 ** (count - 1))
             self._failures[spec] = (count, time.monotonic() + delay)
-            self.stats.failed += 1
-            self.stats.last_error = str(exc)
-            self._cond.notify_all()
+        self._count("failed", exc)
 
     def _security_event(self, spec: Spec, exc: SettingsMismatch) -> None:
         if self.on_security_event is None:
             return
-        with contextlib.suppress(Exception):
-            self.on_security_event(
-                "settings_mismatch",
-                {
-                    "where": "pool",
-                    "language": spec.language,
-                    "image": spec.image,
-                    "runtime": spec.runtime.value,
-                    "problems": list(exc.problems),
-                },
-            )
+        details = {
+            "where": "pool",
+            "language": spec.language,
+            "image": spec.image,
+            "runtime": spec.runtime.value,
+            "problems": list(exc.problems),
+        }
+        try:
+            self.on_security_event("settings_mismatch", details)
+        except Exception as error:  # noqa: BLE001 - the sink's failure must not kill a start
+            log.error("hazmat pool: could not record a settings mismatch: %s", error)
+            self._count("errors", error)
 
     def _tend(self) -> None:
-        """Every few seconds: replace ready containers that aged or died; refill the kinds
-        that were warmed, or asked for within `KEEP_WARM_S` (or `max_age_s`, if longer)."""
+        """Every few seconds: replace ready leases that aged or died; do housekeeping nobody
+        settled; refill the kinds that were warmed or recently asked for. Never dies of an
+        exception: it is counted, logged and the next round goes on."""
         interval = min(5.0, self.settings.max_age_s / 4)
         while True:
             with self._cond:
@@ -286,51 +363,61 @@ class PoolBackend(Backend):
                 self._cond.wait(interval)
                 if self._closed:
                     return
-                stale: list[Started] = []
-                for queue in self._ready.values():
-                    keep = [s for s in queue if self._fresh(s) and s.healthy()]
-                    stale.extend(s for s in queue if s not in keep)
-                    queue.clear()
-                    queue.extend(keep)
-                now = time.monotonic()
-                window = max(KEEP_WARM_S, self.settings.max_age_s)
-                recent = [k for k, t in self._wanted.items() if now - t < window]
-            for s in stale:
-                self.stats.expired += 1
-                self._discard_later(s)
-            for spec in recent:
-                self._top_up(spec)
+            try:
+                self._tend_once()
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                log.exception("hazmat pool: janitor round failed")
+                self._count("errors", exc)
 
-    def _discard_later(self, started: Started) -> None:
+    def _tend_once(self) -> None:
+        now = time.monotonic()
+        with self._cond:
+            stale: list[L] = []
+            for queue in self._ready.values():
+                keep = [s for s in queue if self._fresh(s) and s.healthy()]
+                stale.extend(s for s in queue if s not in keep)
+                queue.clear()
+                queue.extend(keep)
+            self._counts["expired"] += len(stale)
+            window = max(KEEP_WARM_S, self.settings.max_age_s)
+            recent = [k for k, t in self._wanted.items() if now - t < window]
+            late = [w for w in self._deferred if now - w[0] > SETTLE_AFTER_S]
+            self._deferred = [w for w in self._deferred if now - w[0] <= SETTLE_AFTER_S]
+        for lease in stale:
+            self._discard_later(lease)
+        self._do(late)
+        for spec in recent:
+            self._top_up(spec)
+
+    def _discard_later(self, lease: L) -> None:
         try:
-            self._remover.submit(self._discard, started)
+            self._remover.submit(self._discard, lease)
         except RuntimeError:  # shutting down: remove it here
-            self._discard(started)
+            self._discard(lease)
 
-    def _discard(self, started: Started) -> None:
+    def _discard(self, lease: L) -> None:
         try:
-            self.docker.discard(started)
-        except InfraError as exc:
-            log.warning("hazmat pool: %s", exc)
+            self.leaser.discard(lease)
+        except Exception as exc:  # noqa: BLE001 - the reaper removes what is left
+            log.warning("hazmat pool: could not discard a container: %s", exc)
+            self._count("errors", exc)
 
     def close(self) -> None:
-        """Stop refilling, wait for starts under way, remove every container the pool holds."""
+        """Stop refilling, wait for starts under way, remove every lease the pool holds."""
         with self._cond:
             if self._closed:
                 return
             self._closed = True
             self._cond.notify_all()
-        self._janitor.join(timeout=10)
+        self._janitor.join(timeout=30)
         self._starter.shutdown(wait=True, cancel_futures=True)
         with self._cond:
             held = [s for q in self._ready.values() for s in q]
+            held.extend(lease for _, lease, _ in self._deferred if lease is not None)
             self._ready.clear()
-        for s in held:
-            self._discard_later(s)
+            self._deferred.clear()
+        for lease in held:
+            self._discard_later(lease)
         self._remover.shutdown(wait=True)
-        self.docker.close()
-
-
-def _covers(s: Started, timeout_s: float) -> bool:
-    """Whether the reaper's deadline on `s` leaves room for a job of `timeout_s`."""
-    return time.time() + timeout_s < s.expires - REAP_GRACE_S
+        with contextlib.suppress(Exception):
+            self.leaser.close()

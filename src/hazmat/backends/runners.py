@@ -6,9 +6,10 @@ prints `hazmat-ready` on stdout (the host takes nothing from a container before 
 then waits for SIGUSR2. The agent sends the signal once the job's files are in place; the
 runner then removes hazmat's variables from its environment and runs the program in itself,
 as `python3 main.py` or `node main.js` would: same argv, `__main__` / `require.main`, exit
-status and tracebacks (minus the runner's own frame). Everything after that is the agent's:
-it waits for the runner, kills what the program left behind, collects the output files and
-prints the end marker.
+status, and tracebacks without any frame of the runner. The program's own environment and
+arguments (the job's, from /tmp/.hazmat-job.json) are applied just before it starts.
+Everything after that is the agent's: it waits for the runner, kills what the program left
+behind, collects the output files and prints the end marker.
 
 The runner shares the program's process and uid, so nothing it could say is trusted; it says
 nothing after "ready" anyway.
@@ -50,6 +51,8 @@ def _hazmat_unpack():
         if not size.isdigit():
             die(b"unknown job format")
         left = int(size)
+        if b"/" in name:
+            os.makedirs(os.path.dirname(b"./" + name), exist_ok=True)
         with open(b"./" + name, "wb") as out:
             while left:
                 chunk = os.read(0, min(left, 65536))
@@ -66,6 +69,13 @@ def _hazmat_prepare():
         del os.environ[name]
     path = os.path.abspath(sys.argv[1])
     sys.argv[:] = sys.argv[1:]
+    if os.path.exists("/tmp/.hazmat-job.json"):
+        import json
+        with open("/tmp/.hazmat-job.json", "rb") as f:
+            job = json.load(f)
+        os.remove("/tmp/.hazmat-job.json")
+        os.environ.update(job["env"])
+        sys.argv.extend(job["args"])
     sys.path[0] = os.path.dirname(path)
     main = types.ModuleType("__main__")
     main.__file__ = path
@@ -76,11 +86,12 @@ def _hazmat_prepare():
     with open(path, "rb") as f:
         source = f.read()
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        return main.__dict__, compile(source, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
-        sys.excepthook(type(exc), exc, None)
-        sys.exit(1)
-    return main.__dict__, code
+        error = exc
+    error.__traceback__ = None  # as python3 main.py shows it: no runner frame
+    sys.excepthook(type(error), error, None)
+    sys.exit(1)
 def _hazmat_flush():
     # what python3 does after running a file (and not after -c): flush, ignoring errors
     for name in ("stderr", "stdout"):
@@ -97,7 +108,9 @@ except SystemExit:
     raise
 except BaseException as _hazmat_exc:
     _hazmat_flush()
-    sys.excepthook(type(_hazmat_exc), _hazmat_exc, _hazmat_exc.__traceback__.tb_next)
+    # the printed traceback starts in the program: drop the runner's own frame
+    _hazmat_exc.__traceback__ = _hazmat_exc.__traceback__.tb_next
+    sys.excepthook(type(_hazmat_exc), _hazmat_exc, _hazmat_exc.__traceback__)
     sys.exit(1)
 else:
     _hazmat_flush()
@@ -146,7 +159,11 @@ NODE = r"""
         if (n === 0) die('truncated job');
         off += n;
       }
-      fs.writeFileSync(Buffer.concat([Buffer.from('./'), head.subarray(space + 1)]), data);
+      const name = Buffer.concat([Buffer.from('./'), head.subarray(space + 1)]);
+      if (head.indexOf(47, space + 1) >= 0) {
+        fs.mkdirSync(require('path').dirname(name.toString()), { recursive: true });
+      }
+      fs.writeFileSync(name, data);
     }
   };
   process.on('SIGUSR2', function hazmatStart() {
@@ -159,7 +176,16 @@ NODE = r"""
     const entry = require('path').resolve(process.argv[1]);
     process.argv[1] = entry;
     process.execArgv.length = 0;
-    require('module').runMain(entry);
+    const jobFile = '/tmp/.hazmat-job.json';
+    if (fs.existsSync(jobFile)) {
+      const job = JSON.parse(fs.readFileSync(jobFile, 'utf8'));
+      fs.unlinkSync(jobFile);
+      Object.assign(process.env, job.env);
+      process.argv.push(...job.args);
+    }
+    // runMain is called by the event loop itself, so no frame of this runner is on the
+    // program's stack (its stack traces end in node's own frames, as with `node main.js`)
+    setImmediate(require('module').runMain, entry);
   });
   fs.writeSync(1, 'hazmat-ready\n');
 })();
@@ -170,6 +196,8 @@ NODE = r"""
 RUNNERS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "python": ('exec python3 -c "$HAZMAT_RUNNER"', PYTHON),
-        "node": ('exec node -e "$HAZMAT_RUNNER"', NODE),
+        # V8 sizes its heap from the host's memory, not the cgroup's: without a limit of its
+        # own, a program at the memory limit thrashes in GC until the wall clock runs out
+        "node": ('exec node --max-old-space-size="$HAZMAT_HEAP_MB" -e "$HAZMAT_RUNNER"', NODE),
     }
 )
