@@ -22,6 +22,8 @@ def test_all_is_sorted_and_complete() -> None:
         "validation",
         "cli",
         "doctor",
+        "intake",
+        "results",
     }
     assert set(exported) == public - modules
 

@@ -23,7 +23,12 @@ __all__ = [
 
 
 class Outcome(enum.StrEnum):
-    """How a run ended, derived from what the engine reports, never from the program's word."""
+    """How a run ended, derived from what the engine reports, never from the program's word.
+
+    `exit_status` is the one mapping from outcome to a process exit status: what `hazmat run`
+    exits with, and what `ExecutionResult.exit_code` holds for a program hazmat or the kernel
+    stopped. None for `ok` and `error`, whose status is the program's own.
+    """
 
     OK = "ok"  # exit status 0
     ERROR = "error"  # non-zero exit status, or a compile error
@@ -32,6 +37,19 @@ class Outcome(enum.StrEnum):
     OUTPUT_LIMIT = "output_limit"  # wrote more than the output cap; stopped
     BLOCKED = "blocked"  # refused before running (static assessment)
     INFRA_ERROR = "infra_error"  # engine down, image missing: not the code's fault
+
+    @property
+    def exit_status(self) -> int | None:
+        return _EXIT_STATUS.get(self)
+
+
+_EXIT_STATUS = {
+    Outcome.TIMEOUT: 124,
+    Outcome.MEMORY_LIMIT: 137,
+    Outcome.OUTPUT_LIMIT: 141,
+    Outcome.BLOCKED: 126,
+    Outcome.INFRA_ERROR: 125,
+}
 
 
 class Severity(enum.StrEnum):
@@ -127,6 +145,8 @@ class ExecutionRequest:
     timeout_s: float | None = None
     memory_mb: int | None = None
     runtime: Runtime | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the program's
+    args: Sequence[str] = ()  # the program's command-line arguments (after the file name)
     caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)
     session: str | None = None  # a session or script name; each run's code is diffed against
     # the previous code of the same session in the audit log
@@ -137,8 +157,13 @@ class ExecutionRequest:
 class ExecutionResult:
     """What happened in one run. `limits` and `runtime` are what was really applied.
 
-    `stdout` and `stderr` are decoded as UTF-8 with invalid bytes replaced; `stdout_bytes` and
-    `stderr_bytes` hold them exactly as the program wrote them (both within the output cap).
+    `exit_code` is the program's own exit status when it ended by itself (`ok`, `error`); for
+    a program that was stopped it is the outcome's status (124 timeout, 137 memory limit, 141
+    output limit), the same number `hazmat run` exits with; None when nothing ran (`blocked`,
+    `infra_error`). Every result that is not `ok` carries `error`: one sentence saying what
+    happened, the same the CLI prints. `stdout` and `stderr` are decoded as UTF-8 with invalid
+    bytes replaced; `stdout_bytes` and `stderr_bytes` hold them exactly as the program wrote
+    them (both within the output cap).
     """
 
     outcome: Outcome
@@ -169,6 +194,15 @@ class ExecutionResult:
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
+
+    @property
+    def exit_status(self) -> int:
+        """What a shell sees: `hazmat run`'s exit status for this result."""
+        fixed = self.outcome.exit_status
+        if fixed is not None:
+            return fixed
+        code = self.exit_code or 0
+        return code if 0 <= code <= 255 else 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; output files are base64-encoded."""

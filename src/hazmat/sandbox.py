@@ -1,14 +1,15 @@
-"""Sandbox: the one pipeline every front-end calls. Validate, assess, decide, execute, derive.
+"""Sandbox: the one pipeline every front-end calls.
 
     with hazmat.Sandbox() as sandbox:
         result = sandbox.run("print(6 * 7)", language="python")
         print(result.outcome, result.stdout)
 
-Bad requests raise `InputError` before anything runs. Every run is assessed first; code the
-policy blocks comes back with outcome `blocked` unless the caller gave an `override_reason`.
-Everything that goes wrong after that comes back as a result: the program's own failures as
-`error`, `timeout`, `memory_limit` or `output_limit`; the infrastructure's as `infra_error`
-with the reason in `result.error`.
+`execute` is the stages in order: validate, resolve, assess, decide, record, run (the backend
+verifies the container's settings before it gets the job), record, result. Bad requests raise
+`InputError` before anything runs. Code the policy blocks comes back with outcome `blocked`
+unless the caller gave an `override_reason`. Everything that goes wrong after that comes back
+as a result: the program's own failures as `error`, `timeout`, `memory_limit` or
+`output_limit`; the infrastructure's as `infra_error`; each with one sentence in `error`.
 """
 
 from __future__ import annotations
@@ -22,26 +23,20 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import MappingProxyType, TracebackType
-from typing import TypedDict, Unpack
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from hazmat._exceptions import (
-    InfraError,
-    InputError,
-    InputTooLarge,
-    PolicyError,
-    SettingsMismatch,
-)
-from hazmat.assess.assessor import Assessor
-from hazmat.assess.decision import Decision, check_override_reason, decide, explain
-from hazmat.assess.verdict import verdict
+from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
+from hazmat.assess.decision import Decision, check_override_reason, decide
+from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
 from hazmat.backends.agent import Payload
-from hazmat.backends.base import Backend, Job, RunReport, Spec
-from hazmat.languages import Language, get_language
+from hazmat.backends.base import Backend, Job, Spec
+from hazmat.intake import build_request, check_request, parse_runtime
+from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
-from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
+from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.policy import (
     Limits,
     Policy,
@@ -51,7 +46,10 @@ from hazmat.policy import (
     load_policy,
     parse_trust,
 )
-from hazmat.validation import check_code, check_file_name, to_bytes
+from hazmat.results import Plan, blocked_result, derive_outcome, infra_result, report_result
+
+if TYPE_CHECKING:
+    from hazmat.assess.assessor import Assessor
 
 __all__ = ["RunOptions", "Sandbox", "derive_outcome"]
 
@@ -59,12 +57,15 @@ log = logging.getLogger(__name__)
 
 
 class RunOptions(TypedDict, total=False):
-    """The keyword options of `Sandbox.run`, `arun` and `request`."""
+    """The keyword options of `Sandbox.run`, `arun` and `request`. An option not listed here,
+    or of the wrong type, raises `InputError` naming the valid ones."""
 
     trust: TrustLevel | str | None
     stdin: str | bytes | None
     files: Mapping[str, str | bytes] | None
     output_files: Sequence[str]
+    env: Mapping[str, str] | None
+    args: Sequence[str] | None
     timeout: float | None
     memory_mb: int | None
     runtime: Runtime | str | None
@@ -80,7 +81,8 @@ class Sandbox:
     `backend` defaults to a warm pool (`PoolBackend`, sized by the policy's `pool` section)
     over a `DockerBackend` on the engine named by the environment; `pool=False` (or a pool
     size of 0) gives the cold path alone, which suits a single run. `assessor` defaults to an
-    `Assessor` with its default budgets (its worker starts right away).
+    `Assessor` with its default budgets (its worker starts right away). After `close()`, every
+    call raises `ClosedError`.
     """
 
     def __init__(
@@ -97,6 +99,7 @@ class Sandbox:
         elif isinstance(policy, str | Path):
             policy = load_policy(policy)
         self.policy = policy
+        self._closed = False
         self._owns_audit = audit is None
         self.audit = audit or open_audit_log(policy.audit)
         self._recorder = RunRecorder(self.audit, policy.audit)
@@ -105,7 +108,11 @@ class Sandbox:
             self.backend.on_security_event = self._recorder.security_event
         self._metrics = Metrics()
         self._owns_assessor = assessor is None
-        self.assessor = assessor or Assessor()
+        if assessor is None:
+            from hazmat.assess.assessor import Assessor
+
+            assessor = Assessor()
+        self.assessor = assessor
         self.assessor.start()
         self._later: ThreadPoolExecutor | None = None
         self._later_lock = threading.Lock()
@@ -126,12 +133,13 @@ class Sandbox:
         default level) in the background, and keep it filled; does nothing without a pool.
         With `wait`, block up to that many seconds until it is full. Returns the kind of
         container it asked for."""
+        self._check_open()
         lang = get_language(language)
         level = parse_trust(trust if trust is not None else self.policy.default_trust)
         settings = self.policy.settings(level)
         limits = settings.limits.clamped(self.backend.resources())
         image = self.policy.images.get(lang.name, lang.image)
-        spec = Spec.of(lang.name, image, _parse_runtime(runtime) or settings.runtime, limits)
+        spec = Spec.of(lang.name, image, parse_runtime(runtime) or settings.runtime, limits)
         self.backend.warm(spec)
         if wait > 0 and not self.backend.wait_warm(spec, wait):
             raise InfraError(f"the warm pool for {lang.name} did not fill in {wait:g} s")
@@ -147,8 +155,9 @@ class Sandbox:
     ) -> ExecutionResult:
         """Run `code` once in a new container and return what happened.
 
-        Options: `trust`, `stdin`, `files` (name -> content, copied into the working
-        directory), `output_files` (names to collect afterwards), `timeout` (seconds),
+        Options: `trust`, `stdin`, `files` (relative path -> content, copied into the working
+        directory), `output_files` (relative paths to collect afterwards), `env` (variables
+        for the program), `args` (its command-line arguments), `timeout` (seconds),
         `memory_mb`, `runtime` ("runc" or "runsc"), `caller` and `session` (recorded in the
         audit log), `override_reason` (lets code the policy blocks run; recorded).
         """
@@ -158,119 +167,111 @@ class Sandbox:
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionResult:
         """`run`, without blocking the event loop (the run happens in a worker thread)."""
-        return await asyncio.to_thread(functools.partial(self.run, code, language, **options))
+        request = self.request(code, language, **options)  # bad input raises here, at once
+        return await asyncio.to_thread(functools.partial(self.execute, request))
 
     def request(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionRequest:
         """Build and validate a request without running it; raises `InputError` if it is bad."""
-        lang = get_language(language)
-        trust = options.get("trust")
-        files = options.get("files") or {}
-        stdin = options.get("stdin")
-        level = parse_trust(trust if trust is not None else self.policy.default_trust)
-        reason = check_override_reason(
-            options.get("override_reason"), self.policy.settings(level).assess
-        )
-        request = ExecutionRequest(
-            code=check_code(code),
-            language=lang.name,
-            trust=level,
-            stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
-            files=MappingProxyType(
-                {check_file_name(n): to_bytes(d, f"file {n!r}") for n, d in files.items()}
-            ),
-            output_files=tuple(check_file_name(n) for n in options.get("output_files", ())),
-            timeout_s=options.get("timeout"),
-            memory_mb=options.get("memory_mb"),
-            runtime=_parse_runtime(options.get("runtime")),
-            caller=options.get("caller"),
-            session=options.get("session"),
-            override_reason=reason,
-        )
-        self._check_sizes(request, lang, self._limits(request))
-        return request
+        self._check_open()
+        return build_request(self.policy, code, language, dict[str, Any](options))
 
     def execute(self, request: ExecutionRequest) -> ExecutionResult:
-        """Assess a validated request, and run it through the backend if the policy allows;
-        derive its outcome and record everything.
+        """Run a request through every stage and return its result.
 
         The `run.started` record (with the assessment) is durable before anything starts, and
         `run.finished` before the result is returned; a refused run is recorded as
         `run.blocked`. If the audit log cannot record, `AuditError` is raised and nothing runs.
         """
-        lang = get_language(request.language)
+        self._check_open()
+        began = time.monotonic()
+        limits = check_request(self.policy, request)  # also a request built by hand
+        plan, notes = self._resolve(request, limits)
         settings = self.policy.settings(request.trust)
-        # `execute` may be given a request built by hand: check its reason here as well
         reason = check_override_reason(request.override_reason, settings.assess)
-        runtime = request.runtime or settings.runtime
-        image = self.policy.images.get(lang.name, lang.image)
-        limits = self._limits(request)
-        notes: list[str] = []
-        started = time.monotonic()
-        assessment = self.assessor.assess(
-            request.code,
-            lang.name,
-            semgrep=settings.assess.semgrep is SemgrepMode.SYNC,
-            max_bytes=limits.max_code_bytes,
-        )
+        assessment = self._assess(plan)
         decision = decide(assessment, settings.assess, reason)
         review = Review(assessment, decision.value, reason)
         if decision is Decision.BLOCK:
-            self._recorder.blocked(request, limits, runtime, image, review)
-            blocked = _blocked_result(request, limits, runtime, image, assessment, started)
-            self._metrics.record(blocked, (time.monotonic() - started) * 1000)
-            return blocked
-        if decision is Decision.OVERRIDE:
-            notes.append(f"assessment {explain(assessment)}; run on an override")
-        elif decision is Decision.WARN:
-            notes.append(f"assessment {explain(assessment)}")
-        infra: InfraError | None = None
-        mismatch: tuple[str, ...] = ()
+            return self._refuse(plan, review, began)
+        if decision in (Decision.OVERRIDE, Decision.WARN):
+            suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
+            notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
+        run_id = self._recorder.started(request, plan.limits, plan.runtime, plan.image, review)
         try:
-            applied = limits.clamped(self.backend.resources())
-            notes.extend(_clamp_notes(limits, applied))
-        except InfraError as exc:
-            applied, infra = limits, exc
-        run_id = self._recorder.started(request, applied, runtime, image, review)
-        if infra is None:
-            try:
-                payload = Payload(
-                    files={lang.source_name: request.code.encode(), **request.files},
-                    want=request.output_files,
-                    stdin=request.stdin,
-                    max_file_bytes=applied.max_file_bytes,
-                )
-                job = Job(lang, image, applied, runtime, request.trust, payload)
-                report = self.backend.execute(job)
-                result = _result(request, report, applied, runtime, image, notes)
-            except SettingsMismatch as exc:
-                infra, mismatch = exc, exc.problems
-                self._recorder.security_event(
-                    "settings_mismatch", {"where": "run", "run": run_id, "problems": list(mismatch)}
-                )
-            except InfraError as exc:
-                infra = exc
-        if infra is not None:
-            elapsed = (time.monotonic() - started) * 1000
-            result = _infra_result(request, applied, runtime, image, str(infra), elapsed)
-        result = dataclasses.replace(
-            result,
-            assessment=assessment,
-            decision=decision.value,
-            override_reason=reason,
-            settings_mismatch=mismatch,
-        )
-        self._recorder.finished(run_id, result)
+            result = self._run(plan, notes, run_id, began)
+            result = dataclasses.replace(
+                result, assessment=assessment, decision=decision.value, override_reason=reason
+            )
+            self._recorder.finished(run_id, result)
+        finally:
+            self.backend.settle()  # housekeeping only once the run is recorded
         if settings.assess.semgrep is SemgrepMode.ASYNC:
             self._semgrep_later(run_id, request, assessment)
-        self._metrics.record(result, (time.monotonic() - started) * 1000)
+        self._metrics.record(result, (time.monotonic() - began) * 1000)
         return result
+
+    def _resolve(self, request: ExecutionRequest, limits: Limits) -> tuple[Plan, list[str]]:
+        """The limits, runtime and image this run really gets (limits clamped to the host)."""
+        lang = get_language(request.language)
+        settings = self.policy.settings(request.trust)
+        runtime = request.runtime or settings.runtime
+        image = self.policy.images.get(lang.name, lang.image)
+        try:
+            applied = limits.clamped(self.backend.resources())
+        except InfraError:
+            applied = limits  # the run itself will report the engine's state
+        return Plan(request, applied, runtime, image), _clamp_notes(limits, applied)
+
+    def _assess(self, plan: Plan) -> Assessment:
+        settings = self.policy.settings(plan.request.trust)
+        return self.assessor.assess(
+            plan.request.code,
+            plan.request.language,
+            semgrep=settings.assess.semgrep is SemgrepMode.SYNC,
+            max_bytes=plan.limits.max_code_bytes,
+        )
+
+    def _refuse(self, plan: Plan, review: Review, began: float) -> ExecutionResult:
+        request = plan.request
+        self._recorder.blocked(request, plan.limits, plan.runtime, plan.image, review)
+        elapsed = (time.monotonic() - began) * 1000
+        result = blocked_result(
+            plan, review.assessment, explain_assessment(review.assessment), elapsed
+        )
+        result = dataclasses.replace(result, decision=Decision.BLOCK.value)
+        self._metrics.record(result, elapsed)
+        return result
+
+    def _run(self, plan: Plan, notes: list[str], run_id: str, began: float) -> ExecutionResult:
+        """Hand the job to the backend; infrastructure failures become an `infra_error`."""
+        request = plan.request
+        lang = get_language(request.language)
+        payload = Payload(
+            files={lang.source_name: request.code.encode(), **request.files},
+            want=tuple(request.output_files),
+            stdin=request.stdin,
+            max_file_bytes=plan.limits.max_file_bytes,
+            env=dict(request.env),
+            args=tuple(request.args),
+        )
+        job = Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload)
+        try:
+            return report_result(plan, self.backend.execute(job), notes)
+        except SettingsMismatch as exc:
+            details = {"where": "run", "run": run_id, "problems": list(exc.problems)}
+            self._recorder.security_event("settings_mismatch", details)
+            failed = infra_result(plan, str(exc), (time.monotonic() - began) * 1000)
+            return dataclasses.replace(failed, settings_mismatch=exc.problems)
+        except InfraError as exc:
+            return infra_result(plan, str(exc), (time.monotonic() - began) * 1000)
 
     def _semgrep_later(
         self, run_id: str, request: ExecutionRequest, assessment: Assessment
     ) -> None:
         """Scan with Semgrep after the run; its findings go to the audit log (`assess.semgrep`)."""
+        from hazmat.assess.verdict import verdict
 
         def scan() -> None:
             report = self.assessor.semgrep.scan(request.code, request.language)
@@ -298,48 +299,16 @@ class Sandbox:
                 self._later = ThreadPoolExecutor(1, thread_name_prefix="hazmat-semgrep")
             self._later.submit(scan)
 
-    def _limits(self, request: ExecutionRequest) -> Limits:
-        limits = self.policy.settings(request.trust).limits
-        changes: dict[str, object] = {}
-        if request.timeout_s is not None:
-            changes["timeout_s"] = request.timeout_s
-        if request.memory_mb is not None:
-            changes["memory_mb"] = request.memory_mb
-        try:
-            return limits.replace(**changes) if changes else limits
-        except PolicyError as exc:
-            raise InputError(str(exc)) from None
-
-    def _check_sizes(self, request: ExecutionRequest, lang: Language, limits: Limits) -> None:
-        code_size = len(request.code.encode())
-        if code_size > limits.max_code_bytes:
-            raise InputTooLarge(
-                f"code is {code_size} bytes; the limit for trust level "
-                f"{request.trust.value!r} is {limits.max_code_bytes}"
-            )
-        if len(request.files) > limits.max_files or len(request.output_files) > limits.max_files:
-            raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
-        for name, data in request.files.items():
-            if name == lang.source_name:
-                raise InputError(f"file name {name!r} is taken by the {lang.name} source file")
-            if len(data) > limits.max_file_bytes:
-                raise InputTooLarge(
-                    f"file {name!r} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
-                )
-        if len(request.stdin) > limits.max_file_bytes:
-            raise InputTooLarge(
-                f"stdin is {len(request.stdin)} bytes; the limit is {limits.max_file_bytes}"
-            )
-        total = code_size + sum(len(d) for d in request.files.values())
-        if total > limits.tmpfs_mb * 1024 * 1024:
-            raise InputTooLarge(
-                f"code and files come to {total} bytes, more than the {limits.tmpfs_mb} MB "
-                "working directory"
-            )
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this Sandbox is closed; open a new one to run code")
 
     def close(self) -> None:
         """Wait for pending Semgrep scans, close the backend and the assessor, and the audit
-        log if this sandbox opened it (a final checkpoint)."""
+        log if this sandbox opened it (a final checkpoint). Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
         if self._later is not None:
             self._later.shutdown(wait=True)
         self.backend.close()
@@ -371,28 +340,6 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     return PoolBackend(docker, policy.pool)
 
 
-def derive_outcome(report: RunReport) -> Outcome:
-    """The outcome, from the facts the host and the engine observed, most decisive first."""
-    if report.timed_out:
-        return Outcome.TIMEOUT
-    if report.output_exceeded:
-        return Outcome.OUTPUT_LIMIT
-    if report.oom_killed:
-        return Outcome.MEMORY_LIMIT
-    if report.exit_code == 0:
-        return Outcome.OK
-    return Outcome.ERROR
-
-
-def _parse_runtime(value: Runtime | str | None) -> Runtime | None:
-    if value is None:
-        return None
-    try:
-        return Runtime(value)
-    except ValueError:
-        raise InputError(f"unknown runtime {value!r} (expected runc or runsc)") from None
-
-
 def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:
     notes = []
     if applied.memory_mb < asked.memory_mb:
@@ -402,87 +349,3 @@ def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:
     if applied.cpus < asked.cpus:
         notes.append(f"cpus lowered from {asked.cpus:g} to {applied.cpus:g} (host has no more)")
     return notes
-
-
-def _result(
-    request: ExecutionRequest,
-    report: RunReport,
-    limits: Limits,
-    runtime: Runtime,
-    image: str,
-    notes: list[str],
-) -> ExecutionResult:
-    return ExecutionResult(
-        outcome=derive_outcome(report),
-        exit_code=report.exit_code,
-        stdout=report.stdout.decode("utf-8", "replace"),
-        stderr=report.stderr.decode("utf-8", "replace"),
-        truncated=report.output_exceeded,
-        duration_ms=report.duration_ms,
-        limits=limits,
-        runtime=runtime,
-        image=image,
-        language=request.language,
-        trust=request.trust,
-        container_id=report.container_id,
-        files=MappingProxyType(dict(report.files)),
-        notes=tuple(notes) + report.notes,
-        stdout_bytes=report.stdout,
-        stderr_bytes=report.stderr,
-        peak_memory_bytes=report.peak_memory_bytes,
-        cpu_time_ms=report.cpu_time_ms,
-        pooled=report.pooled,
-    )
-
-
-def _blocked_result(
-    request: ExecutionRequest,
-    limits: Limits,
-    runtime: Runtime,
-    image: str,
-    assessment: Assessment,
-    started: float,
-) -> ExecutionResult:
-    return ExecutionResult(
-        outcome=Outcome.BLOCKED,
-        exit_code=None,
-        stdout="",
-        stderr="",
-        truncated=False,
-        duration_ms=(time.monotonic() - started) * 1000,
-        limits=limits,
-        runtime=runtime,
-        image=image,
-        language=request.language,
-        trust=request.trust,
-        error=(
-            f"blocked by the static assessment: {explain(assessment)}. To run it anyway, "
-            "give an override reason (override_reason=..., or --override-reason)."
-        ),
-        assessment=assessment,
-        decision=Decision.BLOCK.value,
-    )
-
-
-def _infra_result(
-    request: ExecutionRequest,
-    limits: Limits,
-    runtime: Runtime,
-    image: str,
-    message: str,
-    elapsed_ms: float,
-) -> ExecutionResult:
-    return ExecutionResult(
-        outcome=Outcome.INFRA_ERROR,
-        exit_code=None,
-        stdout="",
-        stderr="",
-        truncated=False,
-        duration_ms=elapsed_ms,
-        limits=limits,
-        runtime=runtime,
-        image=image,
-        language=request.language,
-        trust=request.trust,
-        error=message,
-    )

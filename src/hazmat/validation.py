@@ -1,21 +1,105 @@
-"""Checks on what a caller sends, before anything reaches a container."""
+"""Checks on what a caller sends, before anything reaches a container.
+
+`check_options` guards the keyword options of `Sandbox.run`, `arun` and `request` (unknown
+or mistyped names, wrong types); `check_request` guards every `ExecutionRequest`, including one
+built by hand and passed to `Sandbox.execute`. Both raise `InputError` (or a subclass) with a
+message that names the option and what was expected.
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
+import re
 import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from hazmat._exceptions import InputError, UnsafeFileName
+from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName
 
-__all__ = ["check_code", "check_file_name", "to_bytes"]
+__all__ = [
+    "OPTION_TYPES",
+    "check_args",
+    "check_code",
+    "check_env",
+    "check_file_name",
+    "check_options",
+    "check_path",
+    "to_bytes",
+]
 
 MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_PATH_DEPTH = 16
+# Environment and arguments travel in the job; together at most this many bytes.
+MAX_ENV_ARGS_BYTES = 64 * 1024
+MAX_ENV_VARS = 256
+MAX_ARGS = 1024
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Variables the sandbox sets for itself; a caller may not replace them.
+RESERVED_ENV = frozenset({"HOME", "TMPDIR", "PATH", "LANG"})
+
+# option -> (accepted types, description for the error message)
+OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
+    "trust": ((str,), "a trust level: untrusted, unknown or trusted"),
+    "stdin": ((str, bytes, bytearray), "str or bytes"),
+    "files": ((Mapping,), "a mapping of relative path -> str or bytes"),
+    "output_files": ((list, tuple), "a list of relative paths"),
+    "timeout": ((int, float), "seconds, a positive number"),
+    "memory_mb": ((int,), "megabytes, a positive whole number"),
+    "runtime": ((str,), "runc or runsc"),
+    "caller": ((str,), "a name (str)"),
+    "session": ((str,), "a name (str)"),
+    "override_reason": ((str,), "a sentence saying why blocked code may run"),
+    "env": ((Mapping,), "a mapping of variable name -> str"),
+    "args": ((list, tuple), "a list of str (the program's command-line arguments)"),
+}
+
+
+# names callers reach for that difflib would not match
+_SYNONYMS = {
+    "environment": "'env'",
+    "environ": "'env'",
+    "argv": "'args'",
+    "arguments": "'args'",
+    "time_limit": "'timeout'",
+    "mem": "'memory_mb'",
+    "memory_limit": "'memory_mb'",
+    "input": "'stdin'",
+    "lang": "the language argument (run(code, 'javascript'))",
+    "language": "the language argument (run(code, 'javascript'))",
+    "image": "a policy's `images` (per-run images are not supported yet)",
+}
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Every option is one `Sandbox.run` knows, of a type it takes (None means the default)."""
+    for name, value in options.items():
+        if name not in OPTION_TYPES:
+            close = difflib.get_close_matches(name, list(OPTION_TYPES), n=1, cutoff=0.5)
+            guess = _SYNONYMS.get(name) or (repr(close[0]) if close else "")
+            hint = f"; did you mean {guess}?" if guess else ""
+            raise InputError(
+                f"unknown option {name!r}{hint} (valid options: {', '.join(sorted(OPTION_TYPES))})"
+            )
+        types, wanted = OPTION_TYPES[name]
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise InputError(f"option {name!r} must be {wanted}, not {type(value).__name__}")
+    timeout = options.get("timeout")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"option 'timeout' must be a positive number of seconds, not {timeout!r}")
+    memory = options.get("memory_mb")
+    if memory is not None and memory <= 0:
+        raise InputError(f"option 'memory_mb' must be a positive whole number, not {memory!r}")
 
 
 def check_code(code: str | bytes) -> str:
     """The code as text: UTF-8, not empty, no NUL bytes."""
-    if isinstance(code, bytes):
+    if isinstance(code, bytes | bytearray):
         try:
-            code = code.decode("utf-8")
+            code = bytes(code).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     if not isinstance(code, str):
@@ -35,6 +119,37 @@ def check_file_name(name: str) -> str:
     if problem:
         raise UnsafeFileName(f"unsafe file name {name!r}: {problem}")
     return name
+
+
+def check_path(path: str) -> str:
+    """A relative path inside the working directory (`out/result.json`): components joined by
+    `/`, each a safe file name (no `.`, `..`, empty parts or backslashes), at most 16 deep."""
+    if not isinstance(path, str):
+        raise UnsafeFileName(f"file path must be a string, not {type(path).__name__}")
+    if path.startswith("/"):
+        raise UnsafeFileName(f"unsafe file path {path!r}: absolute; give a path relative to /work")
+    parts = path.split("/")
+    if len(parts) > MAX_PATH_DEPTH:
+        raise UnsafeFileName(f"unsafe file path {path!r}: more than {MAX_PATH_DEPTH} levels")
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise UnsafeFileName(f"unsafe file path {path!r}: longer than {MAX_PATH_BYTES} bytes")
+    for part in parts:
+        problem = _name_problem(part)
+        if problem:
+            where = f"part {part!r} " if len(parts) > 1 else ""
+            raise UnsafeFileName(f"unsafe file path {path!r}: {where}{problem}")
+    return path
+
+
+def check_paths_distinct(paths: Sequence[str], what: str) -> None:
+    """No path is also the folder of another (`a` and `a/b` cannot both be files)."""
+    names = set(paths)
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in names:
+                raise InputError(f"{what} {folder!r} is also the folder of {path!r}")
 
 
 def _name_problem(name: str) -> str | None:
@@ -57,6 +172,51 @@ def _name_problem(name: str) -> str | None:
     except UnicodeEncodeError:
         return "is not valid Unicode"
     return None
+
+
+def check_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Variables for the program: portable names, str values without NUL; not hazmat's own
+    (`HAZMAT_*`) nor the ones the sandbox sets (HOME, TMPDIR, PATH, LANG)."""
+    if not isinstance(env, Mapping):
+        raise InputError(f"env must be a mapping of name -> str, not {type(env).__name__}")
+    if len(env) > MAX_ENV_VARS:
+        raise InputTooLarge(f"env has {len(env)} variables; at most {MAX_ENV_VARS}")
+    for name, value in env.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise InputError(
+                f"env name {name!r} is not a valid variable name (letters, digits, _; "
+                "not starting with a digit)"
+            )
+        if name.startswith("HAZMAT_") or name in RESERVED_ENV:
+            raise InputError(f"env name {name!r} is reserved for the sandbox")
+        if not isinstance(value, str):
+            raise InputError(f"env value of {name!r} must be str, not {type(value).__name__}")
+        if "\x00" in value:
+            raise InputError(f"env value of {name!r} contains a NUL byte")
+    return dict(env)
+
+
+def check_args(args: Sequence[str]) -> tuple[str, ...]:
+    """Command-line arguments for the program: a list of str without NUL bytes."""
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise InputError(f"args must be a list of str, not {type(args).__name__}")
+    if len(args) > MAX_ARGS:
+        raise InputTooLarge(f"{len(args)} arguments; at most {MAX_ARGS}")
+    for i, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise InputError(f"args[{i}] must be str, not {type(arg).__name__}")
+        if "\x00" in arg:
+            raise InputError(f"args[{i}] contains a NUL byte")
+    return tuple(args)
+
+
+def check_env_args_size(env: Mapping[str, str], args: Sequence[str]) -> None:
+    size = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+    size += sum(len(a.encode()) + 1 for a in args)
+    if size > MAX_ENV_ARGS_BYTES:
+        raise InputTooLarge(
+            f"env and args come to {size} bytes; the limit is {MAX_ENV_ARGS_BYTES}"
+        )
 
 
 def to_bytes(data: str | bytes | bytearray, what: str) -> bytes:

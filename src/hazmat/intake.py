@@ -1,0 +1,158 @@
+"""From a caller's call to a checked `ExecutionRequest`.
+
+`build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` into a
+request; `check_request` is the one validation every request passes before anything runs,
+however it was made (also a request built by hand and passed to `Sandbox.execute`). Both raise
+`InputError` (or `InputTooLarge`, `UnsafeFileName`, `UnknownLanguage`) naming what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from hazmat._exceptions import InputError, InputTooLarge, PolicyError
+from hazmat.assess.decision import check_override_reason
+from hazmat.languages import get_language
+from hazmat.models import ExecutionRequest
+from hazmat.policy import Limits, Policy, Runtime, TrustLevel, parse_trust
+from hazmat.validation import (
+    check_args,
+    check_code,
+    check_env,
+    check_env_args_size,
+    check_options,
+    check_path,
+    check_paths_distinct,
+    to_bytes,
+)
+
+__all__ = ["build_request", "check_request", "parse_runtime", "request_limits"]
+
+
+def build_request(
+    policy: Policy, code: str | bytes, language: str, options: Mapping[str, Any]
+) -> ExecutionRequest:
+    """A checked request from `Sandbox.run`'s arguments."""
+    check_options(options)
+    trust = options.get("trust")
+    stdin = options.get("stdin")
+    files = options.get("files") or {}
+    level = parse_trust(trust if trust is not None else policy.default_trust)
+    reason = options.get("override_reason")
+    request = ExecutionRequest(
+        code=check_code(code),
+        language=get_language(language).name,
+        trust=level,
+        stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
+        files=MappingProxyType(
+            {check_path(n): to_bytes(d, f"file {n!r}") for n, d in files.items()}
+        ),
+        output_files=tuple(check_path(n) for n in options.get("output_files") or ()),
+        env=MappingProxyType(check_env(options.get("env") or {})),
+        args=check_args(options.get("args") or ()),
+        timeout_s=options.get("timeout"),
+        memory_mb=options.get("memory_mb"),
+        runtime=parse_runtime(options.get("runtime")),
+        caller=options.get("caller"),
+        session=options.get("session"),
+        override_reason=check_override_reason(reason, policy.settings(level).assess),
+    )
+    check_request(policy, request)
+    return request
+
+
+def check_request(policy: Policy, request: ExecutionRequest) -> Limits:
+    """Check every field of `request` against the rules and the policy's limits; return the
+    limits that apply to it."""
+    if not isinstance(request, ExecutionRequest):
+        raise InputError(f"expected an ExecutionRequest, not {type(request).__name__}")
+    check_code(request.code)
+    lang = get_language(request.language)
+    if not isinstance(request.trust, TrustLevel):
+        raise InputError(f"trust must be a TrustLevel, not {type(request.trust).__name__}")
+    _check_files(request)
+    check_env(request.env)
+    check_args(request.args)
+    check_env_args_size(request.env, request.args)
+    for name in ("caller", "session"):
+        value = getattr(request, name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be str, not {type(value).__name__}")
+    if request.runtime is not None and not isinstance(request.runtime, Runtime):
+        raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
+    check_override_reason(request.override_reason, policy.settings(request.trust).assess)
+    limits = request_limits(policy, request)
+    _check_sizes(request, lang.source_name, limits)
+    return limits
+
+
+def _check_files(request: ExecutionRequest) -> None:
+    if not isinstance(request.stdin, bytes):
+        raise InputError(f"stdin must be bytes, not {type(request.stdin).__name__}")
+    if not isinstance(request.files, Mapping):
+        raise InputError(f"files must be a mapping, not {type(request.files).__name__}")
+    for name, data in request.files.items():
+        check_path(name)
+        if not isinstance(data, bytes):
+            raise InputError(f"file {name!r} must be bytes, not {type(data).__name__}")
+    if isinstance(request.output_files, str) or not isinstance(request.output_files, list | tuple):
+        raise InputError(
+            f"output_files must be a list of paths, not {type(request.output_files).__name__}"
+        )
+    for name in request.output_files:
+        check_path(name)
+    check_paths_distinct(list(request.files), "input file")
+    check_paths_distinct(list(request.output_files), "output file")
+
+
+def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
+    """The trust level's limits with the request's own timeout and memory, if it gave any."""
+    limits = policy.settings(request.trust).limits
+    changes: dict[str, object] = {}
+    if request.timeout_s is not None:
+        changes["timeout_s"] = request.timeout_s
+    if request.memory_mb is not None:
+        changes["memory_mb"] = request.memory_mb
+    try:
+        return limits.replace(**changes) if changes else limits
+    except PolicyError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _check_sizes(request: ExecutionRequest, source_name: str, limits: Limits) -> None:
+    code_size = len(request.code.encode())
+    if code_size > limits.max_code_bytes:
+        raise InputTooLarge(
+            f"code is {code_size} bytes; the limit for trust level "
+            f"{request.trust.value!r} is {limits.max_code_bytes}"
+        )
+    if len(request.files) > limits.max_files or len(request.output_files) > limits.max_files:
+        raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
+    for name, data in request.files.items():
+        if name == source_name:
+            raise InputError(f"file name {name!r} is taken by the program's source file")
+        if len(data) > limits.max_file_bytes:
+            raise InputTooLarge(
+                f"file {name!r} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
+            )
+    if len(request.stdin) > limits.max_file_bytes:
+        raise InputTooLarge(
+            f"stdin is {len(request.stdin)} bytes; the limit is {limits.max_file_bytes}"
+        )
+    total = code_size + sum(len(d) for d in request.files.values())
+    if total > limits.tmpfs_mb * 1024 * 1024:
+        raise InputTooLarge(
+            f"code and files come to {total} bytes, more than the {limits.tmpfs_mb} MB "
+            "working directory"
+        )
+
+
+def parse_runtime(value: Runtime | str | None) -> Runtime | None:
+    if value is None:
+        return None
+    try:
+        return Runtime(value)
+    except ValueError:
+        raise InputError(f"unknown runtime {value!r} (expected runc or runsc)") from None

@@ -1,0 +1,152 @@
+"""From what a backend observed to the `ExecutionResult` a caller gets.
+
+The outcome is derived from the host's and the engine's facts, never from the program's word
+(`derive_outcome`). Every result that is not `ok` carries one sentence in `error` saying what
+happened (`explain`); the CLI prints that same sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from hazmat.backends.base import RunReport
+from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
+from hazmat.policy import Limits, Runtime
+
+__all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
+
+_TAIL_CHARS = 200
+_FOOTER = re.compile(r"Node\.js v\d")
+_ERROR_LINE = re.compile(
+    r"([A-Za-z_$][\w.$]*(Error|Exception|Exit|Interrupt)\b.*|panic: .*|fatal error: .*)"
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A request resolved against the policy: what will really be applied to the run."""
+
+    request: ExecutionRequest
+    limits: Limits
+    runtime: Runtime
+    image: str
+
+
+def derive_outcome(report: RunReport) -> Outcome:
+    """The outcome, from the facts the host and the engine observed, most decisive first."""
+    if report.timed_out:
+        return Outcome.TIMEOUT
+    if report.output_exceeded:
+        return Outcome.OUTPUT_LIMIT
+    if report.oom_killed:
+        return Outcome.MEMORY_LIMIT
+    if report.exit_code == 0:
+        return Outcome.OK
+    return Outcome.ERROR
+
+
+def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str) -> str | None:
+    """One sentence for a run that was not `ok` (None for `ok`)."""
+    if outcome is Outcome.TIMEOUT:
+        return f"the program was stopped at its time limit of {limits.timeout_s:g} s"
+    if outcome is Outcome.MEMORY_LIMIT:
+        return f"the program was killed at its memory limit of {limits.memory_mb} MB"
+    if outcome is Outcome.OUTPUT_LIMIT:
+        return (
+            f"the program was stopped after writing more than its output limit of "
+            f"{limits.output_bytes} bytes"
+        )
+    if outcome is Outcome.ERROR and exit_code is None:
+        return "the program ended without an exit status the host could read"
+    if outcome is Outcome.ERROR:
+        tail = _last_line(stderr)
+        return f"the program exited with status {exit_code}" + (f": {tail}" if tail else "")
+    return None
+
+
+def _last_line(text: str) -> str:
+    """The line of stderr that best says what went wrong: the last one naming an error
+    (`ValueError: ...`, `panic: ...`), else the last line; runtimes' footers skipped."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not _FOOTER.match(line)]
+    if not lines:
+        return ""
+    named = [line for line in lines if _ERROR_LINE.match(line)]
+    last = named[-1] if named else lines[-1]
+    return last if len(last) <= _TAIL_CHARS else last[: _TAIL_CHARS - 1] + "…"
+
+
+def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> ExecutionResult:
+    """The result of a run that happened."""
+    outcome = derive_outcome(report)
+    stderr = report.stderr.decode("utf-8", "replace")
+    stopped = outcome.exit_status
+    exit_code = report.exit_code if stopped is None else stopped
+    return ExecutionResult(
+        outcome=outcome,
+        exit_code=exit_code,
+        stdout=report.stdout.decode("utf-8", "replace"),
+        stderr=stderr,
+        truncated=report.output_exceeded,
+        duration_ms=report.duration_ms,
+        limits=plan.limits,
+        runtime=plan.runtime,
+        image=plan.image,
+        language=plan.request.language,
+        trust=plan.request.trust,
+        container_id=report.container_id,
+        files=MappingProxyType(dict(report.files)),
+        error=explain(outcome, plan.limits, exit_code, stderr),
+        notes=(*notes, *report.notes),
+        stdout_bytes=report.stdout,
+        stderr_bytes=report.stderr,
+        peak_memory_bytes=report.peak_memory_bytes,
+        cpu_time_ms=report.cpu_time_ms,
+        pooled=report.pooled,
+    )
+
+
+def blocked_result(
+    plan: Plan, assessment: Assessment, explanation: str, duration_ms: float
+) -> ExecutionResult:
+    """The result of a run the policy refused: nothing ran."""
+    return _not_run(
+        plan,
+        Outcome.BLOCKED,
+        f"blocked by the static assessment: {explanation}. To run it anyway, give an "
+        "override reason (override_reason=..., or --override-reason)",
+        duration_ms,
+        assessment,
+    )
+
+
+def infra_result(plan: Plan, message: str, duration_ms: float) -> ExecutionResult:
+    """The result of a run the infrastructure could not carry out: not the code's fault."""
+    return _not_run(plan, Outcome.INFRA_ERROR, message, duration_ms, None)
+
+
+def _not_run(
+    plan: Plan,
+    outcome: Outcome,
+    error: str,
+    duration_ms: float,
+    assessment: Assessment | None,
+) -> ExecutionResult:
+    return ExecutionResult(
+        outcome=outcome,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        truncated=False,
+        duration_ms=duration_ms,
+        limits=plan.limits,
+        runtime=plan.runtime,
+        image=plan.image,
+        language=plan.request.language,
+        trust=plan.request.trust,
+        error=error,
+        assessment=assessment,
+    )
