@@ -1,18 +1,23 @@
 """The `hazmat` command: a thin layer over `Sandbox.run`, the image builder and the doctor.
 
-Exit codes of `hazmat run`: the program's own exit status for `ok` and `error`; 124 timeout;
-137 memory_limit; 141 output_limit; 126 blocked; 125 infra_error; 2 a bad request; 78 a bad
-policy. `hazmat assess` exits 0 when the policy would let the code run, 126 when it would block.
+Every error is a message, never a traceback: hazmat's own errors exit with their class's
+`exit_code`, a usage error with 2, an unexpected failure with 70 (set HAZMAT_DEBUG=1 for the
+traceback). With `--json`, errors too are one JSON object on stdout. A reader that goes away
+(`| head`) ends the command quietly. argparse rather than click: it is in the standard library,
+`main(argv)` already runs in-process in the tests, and the behaviours click would bring (exit
+codes, broken pipes) live in `main` in a few lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hazmat import __version__
 from hazmat._exceptions import HazmatError, InputError
@@ -20,46 +25,131 @@ from hazmat.audit.commands import add_audit_commands
 from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
 from hazmat.models import Assessment, ExecutionResult, Outcome
 from hazmat.policy import Policy, TrustLevel, load_policy
-from hazmat.validation import check_file_name
 
 __all__ = ["main"]
 
-OUTCOME_EXIT = {
-    Outcome.TIMEOUT: 124,
-    Outcome.MEMORY_LIMIT: 137,
-    Outcome.OUTPUT_LIMIT: 141,
-    Outcome.INFRA_ERROR: 125,
-    Outcome.BLOCKED: 126,
+INTERNAL_ERROR = 70  # EX_SOFTWARE
+CANNOT_WRITE = 73  # EX_CANTCREAT: an output file could not be written to --output-dir
+
+_MEANING = {
+    Outcome.TIMEOUT: "timeout: stopped at the time limit",
+    Outcome.MEMORY_LIMIT: "memory_limit: killed at the memory limit",
+    Outcome.OUTPUT_LIMIT: "output_limit: stopped after the output cap",
+    Outcome.BLOCKED: "blocked: the assessment and the policy refused it",
+    Outcome.INFRA_ERROR: "infra_error: engine unreachable, image or runtime missing",
 }
+RUN_EXITS = "\n".join(
+    [
+        "exit status:",
+        "  own   ok (0) or error: the program's (or its compiler's) own status",
+        *(f"  {outcome.exit_status:<5} {meaning}" for outcome, meaning in _MEANING.items()),
+        "  2     bad request: language, code, file name, option",
+        f"  {CANNOT_WRITE:<5} an output file could not be written to --output-dir",
+        "  74    the audit log cannot record, so nothing ran",
+        "  78    bad policy file (the message names the file and the key)",
+        f"  {INTERNAL_ERROR:<5} internal error (HAZMAT_DEBUG=1 shows the traceback)",
+        "With --json the outcome is authoritative: a program can exit 124 by itself.",
+    ]
+)
+
+
+class UsageError(InputError):
+    """The command line itself is wrong (argparse's complaint)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, raising instead of exiting, so that `main` reports every error one way."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv  # until the command line is understood
     try:
-        return int(args.handler(args))
-    except HazmatError as exc:
-        print(f"hazmat: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        args = _parser().parse_args(argv)
+        as_json = bool(getattr(args, "json", False))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # here, so that a reader gone away is seen below
+        return code
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # as a Unix tool killed by SIGPIPE
     except KeyboardInterrupt:
         return 130
+    except HazmatError as exc:
+        return _fail(as_json, type(exc).__name__, str(exc), exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - no traceback for any input
+        if os.environ.get("HAZMAT_DEBUG"):
+            traceback.print_exc()
+        why = f"internal error ({type(exc).__name__}: {exc}); please report it"
+        return _fail(as_json, "InternalError", why, INTERNAL_ERROR)
+
+
+def _fail(as_json: bool, kind: str, message: str, code: int) -> int:
+    try:
+        if as_json:
+            error = {"type": kind, "message": message, "exit_code": code}
+            print(json.dumps({"error": error}, ensure_ascii=False), flush=True)
+        print(f"hazmat: error: {message}", file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _silence_stdout()
+    return code
+
+
+def _silence_stdout() -> None:
+    """After EPIPE: point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hazmat", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="hazmat", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"hazmat {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(sub)
+    _add_assess(sub)
+    _add_images(sub)
+    add_audit_commands(sub)
+    doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor.set_defaults(handler=_cmd_doctor)
+    _add_bench(sub)
+    return parser
 
-    run = sub.add_parser("run", help="run a program in a fresh hardened container")
-    source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("program", nargs="?", metavar="FILE", help="the program to run")
+
+def _source(parser: argparse.ArgumentParser, what: str) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("program", nargs="?", metavar="FILE", help=f"the program to {what}")
     source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
-    run.add_argument("--lang", help=f"one of {', '.join(LANGUAGES)} (default: from the extension)")
-    run.add_argument("--trust", choices=[t.value for t in TrustLevel], help="trust level")
-    run.add_argument("--policy", type=Path, help="YAML policy file")
+    langs = ", ".join(LANGUAGES)
+    parser.add_argument("--lang", help=f"one of {langs} (default: from the file's extension)")
+    parser.add_argument(
+        "--trust",
+        choices=[t.value for t in TrustLevel],
+        help="trust level, which picks limits and runtime (default: the policy's, untrusted)",
+    )
+    parser.add_argument("--policy", type=Path, metavar="FILE", help="YAML policy file")
+
+
+def _add_run(sub: Any) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a program in a fresh hardened container",
+        description="Run a program once in a fresh, hardened, single-use container.",
+        epilog=RUN_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _source(run, "run")
     run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
     run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
-    run.add_argument("--runtime", choices=["runc", "runsc"], help="container runtime")
+    run.add_argument(
+        "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
+    )
     run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
     run.add_argument(
         "--file",
@@ -68,21 +158,37 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="copy a file into the working directory (repeatable)",
+        help="copy a file into the working directory, under its own name (repeatable)",
     )
     run.add_argument(
         "--output-file",
         action="append",
         default=[],
         metavar="NAME",
-        help="collect a file the program writes in its working directory",
+        help="collect a file the program writes, e.g. out/report.json (repeatable)",
     )
     run.add_argument(
         "--output-dir",
         type=Path,
         default=Path("."),
         metavar="DIR",
-        help="where collected files are written (default: .)",
+        help="where collected files are written (default: .; checked before the run)",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the program (repeatable)",
+    )
+    run.add_argument(
+        "--arg",
+        dest="program_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="a command-line argument for the program (repeatable, in order; --arg=-v for one "
+        "that starts with -)",
     )
     run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
     run.add_argument(
@@ -93,21 +199,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.set_defaults(handler=_cmd_run)
 
-    assess = sub.add_parser("assess", help="rate a program's risk without running it")
-    source = assess.add_mutually_exclusive_group(required=True)
-    source.add_argument("program", nargs="?", metavar="FILE", help="the program to assess")
-    source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
-    assess.add_argument("--lang", help=f"one of {', '.join(LANGUAGES)} (default: from extension)")
-    assess.add_argument("--trust", choices=[t.value for t in TrustLevel], help="trust level")
-    assess.add_argument("--policy", type=Path, help="YAML policy file")
+
+def _add_assess(sub: Any) -> None:
+    assess = sub.add_parser(
+        "assess",
+        help="rate a program's risk without running it",
+        description="Rate a program's risk. Exits 0 if the policy would run it, 126 if not.",
+    )
+    _source(assess, "assess")
     assess.add_argument(
         "--semgrep", action="store_true", help="also run Semgrep (seconds; cached by code hash)"
     )
     assess.add_argument("--json", action="store_true", help="print one JSON object")
     assess.set_defaults(handler=_cmd_assess)
 
+
+def _add_images(sub: Any) -> None:
     images = sub.add_parser("images", help="build or list hazmat's images")
-    images_sub = images.add_subparsers(dest="images_command", required=True)
+    images_sub = images.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
     build = images_sub.add_parser("build", help="build images from Debian packages (needs root)")
     build.add_argument(
         "--lang",
@@ -119,26 +228,35 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--missing", action="store_true", help="skip images that are present")
     build.set_defaults(handler=_cmd_images_build)
     listing = images_sub.add_parser("list", help="show hazmat's images")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the images as JSON")
     listing.set_defaults(handler=_cmd_images_list)
 
-    add_audit_commands(sub)
 
-    doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
-    doctor.add_argument("--json", action="store_true")
-    doctor.set_defaults(handler=_cmd_doctor)
-
+def _add_bench(sub: Any) -> None:
     bench = sub.add_parser(
         "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
     )
     bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
-    bench.add_argument("--lang", action="append", help="a language (repeatable; default all)")
-    bench.add_argument("--runtime", action="append", choices=["runc", "runsc"])
-    bench.add_argument("--throughput-seconds", type=float, default=60.0, help="0 to skip")
-    bench.add_argument("--callers", type=int, default=4)
+    bench.add_argument(
+        "--lang", action="append", help="a language (repeatable; default: all four)"
+    )
+    bench.add_argument(
+        "--runtime",
+        action="append",
+        choices=["runc", "runsc"],
+        help="a runtime (repeatable; default: both, if the engine has them)",
+    )
+    bench.add_argument(
+        "--throughput-seconds",
+        type=float,
+        default=60.0,
+        help="seconds per throughput measurement (default 60; 0 skips it)",
+    )
+    bench.add_argument(
+        "--callers", type=int, default=4, help="concurrent callers for throughput (default 4)"
+    )
     bench.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     bench.set_defaults(handler=_cmd_bench)
-    return parser
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -147,7 +265,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.runs < 2 or args.callers < 1 or args.throughput_seconds < 0:
         raise InputError("--runs must be at least 2, --callers at least 1, seconds not negative")
     languages = [get_language(name).name for name in args.lang or PRINT_ONE]
-    print("| path | language | runtime | median ms | p95 ms | min ms |", flush=True)
     report = run_bench(
         runs=args.runs,
         languages=languages,
@@ -171,14 +288,27 @@ def _program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | Non
     return code, language, str(path.resolve())
 
 
+def _env(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise InputError(f"--env {pair!r} must look like NAME=VALUE")
+        env[name] = value
+    return env
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    from hazmat import output_dir
     from hazmat.sandbox import Sandbox
 
     # the session lets the audit log diff each run of a script against its last one
     code, language, session = _program(args)
-    files = {check_file_name(p.name): _read(p, "file") for p in args.input_files}
+    files = {p.name: _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
     policy = load_policy(args.policy) if args.policy else Policy()
+    if args.output_file:
+        output_dir.prepare(args.output_dir)
     # one run: a warm pool would only start containers nobody uses
     with Sandbox(policy, pool=False) as sandbox:
         result = sandbox.run(
@@ -188,6 +318,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             stdin=stdin,
             files=files,
             output_files=args.output_file,
+            env=_env(args.env),
+            args=args.program_args,
             timeout=args.timeout,
             memory_mb=args.memory,
             runtime=args.runtime,
@@ -195,12 +327,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
             session=session,
             override_reason=args.override_reason,
         )
+    problems = output_dir.save(args.output_dir, result.files) if result.files else []
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        data = result.to_dict()
+        if problems:
+            data["output_dir_errors"] = problems
+        print(json.dumps(data, ensure_ascii=True), flush=True)
     else:
         _print_plain(result)
-    _save_files(result, args.output_dir, args.output_file)
-    return exit_code(result)
+    for problem in problems:
+        print(f"hazmat: error: {problem}", file=sys.stderr)
+    return CANNOT_WRITE if problems else result.exit_status
 
 
 def _cmd_assess(args: argparse.Namespace) -> int:
@@ -221,7 +358,7 @@ def _cmd_assess(args: argparse.Namespace) -> int:
         data = assessment.to_dict()
         data["decision"] = decision.value
         data["trust"] = trust.value
-        print(json.dumps(data, ensure_ascii=False))
+        print(json.dumps(data, ensure_ascii=True))
     else:
         _print_assessment(assessment, decision.value, trust.value)
     return 126 if decision is Decision.BLOCK else 0
@@ -249,37 +386,18 @@ def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None
         print(f"  (and {hidden} informational finding(s); --json shows them)")
 
 
-def exit_code(result: ExecutionResult) -> int:
-    if result.outcome in OUTCOME_EXIT:
-        return OUTCOME_EXIT[result.outcome]
-    code = result.exit_code or 0
-    return code if 0 <= code <= 255 else 1
-
-
 def _print_plain(result: ExecutionResult) -> None:
+    """The program's output as it was, then hazmat's remarks on stderr, prefixed `hazmat:`."""
     sys.stdout.buffer.write(result.stdout_bytes)
     sys.stdout.buffer.flush()
     sys.stderr.buffer.write(result.stderr_bytes)
-    why = {
-        Outcome.TIMEOUT: f"timed out after {result.limits.timeout_s:g}s; killed",
-        Outcome.MEMORY_LIMIT: f"killed at the {result.limits.memory_mb} MB memory limit",
-        Outcome.OUTPUT_LIMIT: f"stopped after {result.limits.output_bytes} bytes of output",
-        Outcome.INFRA_ERROR: f"infrastructure error: {result.error}",
-        Outcome.BLOCKED: f"{result.error}",
-    }.get(result.outcome)
-    if why:
-        print(f"hazmat: {why}", file=sys.stderr)
+    sys.stderr.buffer.flush()
+    # a program that failed by itself has said why, on its own stderr, and in its status
+    if result.error and result.outcome is not Outcome.ERROR:
+        print(f"hazmat: {result.error}", file=sys.stderr)
     for note in result.notes:
         print(f"hazmat: note: {note}", file=sys.stderr)
     sys.stderr.flush()
-
-
-def _save_files(result: ExecutionResult, directory: Path, wanted: list[str]) -> None:
-    if not wanted or not result.files:
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in result.files.items():
-        (directory / check_file_name(name)).write_bytes(data)
 
 
 def _read(path: Path, what: str) -> bytes:

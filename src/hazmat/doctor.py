@@ -11,7 +11,7 @@ from typing import Any
 from hazmat._exceptions import HazmatError
 from hazmat.backends.cgroup import Cgroup
 from hazmat.backends.docker import LABEL, DockerBackend, abandoned
-from hazmat.backends.engine import START_HINT, Engine, map_docker_errors
+from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.images import RECIPES, ImageBuilder
 from hazmat.backends.seccomp import load_profile
 from hazmat.models import Outcome
@@ -33,7 +33,11 @@ def run_checks(engine: Engine | None = None) -> list[Check]:
     try:
         info = engine.info()
     except HazmatError as exc:
-        return [Check("engine", False, str(exc), START_HINT)]
+        fix = (
+            "start the engine (`systemctl start docker`, or `dockerd` as root; from a source "
+            "checkout, `make engine` installs and starts it), or point DOCKER_HOST at one"
+        )
+        return [Check("engine", False, str(exc), fix)]
     with map_docker_errors():
         raw: dict[str, Any] = engine.api.info()
     checks = [

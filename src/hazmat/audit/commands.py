@@ -51,23 +51,27 @@ def add_audit_commands(sub: Any) -> None:
         help="a checkpoint saved earlier (repeatable)",
     )
     verify.add_argument("--anchor", type=Path, metavar="DIR", help="directory of anchor copies")
-    verify.add_argument("--json", action="store_true")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.set_defaults(handler=_verify)
 
     show = commands.add_parser("show", help="print records")
     common(show)
-    show.add_argument("--since", type=int, default=0, metavar="SEQ")
+    show.add_argument(
+        "--since", type=int, default=0, metavar="SEQ", help="start at this record (default 0)"
+    )
     show.add_argument("--json", action="store_true", help="one JSON record per line")
     show.set_defaults(handler=_show)
 
     proof = commands.add_parser("proof", help="inclusion proof of a record in the checkpoint")
     common(proof)
-    proof.add_argument("seq", type=int)
+    proof.add_argument("seq", type=int, help="the record's sequence number")
     proof.set_defaults(handler=_proof)
 
     consistency = commands.add_parser("consistency", help="prove the log extends an old checkpoint")
     common(consistency)
-    consistency.add_argument("old_checkpoint", type=Path)
+    consistency.add_argument(
+        "old_checkpoint", type=Path, help="a checkpoint file saved earlier"
+    )
     consistency.set_defaults(handler=_consistency)
 
     pubkey = commands.add_parser("pubkey", help="print the log's verifier key")
@@ -96,7 +100,7 @@ def _key(args: argparse.Namespace, directory: Path) -> VerifierKey:
 
 def _verify(args: argparse.Namespace) -> int:
     directory = _dir(args)
-    key = VerifierKey.decode(args.pubkey.read_text()) if args.pubkey else None
+    key = _key(args, directory) if args.pubkey else None
     report = verify_log(directory, key, args.checkpoint, args.anchor)
     if args.json:
         print(json.dumps(report.to_dict()))
@@ -126,7 +130,11 @@ def _verify(args: argparse.Namespace) -> int:
 def _records(directory: Path) -> list[tuple[int, bytes, dict[str, Any]]]:
     out = []
     for path in sorted((directory / "segments").glob("*.jsonl")):
-        for line in path.read_bytes().splitlines():
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise AuditError(f"cannot read {path}: {exc.strerror or exc}") from None
+        for line in data.splitlines():
             try:
                 record, stored = parse_line(line)
             except LineError as exc:

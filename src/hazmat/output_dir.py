@@ -1,0 +1,79 @@
+"""Writing a run's output files under a directory on the host, without following symlinks.
+
+The directory is checked before the run (`prepare`), so a bad `--output-dir` costs nothing.
+Each file is then written relative to an open descriptor of that directory: every folder on
+the way is opened with `O_NOFOLLOW`, and the file itself is created with `O_NOFOLLOW`, so a
+symbolic link planted in the directory (by anyone, at any time) is refused, never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from hazmat._exceptions import InputError
+from hazmat.validation import check_path
+
+__all__ = ["prepare", "save"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def prepare(directory: Path) -> None:
+    """Make sure `directory` is (or can be made) a writable folder; `InputError` otherwise."""
+    if directory.is_symlink() and not directory.is_dir():
+        raise InputError(f"--output-dir {str(directory)!r} is a broken symbolic link")
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"--output-dir {str(directory)!r} exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"--output-dir {str(directory)!r} cannot be created: {exc.strerror or exc}"
+        ) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"--output-dir {str(directory)!r} is not writable")
+
+
+def save(directory: Path, files: Mapping[str, bytes]) -> list[str]:
+    """Write each file under `directory`; returns one message per file that was not written."""
+    problems = []
+    for name, data in files.items():
+        try:
+            _write(directory, check_path(name), data)
+        except (OSError, InputError) as exc:
+            problems.append(f"output file {name!r} not written: {_reason(exc)}")
+    return problems
+
+
+def _write(directory: Path, name: str, data: bytes) -> None:
+    *folders, leaf = name.split("/")
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o755, dir_fd=fd)
+            inner = os.open(folder, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        out = os.open(leaf, _FILE_FLAGS, 0o644, dir_fd=fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "a symbolic link or a non-folder is in the way (hazmat never follows links there)"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
