@@ -39,10 +39,10 @@ stdout and on stderr::
 
 The host stops reading at the end marker and removes the container without waiting for it to
 exit; anything printed after the marker is discarded. The agent needs only `sh`, `head`, `wc`,
-`cat` and `mkdir`, so it runs in any Debian-like image. The program runs as the same uid as
-the agent and can forge any of this, which gains it nothing it could not do by exiting: time,
-output size and memory (OOM) are judged by the host and the engine, never from the agent's
-word.
+`cat`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image. The program runs as the
+same uid as the agent and can forge any of this, which gains it nothing it could not do by
+exiting: time, output size and memory (OOM) are judged by the host and the engine, never from
+the agent's word.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ if [ -n "$warm" ]; then
 else
     printf 'hazmat-ready\n'
 fi
+# Nothing of hazmat's reaches the program: the runner (started above with its own copy) clears
+# its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
+for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 IFS=' ' read -r magic version nwant maxfile nonce jsonsize shsize || die "no job on stdin"
 [ "$magic" = hazmat ] && [ "$version" = 3 ] || die "unknown job format"
 wants=''
