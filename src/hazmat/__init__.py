@@ -1,4 +1,13 @@
-"""hazmat: run untrusted code in fresh, hardened, single-use containers."""
+"""hazmat: run untrusted code in fresh, hardened, single-use containers.
+
+Names are imported on first use (PEP 562), so `import hazmat` and the assessment worker do not
+load the Docker client, the audit log's cryptography or asyncio until something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import (
     AuditDamaged,
@@ -17,35 +26,80 @@ from hazmat._exceptions import (
     UnknownLanguage,
     UnsafeFileName,
 )
-from hazmat.assess import Assessor, Decision
-from hazmat.languages import LANGUAGES, Language, get_language
-from hazmat.metrics import MetricsSnapshot
-from hazmat.models import (
-    Assessment,
-    ExecutionRequest,
-    ExecutionResult,
-    Finding,
-    Outcome,
-    RiskLevel,
-    Severity,
-)
-from hazmat.policy import (
-    PRESETS,
-    Action,
-    AssessSettings,
-    Limits,
-    Policy,
-    PoolSettings,
-    Runtime,
-    SemgrepMode,
-    TrustLevel,
-    TrustSettings,
-    load_policy,
-    parse_policy,
-)
-from hazmat.sandbox import RunOptions, Sandbox
+
+if TYPE_CHECKING:
+    from hazmat.assess import (
+        Assessor,
+        Decision,
+    )
+    from hazmat.languages import (
+        LANGUAGES,
+        Language,
+        get_language,
+    )
+    from hazmat.metrics import (
+        MetricsSnapshot,
+    )
+    from hazmat.models import (
+        Assessment,
+        ExecutionRequest,
+        ExecutionResult,
+        Finding,
+        Outcome,
+        RiskLevel,
+        Severity,
+    )
+    from hazmat.policy import (
+        PRESETS,
+        Action,
+        AssessSettings,
+        Limits,
+        Policy,
+        PoolSettings,
+        Runtime,
+        SemgrepMode,
+        TrustLevel,
+        TrustSettings,
+        load_policy,
+        parse_policy,
+    )
+    from hazmat.sandbox import (
+        RunOptions,
+        Sandbox,
+    )
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it, for the names not imported above
+_LAZY = {
+    "Action": "hazmat.policy",
+    "AssessSettings": "hazmat.policy",
+    "Assessment": "hazmat.models",
+    "Assessor": "hazmat.assess",
+    "Decision": "hazmat.assess",
+    "ExecutionRequest": "hazmat.models",
+    "ExecutionResult": "hazmat.models",
+    "Finding": "hazmat.models",
+    "LANGUAGES": "hazmat.languages",
+    "Language": "hazmat.languages",
+    "Limits": "hazmat.policy",
+    "MetricsSnapshot": "hazmat.metrics",
+    "Outcome": "hazmat.models",
+    "PRESETS": "hazmat.policy",
+    "Policy": "hazmat.policy",
+    "PoolSettings": "hazmat.policy",
+    "RiskLevel": "hazmat.models",
+    "RunOptions": "hazmat.sandbox",
+    "Runtime": "hazmat.policy",
+    "Sandbox": "hazmat.sandbox",
+    "SemgrepMode": "hazmat.policy",
+    "Severity": "hazmat.models",
+    "TrustLevel": "hazmat.policy",
+    "TrustSettings": "hazmat.policy",
+    "get_language": "hazmat.languages",
+    "load_policy": "hazmat.policy",
+    "parse_policy": "hazmat.policy",
+}
 
 __all__ = [
     "LANGUAGES",
@@ -92,3 +146,17 @@ __all__ = [
     "load_policy",
     "parse_policy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hazmat' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public surface, as `__all__` says (not the helpers this module imports)."""
+    return sorted(__all__)

@@ -14,7 +14,6 @@ as a result: the program's own failures as `error`, `timeout`, `memory_limit` or
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import logging
@@ -167,6 +166,8 @@ class Sandbox:
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionResult:
         """`run`, without blocking the event loop (the run happens in a worker thread)."""
+        import asyncio  # here: most callers never need it, and it costs 20 ms to import
+
         request = self.request(code, language, **options)  # bad input raises here, at once
         return await asyncio.to_thread(functools.partial(self.execute, request))
 
@@ -180,9 +181,11 @@ class Sandbox:
     def execute(self, request: ExecutionRequest) -> ExecutionResult:
         """Run a request through every stage and return its result.
 
-        The `run.started` record (with the assessment) is durable before anything starts, and
-        `run.finished` before the result is returned; a refused run is recorded as
-        `run.blocked`. If the audit log cannot record, `AuditError` is raised and nothing runs.
+        The program reaches a container only after the decision and once the `run.started`
+        record (with the assessment) is durable; `run.finished` is durable before the result is
+        returned; a refused run is recorded as `run.blocked`. A cold backend may start the
+        empty container while the code is assessed (`Backend.prepare`). If the audit log
+        cannot record, `AuditError` is raised and nothing runs.
         """
         self._check_open()
         began = time.monotonic()
@@ -190,17 +193,19 @@ class Sandbox:
         plan, notes = self._resolve(request, limits)
         settings = self.policy.settings(request.trust)
         reason = check_override_reason(request.override_reason, settings.assess)
-        assessment = self._assess(plan)
-        decision = decide(assessment, settings.assess, reason)
-        review = Review(assessment, decision.value, reason)
-        if decision is Decision.BLOCK:
-            return self._refuse(plan, review, began)
-        if decision in (Decision.OVERRIDE, Decision.WARN):
-            suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
-            notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
-        run_id = self._recorder.started(request, plan.limits, plan.runtime, plan.image, review)
+        job = _job(plan)
+        self.backend.prepare(job)
         try:
-            result = self._run(plan, notes, run_id, began)
+            assessment = self._assess(plan)
+            decision = decide(assessment, settings.assess, reason)
+            review = Review(assessment, decision.value, reason)
+            if decision is Decision.BLOCK:
+                return self._refuse(plan, review, began)
+            if decision in (Decision.OVERRIDE, Decision.WARN):
+                suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
+                notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
+            run_id = self._recorder.started(request, plan.limits, plan.runtime, plan.image, review)
+            result = self._run(plan, job, notes, run_id, began)
             result = dataclasses.replace(
                 result, assessment=assessment, decision=decision.value, override_reason=reason
             )
@@ -244,19 +249,10 @@ class Sandbox:
         self._metrics.record(result, elapsed)
         return result
 
-    def _run(self, plan: Plan, notes: list[str], run_id: str, began: float) -> ExecutionResult:
+    def _run(
+        self, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
+    ) -> ExecutionResult:
         """Hand the job to the backend; infrastructure failures become an `infra_error`."""
-        request = plan.request
-        lang = get_language(request.language)
-        payload = Payload(
-            files={lang.source_name: request.code.encode(), **request.files},
-            want=tuple(request.output_files),
-            stdin=request.stdin,
-            max_file_bytes=plan.limits.max_file_bytes,
-            env=dict(request.env),
-            args=tuple(request.args),
-        )
-        job = Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload)
         try:
             return report_result(plan, self.backend.execute(job), notes)
         except SettingsMismatch as exc:
@@ -338,6 +334,20 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.pool import PoolBackend
 
     return PoolBackend(docker, policy.pool)
+
+
+def _job(plan: Plan) -> Job:
+    request = plan.request
+    lang = get_language(request.language)
+    payload = Payload(
+        files={lang.source_name: request.code.encode(), **request.files},
+        want=tuple(request.output_files),
+        stdin=request.stdin,
+        max_file_bytes=plan.limits.max_file_bytes,
+        env=dict(request.env),
+        args=tuple(request.args),
+    )
+    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload)
 
 
 def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:

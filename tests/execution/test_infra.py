@@ -178,3 +178,22 @@ def test_reaper_removes_what_dead_or_late_owners_left(engine: Engine) -> None:
                 engine.api.remove_container(cid, force=True)
             except docker.errors.NotFound:
                 pass
+
+
+def test_a_container_prepared_for_a_blocked_run_is_removed(engine: Engine) -> None:
+    owner = {"label": f"{LABEL}.owner={socket.gethostname()}:{os.getpid()}"}
+
+    def mine_gone() -> bool:  # the removal runs once the prepared start completes
+        deadline = time.monotonic() + 30
+        while engine.api.containers(all=True, filters=owner):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+        blocked = sandbox.run("import ctypes\nctypes.CDLL(None)")
+        assert mine_gone(), "the container prepared for a blocked run was left until close"
+        fine = sandbox.run("print('after')", runtime="runc")
+    assert blocked.outcome is Outcome.BLOCKED and blocked.container_id is None
+    assert fine.outcome is Outcome.OK and fine.stdout == "after\n"

@@ -103,6 +103,11 @@ class Backend:
         """Wait until the preparation for `spec` is complete; False if it did not finish."""
         return True
 
+    def prepare(self, job: Job) -> None:
+        """A job is coming (its assessment is under way): start what it will need, if the
+        backend can. Nothing of the job goes anywhere before `execute`; what `execute` does
+        not use is released by `settle`."""
+
     def settle(self) -> None:
         """Do the housekeeping held back while a run's caller waited for its result (removing
         used containers, refilling a pool). `Sandbox` calls it once the run is recorded."""

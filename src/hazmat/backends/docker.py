@@ -16,6 +16,7 @@ import select
 import socket
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,16 +160,48 @@ class DockerBackend(Backend):
         self.engine = engine or Engine()
         self.seccomp = seccomp or load_profile()
         self._reaped = False
+        self._lock = threading.Lock()
+        # job nonce -> (the thread that prepared it, its container on the way)
+        self._prepared: dict[str, tuple[int, Future[Started]]] = {}
+        self._preparer: ThreadPoolExecutor | None = None
 
     def resources(self) -> HostResources:
         return self.engine.info().resources
 
+    def prepare(self, job: Job) -> None:
+        """Start the job's container in the background while the pipeline assesses the job
+        and records it; the job itself goes in only through `execute`."""
+        with self._lock:
+            if self._preparer is None:
+                self._preparer = ThreadPoolExecutor(2, thread_name_prefix="hazmat-prepare")
+            future = self._preparer.submit(self.start, job.spec, lifetime_s=job.limits.timeout_s)
+            self._prepared[job.payload.nonce] = (threading.get_ident(), future)
+
     def execute(self, job: Job) -> RunReport:
-        started = self.start(job.spec, lifetime_s=job.limits.timeout_s)
+        with self._lock:
+            prepared = self._prepared.pop(job.payload.nonce, None)
+        if prepared is not None:
+            started = prepared[1].result()  # its start's own error, if it failed
+        else:
+            started = self.start(job.spec, lifetime_s=job.limits.timeout_s)
         try:
             return self.run(started, job)
         finally:
             self.discard(started)
+
+    def settle(self) -> None:
+        """Remove the containers this thread prepared for jobs that did not run (blocked)."""
+        me = threading.get_ident()
+        with self._lock:
+            mine = [k for k, (owner, _) in self._prepared.items() if owner == me]
+            unused = [self._prepared.pop(k)[1] for k in mine]
+        for future in unused:
+            future.add_done_callback(self._discard_prepared)
+
+    def _discard_prepared(self, future: Future[Started]) -> None:
+        if future.exception() is None:
+            with contextlib.suppress(InfraError):
+                self.discard(future.result())
 
     def config(self, spec: Spec, labels: dict[str, str]) -> dict[str, Any]:
         """The create_container arguments (a method, so a test can make a container differ)."""
@@ -336,6 +369,15 @@ class DockerBackend(Backend):
         return removed
 
     def close(self) -> None:
+        """Remove containers prepared for jobs that never came, then close the connection."""
+        with self._lock:
+            unused = [future for _, future in self._prepared.values()]
+            self._prepared.clear()
+            preparer, self._preparer = self._preparer, None
+        for future in unused:
+            future.add_done_callback(self._discard_prepared)
+        if preparer is not None:
+            preparer.shutdown(wait=True)
         self.engine.close()
 
 
