@@ -282,3 +282,40 @@ def test_run_with_an_override_reason_runs_blocked_code() -> None:
     data = json.loads(result.stdout)
     assert data["stdout"] == "True\n" and data["decision"] == "override"
     assert data["override_reason"] == reason and data["assessment"]["level"] == "BLOCKED"
+
+
+@pytest.mark.docker
+def test_bench_shows_progress_and_ctrl_c_leaves_no_container() -> None:
+    import signal
+
+    from hazmat.backends.engine import Engine
+
+    # As at a terminal: a process started in the background by a non-interactive shell (as
+    # test runners often are) inherits SIGINT ignored; Ctrl-C reaches a user's hazmat.
+    at_a_terminal = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv[0] = 'hazmat'; runpy.run_module('hazmat', run_name='__main__')"
+    )
+    bench = subprocess.Popen(
+        [sys.executable, "-c", at_a_terminal, "bench", "--runs", "2", "--lang", "python",
+         "--runtime", "runc", "--throughput-seconds", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert bench.stdout is not None
+    seen = []
+    for line in bench.stdout:  # progress comes line by line, long before the end
+        seen.append(line)
+        if b"raw create+start, " in line:  # the raw phase, which piles up containers
+            break
+    bench.send_signal(signal.SIGINT)
+    rest, err = bench.communicate(timeout=120)
+    assert bench.returncode == 130, err
+    assert b"Traceback" not in err
+    assert any(b"hazmat warm pool" in line for line in seen)  # the latency rows came first
+    owner = f"hazmat.owner={os.uname().nodename}:{bench.pid}"
+    engine = Engine()
+    try:
+        assert engine.api.containers(all=True, filters={"label": owner}) == []
+    finally:
+        engine.close()

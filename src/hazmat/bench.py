@@ -10,6 +10,7 @@ call is a hit. `benchmarks/latency.py --write` puts the tables into docs/benchma
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import threading
@@ -17,6 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import docker.errors
 
 from hazmat.backends.base import Spec
 from hazmat.backends.docker import DockerBackend, Started, container_config
@@ -44,6 +48,7 @@ class Report:
     runs: int
     latency: list[tuple[str, str, str, list[float]]] = field(default_factory=list)
     throughput: dict[str, float] = field(default_factory=dict)
+    throughput_ratios: list[float] = field(default_factory=list)  # hazmat / raw, per round
     idle_memory: list[tuple[str, str, float, float]] = field(default_factory=list)
 
 
@@ -148,76 +153,117 @@ def _full(pool: PoolBackend[Started], spec: Spec) -> None:
 
 
 def throughput(
-    report: Report, seconds: float, callers: int, progress: Callable[[str], None]
+    report: Report,
+    seconds: float,
+    callers: int,
+    progress: Callable[[str], None],
+    rounds: int = 3,
 ) -> None:
-    """Runs per second with `callers` threads for `seconds`, fresh container every run, next
-    to the engine's raw create+start(+remove) rate with as many threads."""
+    """Runs per second with `callers` threads, fresh container every run, against the engine's
+    raw create+start (and create+start+remove) rate with as many threads. The three are
+    measured in `rounds` alternating rounds of `seconds / rounds` each, so that the engine's
+    drift over minutes hits all three alike; the ratio is given per round and as the median."""
     engine = Engine()
     backend = DockerBackend(engine)
     spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, Policy().settings("untrusted").limits)
-    config = container_config(
-        spec, {"hazmat": "1", "hazmat.owner": "bench"}, engine.api.api_version, backend.seccomp
-    )
+    config = container_config(spec, {}, engine.api.api_version, backend.seccomp)
     config["labels"] = backend._labels(spec, time.time() + 3600, False)
+    settings = PoolSettings(size=callers, refill_concurrency=callers, max_containers=2 * callers)
+    pool = PoolBackend(DockerBackend(engine), settings)
+    share = seconds / rounds
+    rates: dict[str, list[float]] = {"raw": [], "full": [], "hazmat": []}
+    with Sandbox(Policy(), backend=pool) as sandbox:
+        spec_warm = sandbox.warm("python", runtime="runc")
+        for i in range(rounds):
+            progress(f"throughput round {i + 1}/{rounds}: raw create+start, {share:.0f} s ...")
+            rates["raw"].append(_raw(engine, config, share, callers, remove=False))
+            progress(f"throughput round {i + 1}/{rounds}: raw create+start+remove ...")
+            rates["full"].append(_raw(engine, config, share, callers, remove=True))
+            _full(pool, spec_warm)
+            progress(f"throughput round {i + 1}/{rounds}: hazmat through the pool ...")
+            call = _hazmat(sandbox, "python", "runc", None)
+            rates["hazmat"].append(_hammer(call, share, callers))
+            progress(
+                f"  round {i + 1}: raw {rates['raw'][-1]:.2f}/s, with remove "
+                f"{rates['full'][-1]:.2f}/s, hazmat {rates['hazmat'][-1]:.2f}/s "
+                f"({rates['hazmat'][-1] / rates['raw'][-1]:.0%} of raw create+start)"
+            )
+        stats = sandbox.metrics()
+    ratios = [h / r for h, r in zip(rates["hazmat"], rates["raw"], strict=True)]
+    ratios_full = [h / f for h, f in zip(rates["hazmat"], rates["full"], strict=True)]
+    t = report.throughput
+    t["raw create+start per s"] = median(rates["raw"])
+    t["raw create+start+remove per s"] = median(rates["full"])
+    t["hazmat runs per s"] = median(rates["hazmat"])
+    t["pool hit rate"] = stats.pool_hit_rate
+    t["ratio to raw create+start"] = median(ratios)
+    t["ratio to raw create+start+remove"] = median(ratios_full)
+    report.throughput_ratios = ratios
+    t["seconds"] = seconds
+    t["callers"] = callers
+    t["rounds"] = rounds
+    progress(
+        f"hazmat through the pool: median {t['hazmat runs per s']:.2f}/s, "
+        f"{t['ratio to raw create+start']:.0%} of raw create+start "
+        f"({', '.join(f'{r:.0%}' for r in ratios)} per round), "
+        f"{t['ratio to raw create+start+remove']:.0%} of create+start+remove; "
+        f"pool hits {stats.pool_hit_rate:.0%}"
+    )
+
+
+def _raw(
+    engine: Engine, config: dict[str, Any], seconds: float, callers: int, remove: bool
+) -> float:
+    """The engine's own rate of create+start (+remove) of hardened containers, no run. The
+    containers are removed afterwards, also when interrupted."""
     made: list[str] = []
     lock = threading.Lock()
 
-    def raw_once() -> None:
+    def once() -> None:
         cid = engine.api.create_container(**config)["Id"]
-        engine.api.start(cid)
         with lock:
             made.append(cid)
-
-    raw = _hammer(raw_once, seconds, callers)
-    report.throughput["raw create+start per s"] = raw
-    progress(f"raw create+start: {raw:.2f}/s with {callers} threads")
-    for cid in made:
-        engine.api.remove_container(cid, force=True)
-
-    def raw_full() -> None:
-        cid = engine.api.create_container(**config)["Id"]
         engine.api.start(cid)
-        engine.api.remove_container(cid, force=True)
+        if remove:
+            engine.api.remove_container(cid, force=True, v=True)
+            with lock:
+                made.remove(cid)
 
-    full = _hammer(raw_full, seconds, callers)
-    report.throughput["raw create+start+remove per s"] = full
-    progress(f"raw create+start+remove: {full:.2f}/s with {callers} threads")
-    settings = PoolSettings(size=callers, refill_concurrency=callers, max_containers=2 * callers)
-    pool = PoolBackend(DockerBackend(engine), settings)
-    with Sandbox(Policy(), backend=pool) as sandbox:
-        spec_warm = sandbox.warm("python", runtime="runc")
-        _full(pool, spec_warm)
-        call = _hazmat(sandbox, "python", "runc", None)
-        rate = _hammer(call, seconds, callers)
-        stats = sandbox.metrics()
-    report.throughput["hazmat runs per s"] = rate
-    report.throughput["pool hit rate"] = stats.pool_hit_rate
-    report.throughput["ratio to raw create+start"] = rate / raw if raw else 0.0
-    report.throughput["seconds"] = seconds
-    report.throughput["callers"] = callers
-    progress(f"hazmat through the pool: {rate:.2f}/s ({rate / raw:.0%} of raw create+start; "
-             f"pool hits {stats.pool_hit_rate:.0%})")  # fmt: skip
+    try:
+        return _hammer(once, seconds, callers)
+    finally:
+        for cid in made:
+            with contextlib.suppress(docker.errors.APIError):
+                engine.api.remove_container(cid, force=True, v=True)
 
 
 def _hammer(call: Callable[[], None], seconds: float, callers: int) -> float:
+    """Calls per second from `callers` threads for `seconds`. Ctrl-C stops every thread before
+    it is passed on, so the caller's cleanup runs with nothing still starting containers."""
     count = [0] * callers
-    stop = time.monotonic() + seconds
+    stop = threading.Event()
     errors: list[BaseException] = []
 
     def worker(i: int) -> None:
         try:
-            while time.monotonic() < stop:
+            while not stop.is_set():
                 call()
                 count[i] += 1
         except BaseException as exc:  # noqa: B036 - reported below
             errors.append(exc)
+            stop.set()
 
     started = time.monotonic()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(callers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    threads: list[threading.Thread] = []
+    try:  # from the first thread on: an interrupt while starting them must stop them too
+        for i in range(callers):
+            threads.append(threading.Thread(target=worker, args=(i,), daemon=True))
+            threads[-1].start()
+        stop.wait(seconds)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
     if errors:
         raise SystemExit(f"a caller failed: {errors[0]}")
     return sum(count) / (time.monotonic() - started)
@@ -312,8 +358,9 @@ def markdown(report: Report, header: str) -> str:
     if t:
         lines += [
             "",
-            f"Throughput, {t['callers']:.0f} concurrent callers for {t['seconds']:.0f} s each, "
-            "fresh container every run (Python `print(1)`, runc):",
+            f"Throughput, {t['callers']:.0f} concurrent callers, fresh container every run "
+            f"(Python `print(1)`, runc); {t['rounds']:.0f} rounds alternating the three "
+            f"measures, {t['seconds'] / t['rounds']:.0f} s each; medians:",
             "",
             "| measure | per second |",
             "|---|---:|",
@@ -321,8 +368,10 @@ def markdown(report: Report, header: str) -> str:
             f"| raw create+start+remove | {t['raw create+start+remove per s']:.2f} |",
             f"| hazmat runs through the warm pool | {t['hazmat runs per s']:.2f} |",
             "",
-            f"hazmat / raw create+start: **{t['ratio to raw create+start']:.0%}**; "
-            f"pool hit rate {t['pool hit rate']:.0%}.",
+            f"hazmat / raw create+start: **{t['ratio to raw create+start']:.0%}** (per round: "
+            f"{', '.join(f'{r:.0%}' for r in report.throughput_ratios)}); hazmat / raw "
+            f"create+start+remove: {t['ratio to raw create+start+remove']:.0%}; pool hit rate "
+            f"{t['pool hit rate']:.0%}.",
         ]
     if report.idle_memory:
         lines += [
