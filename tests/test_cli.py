@@ -285,7 +285,7 @@ def test_run_with_an_override_reason_runs_blocked_code() -> None:
 
 
 @pytest.mark.docker
-def test_bench_shows_progress_and_ctrl_c_leaves_no_container() -> None:
+def test_bench_shows_progress_and_ctrl_c_leaves_no_container(tmp_path: Path) -> None:
     import signal
 
     from hazmat.backends.engine import Engine
@@ -301,6 +301,7 @@ def test_bench_shows_progress_and_ctrl_c_leaves_no_container() -> None:
          "--runtime", "runc", "--throughput-seconds", "300"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "HAZMAT_AUDIT_DIR": str(tmp_path / "audit")},  # its own log
     )  # fmt: skip
     assert bench.stdout is not None
     seen = []
@@ -310,7 +311,7 @@ def test_bench_shows_progress_and_ctrl_c_leaves_no_container() -> None:
             break
     bench.send_signal(signal.SIGINT)
     rest, err = bench.communicate(timeout=120)
-    assert bench.returncode == 130, err
+    assert bench.returncode == 130, (bench.returncode, err, seen[-3:], rest[-300:])
     assert b"Traceback" not in err
     assert any(b"hazmat warm pool" in line for line in seen)  # the latency rows came first
     owner = f"hazmat.owner={os.uname().nodename}:{bench.pid}"

@@ -23,6 +23,10 @@ def test_all_is_sorted_and_complete() -> None:
         "cli",
         "doctor",
         "intake",
+        "cli_args",
+        "bench",
+        "bench_throughput",
+        "output_dir",
         "results",
     }
     assert set(exported) == public - modules

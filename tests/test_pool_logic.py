@@ -206,7 +206,7 @@ def test_used_leases_are_discarded_and_refilled_only_once_settled(
     pool.warm(spec)
     assert pool.wait_ready(spec, 1)
     pool.execute(job())
-    assert leaser.discarded == [] and pool.ready_count(spec) == 0
+    assert leaser.discarded == [] and pool.ready_leases(spec) == []
     pool.settle()
     assert leaser.wait_discarded(1)
     assert pool.wait_ready(spec, 1)

@@ -221,13 +221,16 @@ def test_end_status_comes_after_the_files_section() -> None:
 
 
 def test_wait_ready_wants_the_ready_line_first() -> None:
+    released = threading.Event()
+
     def ready(s: socket.socket) -> None:
         s.sendall(frame(2, b"warming up") + frame(1, b"hazmat-") + frame(1, b"ready\n"))
-        time.sleep(0.2)
+        released.wait(5)  # stays open: the line alone must be enough
 
     sock, thread = far_end(ready)
     with sock:
         wait_ready(sock, b"hazmat-ready\n", 5)
+    released.set()
     thread.join()
 
     def chatty(s: socket.socket) -> None:

@@ -17,51 +17,15 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from hazmat import __version__
 from hazmat._exceptions import HazmatError, InputError
-from hazmat.audit.commands import add_audit_commands
-from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
+from hazmat.cli_args import CANNOT_WRITE, INTERNAL_ERROR, build_parser
+from hazmat.languages import Language, get_language, language_for_path
 from hazmat.models import Assessment, ExecutionResult, Outcome
-from hazmat.policy import Policy, TrustLevel, load_policy
+from hazmat.policy import Policy, load_policy
 
 __all__ = ["main"]
-
-INTERNAL_ERROR = 70  # EX_SOFTWARE
-CANNOT_WRITE = 73  # EX_CANTCREAT: an output file could not be written to --output-dir
-
-_MEANING = {
-    Outcome.TIMEOUT: "timeout: stopped at the time limit",
-    Outcome.MEMORY_LIMIT: "memory_limit: killed at the memory limit",
-    Outcome.OUTPUT_LIMIT: "output_limit: stopped after the output cap",
-    Outcome.BLOCKED: "blocked: the assessment and the policy refused it",
-    Outcome.INFRA_ERROR: "infra_error: engine unreachable, image or runtime missing",
-}
-RUN_EXITS = "\n".join(
-    [
-        "exit status:",
-        "  own   ok (0) or error: the program's (or its compiler's) own status",
-        *(f"  {outcome.exit_status:<5} {meaning}" for outcome, meaning in _MEANING.items()),
-        "  2     bad request: language, code, file name, option",
-        f"  {CANNOT_WRITE:<5} an output file could not be written to --output-dir",
-        "  74    the audit log cannot record, so nothing ran",
-        "  78    bad policy file (the message names the file and the key)",
-        f"  {INTERNAL_ERROR:<5} internal error (HAZMAT_DEBUG=1 shows the traceback)",
-        "With --json the outcome is authoritative: a program can exit 124 by itself.",
-    ]
-)
-
-
-class UsageError(InputError):
-    """The command line itself is wrong (argparse's complaint)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, raising instead of exiting, so that `main` reports every error one way."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args.handler(args))
         sys.stdout.flush()  # here, so that a reader gone away is seen below
         return code
-    except SystemExit as exc:  # --help and --version
+    except SystemExit as exc:  # --help and --version; a message is a failure, as Python has it
+        if isinstance(exc.code, str):
+            return _fail(as_json, "Failure", exc.code, 1)
         return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:
         _silence_stdout()
@@ -87,6 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         why = f"internal error ({type(exc).__name__}: {exc}); please report it"
         return _fail(as_json, "InternalError", why, INTERNAL_ERROR)
+
+
+def _parser() -> argparse.ArgumentParser:
+    return build_parser(
+        {
+            "run": _cmd_run,
+            "assess": _cmd_assess,
+            "images build": _cmd_images_build,
+            "images list": _cmd_images_list,
+            "doctor": _cmd_doctor,
+            "bench": _cmd_bench,
+        }
+    )
 
 
 def _fail(as_json: bool, kind: str, message: str, code: int) -> int:
@@ -105,158 +84,6 @@ def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="hazmat", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"hazmat {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_run(sub)
-    _add_assess(sub)
-    _add_images(sub)
-    add_audit_commands(sub)
-    doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
-    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
-    doctor.set_defaults(handler=_cmd_doctor)
-    _add_bench(sub)
-    return parser
-
-
-def _source(parser: argparse.ArgumentParser, what: str) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("program", nargs="?", metavar="FILE", help=f"the program to {what}")
-    source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
-    langs = ", ".join(LANGUAGES)
-    parser.add_argument("--lang", help=f"one of {langs} (default: from the file's extension)")
-    parser.add_argument(
-        "--trust",
-        choices=[t.value for t in TrustLevel],
-        help="trust level, which picks limits and runtime (default: the policy's, untrusted)",
-    )
-    parser.add_argument("--policy", type=Path, metavar="FILE", help="YAML policy file")
-
-
-def _add_run(sub: Any) -> None:
-    run = sub.add_parser(
-        "run",
-        help="run a program in a fresh hardened container",
-        description="Run a program once in a fresh, hardened, single-use container.",
-        epilog=RUN_EXITS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _source(run, "run")
-    run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
-    run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
-    run.add_argument(
-        "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
-    )
-    run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
-    run.add_argument(
-        "--file",
-        dest="input_files",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="copy a file into the working directory, under its own name (repeatable)",
-    )
-    run.add_argument(
-        "--output-file",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="collect a file the program writes, e.g. out/report.json (repeatable)",
-    )
-    run.add_argument(
-        "--output-dir",
-        type=Path,
-        default=Path("."),
-        metavar="DIR",
-        help="where collected files are written (default: .; checked before the run)",
-    )
-    run.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an environment variable for the program (repeatable)",
-    )
-    run.add_argument(
-        "--arg",
-        dest="program_args",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="a command-line argument for the program (repeatable, in order; --arg=-v for one "
-        "that starts with -)",
-    )
-    run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
-    run.add_argument(
-        "--override-reason",
-        metavar="TEXT",
-        help="run code the policy blocks, and record why (at least 20 characters by default)",
-    )
-    run.add_argument("--json", action="store_true", help="print one JSON object with the result")
-    run.set_defaults(handler=_cmd_run)
-
-
-def _add_assess(sub: Any) -> None:
-    assess = sub.add_parser(
-        "assess",
-        help="rate a program's risk without running it",
-        description="Rate a program's risk. Exits 0 if the policy would run it, 126 if not.",
-    )
-    _source(assess, "assess")
-    assess.add_argument(
-        "--semgrep", action="store_true", help="also run Semgrep (seconds; cached by code hash)"
-    )
-    assess.add_argument("--json", action="store_true", help="print one JSON object")
-    assess.set_defaults(handler=_cmd_assess)
-
-
-def _add_images(sub: Any) -> None:
-    images = sub.add_parser("images", help="build or list hazmat's images")
-    images_sub = images.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
-    build = images_sub.add_parser("build", help="build images from Debian packages (needs root)")
-    build.add_argument(
-        "--lang",
-        action="append",
-        default=[],
-        metavar="L",
-        help="only the image for this language or image name (repeatable)",
-    )
-    build.add_argument("--missing", action="store_true", help="skip images that are present")
-    build.set_defaults(handler=_cmd_images_build)
-    listing = images_sub.add_parser("list", help="show hazmat's images")
-    listing.add_argument("--json", action="store_true", help="print the images as JSON")
-    listing.set_defaults(handler=_cmd_images_list)
-
-
-def _add_bench(sub: Any) -> None:
-    bench = sub.add_parser(
-        "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
-    )
-    bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
-    bench.add_argument(
-        "--lang", action="append", help="a language (repeatable; default: all four)"
-    )
-    bench.add_argument(
-        "--runtime",
-        action="append",
-        choices=["runc", "runsc"],
-        help="a runtime (repeatable; default: both, if the engine has them)",
-    )
-    bench.add_argument(
-        "--throughput-seconds",
-        type=float,
-        default=60.0,
-        help="seconds per throughput measurement (default 60; 0 skips it)",
-    )
-    bench.add_argument(
-        "--callers", type=int, default=4, help="concurrent callers for throughput (default 4)"
-    )
-    bench.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
-    bench.set_defaults(handler=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:

@@ -97,10 +97,10 @@ def test_a_pooled_container_that_died_is_replaced_not_used(pool: Sandbox, engine
     assert isinstance(backend, PoolBackend)
     spec = pool.warm("python", runtime="runc")
     assert backend.wait_ready(spec, 2)
-    victims = [s.cid for s in backend._ready[spec]]
+    victims = [s.cid for s in backend.ready_leases(spec)]
     for cid in victims:
         engine.api.kill(cid)
-    time.sleep(0.5)
+        engine.api.wait(cid, timeout=30)  # stopped: its attach stream has ended
     result = pool.run("print('fine')", runtime="runc")
     assert result.outcome is Outcome.OK and result.stdout == "fine\n", result
     assert result.container_id not in victims
@@ -115,13 +115,13 @@ def test_containers_older_than_max_age_are_replaced(engine: Engine) -> None:
         assert isinstance(backend, PoolBackend)
         spec = sb.warm("python", runtime="runc")
         assert backend.wait_ready(spec, 1)
-        first = backend._ready[spec][0].cid
+        first = backend.ready_leases(spec)[0].cid
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and _exists(engine, first):
             time.sleep(0.2)
         assert not _exists(engine, first), "an aged container was kept"
         assert backend.wait_ready(spec, 1)
-        assert backend._ready[spec][0].cid != first
+        assert backend.ready_leases(spec)[0].cid != first
 
 
 def test_close_removes_every_pooled_container(engine: Engine) -> None:
@@ -130,7 +130,7 @@ def test_close_removes_every_pooled_container(engine: Engine) -> None:
     assert isinstance(backend, PoolBackend)
     spec = sb.warm("python", runtime="runc")
     assert backend.wait_ready(spec, 2)
-    held = [s.cid for s in backend._ready[spec]]
+    held = [s.cid for s in backend.ready_leases(spec)]
     sb.close()
     assert not any(_exists(engine, cid) for cid in held)
     mine = engine.api.containers(
@@ -220,9 +220,7 @@ def test_a_container_that_differs_gets_no_job_and_is_a_security_event(
     with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sb:
         if pooled:
             sb.warm("python", runtime="runc")
-            deadline = time.monotonic() + 60
-            while backend.stats.failed == 0 and time.monotonic() < deadline:
-                time.sleep(0.1)
+            assert backend.wait_for(lambda stats: stats.failed > 0, 60)
         result = sb.run("print('never')", runtime="runc")
     assert result.outcome is Outcome.INFRA_ERROR and result.stdout == ""
     assert any(p.startswith("read_only_root") for p in result.settings_mismatch)

@@ -16,6 +16,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -25,15 +26,15 @@ import docker.types
 import requests.exceptions
 
 from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends.agent import AGENT_SCRIPT, end_marker, file_marker, parse_files
+from hazmat.backends.agent import end_marker, file_marker, parse_files
 from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
-from hazmat.backends.runners import READY_LINE, RUNNERS
+from hazmat.backends.hardening import container_config
+from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, load_profile
-from hazmat.backends.stream import NotReady, pump, wait_ready
+from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
 from hazmat.backends.verify import SANDBOX_USER, check, expected, host_pids_limit
-from hazmat.languages import get_language
 from hazmat.policy import HostResources, Runtime
 
 __all__ = [
@@ -45,82 +46,11 @@ __all__ = [
     "host_pids_limit",
 ]
 
-WORKDIR = "/work"
 LABEL = "hazmat"
 # A container older than its deadline plus this is removed by any hazmat process's reaper.
 REAP_GRACE_S = 120
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
-_MiB = 1024 * 1024
-
-
-def heap_mb(memory_mb: int) -> int:
-    """The heap a managed runtime (V8) may grow to: three quarters of the container's memory,
-    so running out is the runtime's prompt, clear error rather than a slow thrash at the cap."""
-    return max(16, memory_mb * 3 // 4)
-
-
-def container_config(
-    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
-) -> dict[str, Any]:
-    """The create_container arguments for `spec`: every hardening setting lives here."""
-    lang = get_language(spec.language)
-    tmp_exec = "exec" if lang.exec_tmp else "noexec"
-    warm, runner = RUNNERS[lang.runner] if lang.runner else ("", "")
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": "/tmp",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "HAZMAT_WORKDIR": WORKDIR,
-        "HAZMAT_BUILD": lang.build,
-        "HAZMAT_RUN": lang.run,
-        "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
-        "HAZMAT_HEAP_MB": str(heap_mb(spec.memory_mb)),
-        **({"HAZMAT_RUNNER": runner} if runner else {}),
-        **lang.env,
-    }
-    fsize = (spec.tmpfs_mb + 1) * _MiB  # above the tmpfs size, so a full tmpfs says ENOSPC
-    host_config = docker.types.HostConfig(
-        version=api_version,
-        read_only=True,
-        network_mode="none",
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges=true", *seccomp.security_opt],
-        privileged=False,
-        init=True,
-        ipc_mode="private",
-        mem_limit=spec.memory_mb * _MiB,
-        memswap_limit=spec.memory_mb * _MiB,
-        nano_cpus=int(spec.cpus * 1e9),
-        pids_limit=host_pids_limit(spec),
-        shm_size=spec.tmpfs_mb * _MiB,
-        oom_score_adj=1000,
-        ulimits=[
-            docker.types.Ulimit(name="nofile", soft=spec.nofile, hard=spec.nofile),
-            docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
-            docker.types.Ulimit(name="core", soft=0, hard=0),
-        ],
-        tmpfs={
-            WORKDIR: f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,uid=65534,gid=65534,mode=0700",
-            "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={spec.tmpfs_mb}m,mode=1777",
-        },
-        log_config=docker.types.LogConfig(type="none"),
-        runtime=spec.runtime.value,
-    )
-    return {
-        "image": spec.image,
-        "command": ["/bin/sh", "-c", AGENT_SCRIPT],
-        "user": SANDBOX_USER,
-        "working_dir": WORKDIR,
-        "hostname": "sandbox",
-        "environment": env,
-        "stdin_open": True,
-        "tty": False,
-        "network_disabled": True,
-        "labels": labels,
-        "host_config": host_config,
-    }
 
 
 @dataclass
@@ -254,11 +184,8 @@ class DockerBackend(Backend):
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
-        cid = started.cid
-        want = job.payload.want
-        nonce = job.payload.nonce
         monitor = Monitor(started.cgroup) if started.cgroup else None
-        killer = threading.Thread(target=self._kill, args=(cid,), daemon=True)
+        killer = threading.Thread(target=self._kill, args=(started.cid,), daemon=True)
 
         def stop() -> None:
             if monitor is not None:
@@ -266,16 +193,7 @@ class DockerBackend(Backend):
             killer.start()
 
         try:
-            capture = pump(
-                started.sock,
-                job.payload.header() + job.payload.stdin,
-                timeout_s=job.limits.timeout_s,
-                output_cap=job.limits.output_bytes,
-                stop=stop,
-                marker=file_marker(nonce) if want else None,
-                files_cap=len(want) * (job.limits.max_file_bytes + 4096),
-                end=end_marker(nonce),
-            )
+            capture = self._pump(started, job, stop)
         finally:
             figures = monitor.stop() if monitor is not None else None
             # Tell the engine nobody reads any more, so a pending kill need not wait for us.
@@ -283,27 +201,18 @@ class DockerBackend(Backend):
                 started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
-        ended = capture.end_status is not None and not (
-            capture.timed_out or capture.output_exceeded
-        )
-        if ended:
-            exit_code: int | None = capture.end_status
-            engine_oom = False
-        else:
+        exit_code: int | None = capture.end_status
+        engine_oom = False
+        if exit_code is None or capture.timed_out or capture.output_exceeded:
             exit_code, engine_oom = self._final_state(started, job)
-        files, notes = parse_files(capture.files_blob, want) if want else ({}, [])
-        if not self.seccomp.text and job.runtime is Runtime.RUNC:
-            notes.append(MISSING_NOTE)
-        if capture.files_exceeded:
-            notes.append("output files section exceeded its cap; files dropped")
-            files = {}
         base = monitor.baseline if monitor is not None else None
+        files, notes = self._files(capture, job)
         return RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
             stderr=bytes(capture.stderr),
             duration_ms=capture.duration_ms,
-            container_id=cid,
+            container_id=started.cid,
             timed_out=capture.timed_out,
             oom_killed=engine_oom or _oom_since(base, figures),
             output_exceeded=capture.output_exceeded,
@@ -312,6 +221,31 @@ class DockerBackend(Backend):
             peak_memory_bytes=figures.memory_peak if figures else None,
             cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
         )
+
+    def _pump(self, started: Started, job: Job, stop: Callable[[], None]) -> Capture:
+        """Send the job, read the output until the agent's end marker, within the limits."""
+        want, nonce = job.payload.want, job.payload.nonce
+        return pump(
+            started.sock,
+            job.payload.header() + job.payload.stdin,
+            timeout_s=job.limits.timeout_s,
+            output_cap=job.limits.output_bytes,
+            stop=stop,
+            marker=file_marker(nonce) if want else None,
+            files_cap=len(want) * (job.limits.max_file_bytes + 4096),
+            end=end_marker(nonce),
+        )
+
+    def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
+        """The output files the agent sent, and notes on those it could not."""
+        want = job.payload.want
+        files, notes = parse_files(capture.files_blob, want) if want else ({}, [])
+        if not self.seccomp.text and job.runtime is Runtime.RUNC:
+            notes.append(MISSING_NOTE)
+        if capture.files_exceeded:
+            notes.append("output files section exceeded its cap; files dropped")
+            files = {}
+        return files, notes
 
     def _final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
         """Exit status and OOM flag from the engine, once the container has stopped."""

@@ -111,7 +111,10 @@ class PoolBackend(Backend, Generic[L]):
     @property
     def stats(self) -> PoolStats:
         with self._cond:
-            return PoolStats(**dict(self._counts), last_error=self._last_error)
+            return self._snapshot()
+
+    def _snapshot(self) -> PoolStats:  # with the lock held
+        return PoolStats(**dict(self._counts), last_error=self._last_error)
 
     def resources(self) -> HostResources:
         return self.leaser.resources()
@@ -126,12 +129,6 @@ class PoolBackend(Backend, Generic[L]):
 
     def wait_warm(self, spec: Spec, timeout_s: float) -> bool:
         return self.wait_ready(spec, self.settings.size, timeout_s)
-
-    def ready_count(self, spec: Spec | None = None) -> int:
-        with self._cond:
-            if spec is not None:
-                return len(self._ready.get(spec, ()))
-            return sum(len(q) for q in self._ready.values())
 
     def ready_leases(self, spec: Spec) -> list[L]:
         """The leases now ready for `spec`, oldest first (for tests and the benchmark)."""
@@ -153,7 +150,7 @@ class PoolBackend(Backend, Generic[L]):
         """Block until `condition(stats)` holds (tests wait on counters, not on the clock)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while not condition(PoolStats(**dict(self._counts), last_error=self._last_error)):
+            while not condition(self._snapshot()):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False

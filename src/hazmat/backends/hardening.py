@@ -1,0 +1,100 @@
+"""Every hardening setting of a sandbox container, in one place: what `create_container` is
+asked for. backends/verify.py reads the same settings back from the engine and compares them
+with what the policy demands, worked out independently of this file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import docker.types
+
+from hazmat.backends.agent import AGENT_SCRIPT
+from hazmat.backends.base import Spec
+from hazmat.backends.runners import RUNNERS
+from hazmat.backends.seccomp import SeccompProfile
+from hazmat.backends.verify import SANDBOX_USER, host_pids_limit
+from hazmat.languages import Language, get_language
+
+__all__ = ["WORKDIR", "container_config", "heap_mb"]
+
+WORKDIR = "/work"
+_MiB = 1024 * 1024
+
+
+def heap_mb(memory_mb: int) -> int:
+    """The heap a managed runtime (V8) may grow to: three quarters of the container's memory,
+    so running out is the runtime's prompt, clear error rather than a slow thrash at the cap."""
+    return max(16, memory_mb * 3 // 4)
+
+
+def container_config(
+    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
+) -> dict[str, Any]:
+    """The create_container arguments for `spec`: every hardening setting lives here."""
+    lang = get_language(spec.language)
+    return {
+        "image": spec.image,
+        "command": ["/bin/sh", "-c", AGENT_SCRIPT],
+        "user": SANDBOX_USER,
+        "working_dir": WORKDIR,
+        "hostname": "sandbox",
+        "environment": _environment(spec, lang),
+        "stdin_open": True,
+        "tty": False,
+        "network_disabled": True,
+        "labels": labels,
+        "host_config": _host_config(spec, lang, api_version, seccomp),
+    }
+
+
+def _environment(spec: Spec, lang: Language) -> dict[str, str]:
+    """The agent's environment; the program sees none of the HAZMAT_ variables."""
+    warm, runner = RUNNERS[lang.runner] if lang.runner else ("", "")
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "HAZMAT_WORKDIR": WORKDIR,
+        "HAZMAT_BUILD": lang.build,
+        "HAZMAT_RUN": lang.run,
+        "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
+        "HAZMAT_HEAP_MB": str(heap_mb(spec.memory_mb)),
+        **({"HAZMAT_RUNNER": runner} if runner else {}),
+        **lang.env,
+    }
+
+
+def _host_config(
+    spec: Spec, lang: Language, api_version: str, seccomp: SeccompProfile
+) -> dict[str, Any]:
+    tmp_exec = "exec" if lang.exec_tmp else "noexec"
+    fsize = (spec.tmpfs_mb + 1) * _MiB  # above the tmpfs size, so a full tmpfs says ENOSPC
+    return docker.types.HostConfig(  # type: ignore[no-any-return]
+        version=api_version,
+        read_only=True,
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges=true", *seccomp.security_opt],
+        privileged=False,
+        init=True,
+        ipc_mode="private",
+        mem_limit=spec.memory_mb * _MiB,
+        memswap_limit=spec.memory_mb * _MiB,
+        nano_cpus=int(spec.cpus * 1e9),
+        pids_limit=host_pids_limit(spec),
+        shm_size=spec.tmpfs_mb * _MiB,
+        oom_score_adj=1000,
+        ulimits=[
+            docker.types.Ulimit(name="nofile", soft=spec.nofile, hard=spec.nofile),
+            docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
+            docker.types.Ulimit(name="core", soft=0, hard=0),
+        ],
+        tmpfs={
+            WORKDIR: f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,uid=65534,gid=65534,mode=0700",
+            "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={spec.tmpfs_mb}m,mode=1777",
+        },
+        log_config=docker.types.LogConfig(type="none"),
+        runtime=spec.runtime.value,
+    )
