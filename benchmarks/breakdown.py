@@ -16,16 +16,15 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
+
+from docs_section import write_section
 
 from hazmat import Policy, Sandbox
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.pool import PoolBackend
 from hazmat.policy import PoolSettings
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- breakdown:begin -->", "<!-- breakdown:end -->"
 STAGES = ("assessment", "audit records", "container", "settle", "everything else")
 
 
@@ -94,12 +93,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        doc = DOCS.read_text()
-        if BEGIN not in doc:
-            doc += f"\n## Where a warm run's time goes\n\n{BEGIN}\n{END}\n"
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        DOCS.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+        write_section("breakdown", "Where a warm run's time goes", text)
 
 
 if __name__ == "__main__":

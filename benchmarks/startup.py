@@ -21,12 +21,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
+
+from docs_section import write_section
 
 from hazmat.bench import PRINT_ONE, _docker_run
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- startup:begin -->", "<!-- startup:end -->"
 HAZMAT = [sys.executable, "-m", "hazmat"]
 
 
@@ -84,12 +83,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        doc = DOCS.read_text()
-        if BEGIN not in doc:
-            doc += f"\n## Start-up of a whole process\n\n{BEGIN}\n{END}\n"
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        DOCS.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+        write_section("startup", "Start-up of a whole process", text)
 
 
 if __name__ == "__main__":
