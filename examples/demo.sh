@@ -68,6 +68,11 @@ echo "== The warm pool: containers started ahead of time, each used once (exampl
 expect 0 "$(dirname "$(command -v "$hazmat")")/python" "$here/pool.py"
 
 echo
+echo "== The program gets the environment and arguments you give it, and nothing of the host's =="
+expect 0 "$hazmat" run -c 'import os, sys; print(os.environ["GREETING"], sys.argv[1:], "USER" in os.environ)' \
+    --env GREETING=hello --arg world --arg "two words"
+
+echo
 echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 
