@@ -69,9 +69,7 @@ def add_audit_commands(sub: Any) -> None:
 
     consistency = commands.add_parser("consistency", help="prove the log extends an old checkpoint")
     common(consistency)
-    consistency.add_argument(
-        "old_checkpoint", type=Path, help="a checkpoint file saved earlier"
-    )
+    consistency.add_argument("old_checkpoint", type=Path, help="a checkpoint file saved earlier")
     consistency.set_defaults(handler=_consistency)
 
     pubkey = commands.add_parser("pubkey", help="print the log's verifier key")

@@ -18,6 +18,7 @@ __all__ = [
     "inclusion_proof",
     "leaf_hash",
     "node_hash",
+    "perfect_root",
     "root",
     "verify_consistency",
     "verify_inclusion",
@@ -67,6 +68,14 @@ class Frontier:
 
     def copy(self) -> Frontier:
         return Frontier(self.size, list(self.hashes))
+
+
+def perfect_root(nodes: Sequence[bytes]) -> bytes:
+    """The root of a perfect tree (a power of two) of nodes, without the general split."""
+    level = list(nodes)
+    while len(level) > 1:
+        level = [node_hash(level[i], level[i + 1]) for i in range(0, len(level), 2)]
+    return level[0]
 
 
 def root(leaves: Sequence[bytes]) -> bytes:

@@ -9,6 +9,7 @@ previous record's leaf hash; 64 zeros for the first) and `data`. The leaf hash i
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -73,7 +74,18 @@ _PREFIX = b'{"hash":"'
 _MIDDLE = b'","record":'
 _RECORD_AT = len(_PREFIX) + 64 + len(_MIDDLE)
 _KEYS = frozenset({"seq", "ts", "kind", "prev", "data"})
-_DECODE = json.JSONDecoder().decode  # records are UTF-8: skip json.loads' encoding detection
+_HEX64 = re.compile(rb"[0-9a-f]{64}")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise LineError("duplicate keys")
+    return out
+
+
+# records are UTF-8 (no encoding detection); a repeated key is an error, not "last wins"
+_DECODE = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
 
 
 def encode_line(record: Record, data: bytes | None = None) -> tuple[bytes, bytes]:
@@ -108,7 +120,9 @@ def parse_line_exact(line: bytes) -> tuple[Record, str, bytes]:
     ):
         raise LineError("not a record line")
     body = line[_RECORD_AT:-1]
-    stored = line[len(_PREFIX) : len(_PREFIX) + 64].decode("ascii", "replace")
+    if not _HEX64.fullmatch(line[len(_PREFIX) : len(_PREFIX) + 64]):
+        raise LineError("the stored hash is not 64 lowercase hex digits")
+    stored = line[len(_PREFIX) : len(_PREFIX) + 64].decode("ascii")
     try:
         inner = _DECODE(body.decode("utf-8"))
         if not isinstance(inner, dict) or inner.keys() != _KEYS:
@@ -122,6 +136,16 @@ def parse_line_exact(line: bytes) -> tuple[Record, str, bytes]:
         )
     except (ValueError, TypeError) as exc:
         raise LineError(f"not a record: {exc}") from None
-    if not isinstance(record.seq, int) or not isinstance(record.data, dict):
+    if (
+        type(record.seq) is not int
+        or not isinstance(record.data, dict)
+        or not all(isinstance(x, str) for x in (record.ts, record.kind, record.prev))
+    ):
         raise LineError("not a record: wrong types")
+    try:
+        canonical = rfc8785.dumps(inner)
+    except (ValueError, TypeError) as exc:
+        raise LineError(f"not a record: {exc}") from None
+    if canonical != body:
+        raise LineError("the record is not canonical JSON (RFC 8785)")
     return record, stored, body
