@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import AuditError, InputError
 from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
+from hazmat.audit.index import BLOCK
+from hazmat.audit.layout import io_message
 from hazmat.audit.log import default_audit_dir
 from hazmat.audit.merkle import (
-    consistency_proof,
-    inclusion_proof,
+    consistency_path,
+    inclusion_path,
     verify_consistency,
     verify_inclusion,
 )
-from hazmat.audit.records import LineError, parse_line
-from hazmat.audit.verify import Report, log_key, verify_log
+from hazmat.audit.tree import LogTree, TreeError
+from hazmat.audit.verify import verify_log
 
 __all__ = ["add_audit_commands"]
 
@@ -52,7 +55,7 @@ def add_audit_commands(sub: Any) -> None:
     )
     verify.add_argument("--anchor", type=Path, metavar="DIR", help="directory of anchor copies")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
-    verify.set_defaults(handler=_verify)
+    verify.set_defaults(handler=_io(_verify))
 
     show = commands.add_parser("show", help="print records")
     common(show)
@@ -60,21 +63,34 @@ def add_audit_commands(sub: Any) -> None:
         "--since", type=int, default=0, metavar="SEQ", help="start at this record (default 0)"
     )
     show.add_argument("--json", action="store_true", help="one JSON record per line")
-    show.set_defaults(handler=_show)
+    show.set_defaults(handler=_io(_show))
 
     proof = commands.add_parser("proof", help="inclusion proof of a record in the checkpoint")
     common(proof)
     proof.add_argument("seq", type=int, help="the record's sequence number")
-    proof.set_defaults(handler=_proof)
+    proof.set_defaults(handler=_io(_proof))
 
     consistency = commands.add_parser("consistency", help="prove the log extends an old checkpoint")
     common(consistency)
     consistency.add_argument("old_checkpoint", type=Path, help="a checkpoint file saved earlier")
-    consistency.set_defaults(handler=_consistency)
+    consistency.set_defaults(handler=_io(_consistency))
 
     pubkey = commands.add_parser("pubkey", help="print the log's verifier key")
     common(pubkey)
-    pubkey.set_defaults(handler=_pubkey)
+    pubkey.set_defaults(handler=_io(_pubkey))
+
+
+def _io(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """An unreadable file is the audit log's error (exit 74), never a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            raise AuditError(f"cannot read the audit log{where}: {io_message(exc)}") from None
+
+    return run
 
 
 def _dir(args: argparse.Namespace) -> Path:
@@ -85,15 +101,11 @@ def _dir(args: argparse.Namespace) -> Path:
 
 
 def _key(args: argparse.Namespace, directory: Path) -> VerifierKey:
-    if args.pubkey:
-        try:
-            return VerifierKey.decode(args.pubkey.read_text())
-        except (OSError, CheckpointError) as exc:
-            raise InputError(f"cannot use verifier key {args.pubkey}: {exc}") from None
-    key = log_key(directory, Report())
-    if key is None:
-        raise InputError(f"{directory} has no signing key")
-    return key
+    path = args.pubkey or directory / "pubkey"
+    try:
+        return VerifierKey.decode(path.read_text())
+    except (OSError, CheckpointError) as exc:
+        raise InputError(f"cannot use verifier key {path}: {exc}") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -103,19 +115,30 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict()))
         return 0 if report.ok else 1
-    print(f"audit log {directory}: {'INTACT' if report.ok else 'TAMPERED'}")
+    verdict = {"intact": "INTACT", "crash": "INTACT (crash tail)", "tampered": "TAMPERED"}
+    print(f"audit log {directory}: {verdict[report.verdict]}")
     last = report.verified_to - 1
     print(
         f"  verified records {report.verified_from}..{last} "
         f"({report.records} checked); expected 0..{report.expected_to - 1}"
     )
     if report.expired_segments:
-        print(f"  expired by retention (seals verified): segments {report.expired_segments}")
-    print(f"  checkpoints: {', '.join(report.checkpoints) or 'none'}")
-    if not args.pubkey and not args.checkpoint and not args.anchor:
+        print(f"  expired by retention (leaf hashes kept): segments {report.expired_segments}")
+    print(
+        f"  checkpoints: {len(report.checkpoints)} given or found, "
+        f"{report.checkpoints_verified} compared with the records"
+    )
+    if report.crash:
+        c = report.crash
         print(
-            "  note: checked against the log's own key and checkpoint only; cutting the tail "
-            "or replacing the whole log needs --pubkey and an anchor (--anchor/--checkpoint)"
+            f"  crash: {c['bytes']} bytes after record {c['after_seq']} in segment "
+            f"{c['segment']:06d} are a torn write (never acknowledged); the next writer cuts "
+            "and records them"
+        )
+    if not args.pubkey or (not args.checkpoint and not args.anchor):
+        print(
+            "  note: without --pubkey (a key kept elsewhere) and --anchor/--checkpoint, a cut "
+            "tail or a replaced log re-signed with the log's own key goes unnoticed"
         )
     if report.problem:
         p = report.problem
@@ -125,46 +148,29 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _records(directory: Path) -> list[tuple[int, bytes, dict[str, Any]]]:
-    out = []
-    for path in sorted((directory / "segments").glob("*.jsonl")):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise AuditError(f"cannot read {path}: {exc.strerror or exc}") from None
-        for line in data.splitlines():
-            try:
-                record, stored = parse_line(line)
-            except LineError as exc:
-                raise AuditError(f"{path}: {exc}; run `hazmat audit verify`") from None
-            out.append((record.seq, bytes.fromhex(stored), record.as_json()))
-    return out
-
-
 def _show(args: argparse.Namespace) -> int:
-    for seq, _, record in _records(_dir(args)):
-        if seq < args.since:
-            continue
-        if args.json:
-            print(json.dumps(record, ensure_ascii=False))
-            continue
-        data = dict(record["data"])
-        if isinstance(data.get("assessment"), dict):
-            data["level"] = data["assessment"].get("level")
-        summary = " ".join(
-            f"{k}={data[k]}"
-            for k in ("run", "language", "level", "decision", "outcome", "exit_code", "level_after")
-            if data.get(k) is not None
-        )
-        print(f"{seq:>8} {record['ts']} {record['kind']:<24} {summary}")
+    directory = _dir(args)
+    tree = LogTree(directory)
+    if not tree.spans:
+        return 0
+    first = max(args.since, tree.spans[0].first)
+    try:
+        for entry in tree.entries(first, tree.start_of(first)):
+            if entry.record is None:
+                continue  # expired: only its leaf hash is kept
+            record = entry.record.as_json()
+            if args.json:
+                print(json.dumps(record, ensure_ascii=False))
+                continue
+            data = dict(record["data"])
+            if isinstance(data.get("assessment"), dict):
+                data["level"] = data["assessment"].get("level")
+            keys = ("run", "language", "level", "decision", "outcome", "exit_code", "level_after")
+            summary = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
+            print(f"{entry.seq:>8} {record['ts']} {record['kind']:<24} {summary}")
+    except TreeError as exc:
+        raise AuditError(f"{directory}: {exc}; run `hazmat audit verify`") from None
     return 0
-
-
-def _leaves(directory: Path) -> list[bytes]:
-    records = _records(directory)
-    if records and records[0][0] != 0:
-        raise AuditError("proofs need every segment; the oldest ones expired by retention")
-    return [leaf for _, leaf, _ in records]
 
 
 def _latest(directory: Path, key: VerifierKey) -> Checkpoint:
@@ -174,27 +180,39 @@ def _latest(directory: Path, key: VerifierKey) -> Checkpoint:
         raise AuditError(f"no valid checkpoint in {directory}: {exc}") from None
 
 
+def _checked(tree: LogTree, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a proof with the cached index; if it does not verify, again from the records alone
+    (a stale index costs time). Records that cannot be read or hashed fail the proof."""
+    try:
+        result = attempt()
+    except TreeError:
+        result = {"verified": False}
+    if not result["verified"]:
+        tree.distrust_index()
+        try:
+            result = attempt()
+        except TreeError as exc:
+            result = {"verified": False, "detail": str(exc)}
+    return result
+
+
 def _proof(args: argparse.Namespace) -> int:
     directory = _dir(args)
     checkpoint = _latest(directory, _key(args, directory))
-    leaves = _leaves(directory)[: checkpoint.size]
     if not 0 <= args.seq < checkpoint.size:
         raise InputError(f"seq {args.seq} is not in the checkpoint (size {checkpoint.size})")
-    path = inclusion_proof(args.seq, leaves)
-    ok = verify_inclusion(args.seq, checkpoint.size, leaves[args.seq], path, checkpoint.root)
-    print(
-        json.dumps(
-            {
-                "seq": args.seq,
-                "leaf_hash": leaves[args.seq].hex(),
-                "tree_size": checkpoint.size,
-                "root": checkpoint.root.hex(),
-                "path": [h.hex() for h in path],
-                "verified": ok,
-            }
-        )
-    )
-    return 0 if ok else 1
+    tree = LogTree(directory)
+
+    def attempt() -> dict[str, Any]:
+        leaf = tree.block_leaves(args.seq // BLOCK)[args.seq % BLOCK]  # from the record's bytes
+        path = inclusion_path(args.seq, checkpoint.size, tree.subtree)
+        ok = verify_inclusion(args.seq, checkpoint.size, leaf, path, checkpoint.root)
+        return {"leaf_hash": leaf.hex(), "path": [h.hex() for h in path], "verified": ok}
+
+    result = {"seq": args.seq, "tree_size": checkpoint.size, "root": checkpoint.root.hex()}
+    result.update(_checked(tree, attempt))
+    print(json.dumps(result))
+    return 0 if result["verified"] else 1
 
 
 def _consistency(args: argparse.Namespace) -> int:
@@ -205,34 +223,30 @@ def _consistency(args: argparse.Namespace) -> int:
     except (OSError, CheckpointError) as exc:
         raise InputError(f"cannot use old checkpoint {args.old_checkpoint}: {exc}") from None
     new = _latest(directory, key)
-    leaves = _leaves(directory)[: new.size]
-    if old.size > new.size or old.size > len(leaves):
-        print(
-            json.dumps(
-                {
-                    "old_size": old.size,
-                    "new_size": new.size,
-                    "consistent": False,
-                    "detail": "the log is shorter than the old checkpoint",
-                }
-            )
-        )
+    result: dict[str, Any] = {
+        "old_size": old.size,
+        "new_size": new.size,
+        "old_root": old.root.hex(),
+        "new_root": new.root.hex(),
+    }
+    if old.size > new.size:
+        result.update(consistent=False, detail="the log is shorter than the old checkpoint")
+        print(json.dumps(result))
         return 1
-    proof = consistency_proof(old.size, leaves) if old.size else []
-    ok = old.size == 0 or verify_consistency(old.size, new.size, old.root, new.root, proof)
-    print(
-        json.dumps(
-            {
-                "old_size": old.size,
-                "new_size": new.size,
-                "old_root": old.root.hex(),
-                "new_root": new.root.hex(),
-                "proof": [h.hex() for h in proof],
-                "consistent": ok,
-            }
-        )
-    )
-    return 0 if ok else 1
+    tree = LogTree(directory)
+
+    def attempt() -> dict[str, Any]:
+        if old.size == 0:
+            return {"proof": [], "verified": True}
+        proof = consistency_path(old.size, new.size, tree.subtree)
+        ok = verify_consistency(old.size, new.size, old.root, new.root, proof)
+        return {"proof": [h.hex() for h in proof], "verified": ok}
+
+    checked = _checked(tree, attempt)
+    result["consistent"] = checked.pop("verified")
+    result.update(checked)
+    print(json.dumps(result))
+    return 0 if result["consistent"] else 1
 
 
 def _pubkey(args: argparse.Namespace) -> int:

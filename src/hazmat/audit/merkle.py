@@ -9,12 +9,14 @@ computing the root cost O(log n).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "EMPTY_ROOT",
     "Frontier",
+    "consistency_path",
     "consistency_proof",
+    "inclusion_path",
     "inclusion_proof",
     "leaf_hash",
     "node_hash",
@@ -88,17 +90,23 @@ def root(leaves: Sequence[bytes]) -> bytes:
 
 def inclusion_proof(index: int, leaves: Sequence[bytes]) -> list[bytes]:
     """The audit path for leaf `index` in the tree of `leaves` (RFC 9162, 2.1.3.1)."""
-    if not 0 <= index < len(leaves):
-        raise ValueError(f"leaf {index} is not in a tree of {len(leaves)}")
+    return inclusion_path(index, len(leaves), lambda lo, hi: root(leaves[lo:hi]))
+
+
+def inclusion_path(index: int, size: int, subtree: Callable[[int, int], bytes]) -> list[bytes]:
+    """As `inclusion_proof`, with `subtree(lo, hi)` giving the hash of leaves lo..hi-1 (from a
+    cache of subtree hashes, for instance)."""
+    if not 0 <= index < size:
+        raise ValueError(f"leaf {index} is not in a tree of {size}")
     path: list[bytes] = []
-    lo, hi = 0, len(leaves)
+    lo, hi = 0, size
     while hi - lo > 1:
         k = _split(hi - lo)
         if index < lo + k:
-            path.append(root(leaves[lo + k : hi]))
+            path.append(subtree(lo + k, hi))
             hi = lo + k
         else:
-            path.append(root(leaves[lo : lo + k]))
+            path.append(subtree(lo, lo + k))
             lo = lo + k
     return path[::-1]
 
@@ -128,19 +136,26 @@ def verify_inclusion(
 
 def consistency_proof(old_size: int, leaves: Sequence[bytes]) -> list[bytes]:
     """Proof that the tree of the first `old_size` leaves is a prefix (RFC 9162, 2.1.4.1)."""
-    if not 0 < old_size <= len(leaves):
-        raise ValueError(f"no consistency proof from {old_size} to {len(leaves)}")
-    return _subproof(old_size, leaves, True)
+    return consistency_path(old_size, len(leaves), lambda lo, hi: root(leaves[lo:hi]))
 
 
-def _subproof(m: int, leaves: Sequence[bytes], complete: bool) -> list[bytes]:
-    n = len(leaves)
+def consistency_path(old_size: int, size: int, subtree: Callable[[int, int], bytes]) -> list[bytes]:
+    """As `consistency_proof`, with `subtree(lo, hi)` giving subtree hashes."""
+    if not 0 < old_size <= size:
+        raise ValueError(f"no consistency proof from {old_size} to {size}")
+    return _subproof(old_size, 0, size, True, subtree)
+
+
+def _subproof(
+    m: int, lo: int, hi: int, complete: bool, subtree: Callable[[int, int], bytes]
+) -> list[bytes]:
+    n = hi - lo
     if m == n:
-        return [] if complete else [root(leaves)]
+        return [] if complete else [subtree(lo, hi)]
     k = _split(n)
     if m <= k:
-        return _subproof(m, leaves[:k], complete) + [root(leaves[k:])]
-    return _subproof(m - k, leaves[k:], False) + [root(leaves[:k])]
+        return _subproof(m, lo, lo + k, complete, subtree) + [subtree(lo + k, hi)]
+    return _subproof(m - k, lo + k, hi, False, subtree) + [subtree(lo, lo + k)]
 
 
 def verify_consistency(

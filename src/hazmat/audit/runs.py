@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
+import os
 import secrets
 import threading
 from collections import OrderedDict
@@ -178,19 +180,46 @@ class RunRecorder:
         return "".join(lines)[: self.code_cap]
 
 
-def _previous_from(log: AuditLog, session: str) -> str | None:
-    """The last complete code recorded for `session` in the current segment (other processes,
-    such as earlier CLI invocations, may have run it)."""
-    import json
+_LOOK_BACK = 4 * 1024 * 1024  # bytes of the newest segment searched for a session's last code
+_CHUNK = 256 * 1024
 
-    segments = sorted((log.dir / "segments").glob("*.jsonl"))
+
+def _previous_from(log: AuditLog, session: str) -> str | None:
+    """The last complete code recorded for `session` near the end of the newest segment (other
+    processes, such as earlier CLI invocations, may have run it). Reads backwards at most
+    4 MiB and parses only candidate lines; a partial line (a writer mid-append) is skipped."""
+    segments = sorted((log.dir / "segments").glob("[0-9][0-9][0-9][0-9][0-9][0-9].jsonl"))
     if not segments:
         return None
     needle = json.dumps(session)[1:-1].encode()
-    for line in reversed(segments[-1].read_bytes().splitlines()):
-        if b'"kind":"run.started"' not in line or needle not in line:
-            continue
+    try:
+        with segments[-1].open("rb") as f:
+            size = end = f.seek(0, os.SEEK_END)
+            carry = b""
+            while end > 0 and size - end < _LOOK_BACK:
+                start = max(0, end - _CHUNK)
+                f.seek(start)
+                chunk = f.read(end - start) + carry
+                end = start
+                if start:  # the first line may begin in the chunk before: keep it for then
+                    cut = chunk.find(b"\n") + 1 or len(chunk)
+                    carry, chunk = chunk[:cut], chunk[cut:]
+                for line in reversed(chunk.split(b"\n")):
+                    found = _session_code(line, needle, session)
+                    if found is not None:
+                        return found
+    except OSError:
+        return None
+    return None
+
+
+def _session_code(line: bytes, needle: bytes, session: str) -> str | None:
+    if b'"kind":"run.started"' not in line or needle not in line:
+        return None
+    try:
         data: Mapping[str, Any] = json.loads(line)["record"]["data"]
-        if data.get("session") == session and not data.get("code_truncated"):
-            return str(data["code"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if data.get("session") == session and not data.get("code_truncated"):
+        return str(data["code"])
     return None

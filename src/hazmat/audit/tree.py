@@ -93,21 +93,34 @@ class LogTree:
         raise TreeError(f"record {seq} is in no segment on disk")
 
     def start_of(self, seq: int) -> Position:
-        """Where record `seq` begins, found by the index (block starts) or by its segment."""
-        block = seq // BLOCK
-        if seq % BLOCK == 0 and block > 0 and self.trust_index:
-            entry = self.index.get(block - 1)
-            if entry is not None:
-                return Position(entry.segment, entry.end)
-        span = self.span_of(seq)
-        if span.expired:
-            return Position(span.number, (seq - span.first) * 32)
-        if seq == span.first:
-            return Position(span.number, 0)
-        for item in self.entries(span.first, Position(span.number, 0)):
+        """Where record `seq` begins: its block's start (from the index, or found in its
+        segment), then at most 1023 records read on."""
+        if self.spans and self.spans[-1].end == seq:  # just after the last sealed segment
+            last = self.spans[-1]
+            return Position(last.number, last.path.stat().st_size)
+        lo = seq - seq % BLOCK
+        position = self._block_start(lo)
+        if lo == seq:
+            return position
+        for item in self.entries(lo, position):
             if item.seq == seq - 1:
                 return item.end
-        raise TreeError(f"record {seq} is not in segment {span.number:06d}")
+        raise TreeError(f"the log ends before record {seq}")
+
+    def _block_start(self, lo: int) -> Position:
+        if lo and self.trust_index:
+            entry = self.index.get(lo // BLOCK - 1)
+            if entry is not None:
+                return Position(entry.segment, entry.end)
+        span = self.span_of(lo)
+        if span.expired:
+            return Position(span.number, (lo - span.first) * 32)
+        if lo == span.first:
+            return Position(span.number, 0)
+        for item in self.entries(span.first, Position(span.number, 0)):
+            if item.seq == lo - 1:
+                return item.end
+        raise TreeError(f"record {lo} is not in segment {span.number:06d}")
 
     def entries(self, seq: int, start: Position, stop: int | None = None) -> Iterator[Entry]:
         """Records from `seq` (beginning at `start`) to `stop` or the end of the log, each with
