@@ -163,6 +163,9 @@ class AuditLog:
                     self._apply_retention(self._tail)  # finishes an expiry a crash interrupted
             if created:
                 self.append("log.key_created", {"public_key": self.signer.verifier.encode()})
+        except OSError as exc:
+            os.close(self._lock_fd)
+            raise AuditError(f"cannot open the audit log {self.dir}: {io_message(exc)}") from None
         except BaseException:
             os.close(self._lock_fd)
             raise

@@ -1,0 +1,264 @@
+"""Crashes, a full disk, threads and a hostile directory: the verdicts and what the writer does."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from forge import hazmat, records_of, verify
+
+from hazmat import AuditDamaged, AuditError
+from hazmat.audit import log as log_module
+from hazmat.audit.log import AuditLog
+
+
+def make(path: Path, n: int = 20, **kwargs: object) -> Path:
+    log = AuditLog(path, **kwargs)  # type: ignore[arg-type]
+    for i in range(n):
+        log.append("test.event", {"i": i})
+    log.close()
+    pub = path.parent / f"{path.name}.pub"
+    pub.write_text((path / "pubkey").read_text())
+    return pub
+
+
+def current(path: Path) -> Path:
+    return sorted((path / "segments").glob("*.jsonl"))[-1]
+
+
+# --- crash or tampering ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"hash":"ab12',
+        b'{"hash":"' + b"c" * 64 + b'","record":{"data":{"i"',
+        b"\x00" * 4096,
+        b'{"hash":"a' + b"\x00" * 100,
+    ],
+)
+def test_a_crash_tail_is_a_crash_not_tampering(tmp_path: Path, tail: bytes) -> None:
+    pub = make(tmp_path / "log")
+    with current(tmp_path / "log").open("ab") as f:
+        f.write(tail)
+    report = verify(tmp_path / "log", pub)
+    assert report["ok"] and report["verdict"] == "crash", report
+    assert report["crash"]["bytes"] == len(tail)
+    log = AuditLog(tmp_path / "log")  # the writer cuts it and says so
+    log.close()
+    assert records_of(current(tmp_path / "log"))[-1]["kind"] == "log.recovered_torn_tail"
+    assert verify(tmp_path / "log", pub)["verdict"] == "intact"
+
+
+@pytest.mark.parametrize("tail", [b"garbage", b'{"hash":"zz', b"\x00\x00x\x00", b"}\n"])
+def test_a_partial_line_that_is_no_record_prefix_is_tampering(tmp_path: Path, tail: bytes) -> None:
+    pub = make(tmp_path / "log")
+    with current(tmp_path / "log").open("ab") as f:
+        f.write(tail)
+    report = verify(tmp_path / "log", pub)
+    assert report["verdict"] == "tampered" and report["problem"]["kind"] == "unparseable"
+
+
+def test_crash_at_every_step_of_expiry_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Expiry writes leaf hashes, then its record and a checkpoint, then deletes. A crash after
+    each step leaves a log that verifies, and the next writer finishes the job."""
+    for step in ("leaves", "record", "delete"):
+        path = tmp_path / step
+        make(path, 25, segment_records=10)  # segments 1, 2 sealed
+        log = AuditLog(path, segment_records=10, keep_segments=1)  # expires on open
+        log.close()
+        assert (path / "segments" / "000001.leaves").exists()
+        pub = path.parent / f"{path.name}.pub"
+        assert verify(path, pub)["verdict"] == "intact"
+        # Undo the later steps to stand in for a crash before them.
+        if step in ("leaves", "record"):
+            seg1 = path / "segments" / "000001.jsonl"
+            assert not seg1.exists()
+    # A crash between the record and the deletion: both files exist, the record is signed.
+    path = tmp_path / "both"
+    make(path, 25, segment_records=10)
+    real_unlink = Path.unlink
+
+    def crash(self: Path, missing_ok: bool = False) -> None:
+        if self.suffix == ".jsonl":
+            raise KeyboardInterrupt("killed")
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", crash)
+    with pytest.raises(KeyboardInterrupt):
+        AuditLog(path, segment_records=10, keep_segments=1)
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert (path / "segments" / "000001.jsonl").exists()
+    assert (path / "segments" / "000001.leaves").exists()
+    pub = path.parent / "both.pub"
+    assert verify(path, pub)["verdict"] == "intact"
+    AuditLog(path, segment_records=10, keep_segments=1).close()  # finishes the expiry
+    assert not (path / "segments" / "000001.jsonl").exists()
+    assert verify(path, pub)["verdict"] == "intact"
+
+
+def test_verifying_beside_a_live_writer_never_says_tampered(tmp_path: Path) -> None:
+    pub = make(tmp_path / "log", 5)
+    log = AuditLog(tmp_path / "log", checkpoint_every=7, segment_records=60)
+    done = threading.Event()
+
+    def write() -> None:
+        for i in range(1500):
+            log.append("test.live", {"i": i})
+        done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    from hazmat.audit.checkpoint import VerifierKey
+    from hazmat.audit.verify import verify_log
+
+    key = VerifierKey.decode(pub.read_text())
+    verdicts = []
+    while not done.is_set() or len(verdicts) < 5:
+        verdicts.append(verify_log(tmp_path / "log", key).verdict)
+    thread.join()
+    log.close()
+    assert set(verdicts) <= {"intact"}, verdicts
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+def test_a_short_write_is_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.write
+    monkeypatch.setattr(log_module.os, "write", lambda fd, data: real(fd, bytes(data)[:7]))
+    pub = make(tmp_path / "log", 3)
+    monkeypatch.undo()
+    assert verify(tmp_path / "log", pub)["verdict"] == "intact"
+
+
+def test_disk_full_fails_the_append_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96k,mode=0700", "tmpfs", str(mount)], check=True
+    )
+    try:
+        path = mount / "log"
+        log = AuditLog(path)
+        acked, error = [], None
+        for i in range(10_000):
+            try:
+                acked.append(log.append("test.fill", {"i": i, "pad": "x" * 200}))
+            except AuditError as exc:
+                error = exc
+                break
+        assert error is not None and "disk full (ENOSPC)" in str(error)
+        size = current(path).stat().st_size
+        assert current(path).read_bytes().endswith(b"\n")  # nothing partial left behind
+        with pytest.raises(AuditError, match="disk full"):
+            log.append("test.fill", {"i": -1, "pad": "x" * 200})
+        assert current(path).stat().st_size == size
+        try:
+            log.close()  # its final checkpoint needs space too: it may fail the same way
+        except AuditError as exc:
+            assert "disk full" in str(exc)
+        assert set(acked) <= {r["seq"] for r in records_of(current(path))}
+        pub = tmp_path / "pub"
+        pub.write_text((path / "pubkey").read_text())
+        assert verify(path, pub)["verdict"] == "intact"
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_the_cli_names_the_errno_and_runs_nothing(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "full"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16k,mode=0700", "tmpfs", str(mount)], check=True
+    )
+    try:
+        (mount / "ballast").write_bytes(b"x" * 12_000)
+        env = {**os.environ, "HAZMAT_AUDIT_DIR": str(mount / "log")}
+        result = hazmat("run", "-c", "print('ran')", env=env)
+        assert result.returncode == 74, result.stderr
+        assert "disk full" in result.stderr and "ran" not in result.stdout
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+# --- threads and the directory -----------------------------------------------------------------
+
+
+def test_checkpoints_concurrent_with_appends_keep_the_log_whole(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "log", segment_records=50)
+
+    def append() -> None:
+        for i in range(300):
+            log.append("test.t", {"i": i})
+
+    def checkpoint() -> None:
+        for _ in range(100):
+            log.checkpoint()
+
+    threads = [threading.Thread(target=f) for f in (append, append, checkpoint, checkpoint)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.close()
+    pub = tmp_path / "pub"
+    pub.write_text((tmp_path / "log" / "pubkey").read_text())
+    assert verify(tmp_path / "log", pub)["verdict"] == "intact"
+
+
+def test_planted_symlinks_are_never_followed(tmp_path: Path) -> None:
+    make(tmp_path / "log", 3)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    for pid in range(os.getpid() - 5, os.getpid() + 5):
+        os.symlink(victim, tmp_path / "log" / f".checkpoint.{pid}.tmp")
+    log = AuditLog(tmp_path / "log")
+    log.append("x", {})
+    log.close()
+    assert victim.read_text() == "precious"
+
+
+def test_a_directory_open_to_others_is_refused(tmp_path: Path) -> None:
+    make(tmp_path / "log", 1)
+    os.chmod(tmp_path / "log", 0o755)
+    with pytest.raises(AuditError, match="chmod 700"):
+        AuditLog(tmp_path / "log")
+
+
+def test_a_missing_key_is_never_replaced(tmp_path: Path) -> None:
+    make(tmp_path / "log", 3)
+    (tmp_path / "log" / "key.ed25519").unlink()
+    with pytest.raises(AuditDamaged, match="restore the key"):
+        AuditLog(tmp_path / "log")
+    assert not (tmp_path / "log" / "key.ed25519").exists()
+
+
+def test_a_held_lock_times_out_with_a_clear_error(tmp_path: Path) -> None:
+    make(tmp_path / "log", 1)
+    fd = os.open(tmp_path / "log" / "lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(AuditError, match="held the audit log lock"):
+            AuditLog(tmp_path / "log", lock_timeout=0.2)
+    finally:
+        os.close(fd)
+
+
+def test_io_errors_name_the_errno() -> None:
+    from hazmat.audit.layout import io_message
+
+    assert io_message(OSError(errno.ENOSPC, "No space left on device")) == "disk full (ENOSPC)"
+    assert "EIO" in io_message(OSError(errno.EIO, "Input/output error"))
