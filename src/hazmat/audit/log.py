@@ -408,6 +408,7 @@ class AuditLog:
         tree = LogTree(self.dir, listing)
         tree.index = self.index
         tree.write_index = True
+        tree.parse = False  # the roots bind the hashes; the records after them are parsed below
         checkpoints = self._honoured(listing)
         for source, cp in checkpoints:
             tree.fresh = {(cp.size - 1) // BLOCK}  # record size-1 itself is always read and hashed
@@ -475,6 +476,7 @@ class AuditLog:
                     tree.block_leaves(start // BLOCK)[: start % BLOCK] if start % BLOCK else []
                 )
             position = tree.start_of(start) if start else Position(tree.spans[0].number, 0)
+            tree.parse = True
             for entry in tree.entries(start, position):
                 if entry.record is None or entry.record.prev != tail.prev:
                     raise TreeError(f"record {entry.seq} does not chain to record {entry.seq - 1}")
