@@ -65,8 +65,9 @@ def cli(directory: Path, *args: str) -> tuple[float, float, dict[str, object]]:
     times, peaks = [], []
     for _ in range(3):
         started = time.perf_counter()
-        peak = subprocess.run([sys.executable, "-c", PEAK, *command], capture_output=True,
-                              text=True, check=True)
+        peak = subprocess.run(
+            [sys.executable, "-c", PEAK, *command], capture_output=True, text=True, check=True
+        )
         times.append((time.perf_counter() - started) * 1000)
         peaks.append(int(peak.stdout.split()[-1]) / 1024)
     out = subprocess.run(command, capture_output=True, text=True)
@@ -93,8 +94,11 @@ def main() -> None:
             cons_ms, cons_mb, cons = cli(directory, "consistency", str(old))
             assert proof["verified"] and cons["consistent"], (proof, cons)
             rows.append((size, opened, proof_ms, proof_mb, cons_ms, cons_mb))
-            print(f"  {size:,}: open {opened:.1f} ms, proof {proof_ms:.0f} ms "
-                  f"{proof_mb:.0f} MB, consistency {cons_ms:.0f} ms {cons_mb:.0f} MB", flush=True)
+            print(
+                f"  {size:,}: open {opened:.1f} ms, proof {proof_ms:.0f} ms "
+                f"{proof_mb:.0f} MB, consistency {cons_ms:.0f} ms {cons_mb:.0f} MB",
+                flush=True,
+            )
     table = [
         f"Measured {datetime.now(UTC):%Y-%m-%d} with `benchmarks/audit_scale.py` on /var/tmp. "
         "Open: `AuditLog(dir)` (lock, compare with every signed checkpoint, read the tail), "

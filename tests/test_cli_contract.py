@@ -59,7 +59,7 @@ def test_an_unexpected_failure_is_a_message_not_a_traceback(
     log = tmp_path / "log"
     (log / "segments").mkdir(parents=True)
     (log / "origin").write_text("x")
-    (log / "segments" / "000000.jsonl").mkdir()  # a folder where a segment should be
+    (log / "segments" / "000001.jsonl").mkdir()  # a folder where a segment should be
     code, _, err = run_cli(capsys, "audit", "show", "--log", str(log))
     assert code == 74 and "cannot read" in err and "Traceback" not in err
 

@@ -106,27 +106,48 @@ def test_crash_at_every_step_of_expiry_verifies(
 
 
 def test_verifying_beside_a_live_writer_never_says_tampered(tmp_path: Path) -> None:
-    pub = make(tmp_path / "log", 5)
-    log = AuditLog(tmp_path / "log", checkpoint_every=7, segment_records=60)
-    done = threading.Event()
+    """300 verifications, each while another process appends 20 records (with seals and
+    checkpoints on the way)."""
+    import sys
 
-    def write() -> None:
-        for i in range(1500):
-            log.append("test.live", {"i": i})
-        done.set()
-
-    thread = threading.Thread(target=write)
-    thread.start()
     from hazmat.audit.checkpoint import VerifierKey
     from hazmat.audit.verify import verify_log
 
+    pub = make(tmp_path / "log", 5)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(tmp_path / "log")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
     key = VerifierKey.decode(pub.read_text())
     verdicts = []
-    while not done.is_set() or len(verdicts) < 5:
-        verdicts.append(verify_log(tmp_path / "log", key).verdict)
-    thread.join()
-    log.close()
-    assert set(verdicts) <= {"intact"}, verdicts
+    for _ in range(300):
+        writer.stdin.write("go\n")
+        writer.stdin.flush()  # the writer appends while this verification runs
+        verdicts.append(verify_log(tmp_path / "log", key))
+        assert writer.stdout.readline() == "done\n"
+    writer.stdin.close()
+    assert writer.wait(timeout=60) == 0
+    writer.stdout.close()
+    bad = [(r.verdict, r.problem) for r in verdicts if r.verdict != "intact"]
+    assert not bad, bad[:3]
+    assert len({r.verified_to for r in verdicts}) > 100  # each saw the log at another size
+
+
+WRITER = """
+import sys
+from hazmat.audit.log import AuditLog
+log = AuditLog(sys.argv[1], checkpoint_every=7, segment_records=60)
+n = 0
+for _ in sys.stdin:
+    for _ in range(20):
+        log.append("test.live", {"n": n, "pad": "x" * (n % 40) * 30})
+        n += 1
+    print("done", flush=True)
+log.close()
+"""
 
 
 # --- a full disk ------------------------------------------------------------------------------
@@ -231,11 +252,23 @@ def test_planted_symlinks_are_never_followed(tmp_path: Path) -> None:
     assert victim.read_text() == "precious"
 
 
-def test_a_directory_open_to_others_is_refused(tmp_path: Path) -> None:
+def test_a_directory_others_can_write_is_refused(tmp_path: Path) -> None:
     make(tmp_path / "log", 1)
-    os.chmod(tmp_path / "log", 0o755)
+    os.chmod(tmp_path / "log", 0o775)
     with pytest.raises(AuditError, match="chmod 700"):
         AuditLog(tmp_path / "log")
+    if os.geteuid() == 0:  # only root can give the directory away
+        os.chown(tmp_path / "log", 4321, -1)
+        os.chmod(tmp_path / "log", 0o700)
+        with pytest.raises(AuditError, match="belongs to uid 4321"):
+            AuditLog(tmp_path / "log")
+
+
+def test_a_directory_others_can_read_is_closed(tmp_path: Path) -> None:
+    make(tmp_path / "log", 1)
+    os.chmod(tmp_path / "log", 0o755)
+    AuditLog(tmp_path / "log").close()
+    assert (tmp_path / "log").stat().st_mode & 0o777 == 0o700
 
 
 def test_a_missing_key_is_never_replaced(tmp_path: Path) -> None:
@@ -262,3 +295,16 @@ def test_io_errors_name_the_errno() -> None:
 
     assert io_message(OSError(errno.ENOSPC, "No space left on device")) == "disk full (ENOSPC)"
     assert "EIO" in io_message(OSError(errno.EIO, "Input/output error"))
+
+
+def test_the_session_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path: Path) -> None:
+    from hazmat.audit.runs import _previous_from
+
+    log = AuditLog(tmp_path / "log")
+    log.append("run.started", {"session": "s1", "code": "print(1)\n", "code_truncated": False})
+    log.append("run.started", {"session": "s2", "code": "x", "code_truncated": False})
+    with current(tmp_path / "log").open("ab") as f:
+        f.write(b'{"hash":"00","record":{"data":{"session":"s1","kind":"run.started"')
+    assert _previous_from(log, "s1") == "print(1)\n"  # no JSONDecodeError on the partial line
+    assert _previous_from(log, "nobody") is None
+    log.close()

@@ -151,6 +151,9 @@ def _verify(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     directory = _dir(args)
     tree = LogTree(directory)
+    if tree.listing.unexpected:
+        names = ", ".join(p.name for p in tree.listing.unexpected)
+        raise AuditError(f"{directory}: not part of the log: {names}; run `hazmat audit verify`")
     if not tree.spans:
         return 0
     first = max(args.since, tree.spans[0].first)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import re
 import stat
@@ -42,6 +43,7 @@ __all__ = [
     "write_fully",
 ]
 
+_log = logging.getLogger(__name__)
 _SEGMENT = re.compile(r"([0-9]{6})\.(jsonl|leaves)")
 _SEAL = re.compile(r"([0-9]{6})\.json")
 _TEMP = re.compile(r"\.[^/]*\.tmp")  # our own mkstemp leftovers (a crash mid-write)
@@ -105,7 +107,8 @@ def io_message(exc: OSError) -> str:
 
 def check_directory(path: Path) -> None:
     """The log directory must belong to us and be closed to everyone else (mode 0700): a
-    directory others can write lets them swap files under the writer."""
+    directory others can write lets them swap files under the writer, so it is refused; one
+    others can only read (records hold code) is closed to them."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError as exc:
@@ -117,11 +120,14 @@ def check_directory(path: Path) -> None:
             f"the audit log {path} belongs to uid {st.st_uid}, not to this process "
             f"(uid {os.geteuid()}); run hazmat as its owner or give it its own directory"
         )
-    if st.st_mode & 0o077:
+    if st.st_mode & 0o022:
         raise AuditError(
-            f"the audit log {path} is open to other users (mode {st.st_mode & 0o777:o}); "
-            f"run `chmod 700 {path}`"
+            f"the audit log {path} is writable by other users (mode {st.st_mode & 0o777:o}), "
+            f"so its files may have been swapped; check them, then run `chmod 700 {path}`"
         )
+    if st.st_mode & 0o077:  # ours and only readable by others: close it (records hold code)
+        os.chmod(path, 0o700)
+        _log.warning("audit log %s was readable by other users; its mode is now 0700", path)
 
 
 def write_fully(fd: int, data: bytes) -> None:
@@ -179,7 +185,7 @@ def flocked(fd: int, path: Path, timeout: float, shared: bool = False) -> Iterat
                     f"find it with `fuser -v {path}`"
                 ) from None
             time.sleep(delay)  # polling the lock: flock(2) itself has no timeout
-            delay = min(delay * 2, 0.05)
+            delay = min(delay * 2, 0.005)
     try:
         yield
     finally:

@@ -258,8 +258,10 @@ class _Walk:
                     raise _Stop
         self._check_retention(self.signed)
 
-    def _forks(self) -> None:
-        for size, cps in sorted(self.roots.items()):
+    def _forks(self, only: int | None = None) -> None:
+        sizes = sorted(self.roots) if only is None else [only]
+        for size in sizes:
+            cps = self.roots.get(size, [])
             roots = {cp.root for _, cp in cps}
             if len(roots) > 1:
                 sources = ", ".join(s for s, _ in cps)
@@ -411,7 +413,7 @@ class _Walk:
             raise _Stop
         self.roots.setdefault(cp.size, []).append((f"seal {segment_name(number)}", cp))
         self.signed = max(self.signed, cp.size)
-        self._forks()
+        self._forks(cp.size)
         seal["_frontier"] = frontier
         return seal
 
