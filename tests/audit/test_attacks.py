@@ -251,6 +251,28 @@ def test_proof_does_not_vouch_for_an_edited_record(world: tuple[Path, Path, Path
     assert result.returncode == 1 and json.loads(result.stdout)["verified"] is False
 
 
+def test_consistency_does_not_vouch_for_an_edited_history(
+    world: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    log_dir, anchor, pubkey = world
+    old = tmp_path / "old.cp"
+    old.write_text((log_dir / "checkpoint").read_text())
+    log = AuditLog(log_dir, anchor=anchor, segment_records=15)
+    for i in range(5):
+        log.append("test.more", {"i": i})
+    log.close()
+    args = ("audit", "consistency", str(old), "--log", str(log_dir), "--pubkey", str(pubkey))
+    assert json.loads(hazmat(*args).stdout)["consistent"] is True
+    seg = log_dir / "segments" / "000002.jsonl"
+    rows = seg.read_bytes().splitlines(keepends=True)
+    record = json.loads(rows[4])["record"]
+    record["data"]["text"] = "edited"
+    rows[4] = line_of(record)
+    seg.write_bytes(b"".join(rows))
+    result = hazmat(*args)
+    assert result.returncode == 1 and json.loads(result.stdout)["consistent"] is False
+
+
 def test_a_forged_index_costs_time_not_a_verdict(world: tuple[Path, Path, Path]) -> None:
     log_dir, anchor, pubkey = world
     log = AuditLog(log_dir, anchor=anchor, segment_records=15)
