@@ -142,3 +142,9 @@ def test_output_dir_is_created_when_missing(tmp_path: Path) -> None:
     broken.symlink_to(tmp_path / "nowhere")
     with pytest.raises(Exception, match="broken symbolic link"):
         output_dir.prepare(broken)
+
+
+def test_json_errors_carry_no_raw_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "run", "-c", "1", "--lang", "co\x85bol\x1b[2J", "--json")
+    assert code == 2 and all(ch == "\n" or 0x20 <= ord(ch) < 0x7F for ch in out)
+    assert "unknown language" in json.loads(out)["error"]["message"]

@@ -235,6 +235,19 @@ def test_infrastructure_failures_are_recorded_too(tmp_path: Path) -> None:
     assert kinds == [("run.started", None), ("run.finished", "infra_error")]
 
 
+def test_a_backend_bug_is_a_recorded_result_not_an_exception(tmp_path: Path) -> None:
+    """Whatever breaks inside the backend (a parser meeting forged bytes, say), the caller gets
+    an infra_error result and the log gets its run.finished."""
+    from hazmat.audit.log import AuditLog
+
+    backend = RecordingBackend(error=ValueError("invalid literal for int(): '²'"))
+    with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sandbox:
+        result = sandbox.run("print(1)")
+        kinds = [(k, d.get("outcome")) for k, d in audit_records(sandbox) if k.startswith("run.")]
+    assert result.outcome.value == "infra_error" and "ValueError" in (result.error or "")
+    assert kinds == [("run.started", None), ("run.finished", "infra_error")]
+
+
 def test_nothing_runs_when_the_audit_log_cannot_record(tmp_path: Path) -> None:
     from hazmat import AuditError
     from hazmat.audit.log import AuditLog

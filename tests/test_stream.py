@@ -118,18 +118,18 @@ def test_file_marker_split_across_frames_is_found() -> None:
     thread.join()
     assert bytes(capture.stdout) == b"program output"
     assert not capture.output_exceeded  # the marker does not count as output
-    files, notes = parse_files(capture.files_blob, ["out.txt"])
+    files, notes = parse_files(capture.files_blob, ["out.txt"], 1024)
     assert files == {"out.txt": b"abc"} and notes == []
 
 
 def test_parse_files_reports_missing_large_and_malformed() -> None:
     blob = b"missing 0 a\ntoo_large 99 b\nfile 2 c\nxyfile 5 d\nab"
-    files, notes = parse_files(blob, ["a", "b", "c", "d"])
+    files, notes = parse_files(blob, ["a", "b", "c", "d"], 1024)
     assert files == {"c": b"xy"}
     assert any("'a'" in n for n in notes) and any("99 bytes" in n for n in notes)
     assert any("malformed" in n for n in notes)
-    assert parse_files(None, ["a"])[1][0].startswith("output files not collected")
-    forged, notes = parse_files(b"file 1 not-asked\nx", ["a"])
+    assert parse_files(None, ["a"], 1024)[1][0].startswith("output files not collected")
+    forged, notes = parse_files(b"file 1 not-asked\nx", ["a"], 1024)
     assert forged == {} and "malformed" in notes[0]
 
 
@@ -217,7 +217,7 @@ def test_end_status_comes_after_the_files_section() -> None:
     released.set()
     thread.join()
     assert capture.end_status == 137 and bytes(capture.stdout) == b"x"
-    assert parse_files(capture.files_blob, ["o"]) == ({"o": b"hi"}, [])
+    assert parse_files(capture.files_blob, ["o"], 1024) == ({"o": b"hi"}, [])
 
 
 def test_wait_ready_wants_the_ready_line_first() -> None:

@@ -72,7 +72,7 @@ def _fail(as_json: bool, kind: str, message: str, code: int) -> int:
     try:
         if as_json:
             error = {"type": kind, "message": message, "exit_code": code}
-            print(json.dumps({"error": error}, ensure_ascii=False), flush=True)
+            print(json.dumps({"error": error}, ensure_ascii=True), flush=True)
         print(f"hazmat: error: {message}", file=sys.stderr, flush=True)
     except BrokenPipeError:
         _silence_stdout()

@@ -262,6 +262,10 @@ class Sandbox:
             return dataclasses.replace(failed, settings_mismatch=exc.problems)
         except InfraError as exc:
             return infra_result(plan, str(exc), (time.monotonic() - began) * 1000)
+        except Exception as exc:  # a bug of ours: the run still gets a result and its record
+            log.exception("run %s: the backend failed", run_id)
+            message = f"internal error in the backend ({type(exc).__name__}: {exc})"
+            return infra_result(plan, message, (time.monotonic() - began) * 1000)
 
     def _semgrep_later(
         self, run_id: str, request: ExecutionRequest, assessment: Assessment

@@ -77,3 +77,12 @@ def test_consistency_with_an_old_checkpoint(tmp_path: Path) -> None:
 def test_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
     result = hazmat("verify", "--log", str(tmp_path / "nothing"))
     assert result.returncode == 2 and "is not a hazmat audit log" in result.stderr
+
+
+def test_json_output_carries_no_raw_control_characters(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path)
+    log.append("test.event", {"text": "a\x85b\x9b[31m\x7f\u2028"})
+    log.close()
+    shown = hazmat("show", "--log", str(tmp_path), "--json").stdout
+    assert all(ch == "\n" or 0x20 <= ord(ch) < 0x7F for ch in shown)
+    assert json.loads(shown.splitlines()[-1])["data"]["text"] == "a\x85b\x9b[31m\x7f\u2028"

@@ -163,7 +163,7 @@ def _show(args: argparse.Namespace) -> int:
                 continue  # expired: only its leaf hash is kept
             record = entry.record.as_json()
             if args.json:
-                print(json.dumps(record, ensure_ascii=False))
+                print(json.dumps(record, ensure_ascii=True))  # no raw control characters
                 continue
             data = dict(record["data"])
             if isinstance(data.get("assessment"), dict):

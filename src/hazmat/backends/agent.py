@@ -48,6 +48,7 @@ the agent's word.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 from collections.abc import Mapping, Sequence
@@ -163,13 +164,17 @@ def end_marker(nonce: str) -> bytes:
     return f"\n--hazmat-end-{nonce}-- ".encode()
 
 
+_STATUS = re.compile(rb"[0-9]{1,3}")
+_RECORD = re.compile(rb"(file|missing|too_large) ([0-9]{1,15}) ([^\n]+)")
+
+
 def parse_end(tail: bytes | bytearray) -> int | None:
-    """The exit status in the bytes after the end marker, once its line is complete."""
+    """The exit status in the bytes after the end marker, once its line is complete; -1 for
+    anything but one to three ASCII digits. Never raises, whatever the bytes."""
     line, newline, _ = bytes(tail).partition(b"\n")
     if not newline:
         return None
-    text = line.decode("ascii", "replace")
-    return int(text) if text.isdigit() and len(text) <= 3 else -1
+    return int(line) if _STATUS.fullmatch(line) else -1
 
 
 @dataclass(frozen=True)
@@ -214,9 +219,14 @@ class Payload:
 
 
 def parse_files(
-    blob: bytes | bytearray | None, want: Sequence[str]
+    blob: bytes | bytearray | None, want: Sequence[str], max_file_bytes: int
 ) -> tuple[dict[str, bytes], list[str]]:
-    """Read the agent's file records. Returns the files found and notes on the rest."""
+    """Read the agent's file records. Returns the files found and notes on the rest.
+
+    The program can write these bytes (it runs in the container beside the agent), so nothing
+    in them is believed beyond what the host checks: sizes are ASCII digits, names are ones
+    the caller asked for (each once), and no file over `max_file_bytes` is collected, whatever
+    its record says. Any input gives a result, never an exception."""
     files: dict[str, bytes] = {}
     notes: list[str] = []
     if blob is None:
@@ -224,21 +234,31 @@ def parse_files(
             f"output files not collected: the program did not finish ({len(want)} asked)"
         ]
     view = bytes(blob)
+    wanted = {name.encode(): name for name in want}
+    seen: set[str] = set()
     pos = 0
     while pos < len(view):
         end = view.find(b"\n", pos)
-        parts = view[pos:end].decode("utf-8", "replace").split(" ", 2) if end >= 0 else []
-        if len(parts) != 3 or not parts[1].isdigit() or parts[2] not in want:
+        match = _RECORD.fullmatch(view, pos, end) if end >= 0 else None
+        name = wanted.get(match.group(3)) if match else None
+        if match is None or name is None or name in seen:
             notes.append("output files section is malformed; files after this point dropped")
             break
-        kind, size, name = parts[0], int(parts[1]), parts[2]
+        seen.add(name)
+        kind, size = match.group(1), int(match.group(2))
         pos = end + 1
-        if kind == "file" and pos + size <= len(view):
+        if kind == b"file" and size > max_file_bytes:
+            notes.append(
+                f"output file {name!r} not collected: {size} bytes is over the limit "
+                f"({max_file_bytes})"
+            )
+            break  # its bytes follow and cannot be skipped safely past a lie
+        if kind == b"file" and pos + size <= len(view):
             files[name] = view[pos : pos + size]
             pos += size
-        elif kind == "too_large":
+        elif kind == b"too_large":
             notes.append(f"output file {name!r} not collected: {size} bytes is over the limit")
-        elif kind == "missing":
+        elif kind == b"missing":
             notes.append(
                 f"output file {name!r} not collected: not a regular file in the working directory"
             )

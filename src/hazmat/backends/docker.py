@@ -239,7 +239,9 @@ class DockerBackend(Backend):
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
         """The output files the agent sent, and notes on those it could not."""
         want = job.payload.want
-        files, notes = parse_files(capture.files_blob, want) if want else ({}, [])
+        files, notes = (
+            parse_files(capture.files_blob, want, job.limits.max_file_bytes) if want else ({}, [])
+        )
         if not self.seccomp.text and job.runtime is Runtime.RUNC:
             notes.append(MISSING_NOTE)
         if capture.files_exceeded:
