@@ -65,6 +65,9 @@ def report(**facts: object) -> RunReport:
         ({"exit_code": 1}, Outcome.ERROR),
         ({"exit_code": 137}, Outcome.ERROR),
         ({"exit_code": 137, "oom_killed": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": None, "oom_killed": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": 0, "oom_killed": True}, Outcome.OK),  # a child was killed, not it
+        ({"exit_code": 1, "oom_killed": True}, Outcome.ERROR),
         ({"exit_code": 137, "timed_out": True, "oom_killed": True}, Outcome.TIMEOUT),
         ({"exit_code": 0, "output_exceeded": True}, Outcome.OUTPUT_LIMIT),
     ],

@@ -41,11 +41,27 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.TIMEOUT
     if report.output_exceeded:
         return Outcome.OUTPUT_LIMIT
-    if report.oom_killed:
+    if report.oom_killed and not _exited_itself(report):
         return Outcome.MEMORY_LIMIT
     if report.exit_code == 0:
         return Outcome.OK
     return Outcome.ERROR
+
+
+def _exited_itself(report: RunReport) -> bool:
+    """The program ended by returning a status (not by a signal): an OOM kill in the sandbox
+    then hit one of its child processes, not the program."""
+    return report.exit_code is not None and 0 <= report.exit_code < 128
+
+
+def oom_note(report: RunReport, limits: Limits) -> list[str]:
+    """A note when a process was OOM-killed but the program itself exited."""
+    if report.oom_killed and _exited_itself(report):
+        return [
+            f"a child process was killed at the memory limit of {limits.memory_mb} MB; the "
+            f"program itself exited with status {report.exit_code}"
+        ]
+    return []
 
 
 def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str) -> str | None:
@@ -100,7 +116,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
         error=explain(outcome, plan.limits, exit_code, stderr),
-        notes=(*notes, *report.notes),
+        notes=(*notes, *report.notes, *oom_note(report, plan.limits)),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
         peak_memory_bytes=report.peak_memory_bytes,

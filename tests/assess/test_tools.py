@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -119,3 +120,30 @@ def test_an_incomplete_semgrep_scan_lifts_the_assessment(tmp_path: Path) -> None
     with Assessor(semgrep=broken) as assessor:
         assessment = assessor.assess("print(1)", "python", semgrep=True)
     assert not assessment.complete and assessment.level is RiskLevel.HIGH
+
+
+def test_semgrep_cache_entries_are_authenticated(tmp_path: Path) -> None:
+    """A planted empty result, or a real entry moved to another program's key, is a miss."""
+    from hazmat.models import Finding, Severity
+
+    tool = Semgrep(binary="/nonexistent", cache_dir=tmp_path / "cache")
+    finding = Finding("os-system", "semgrep", Severity.HIGH, "runs a shell", 3, 1, 78)
+    bad, good = tool.cache_key("os.system(x)", "python"), tool.cache_key("print(1)", "python")
+    tool._store(bad, (finding,))
+    tool._store(good, ())
+    assert tool._cached(bad) == (finding,) and tool._cached(good) == ()
+    path = tmp_path / "cache" / bad[:2] / f"{bad}.json"
+    path.write_text("[]")  # the old, unauthenticated format: suppress Semgrep for one program
+    assert tool._cached(bad) is None
+    moved = (tmp_path / "cache" / good[:2] / f"{good}.json").read_bytes()
+    path.write_bytes(moved)  # a genuine entry, under another program's key
+    assert tool._cached(bad) is None
+    forged = json.loads(moved)
+    forged["mac"] = "0" * 64
+    path.write_text(json.dumps(forged))
+    assert tool._cached(bad) is None
+    assert (tmp_path / "cache" / "key").stat().st_mode & 0o777 == 0o600
+    other = Semgrep(binary="/nonexistent", cache_dir=tmp_path / "other")
+    other._store(bad, ())
+    path.write_bytes((tmp_path / "other" / bad[:2] / f"{bad}.json").read_bytes())
+    assert tool._cached(bad) is None  # another user's key does not count

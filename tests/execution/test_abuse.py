@@ -441,3 +441,22 @@ def test_the_host_stays_responsive_after_the_corpus(sandbox: Sandbox, runtime: s
     result = run(sandbox, runtime, "print(sum(range(10)))")
     assert (result.outcome, result.stdout) == (Outcome.OK, "45\n")
     assert os.getloadavg()[0] < 50
+
+
+def test_a_child_killed_for_memory_does_not_relabel_a_clean_exit(
+    sandbox: Sandbox, runtime: str
+) -> None:
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.run([sys.executable, '-c', 'x = []\\nwhile True: x.append("
+        "bytearray(10 * 1024 * 1024))'])\n"
+        "print('child', child.returncode)\n"
+    )
+    result = run(sandbox, runtime, code)
+    if runtime == "runsc":
+        # The limit binds the whole gVisor sandbox: the host kills its kernel, program and all.
+        assert result.outcome is Outcome.MEMORY_LIMIT and result.stdout == "", result
+        return
+    assert result.outcome is Outcome.OK and result.exit_code == 0, result
+    assert result.stdout == "child -9\n"
+    assert any("child process was killed at the memory limit" in n for n in result.notes)

@@ -197,3 +197,31 @@ def test_a_container_prepared_for_a_blocked_run_is_removed(engine: Engine) -> No
         fine = sandbox.run("print('after')", runtime="runc")
     assert blocked.outcome is Outcome.BLOCKED and blocked.container_id is None
     assert fine.outcome is Outcome.OK and fine.stdout == "after\n"
+
+
+def test_a_create_that_times_out_on_our_side_leaves_no_container(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine made the container but its answer never reached us (a client timeout under
+    load): the start fails, and the container is found by its start label and removed."""
+    import requests.exceptions
+
+    from hazmat import EngineUnavailable
+    from hazmat.backends.base import Spec
+    from hazmat.policy import PRESETS, Runtime
+
+    backend = DockerBackend(engine)
+    real = engine.api.create_container
+
+    def late(**config: object) -> object:
+        real(**config)
+        raise requests.exceptions.ReadTimeout("read timed out")
+
+    monkeypatch.setattr(engine.api, "create_container", late)
+    owner = {"label": f"{LABEL}.owner={socket.gethostname()}:{os.getpid()}"}
+    before = {c["Id"] for c in engine.api.containers(all=True, filters=owner)}
+    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    with pytest.raises(EngineUnavailable, match="did not answer in time"):
+        backend.start(spec, lifetime_s=10)
+    after = {c["Id"] for c in engine.api.containers(all=True, filters=owner)}
+    assert after <= before

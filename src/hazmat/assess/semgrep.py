@@ -8,14 +8,18 @@ explicit target in a private directory, and a check that the target is listed in
 makes the scan a problem, which makes the assessment incomplete.
 
 A scan takes seconds, so results are cached on disk by SHA-256 of language, code, rules and
-Semgrep version.
+Semgrep version. Each entry carries an HMAC-SHA256 over its key and findings, made with a
+private per-user key (`<cache>/key`, mode 0600): an entry planted or moved by anyone without
+that key is a miss, so it can cost a scan but never hide a finding.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -154,22 +158,68 @@ class Semgrep:
             return _parse_output(done, str(target))
 
     def _cached(self, key: str) -> tuple[Finding, ...] | None:
+        """The findings stored for `key`, if their MAC proves this user's hazmat stored them
+        for exactly this key. Anything else (a planted `[]`, an entry moved from another key,
+        a torn write) is a miss: it costs a scan, never a finding."""
         path = self.cache_dir / key[:2] / f"{key}.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return tuple(_finding_from_cache(item) for item in data)
-        except (OSError, ValueError, KeyError, TypeError):
+            entry = json.loads(path.read_bytes())
+            findings = entry["findings"]
+            body = json.dumps(findings, sort_keys=True, separators=(",", ":")).encode()
+            if not hmac.compare_digest(str(entry["mac"]), self._mac(key, body)):
+                return None
+            return tuple(_finding_from_cache(item) for item in findings)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def _store(self, key: str, findings: tuple[Finding, ...]) -> None:
         path = self.cache_dir / key[:2] / f"{key}.json"
+        data = [f.to_dict() for f in findings]
         try:
+            body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+            entry = json.dumps({"mac": self._mac(key, body), "findings": data}).encode()
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps([f.to_dict() for f in findings]), encoding="utf-8")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(entry)
             os.replace(tmp, path)
         except OSError:
             pass  # a cache that cannot be written only costs time
+
+    def _mac(self, key: str, body: bytes) -> str:
+        return hmac.new(self._mac_key, key.encode() + b"\n" + body, hashlib.sha256).hexdigest()
+
+    @cached_property
+    def _mac_key(self) -> bytes:
+        """A private per-user key (`<cache>/key`, mode 0600), made on first use."""
+        path = self.cache_dir / "key"
+        try:
+            return _read_key(path)
+        except FileNotFoundError:
+            pass
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+        except FileExistsError:
+            pass  # another process made it first
+        except OSError:
+            return secrets.token_bytes(32)  # no usable cache: entries never verify, scans run
+        try:
+            return _read_key(path)
+        except OSError:
+            return secrets.token_bytes(32)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        data = f.read()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077 or len(data) != 32:
+        raise OSError(f"{path} is not a private 32-byte key of this user")
+    return data
 
 
 def _parse_output(

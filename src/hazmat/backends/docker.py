@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import select
 import socket
 import threading
@@ -149,7 +150,9 @@ class DockerBackend(Backend):
             self.reap()
             self._reaped = True
         expires = time.time() + lifetime_s + REAP_GRACE_S
-        config = self.config(spec, self._labels(spec, expires, pooled))
+        token = secrets.token_hex(8)  # finds the container if create answers too late to say
+        labels = {**self._labels(spec, expires, pooled), f"{LABEL}.start": token}
+        config = self.config(spec, labels)
         cid: str | None = None
         attached: Any = None
         try:
@@ -180,6 +183,8 @@ class DockerBackend(Backend):
             if cid is not None:
                 with contextlib.suppress(InfraError):
                     self._remove(cid)
+            else:  # create may have failed on our side only (a timeout under load)
+                self._remove_start(token)
             raise
 
     def run(self, started: Started, job: Job) -> RunReport:
@@ -292,6 +297,15 @@ class DockerBackend(Backend):
             pass
         except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
             raise InfraError(f"could not remove container {cid[:12]}: {exc}") from exc
+
+    def _remove_start(self, token: str) -> None:
+        with contextlib.suppress(InfraError):
+            with map_docker_errors():
+                found = self.engine.api.containers(
+                    all=True, filters={"label": f"{LABEL}.start={token}"}
+                )
+            for c in found:
+                self._remove(c["Id"])
 
     def reap(self) -> list[str]:
         """Remove hazmat containers whose owner process is gone or whose deadline passed."""
