@@ -13,7 +13,7 @@ from hazmat.backends.cgroup import Cgroup
 from hazmat.backends.docker import LABEL, DockerBackend, abandoned
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.images import RECIPES, ImageBuilder
-from hazmat.backends.seccomp import load_profile
+from hazmat.backends.seccomp import UnsafeProfile, load_profile
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
 
@@ -123,9 +123,16 @@ def _seccomp_check(raw: dict[str, Any]) -> Check:
 
 
 def _profile_check() -> Check:
-    profile = load_profile()
+    try:
+        profile = load_profile()
+    except UnsafeProfile as exc:
+        return Check("seccomp profile", False, str(exc), "unset HAZMAT_SECCOMP_BASE")
     if profile.text:
-        return Check("seccomp profile", True, f"derived from {profile.source} without ptrace")
+        return Check(
+            "seccomp profile",
+            True,
+            f"derived from {profile.source} without ptrace and io_uring, sockets limited",
+        )
     return Check(
         "seccomp profile",
         False,

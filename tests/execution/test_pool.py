@@ -198,7 +198,50 @@ def test_the_settings_check_finds_a_container_that_differs(engine: Engine) -> No
         "memory",
         "memory_swap",
         "pids",
+        "tmpfs",  # the standard preset's working directory is larger
+        "shm_size",
+        "ulimits",
     }
+
+
+def test_the_settings_check_covers_every_security_relevant_field(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Containers created (never started) with one loosened setting each: each is named."""
+    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    profile = load_profile()
+    want = expected(spec, profile.security_opt)
+    loosen: dict[str, dict[str, Any]] = {
+        "masked_paths": {"MaskedPaths": []},
+        "mounts": {"Binds": [f"{tmp_path}:/mnt:ro"]},
+        "seccomp": {"SecurityOpt": ["no-new-privileges=true", "seccomp=unconfined"]},
+        "namespaces": {"PidMode": "host"},
+        "sysctls": {"Sysctls": {"kernel.msgmax": "65536"}},
+        "devices": {
+            "Devices": [
+                {"PathOnHost": "/dev/null", "PathInContainer": "/dev/x", "CgroupPermissions": "r"}
+            ]
+        },
+        "init": {"Init": False},
+        "oom_score_adj": {"OomScoreAdj": 0},
+        "log_driver": {"LogConfig": {"Type": "json-file", "Config": {}}},
+    }
+    for field, change in loosen.items():
+        config = container_config(spec, {LABEL: "1"}, engine.api.api_version, profile)
+        config["host_config"] = {**config["host_config"], **change}
+        cid = engine.api.create_container(**config)["Id"]
+        try:
+            problems = check(engine.api.inspect_container(cid), want)
+        finally:
+            engine.api.remove_container(cid, force=True, v=True)
+        assert field in {p.split(":")[0] for p in problems}, (field, problems)
+    same = engine.api.create_container(
+        **container_config(spec, {LABEL: "1"}, engine.api.api_version, profile)
+    )["Id"]
+    try:
+        assert check(engine.api.inspect_container(same), want) == []
+    finally:
+        engine.api.remove_container(same, force=True, v=True)
 
 
 class _Loosened(DockerBackend):

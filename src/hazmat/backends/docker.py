@@ -33,7 +33,7 @@ from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.hardening import container_config
 from hazmat.backends.runners import READY_LINE
-from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, load_profile
+from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, UnsafeProfile, load_profile
 from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
 from hazmat.backends.verify import SANDBOX_USER, check, expected, host_pids_limit
 from hazmat.policy import HostResources, Runtime
@@ -89,7 +89,10 @@ class DockerBackend(Backend):
 
     def __init__(self, engine: Engine | None = None, seccomp: SeccompProfile | None = None) -> None:
         self.engine = engine or Engine()
-        self.seccomp = seccomp or load_profile()
+        try:
+            self.seccomp = seccomp or load_profile()
+        except UnsafeProfile as exc:
+            raise InfraError(str(exc)) from None
         self._reaped = False
         self._lock = threading.Lock()
         # job nonce -> (the thread that prepared it, its container on the way)
@@ -169,7 +172,7 @@ class DockerBackend(Backend):
                 raise InfraError(f"container {cid[:12]} did not get ready: {exc}") from None
             with map_docker_errors(spec.image):
                 inspected = api.inspect_container(cid)
-            problems = check(inspected, expected(spec))
+            problems = check(inspected, expected(spec, self.seccomp.security_opt))
             if problems:
                 raise SettingsMismatch(
                     f"container {cid[:12]} differs from the policy: " + "; ".join(problems),

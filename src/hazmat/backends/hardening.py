@@ -13,12 +13,18 @@ from hazmat.backends.agent import AGENT_SCRIPT
 from hazmat.backends.base import Spec
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.seccomp import SeccompProfile
-from hazmat.backends.verify import SANDBOX_USER, host_pids_limit
+from hazmat.backends.verify import (
+    MASKED_PATHS,
+    SANDBOX_USER,
+    WORKDIR,
+    host_pids_limit,
+    tmpfs_mounts,
+    ulimits,
+)
 from hazmat.languages import Language, get_language
 
 __all__ = ["WORKDIR", "container_config", "heap_mb"]
 
-WORKDIR = "/work"
 _MiB = 1024 * 1024
 
 
@@ -69,9 +75,7 @@ def _environment(spec: Spec, lang: Language) -> dict[str, str]:
 def _host_config(
     spec: Spec, lang: Language, api_version: str, seccomp: SeccompProfile
 ) -> dict[str, Any]:
-    tmp_exec = "exec" if lang.exec_tmp else "noexec"
-    fsize = (spec.tmpfs_mb + 1) * _MiB  # above the tmpfs size, so a full tmpfs says ENOSPC
-    return docker.types.HostConfig(  # type: ignore[no-any-return]
+    config: dict[str, Any] = docker.types.HostConfig(
         version=api_version,
         read_only=True,
         network_mode="none",
@@ -87,14 +91,12 @@ def _host_config(
         shm_size=spec.tmpfs_mb * _MiB,
         oom_score_adj=1000,
         ulimits=[
-            docker.types.Ulimit(name="nofile", soft=spec.nofile, hard=spec.nofile),
-            docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
-            docker.types.Ulimit(name="core", soft=0, hard=0),
+            docker.types.Ulimit(name=name, soft=soft, hard=hard)
+            for name, soft, hard in ulimits(spec)
         ],
-        tmpfs={
-            WORKDIR: f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,uid=65534,gid=65534,mode=0700",
-            "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={spec.tmpfs_mb}m,mode=1777",
-        },
+        tmpfs=tmpfs_mounts(spec, WORKDIR, lang.exec_tmp),
         log_config=docker.types.LogConfig(type="none"),
         runtime=spec.runtime.value,
     )
+    config["MaskedPaths"] = list(MASKED_PATHS)  # given at all, it replaces Docker's defaults
+    return config

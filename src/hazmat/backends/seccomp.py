@@ -1,4 +1,5 @@
-"""hazmat's seccomp profile: the engine's own default profile, minus ptrace.
+"""hazmat's seccomp profile: the engine's own default profile, minus ptrace and io_uring, with
+socket(2) limited to the families a sandbox uses.
 
 Docker's default profile allows `ptrace` on kernels from 4.8 on. The program runs as the same
 uid as PID 1 (docker-init) and the agent, so without Yama it could attach to them. hazmat drops
@@ -19,9 +20,29 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DENIED", "SeccompProfile", "load_profile"]
+__all__ = ["DENIED", "SOCKET_FAMILIES", "SeccompProfile", "UnsafeProfile", "load_profile"]
 
-DENIED = frozenset({"ptrace", "process_vm_readv", "process_vm_writev"})
+DENIED = frozenset(
+    {
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        # io_uring: a large kernel surface with a history of local privilege escalations,
+        # allowed by the engine 20.10 default (newer engines block it); no runtime needs it
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+    }
+)
+# socket(2) only for these families: AF_UNIX, AF_INET, AF_INET6 (loopback: there is no other
+# network) and AF_NETLINK (getifaddrs). AF_VSOCK, AF_ALG, AF_PACKET, AF_XDP, Bluetooth, RDS,
+# TIPC and the rest are refused with EPERM.
+SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16}
+_ALLOWS_ALL = frozenset({"SCMP_ACT_ALLOW", "SCMP_ACT_LOG", "SCMP_ACT_TRACE"})
+
+
+class UnsafeProfile(ValueError):
+    """A base profile that would leave the sandbox unconfined."""
 BASE_PATHS = (
     Path("/var/lib/hazmat/seccomp/docker-default.json"),
     Path("/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json"),
@@ -51,6 +72,11 @@ def load_profile(base: str | None = None) -> SeccompProfile:
     for path in candidates:
         if path.is_file():
             profile = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(profile, dict) or profile.get("defaultAction") in _ALLOWS_ALL:
+                raise UnsafeProfile(
+                    f"the seccomp base profile {path} allows every syscall by default; hazmat "
+                    "refuses it (use the engine's default profile: scripts/ensure-engine.sh)"
+                )
             return SeccompProfile(json.dumps(derive(profile), separators=(",", ":")), str(path))
     return SeccompProfile(None, "")
 
@@ -61,14 +87,23 @@ def _candidates() -> list[Path]:
 
 
 def derive(profile: dict[str, Any]) -> dict[str, Any]:
-    """`profile` without any unconditional allow rule for the DENIED syscalls."""
+    """`profile` without any unconditional allow rule for the DENIED syscalls, and with
+    socket(2) allowed only for SOCKET_FAMILIES."""
     rules = []
     for rule in profile.get("syscalls", []):
         needs_cap = bool((rule.get("includes") or {}).get("caps"))
         if rule.get("action") == "SCMP_ACT_ALLOW" and not needs_cap:
-            names = [n for n in rule.get("names", []) if n not in DENIED]
+            names = [n for n in rule.get("names", []) if n not in DENIED and n != "socket"]
             if not names:
                 continue
             rule = {**rule, "names": names}
         rules.append(rule)
+    rules.extend(
+        {
+            "names": ["socket"],
+            "action": "SCMP_ACT_ALLOW",
+            "args": [{"index": 0, "value": family, "valueTwo": 0, "op": "SCMP_CMP_EQ"}],
+        }
+        for family in SOCKET_FAMILIES.values()
+    )
     return {**profile, "syscalls": rules}

@@ -12,14 +12,24 @@ pids of a running container; that is outside what this check sees).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hazmat.backends.base import Spec
 from hazmat.policy import Runtime
 
-__all__ = ["SANDBOX_USER", "check", "expected", "host_pids_limit"]
+__all__ = [
+    "MASKED_PATHS",
+    "SANDBOX_USER",
+    "WORKDIR",
+    "check",
+    "expected",
+    "host_pids_limit",
+    "tmpfs_mounts",
+    "ulimits",
+]
 
+WORKDIR = "/work"  # the program's working directory, a tmpfs
 SANDBOX_USER = "65534:65534"  # nobody:nogroup, present in every Debian-like image
 # Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 44 when idle
 # (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside (measured here). A Go
@@ -37,11 +47,48 @@ def host_pids_limit(spec: Spec) -> int:
     return spec.pids
 
 
-def expected(spec: Spec) -> dict[str, Any]:
-    """The settings the policy demands for a container of `spec`, worked out from the spec
-    alone (not from the request sent to the engine, so a wrong request is caught too)."""
-    memory = spec.memory_mb * _MiB
+# Docker's own masks (what the engine applies when none are given), and the host's identity:
+# the boot id and kernel command line name this machine to whoever reads them, and DMI the
+# hardware it runs on. Masked paths read as empty (files) or as an empty read-only directory.
+DOCKER_MASKED_PATHS = (
+    "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+)  # fmt: skip
+HOST_IDENTITY_PATHS = (
+    "/proc/cmdline",
+    "/proc/sys/kernel/random/boot_id",
+    "/sys/class/dmi/id",
+    "/sys/devices/virtual/dmi/id",
+    "/sys/devices/virtual/powercap",
+)
+MASKED_PATHS = DOCKER_MASKED_PATHS + HOST_IDENTITY_PATHS
+READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+
+def tmpfs_mounts(spec: Spec, workdir: str, exec_tmp: bool) -> dict[str, str]:
+    """The two tmpfs mounts: the working directory (the sandbox user's, noexec) and /tmp."""
+    size = f"size={spec.tmpfs_mb}m"
     return {
+        workdir: f"rw,nosuid,nodev,noexec,{size},uid=65534,gid=65534,mode=0700",
+        "/tmp": f"rw,nosuid,nodev,{'exec' if exec_tmp else 'noexec'},{size},mode=1777",
+    }
+
+
+def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
+    """(name, soft, hard): open files, file size (above the tmpfs, so a full tmpfs says
+    ENOSPC rather than EFBIG) and no core dumps."""
+    fsize = (spec.tmpfs_mb + 1) * _MiB
+    return [("nofile", spec.nofile, spec.nofile), ("fsize", fsize, fsize), ("core", 0, 0)]
+
+
+def expected(spec: Spec, seccomp_opts: Sequence[str] | None = None) -> dict[str, Any]:
+    """The settings the policy demands for a container of `spec`, worked out from the spec
+    alone (not from the request sent to the engine, so a wrong request is caught too), and,
+    given the security options of the seccomp profile in use, that profile."""
+    from hazmat.languages import get_language
+
+    memory = spec.memory_mb * _MiB
+    want: dict[str, Any] = {
         "network": "none",
         "read_only_root": True,
         "cap_drop": "ALL",
@@ -55,39 +102,107 @@ def expected(spec: Spec) -> dict[str, Any]:
         "nano_cpus": int(spec.cpus * 1e9),
         "runtime": spec.runtime.value,
         "network_disabled": True,
+        "masked_paths": sorted(MASKED_PATHS),
+        "readonly_paths": sorted(READONLY_PATHS),
+        "tmpfs": tmpfs_mounts(spec, WORKDIR, get_language(spec.language).exec_tmp),
+        "shm_size": spec.tmpfs_mb * _MiB,
+        "ulimits": sorted(ulimits(spec)),
+        "log_driver": "none",
+        "namespaces": {"pid": "", "ipc": "private", "userns": "", "uts": ""},
+        "devices": [],
+        "sysctls": {},
+        "init": True,
+        "oom_score_adj": 1000,
+        "mounts": [],
+        "apparmor_not_unconfined": True,
+        "seccomp_not_unconfined": True,
     }
+    if seccomp_opts is not None:
+        want["seccomp"] = [o for o in seccomp_opts if o.startswith("seccomp")]
+    return want
 
 
-_READ_BACK: Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Any]] = {
-    "network": lambda c, h: h.get("NetworkMode"),
-    "read_only_root": lambda c, h: bool(h.get("ReadonlyRootfs")),
-    "cap_drop": lambda c, h: (
-        "ALL" if "ALL" in [x.upper() for x in h.get("CapDrop") or []] else None
+def _host(i: Mapping[str, Any]) -> Mapping[str, Any]:
+    return i.get("HostConfig") or {}
+
+
+def _config(i: Mapping[str, Any]) -> Mapping[str, Any]:
+    return i.get("Config") or {}
+
+
+def _opts(i: Mapping[str, Any]) -> list[str]:
+    return [str(o) for o in _host(i).get("SecurityOpt") or []]
+
+
+_READ_BACK: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
+    "network": lambda i: _host(i).get("NetworkMode"),
+    "read_only_root": lambda i: bool(_host(i).get("ReadonlyRootfs")),
+    "cap_drop": lambda i: (
+        "ALL" if "ALL" in [x.upper() for x in _host(i).get("CapDrop") or []] else None
     ),
-    "cap_add": lambda c, h: sorted(h.get("CapAdd") or []),
-    "privileged": lambda c, h: bool(h.get("Privileged")),
-    "no_new_privileges": lambda c, h: any(
+    "cap_add": lambda i: sorted(_host(i).get("CapAdd") or []),
+    "privileged": lambda i: bool(_host(i).get("Privileged")),
+    "no_new_privileges": lambda i: any(
         opt in ("no-new-privileges", "no-new-privileges=true", "no-new-privileges:true")
-        for opt in h.get("SecurityOpt") or []
+        for opt in _opts(i)
     ),
-    "user": lambda c, h: c.get("User"),
-    "memory": lambda c, h: h.get("Memory"),
-    "memory_swap": lambda c, h: h.get("MemorySwap"),
-    "pids": lambda c, h: h.get("PidsLimit"),
-    "nano_cpus": lambda c, h: h.get("NanoCpus"),
-    "runtime": lambda c, h: h.get("Runtime"),
-    "network_disabled": lambda c, h: bool(c.get("NetworkDisabled")),
+    "user": lambda i: _config(i).get("User"),
+    "memory": lambda i: _host(i).get("Memory"),
+    "memory_swap": lambda i: _host(i).get("MemorySwap"),
+    "pids": lambda i: _host(i).get("PidsLimit"),
+    "nano_cpus": lambda i: _host(i).get("NanoCpus"),
+    "runtime": lambda i: _host(i).get("Runtime"),
+    "network_disabled": lambda i: bool(_config(i).get("NetworkDisabled")),
+    # present at least: more masks are fine, a missing one is not
+    "masked_paths": lambda i: sorted(set(_host(i).get("MaskedPaths") or []) & set(MASKED_PATHS)),
+    "readonly_paths": lambda i: sorted(
+        set(_host(i).get("ReadonlyPaths") or []) & set(READONLY_PATHS)
+    ),
+    "tmpfs": lambda i: dict(_host(i).get("Tmpfs") or {}),
+    "shm_size": lambda i: _host(i).get("ShmSize"),
+    "ulimits": lambda i: sorted(
+        (u.get("Name"), u.get("Soft"), u.get("Hard")) for u in _host(i).get("Ulimits") or []
+    ),
+    "log_driver": lambda i: (_host(i).get("LogConfig") or {}).get("Type"),
+    "namespaces": lambda i: {
+        "pid": _host(i).get("PidMode"),
+        "ipc": _host(i).get("IpcMode"),
+        "userns": _host(i).get("UsernsMode"),
+        "uts": _host(i).get("UTSMode"),
+    },
+    "devices": lambda i: [
+        *(_host(i).get("Devices") or []),
+        *(_host(i).get("DeviceCgroupRules") or []),
+        *(_host(i).get("DeviceRequests") or []),
+    ],
+    "sysctls": lambda i: dict(_host(i).get("Sysctls") or {}),
+    "init": lambda i: _host(i).get("Init") is True,
+    "oom_score_adj": lambda i: _host(i).get("OomScoreAdj"),
+    # an image's VOLUME would give a writable, unsized volume that outlives the container
+    "mounts": lambda i: sorted(
+        [
+            *(str(m.get("Destination")) for m in i.get("Mounts") or []),
+            *(str(b) for b in _host(i).get("Binds") or []),
+            *(str(v) for v in _host(i).get("VolumesFrom") or []),
+        ]
+    ),
+    "apparmor_not_unconfined": lambda i: i.get("AppArmorProfile") != "unconfined"
+    and not any(o.replace(":", "=") == "apparmor=unconfined" for o in _opts(i)),
+    "seccomp_not_unconfined": lambda i: not any(
+        o.replace(":", "=") == "seccomp=unconfined" for o in _opts(i)
+    ),
+    "seccomp": lambda i: [o for o in _opts(i) if o.startswith("seccomp")],
 }
 
 
 def check(inspected: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
     """One line per setting whose value in `inspected` (the engine's inspect output) differs
     from `want` (from `expected`); an empty list when everything matches."""
-    config = inspected.get("Config") or {}
-    host = inspected.get("HostConfig") or {}
     problems = []
     for name, wanted in want.items():
-        got = _READ_BACK[name](config, host)
+        got = _READ_BACK[name](inspected)
         if got != wanted:
+            if name == "seccomp":  # the profile is long: say so, not print it
+                wanted, got = f"{len(wanted)} profile(s)", f"{len(got)} other(s)"
             problems.append(f"{name}: policy asked for {wanted!r}, the engine has {got!r}")
     return problems
