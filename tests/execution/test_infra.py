@@ -153,27 +153,41 @@ def _container(engine: Engine, labels: dict[str, str]) -> str:
     return str(engine.api.create_container(**config)["Id"])
 
 
-def test_reaper_removes_what_dead_or_late_owners_left(engine: Engine) -> None:
+def test_reaper_removes_only_what_is_abandoned(engine: Engine) -> None:
+    """Dead owners' containers go; a live owner's stays even past its deadline (it is in use);
+    an owner on another host or PID namespace is judged by the deadline; no deadline, never."""
+    from hazmat.backends.docker import _pid_namespace, _start_time
+
     dead = subprocess.Popen(["true"])
     dead.wait()
-    host = socket.gethostname()
+    host, ns = socket.gethostname(), _pid_namespace()
     future, past = f"{time.time() + 3600:.0f}", f"{time.time() - 1:.0f}"
-    orphan = _container(
-        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{dead.pid}", f"{LABEL}.deadline": future}
-    )
-    late = _container(
-        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{os.getpid()}", f"{LABEL}.deadline": past}
-    )
-    live = _container(
-        engine, {LABEL: "1", f"{LABEL}.owner": f"{host}:{os.getpid()}", f"{LABEL}.deadline": future}
-    )
+    me = {
+        f"{LABEL}.owner": f"{host}:{os.getpid()}",
+        f"{LABEL}.owner_start": _start_time(os.getpid()),
+        f"{LABEL}.pidns": ns,
+    }
+    made = {
+        "orphan": {
+            f"{LABEL}.owner": f"{host}:{dead.pid}",
+            f"{LABEL}.pidns": ns,
+            f"{LABEL}.deadline": future,
+        },
+        "reused_pid": {**me, f"{LABEL}.owner_start": "1", f"{LABEL}.deadline": future},
+        "far_and_late": {f"{LABEL}.owner": "elsewhere:1", f"{LABEL}.deadline": past},
+        "other_pidns_late": {**me, f"{LABEL}.pidns": "1", f"{LABEL}.deadline": past},
+        "live_and_late": {**me, f"{LABEL}.deadline": past},
+        "live": {**me, f"{LABEL}.deadline": future},
+        "far_in_time": {f"{LABEL}.owner": "elsewhere:1", f"{LABEL}.deadline": future},
+        "no_deadline": {f"{LABEL}.owner": f"{host}:{dead.pid}", f"{LABEL}.pidns": ns},
+    }
+    ids = {name: _container(engine, {LABEL: "1", **labels}) for name, labels in made.items()}
     try:
         removed = set(DockerBackend(engine).reap())
-        assert {orphan, late} <= removed
-        assert live not in removed
-        engine.api.inspect_container(live)
+        gone = {name for name, cid in ids.items() if cid in removed}
+        assert gone == {"orphan", "reused_pid", "far_and_late", "other_pidns_late"}
     finally:
-        for cid in (orphan, late, live):
+        for cid in ids.values():
             try:
                 engine.api.remove_container(cid, force=True)
             except docker.errors.NotFound:
@@ -225,3 +239,17 @@ def test_a_create_that_times_out_on_our_side_leaves_no_container(
         backend.start(spec, lifetime_s=10)
     after = {c["Id"] for c in engine.api.containers(all=True, filters=owner)}
     assert after <= before
+
+
+def test_a_failing_reap_does_not_stop_runs(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hazmat import InfraError
+
+    backend = DockerBackend(engine)
+
+    def broken() -> list[str]:
+        raise InfraError("the engine refused to list containers")
+
+    monkeypatch.setattr(backend, "reap", broken)
+    with Sandbox(Policy(), backend=backend) as sandbox:
+        result = sandbox.run("print('still runs')", runtime="runc")
+    assert result.outcome is Outcome.OK and result.stdout == "still runs\n"

@@ -11,6 +11,7 @@ remove what a killed process left behind.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import select
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -50,6 +52,8 @@ __all__ = [
 LABEL = "hazmat"
 # A container older than its deadline plus this is removed by any hazmat process's reaper.
 REAP_GRACE_S = 120
+log = logging.getLogger(__name__)
+INSTANCE = secrets.token_hex(6)  # this process's containers, among any other hazmat's
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 
@@ -150,8 +154,11 @@ class DockerBackend(Backend):
         api = self.engine.api
         self.engine.require_runtime(spec.runtime)
         if not self._reaped:
-            self.reap()
             self._reaped = True
+            try:
+                self.reap()
+            except InfraError as exc:  # best effort: leftovers must not stop new runs
+                log.warning("could not look for abandoned containers: %s", exc)
         expires = time.time() + lifetime_s + REAP_GRACE_S
         token = secrets.token_hex(8)  # finds the container if create answers too late to say
         labels = {**self._labels(spec, expires, pooled), f"{LABEL}.start": token}
@@ -281,6 +288,9 @@ class DockerBackend(Backend):
         return {
             LABEL: "1",
             f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
+            f"{LABEL}.owner_start": _start_time(os.getpid()),
+            f"{LABEL}.pidns": _pid_namespace(),
+            f"{LABEL}.instance": INSTANCE,
             f"{LABEL}.deadline": f"{expires:.0f}",
             f"{LABEL}.language": spec.language,
             f"{LABEL}.pooled": "1" if pooled else "0",
@@ -311,13 +321,18 @@ class DockerBackend(Backend):
                 self._remove(c["Id"])
 
     def reap(self) -> list[str]:
-        """Remove hazmat containers whose owner process is gone or whose deadline passed."""
+        """Remove hazmat containers that are abandoned (see `abandoned`); a container that
+        cannot be removed is skipped, not an error."""
         removed = []
         with map_docker_errors():
             found = self.engine.api.containers(all=True, filters={"label": LABEL})
         for c in found:
             if abandoned(c.get("Labels") or {}):
-                self._remove(c["Id"])
+                try:
+                    self._remove(c["Id"])
+                except InfraError as exc:
+                    log.warning("could not remove abandoned container: %s", exc)
+                    continue
                 removed.append(str(c["Id"]))
         return removed
 
@@ -339,16 +354,26 @@ def _oom_since(base: Sample | None, now: Sample | None) -> bool:
 
 
 def abandoned(labels: dict[str, str]) -> bool:
+    """Whether a hazmat container may be removed by any hazmat process.
+
+    Never without a valid deadline (it may not be ours at all). An owner this process can see
+    (same host, same PID namespace, same process start time) decides: gone, the container is
+    abandoned; alive, it is in use, however late, and its owner removes it. An owner it cannot
+    see (another host or PID namespace) is judged by the deadline alone."""
     try:
-        deadline = float(labels.get(f"{LABEL}.deadline", "0"))
-    except ValueError:
-        deadline = 0
-    if time.time() > deadline:
-        return True
-    host, _, pid = labels.get(f"{LABEL}.owner", "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+        deadline = float(labels[f"{LABEL}.deadline"])
+    except (KeyError, ValueError):
         return False
-    return not _alive(int(pid))
+    host, _, pid = labels.get(f"{LABEL}.owner", "").rpartition(":")
+    visible = (
+        host == socket.gethostname()
+        and pid.isdigit()
+        and labels.get(f"{LABEL}.pidns") == _pid_namespace()
+    )
+    if visible:
+        start = labels.get(f"{LABEL}.owner_start")
+        return not (_alive(int(pid)) and (start is None or start == _start_time(int(pid))))
+    return time.time() > deadline
 
 
 def _alive(pid: int) -> bool:
@@ -359,6 +384,22 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (a reused pid has another)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
 
 
 def _close_attached(attached: Any) -> None:
