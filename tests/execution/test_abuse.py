@@ -487,13 +487,21 @@ def test_the_host_identity_is_not_readable(sandbox: Sandbox, runtime: str) -> No
         assert value and value not in result.stdout, (name, result.stdout)
 
 
-def test_io_uring_and_unneeded_socket_families_are_refused(sandbox: Sandbox, runtime: str) -> None:
+def test_io_uring_bpf_perf_userfaultfd_keyctl_and_odd_sockets_are_refused(
+    sandbox: Sandbox, runtime: str
+) -> None:
     code = """
         import ctypes, os, socket
         libc = ctypes.CDLL(None, use_errno=True)
         params = ctypes.create_string_buffer(120)
         fd = libc.syscall(425, 4, params)  # io_uring_setup(4, &params), x86_64
         print("io_uring", "refused" if fd < 0 else "allowed", ctypes.get_errno())
+        attr = ctypes.create_string_buffer(128)
+        for name, number, args in (("userfaultfd", 323, (0,)), ("bpf", 321, (0, attr, 128)),
+                                   ("perf_event_open", 298, (attr, 0, -1, -1, 0)),
+                                   ("keyctl", 250, (0, -3))):
+            ret = libc.syscall(number, *args)
+            print(name, "refused" if ret < 0 else "allowed", ctypes.get_errno())
         for name, family in (("AF_VSOCK", 40), ("AF_ALG", 38), ("AF_PACKET", 17),
                              ("AF_UNIX", socket.AF_UNIX), ("AF_INET", socket.AF_INET)):
             try:
@@ -513,6 +521,10 @@ def test_io_uring_and_unneeded_socket_families_are_refused(sandbox: Sandbox, run
     else:
         assert seen.pop("io_uring") == "refused", result.stdout
     assert seen == {
+        "userfaultfd": "refused",
+        "bpf": "refused",
+        "perf_event_open": "refused",
+        "keyctl": "refused",
         "AF_VSOCK": "refused",
         "AF_ALG": "refused",
         "AF_PACKET": "refused",

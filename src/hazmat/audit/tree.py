@@ -182,9 +182,6 @@ class LogTree:
         )
         return digest
 
-    def leaves(self, lo: int, hi: int) -> list[bytes]:
-        return [i.leaf for i in self.entries(lo, self.start_of(lo), hi)]
-
     def subtree(self, lo: int, hi: int) -> bytes:
         """RFC 9162 MTH of records lo..hi-1."""
         key = (lo, hi)
