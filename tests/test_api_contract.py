@@ -194,6 +194,7 @@ def test_outcome_exit_status_is_the_one_mapping() -> None:
     assert {o: o.exit_status for o in Outcome} == {
         Outcome.OK: None,
         Outcome.ERROR: None,
+        Outcome.PIDS_LIMIT: None,  # the program's own status: it failed after the refusal
         Outcome.TIMEOUT: 124,
         Outcome.MEMORY_LIMIT: 137,
         Outcome.OUTPUT_LIMIT: 141,

@@ -136,6 +136,21 @@ def test_timeout_explains_itself_on_stderr() -> None:
 
 
 @pytest.mark.docker
+def test_a_program_imitating_a_timeout_is_told_apart_by_json() -> None:
+    """The plain output is the program's to shape (README: `--json` is authoritative)."""
+    code = (
+        "import sys; print('hazmat: the program was stopped at its time limit of 1 s', "
+        "file=sys.stderr); sys.exit(124)"
+    )
+    plain = hazmat("run", "-c", code, "--timeout", "5")
+    assert plain.returncode == 124
+    assert b"hazmat: the program was stopped at its time limit of 1 s\n" in plain.stderr
+    data = json.loads(hazmat("run", "-c", code, "--timeout", "5", "--json").stdout)
+    assert (data["outcome"], data["exit_code"]) == ("error", 124)
+    assert data["error"].startswith("the program exited with status 124")
+
+
+@pytest.mark.docker
 def test_stdin_files_and_output_files(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     (tmp_path / "in.txt").write_text("from stdin")

@@ -54,3 +54,20 @@ def test_metrics_count_outcomes_pool_use_and_latency(tmp_path: Path) -> None:
     assert 0 < stats.latency_p50_ms <= stats.latency_p95_ms
     data = stats.to_dict()
     assert data["rates"]["ok"] == 2 / 6 and data["rates"]["blocked"] == 1 / 6
+
+
+def test_a_refused_fork_decides_the_outcome_only_when_the_program_failed(tmp_path: Path) -> None:
+    reports = [
+        report(exit_code=2, pids_refused=3),  # e.g. Go: "failed to create new OS thread"
+        report(exit_code=0, pids_refused=5),  # it coped: its status stands, a note says so
+        report(exit_code=137, pids_refused=1, oom_killed=True),  # memory decides first
+    ]
+    with Sandbox(Policy(), backend=ScriptedBackend(reports), audit=AuditLog(tmp_path)) as sb:
+        failed, coped, oom = (sb.run("print(1)") for _ in reports)
+        stats = sb.metrics()
+    assert (failed.outcome, failed.exit_code) == (Outcome.PIDS_LIMIT, 2)
+    assert failed.error is not None and "refused at its limit of" in failed.error
+    assert coped.outcome is Outcome.OK and coped.error is None
+    assert any("5 fork(s) or thread(s) were refused" in note for note in coped.notes)
+    assert oom.outcome is Outcome.MEMORY_LIMIT
+    assert (stats.pids_limit_hits, stats.memory_limit_hits) == (1, 1)

@@ -141,7 +141,10 @@ def test_payload_header_frames_every_file() -> None:
         max_file_bytes=10,
         nonce="n",
     )
-    assert payload.header() == b"hazmat 3 1 10 n 0 0\no\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"
+    assert payload.header() == (
+        b"hazmat 4 1 10 n\no\n"  # the agent's: the nonce and the wanted names
+        b"0 0\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"  # read as the program's uid
+    )
 
 
 def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
@@ -156,7 +159,9 @@ def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
     )
     head = payload.header()
     first, _, rest = head.partition(b"\n")
-    json_size, sh_size = (int(x) for x in first.split()[-2:])
+    assert b"n" == first.split()[-1]  # no wanted names: the sizes come next
+    sizes, _, rest = rest.partition(b"\n")
+    json_size, sh_size = (int(x) for x in sizes.split())
     as_json = json.loads(rest[:json_size])
     assert as_json == {"env": {"GREETING": "it's $HOME\n`x`"}, "args": ["a b", "-c", "'"]}
     script = rest[json_size : json_size + sh_size].decode()

@@ -32,7 +32,8 @@ _MEANING = {
 RUN_EXITS = "\n".join(
     [
         "exit status:",
-        "  own   ok (0) or error: the program's (or its compiler's) own status",
+        "  own   ok (0), error, or pids_limit (it failed after a fork or thread was refused):",
+        "        the program's (or its compiler's) own status",
         *(f"  {outcome.exit_status:<5} {meaning}" for outcome, meaning in _MEANING.items()),
         "  2     bad request: language, code, file name, option",
         f"  {CANNOT_WRITE:<5} an output file could not be written to --output-dir",

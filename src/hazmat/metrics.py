@@ -28,6 +28,7 @@ class MetricsSnapshot:
     timeouts: int
     memory_limit_hits: int
     output_limit_hits: int
+    pids_limit_hits: int
     blocked: int
     infra_errors: int
     settings_mismatches: int
@@ -67,6 +68,7 @@ _OUTCOME_FIELD = {
     Outcome.TIMEOUT: "timeouts",
     Outcome.MEMORY_LIMIT: "memory_limit_hits",
     Outcome.OUTPUT_LIMIT: "output_limit_hits",
+    Outcome.PIDS_LIMIT: "pids_limit_hits",
     Outcome.BLOCKED: "blocked",
     Outcome.INFRA_ERROR: "infra_errors",
 }
@@ -104,6 +106,7 @@ class Metrics:
             timeouts=counts.get("timeouts", 0),
             memory_limit_hits=counts.get("memory_limit_hits", 0),
             output_limit_hits=counts.get("output_limit_hits", 0),
+            pids_limit_hits=counts.get("pids_limit_hits", 0),
             blocked=counts.get("blocked", 0),
             infra_errors=counts.get("infra_errors", 0),
             settings_mismatches=counts.get("settings_mismatches", 0),

@@ -35,6 +35,7 @@ class Outcome(enum.StrEnum):
     TIMEOUT = "timeout"  # wall-clock limit reached; killed through the engine
     MEMORY_LIMIT = "memory_limit"  # killed by the kernel's OOM killer under the memory cap
     OUTPUT_LIMIT = "output_limit"  # wrote more than the output cap; stopped
+    PIDS_LIMIT = "pids_limit"  # failed after a fork or thread was refused at the pids limit
     BLOCKED = "blocked"  # refused before running (static assessment)
     INFRA_ERROR = "infra_error"  # engine down, image missing: not the code's fault
 

@@ -43,6 +43,8 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.OUTPUT_LIMIT
     if report.oom_killed and not _exited_itself(report):
         return Outcome.MEMORY_LIMIT
+    if report.pids_refused and report.exit_code != 0:
+        return Outcome.PIDS_LIMIT
     if report.exit_code == 0:
         return Outcome.OK
     return Outcome.ERROR
@@ -54,14 +56,21 @@ def _exited_itself(report: RunReport) -> bool:
     return report.exit_code is not None and 0 <= report.exit_code < 128
 
 
-def oom_note(report: RunReport, limits: Limits) -> list[str]:
-    """A note when a process was OOM-killed but the program itself exited."""
+def limit_notes(report: RunReport, limits: Limits) -> list[str]:
+    """Notes on limits that bit without deciding the outcome: a process OOM-killed while the
+    program itself exited, forks or threads refused in a run that still succeeded."""
+    notes = []
     if report.oom_killed and _exited_itself(report):
-        return [
+        notes.append(
             f"a child process was killed at the memory limit of {limits.memory_mb} MB; the "
             f"program itself exited with status {report.exit_code}"
-        ]
-    return []
+        )
+    if report.pids_refused and report.exit_code == 0:
+        notes.append(
+            f"{report.pids_refused} fork(s) or thread(s) were refused at the limit of "
+            f"{limits.pids} tasks; the program carried on and exited with status 0"
+        )
+    return notes
 
 
 def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str) -> str | None:
@@ -70,6 +79,11 @@ def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str
         return f"the program was stopped at its time limit of {limits.timeout_s:g} s"
     if outcome is Outcome.MEMORY_LIMIT:
         return f"the program was killed at its memory limit of {limits.memory_mb} MB"
+    if outcome is Outcome.PIDS_LIMIT:
+        return (
+            f"the program failed (status {exit_code}) after a fork or thread was refused at "
+            f"its limit of {limits.pids} tasks"
+        )
     if outcome is Outcome.OUTPUT_LIMIT:
         return (
             f"the program was stopped after writing more than its output limit of "
@@ -116,7 +130,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
         error=explain(outcome, plan.limits, exit_code, stderr),
-        notes=(*notes, *report.notes, *oom_note(report, plan.limits)),
+        notes=(*notes, *report.notes, *limit_notes(report, plan.limits)),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
         peak_memory_bytes=report.peak_memory_bytes,

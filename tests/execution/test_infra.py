@@ -146,10 +146,11 @@ def test_missing_runtime_fails_closed_never_falls_back() -> None:
 
 def _container(engine: Engine, labels: dict[str, str]) -> str:
     from hazmat.backends.base import Spec
+    from hazmat.backends.uids import UID_BASE
     from hazmat.policy import PRESETS, Runtime
 
     spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
-    config = container_config(spec, labels, engine.api.api_version, load_profile())
+    config = container_config(spec, labels, engine.api.api_version, load_profile(), UID_BASE)
     return str(engine.api.create_container(**config)["Id"])
 
 

@@ -23,9 +23,12 @@ from hazmat.backends.docker import LABEL, DockerBackend, container_config
 from hazmat.backends.engine import Engine
 from hazmat.backends.pool import PoolBackend
 from hazmat.backends.seccomp import load_profile
+from hazmat.backends.uids import UID_BASE
 from hazmat.backends.verify import check, expected
 from hazmat.policy import PRESETS, PoolSettings, Runtime
 from test_enforcement import records
+
+UID = UID_BASE + 7
 
 pytestmark = pytest.mark.docker
 
@@ -169,17 +172,18 @@ def test_a_crashed_owner_leaves_nothing_after_the_next_start(engine: Engine) -> 
 
 def test_the_settings_check_finds_a_container_that_differs(engine: Engine) -> None:
     spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
-    config = container_config(spec, {LABEL: "1"}, engine.api.api_version, load_profile())
-    want = expected(spec)
+    config = container_config(spec, {LABEL: "1"}, engine.api.api_version, load_profile(), UID)
+    want = expected(spec, UID)
     other = container_config(
         Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["standard"]),
         {LABEL: "1"},
         engine.api.api_version,
         load_profile(),
+        UID + 1,
     )
     host = dict(other["host_config"])
     host.update(ReadonlyRootfs=False, CapDrop=None, CapAdd=["NET_RAW"], SecurityOpt=None)
-    other.update(user="0:0", host_config=host)
+    other.update(user="65534:65534", host_config=host)
     same = engine.api.create_container(**config)["Id"]
     differs = engine.api.create_container(**other)["Id"]
     try:
@@ -195,6 +199,7 @@ def test_the_settings_check_finds_a_container_that_differs(engine: Engine) -> No
         "cap_add",
         "no_new_privileges",
         "user",
+        "program_uid",
         "memory",
         "memory_swap",
         "pids",
@@ -210,7 +215,7 @@ def test_the_settings_check_covers_every_security_relevant_field(
     """Containers created (never started) with one loosened setting each: each is named."""
     spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
     profile = load_profile()
-    want = expected(spec, profile.security_opt)
+    want = expected(spec, UID, profile.security_opt)
     loosen: dict[str, dict[str, Any]] = {
         "masked_paths": {"MaskedPaths": []},
         "mounts": {"Binds": [f"{tmp_path}:/mnt:ro"]},
@@ -227,7 +232,7 @@ def test_the_settings_check_covers_every_security_relevant_field(
         "log_driver": {"LogConfig": {"Type": "json-file", "Config": {}}},
     }
     for field, change in loosen.items():
-        config = container_config(spec, {LABEL: "1"}, engine.api.api_version, profile)
+        config = container_config(spec, {LABEL: "1"}, engine.api.api_version, profile, UID)
         config["host_config"] = {**config["host_config"], **change}
         cid = engine.api.create_container(**config)["Id"]
         try:
@@ -236,7 +241,7 @@ def test_the_settings_check_covers_every_security_relevant_field(
             engine.api.remove_container(cid, force=True, v=True)
         assert field in {p.split(":")[0] for p in problems}, (field, problems)
     same = engine.api.create_container(
-        **container_config(spec, {LABEL: "1"}, engine.api.api_version, profile)
+        **container_config(spec, {LABEL: "1"}, engine.api.api_version, profile, UID)
     )["Id"]
     try:
         assert check(engine.api.inspect_container(same), want) == []
@@ -247,8 +252,8 @@ def test_the_settings_check_covers_every_security_relevant_field(
 class _Loosened(DockerBackend):
     """Asks the engine for a writable root filesystem: the settings check must notice."""
 
-    def config(self, spec: Spec, labels: dict[str, str]) -> dict[str, Any]:
-        config = super().config(spec, labels)
+    def config(self, spec: Spec, labels: dict[str, str], uid: int) -> dict[str, Any]:
+        config = super().config(spec, labels, uid)
         config["host_config"]["ReadonlyRootfs"] = False
         return config
 

@@ -11,6 +11,7 @@ from hazmat.backends.base import Job
 from hazmat.backends.docker import container_config, host_pids_limit
 from hazmat.backends.engine import Engine
 from hazmat.backends.seccomp import load_profile
+from hazmat.backends.uids import UID_BASE
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime, TrustLevel
 
@@ -32,7 +33,8 @@ def test_created_container_has_every_hardening_setting(
     )
     profile = load_profile()
     assert profile.text, "the seccomp base profile is missing (scripts/ensure-engine.sh)"
-    config = container_config(job.spec, {"hazmat": "1"}, engine.api.api_version, profile)
+    uid = UID_BASE + 11
+    config = container_config(job.spec, {"hazmat": "1"}, engine.api.api_version, profile, uid)
     cid = engine.api.create_container(**config)["Id"]
     try:
         info = engine.api.inspect_container(cid)
@@ -41,7 +43,9 @@ def test_created_container_has_every_hardening_setting(
     hc, cfg = info["HostConfig"], info["Config"]
     assert hc["ReadonlyRootfs"] is True
     assert hc["NetworkMode"] == "none" and cfg["NetworkDisabled"] is True
-    assert hc["CapDrop"] == ["ALL"] and not hc["CapAdd"] and hc["Privileged"] is False
+    assert hc["CapDrop"] == ["ALL"] and hc["Privileged"] is False
+    # the agent's only capabilities: start the program as its uid, signal and end it
+    assert sorted(hc["CapAdd"]) == ["KILL", "SETGID", "SETPCAP", "SETUID"]
     assert "no-new-privileges=true" in hc["SecurityOpt"]
     seccomp = [o for o in hc["SecurityOpt"] if o.startswith("seccomp=")]
     assert len(seccomp) == 1
@@ -52,7 +56,9 @@ def test_created_container_has_every_hardening_setting(
         for n in rule["names"]
     }
     assert "ptrace" not in allowed and "read" in allowed
-    assert cfg["User"] == "65534:65534"
+    assert cfg["User"] == "0:0"
+    assert f"HAZMAT_UID={uid}" in cfg["Env"]
+    assert f"uid={uid},gid={uid}" in hc["Tmpfs"]["/work"]
     assert hc["Memory"] == hc["MemorySwap"] == limits.memory_mb * 1024 * 1024
     assert hc["NanoCpus"] == int(limits.cpus * 1e9)
     assert hc["PidsLimit"] == host_pids_limit(job.spec)

@@ -1,33 +1,41 @@
 """The agent: a POSIX shell script that runs inside the container and receives the job on stdin.
 
 Nothing of the job travels in argv or touches the image's filesystem: the host writes one
-payload to the container's attached stdin and the agent unpacks it into the working directory
-(a tmpfs). The container is started before the job exists (a warm pool hands it out later),
-so the agent first says it is ready: if the language has a runner (backends/runners.py), the
-agent starts it in the background and the runner prints `hazmat-ready` once its interpreter is
-up; otherwise the agent prints that line itself. The payload is::
+payload to the container's attached stdin, and the job is unpacked into the working directory
+(a tmpfs). Two identities share the container. The agent runs as root inside it with four
+capabilities (SETUID, SETGID, SETPCAP to start the program's processes under another uid, KILL
+to signal and end them) and nothing else; it alone reads the job's first line, which holds the
+per-run nonce. Everything of the program's (the runner, the unpacking, the build step, the
+program, the collection of output files) runs through `setpriv` as the run's own uid, with no
+capability and an empty bounding set: it cannot read the agent's memory, signal it or learn
+the nonce, so it cannot forge the markers below. The payload is::
 
-    hazmat 3 <nwant> <max_file_bytes> <nonce> <json_size> <sh_size>\\n
-    <name>\\n                             one per output file the caller asked for
-    <json_size bytes> <sh_size bytes>     the program's env and args, twice (may be empty)
+    hazmat 4 <nwant> <max_file_bytes> <nonce>\\n   read by the agent
+    <name>\\n                                   one per output file the caller asked for
+    <json_size> <sh_size>\\n                     from here on read as the program's uid
+    <json_size bytes> <sh_size bytes>           the program's env and args, twice (may be empty)
     <nfiles>\\n
-    <size> <name>\\n<size bytes>          one per input file (the source file first)
+    <size> <name>\\n<size bytes>                one per input file (the source file first)
     <the program's stdin, until EOF>
 
-The agent reads the first line and the wanted names, and writes the program's environment and
-arguments to /tmp: as JSON (`{"env": {...}, "args": [...]}`) for a runner, which applies them
-to itself just before it runs the program, and as a shell snippet quoted by the host
-(`export NAME='value'` and `set -- 'arg' ...`) that the agent sources just before it starts the
-language's run command. Neither reaches the build step. Input files may sit in folders
-(`data/in.csv`); the folders are made as the files are unpacked. A runner of a language
-without a build step unpacks the input files itself once signalled (SIGUSR2), so that no
-process is started on the way to the program (a fork and exec costs about 1 ms under runc
-and 6-11 ms under runsc); otherwise the agent unpacks them, runs the build step, and signals
-the runner or starts the language's run command. The program gets the rest of stdin. When the
-program has ended it kills every process the program left behind (`kill -9 -1`: all processes
-of this uid but itself and PID 1); if output files were asked for, it writes after the
-program's stdout a marker carrying the nonce followed by one record per file (paths may
-contain `/`)::
+The container is started before the job exists (a warm pool hands it out later), so the agent
+first says it is ready: if the language has a runner (backends/runners.py), the agent starts it
+in the background and the runner prints `hazmat-ready` once its interpreter is up; otherwise
+the agent prints that line itself. A runner of a language without a build step reads the rest
+of the job itself once signalled (SIGUSR2), so that no process is started on the way to the
+program (a fork and exec costs about 1 ms under runc and 6-11 ms under runsc); otherwise a
+stage script (`STAGE_SCRIPT`) unpacks the files, runs the build step, and then either exits
+for the agent to signal the runner or becomes the language's run command. The env and args
+reach the program alone: as JSON (`{"env": {...}, "args": [...]}`) for a runner, which applies
+them just before it runs the program, and as a shell snippet quoted by the host (`export
+NAME='value'` and `set -- 'arg' ...`) sourced just before the run command. Input files may
+sit in folders (`data/in.csv`); the folders are made as the files are unpacked. The program
+gets the rest of stdin.
+
+When the program has ended the agent kills every process left (`kill -9 -1`: all but itself
+and PID 1, all of them the program's uid); if output files were asked for, it writes after
+the program's stdout a marker carrying the nonce, and `COLLECT_SCRIPT`, run as the program's
+uid once nothing of the program runs, writes one record per file (paths may contain `/`)::
 
     \\n--hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
@@ -38,11 +46,11 @@ stdout and on stderr::
     \\n--hazmat-end-<nonce>-- <status>\\n
 
 The host stops reading at the end marker and removes the container without waiting for it to
-exit; anything printed after the marker is discarded. The agent needs only `sh`, `head`, `wc`,
-`cat`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image. The program runs as the
-same uid as the agent and can forge any of this, which gains it nothing it could not do by
-exiting: time, output size and memory (OOM) are judged by the host and the engine, never from
-the agent's word.
+exit; anything printed after the marker is discarded. The agent needs only `sh`, `setpriv`,
+`head`, `wc`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image. The host still
+believes nothing it cannot check: time, output size and memory (OOM) are judged by the host
+and the engine, sizes and names in file records are checked again (`parse_files`), and any
+bytes give a result, never an exception.
 """
 
 from __future__ import annotations
@@ -54,9 +62,17 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["AGENT_SCRIPT", "Payload", "end_marker", "file_marker", "parse_end"]
+__all__ = [
+    "AGENT_SCRIPT",
+    "COLLECT_SCRIPT",
+    "STAGE_SCRIPT",
+    "Payload",
+    "end_marker",
+    "file_marker",
+    "parse_end",
+]
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 AGENT_SCRIPT = r"""
 set -u
@@ -64,11 +80,20 @@ set -u
 # job messages ("Killed") never mix into the program's output.
 exec 3>&2 2>/dev/null
 die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
-cd "$HAZMAT_WORKDIR" || die "no working directory"
+uid=${HAZMAT_UID:-}
+workdir=$HAZMAT_WORKDIR
 build=$HAZMAT_BUILD
 run=$HAZMAT_RUN
 warm=$HAZMAT_WARM
-unset HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_WORKDIR OLDPWD
+stage=$HAZMAT_STAGE
+collect=$HAZMAT_COLLECT
+unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT
+unset OLDPWD
+case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
+command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
+# Everything of the program's runs as its own uid with no capability at all: it cannot read
+# this agent's memory, signal it or write its files, so the nonce stays with the agent.
+drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
 runner=''
 if [ -n "$warm" ]; then
     # the runner unpacks the input files itself unless a build step needs them first
@@ -76,7 +101,8 @@ if [ -n "$warm" ]; then
     export HAZMAT_UNPACK
     # A background job's stdin is /dev/null unless redirected: hand it the real one on fd 4.
     exec 4<&0
-    sh -c 'exec 2>&3 3>&- 4<&-; eval "$1"' warm "$warm" <&4 &
+    setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&- 4<&-; eval "$2"' \
+        warm "$workdir" "$warm" <&4 2>&3 &
     runner=$!
     exec 4<&-
 else
@@ -85,8 +111,8 @@ fi
 # Nothing of hazmat's reaches the program: the runner (started above with its own copy) clears
 # its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
-IFS=' ' read -r magic version nwant maxfile nonce jsonsize shsize || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 3 ] || die "unknown job format"
+IFS=' ' read -r magic version nwant maxfile nonce || die "no job on stdin"
+[ "$magic" = hazmat ] && [ "$version" = 4 ] || die "unknown job format"
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -95,62 +121,82 @@ while [ "$i" -lt "$nwant" ]; do
 "
     i=$((i + 1))
 done
-# the program's env and args: JSON for a runner, shell for the run command; the other is dropped
-if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
-else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
-if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
-if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
-if [ -z "$runner" ] || [ -n "$build" ]; then
-    IFS= read -r nfiles || die "truncated job"
-    i=0
-    while [ "$i" -lt "$nfiles" ]; do
-        IFS=' ' read -r size name || die "truncated job"
-        case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
-        head -c "$size" > "./$name" || die "cannot write input file"
-        i=$((i + 1))
-    done
-fi
 rc=0
-if [ -n "$build" ]; then
-    sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null
+if [ -z "$runner" ] || [ -n "$build" ]; then
+    # the rest of the job is unpacked, built and (without a runner) run as the program's uid
+    setpriv $drop -- sh -c "$stage" stage "$workdir" "$runner" "$build" "$run" 2>&3
     rc=$?
 fi
-if [ "$rc" -eq 0 ]; then
-    if [ -n "$runner" ]; then
-        kill -USR2 "$runner" || die "the runner is gone"
-        wait "$runner"
-        rc=$?
-    else
-        # The child moves its own stderr back: dash applies a command's redirections in the
-        # parent and prints the job's status ("Killed") while they are still in effect.
-        # the program's env and args (quoted by the host) apply to it alone
-        sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
-            if [ -f /tmp/.hazmat-job.sh ]; then . /tmp/.hazmat-job.sh; rm -f /tmp/.hazmat-job.sh; fi
-            eval "$run \"\$@\""' run "$run"
-        rc=$?
-    fi
+if [ -n "$runner" ] && [ "$rc" -eq 0 ]; then
+    kill -USR2 "$runner" || die "the runner is gone"
+    wait "$runner"
+    rc=$?
 fi
-kill -9 -1 2>/dev/null
+# every process but this one and PID 1: all of them the program's; then wait (boundedly)
+# until the kernel has ended them and PID 1 has reaped them, so none outlives the result
+kill -9 -1
+i=0
+while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
 if [ "$nwant" -gt 0 ]; then
     printf '\n--hazmat-files-%s--\n' "$nonce"
-    printf '%s' "$wants" | while IFS= read -r name; do
-        if [ -f "./$name" ] && [ ! -L "./$name" ]; then
-            size=$(wc -c < "./$name")
-            if [ "$size" -gt "$maxfile" ]; then
-                printf 'too_large %s %s\n' "$size" "$name"
-            else
-                printf 'file %s %s\n' "$size" "$name"
-                head -c "$size" "./$name"
-            fi
-        else
-            printf 'missing 0 %s\n' "$name"
-        fi
-    done
+    printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
 fi
 # on both streams: the engine forwards them independently, and the host reads until both end
 printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
 printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 exit "$rc"
+"""
+
+# The part of the job that is the program's, run as its uid: the env and args, the input
+# files, the build step and (without a runner) the program itself. Its own stderr goes nowhere
+# (fd 3 is the program's), so the shell's job messages never reach the output.
+STAGE_SCRIPT = r"""
+exec 2>/dev/null
+die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
+cd "$1" || die "no working directory"
+unset OLDPWD
+runner=$2 build=$3 run=$4
+IFS=' ' read -r jsonsize shsize || die "truncated job"
+# the program's env and args: JSON for a runner, shell for the run command; the other is dropped
+if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
+else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
+if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
+if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
+IFS= read -r nfiles || die "truncated job"
+i=0
+while [ "$i" -lt "$nfiles" ]; do
+    IFS=' ' read -r size name || die "truncated job"
+    case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
+    head -c "$size" > "./$name" || die "cannot write input file"
+    i=$((i + 1))
+done
+if [ -n "$build" ]; then
+    sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null || exit
+fi
+[ -z "$runner" ] || exit 0
+# the program's env and args (quoted by the host) apply to it alone
+exec sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
+    if [ -f /tmp/.hazmat-job.sh ]; then . /tmp/.hazmat-job.sh; rm -f /tmp/.hazmat-job.sh; fi
+    eval "$run \"\$@\""' run "$run"
+"""
+
+# The output files, read as the program's uid once none of its processes is left.
+COLLECT_SCRIPT = r"""
+cd "$1" || exit 125
+maxfile=$2
+while IFS= read -r name; do
+    if [ -f "./$name" ] && [ ! -L "./$name" ]; then
+        size=$(wc -c < "./$name")
+        if [ "$size" -gt "$maxfile" ]; then
+            printf 'too_large %s %s\n' "$size" "$name"
+        else
+            printf 'file %s %s\n' "$size" "$name"
+            head -c "$size" "./$name"
+        fi
+    else
+        printf 'missing 0 %s\n' "$name"
+    fi
+done
 """
 
 
@@ -198,10 +244,10 @@ class Payload:
         as_json, as_sh = self._env_args()
         parts = [
             f"hazmat {PROTOCOL_VERSION} {len(self.want)} {self.max_file_bytes} "
-            f"{self.nonce} {len(as_json)} {len(as_sh)}\n".encode()
+            f"{self.nonce}\n".encode()
         ]
         parts.extend(name.encode() + b"\n" for name in self.want)
-        parts.extend((as_json, as_sh))
+        parts.extend((f"{len(as_json)} {len(as_sh)}\n".encode(), as_json, as_sh))
         parts.append(f"{len(self.files)}\n".encode())
         for name, data in self.files.items():
             parts.append(f"{len(data)} ".encode() + name.encode() + b"\n")

@@ -76,6 +76,8 @@ class RunReport:
     notes: tuple[str, ...] = ()
     peak_memory_bytes: int | None = None  # the container's cgroup, read on the host
     cpu_time_ms: float | None = None
+    pids_refused: int = 0  # forks and threads the pids limit refused during the run
+    peak_tasks: int | None = None  # the most host tasks at once in the container's cgroup
     pooled: bool | None = None  # None: the backend has no pool
 
 

@@ -1,16 +1,17 @@
 """The host's own view of a container's resources, from the kernel's cgroup files.
 
-Peak memory, CPU time and the count of OOM kills come from the cgroup the container's first
-process lives in, read on the host (never from anything inside the container). cgroup v1
-(memory + cpuacct controllers) and v2 (unified) are both read; v1 is what the test machines
-have. A `Monitor` samples while the program runs, so a figure survives a container that ends
+Peak memory, CPU time, the count of OOM kills, the peak task count and the count of forks
+and threads the pids limit refused come from the cgroups the container's first process lives
+in, read on the host (never from anything inside the container). cgroup v1 (memory, cpuacct
+and pids controllers) and v2 (unified) are both read; v1 is what the test machines have. A
+`Monitor` samples while the program runs, so a figure survives a container that ends
 (and whose cgroup the engine removes) before the final reading.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 __all__ = ["Cgroup", "Monitor", "Sample"]
@@ -23,15 +24,18 @@ class Sample:
     memory_peak: int  # bytes
     cpu_ns: int
     oom_kills: int
+    pids_peak: int = 0  # the most tasks at once (0: not known)
+    pids_refused: int = 0  # forks and threads refused at the pids limit
 
 
 class Cgroup:
     """The cgroup files of one container, found from the host pid of its first process."""
 
-    def __init__(self, memory: Path, cpu: Path, unified: bool) -> None:
+    def __init__(self, memory: Path, cpu: Path, unified: bool, pids: Path | None = None) -> None:
         self.memory = memory
         self.cpu = cpu
         self.unified = unified
+        self.pids = pids if pids is not None else memory
 
     @classmethod
     def of_pid(
@@ -48,8 +52,12 @@ class Cgroup:
             for name in controllers.split(",") if controllers else [""]:
                 paths[name] = path.lstrip("/")
         if "memory" in paths and "cpuacct" in paths:
+            pids = root / "pids" / paths["pids"] if "pids" in paths else None
             found = cls(
-                root / "memory" / paths["memory"], root / "cpuacct" / paths["cpuacct"], False
+                root / "memory" / paths["memory"],
+                root / "cpuacct" / paths["cpuacct"],
+                False,
+                pids,
             )
         elif "" in paths:
             found = cls(root / paths[""], root / paths[""], True)
@@ -66,9 +74,21 @@ class Cgroup:
                 memory_peak=int(_read(self.memory / "memory.max_usage_in_bytes")),
                 cpu_ns=int(_read(self.cpu / "cpuacct.usage")),
                 oom_kills=_field(_read(self.memory / "memory.oom_control"), "oom_kill"),
+                **self._pids(),
             )
         except (OSError, ValueError):
             return None
+
+    def _pids(self) -> dict[str, int]:
+        """The pids controller's figures; zeros where the kernel has no such file."""
+        figures = {}
+        for name, key in (("pids.peak", "pids_peak"), ("pids.events", "pids_refused")):
+            try:
+                text = _read(self.pids / name)
+            except OSError:
+                continue
+            figures[key] = _field(text, "max") if name == "pids.events" else int(text)
+        return figures
 
     def _sample_v2(self) -> Sample:
         peak = self.memory / "memory.peak"
@@ -77,6 +97,7 @@ class Cgroup:
             memory_peak=int(memory),
             cpu_ns=_field(_read(self.cpu / "cpu.stat"), "usage_usec") * 1000,
             oom_kills=_field(_read(self.memory / "memory.events"), "oom_kill"),
+            **self._pids(),
         )
 
 
@@ -116,11 +137,8 @@ class Monitor:
         if now is not None:
             with self._lock:
                 last = self.last or now
-                self.last = Sample(
-                    max(now.memory_peak, last.memory_peak),
-                    max(now.cpu_ns, last.cpu_ns),
-                    max(now.oom_kills, last.oom_kills),
-                )
+                pairs = zip(astuple(now), astuple(last), strict=True)
+                self.last = Sample(*(max(a, b) for a, b in pairs))
         return now
 
     def stop(self) -> Sample | None:

@@ -37,11 +37,11 @@ from hazmat.backends.hardening import container_config
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, UnsafeProfile, load_profile
 from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
-from hazmat.backends.verify import SANDBOX_USER, check, expected, host_pids_limit
+from hazmat.backends.uids import Uids
+from hazmat.backends.verify import check, expected, host_pids_limit
 from hazmat.policy import HostResources, Runtime
 
 __all__ = [
-    "SANDBOX_USER",
     "DockerBackend",
     "Started",
     "abandoned",
@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 INSTANCE = secrets.token_hex(6)  # this process's containers, among any other hazmat's
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
+# How many uids to try before giving up on a container (each try loses only to another
+# live container holding the same uid: one in 65536 per live container)
+UID_TRIES = 8
 
 
 @dataclass
@@ -64,6 +67,7 @@ class Started:
 
     spec: Spec
     cid: str
+    uid: int  # the program's, its own among live containers (backends/uids.py)
     attached: Any
     sock: socket.socket
     born: float  # time.monotonic() when it became ready
@@ -98,6 +102,7 @@ class DockerBackend(Backend):
         except UnsafeProfile as exc:
             raise InfraError(str(exc)) from None
         self._reaped = False
+        self.uids = Uids()
         self._lock = threading.Lock()
         # job nonce -> (the thread that prepared it, its container on the way)
         self._prepared: dict[str, tuple[int, Future[Started]]] = {}
@@ -141,9 +146,9 @@ class DockerBackend(Backend):
             with contextlib.suppress(InfraError):
                 self.discard(future.result())
 
-    def config(self, spec: Spec, labels: dict[str, str]) -> dict[str, Any]:
+    def config(self, spec: Spec, labels: dict[str, str], uid: int) -> dict[str, Any]:
         """The create_container arguments (a method, so a test can make a container differ)."""
-        return container_config(spec, labels, self.engine.api.api_version, self.seccomp)
+        return container_config(spec, labels, self.engine.api.api_version, self.seccomp, uid)
 
     def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started:
         """Create, attach, start; wait until the agent is ready; check the settings.
@@ -162,12 +167,12 @@ class DockerBackend(Backend):
         expires = time.time() + lifetime_s + REAP_GRACE_S
         token = secrets.token_hex(8)  # finds the container if create answers too late to say
         labels = {**self._labels(spec, expires, pooled), f"{LABEL}.start": token}
-        config = self.config(spec, labels)
         cid: str | None = None
+        uid: int | None = None
         attached: Any = None
         try:
+            cid, uid = self._create(spec, labels)
             with map_docker_errors(spec.image):
-                cid = str(api.create_container(**config)["Id"])
                 attached = api.attach_socket(
                     cid, {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
                 )
@@ -179,14 +184,14 @@ class DockerBackend(Backend):
                 raise InfraError(f"container {cid[:12]} did not get ready: {exc}") from None
             with map_docker_errors(spec.image):
                 inspected = api.inspect_container(cid)
-            problems = check(inspected, expected(spec, self.seccomp.security_opt))
+            problems = check(inspected, expected(spec, uid, self.seccomp.security_opt))
             if problems:
                 raise SettingsMismatch(
                     f"container {cid[:12]} differs from the policy: " + "; ".join(problems),
                     problems,
                 )
             cgroup = Cgroup.of_pid(int(inspected["State"].get("Pid") or 0))
-            return Started(spec, cid, attached, sock, time.monotonic(), expires, cgroup)
+            return Started(spec, cid, uid, attached, sock, time.monotonic(), expires, cgroup)
         except BaseException:
             if attached is not None:
                 _close_attached(attached)
@@ -195,7 +200,35 @@ class DockerBackend(Backend):
                     self._remove(cid)
             else:  # create may have failed on our side only (a timeout under load)
                 self._remove_start(token)
+            if uid is not None:
+                self.uids.release(uid)
             raise
+
+    def _create(self, spec: Spec, labels: dict[str, str]) -> tuple[str, int]:
+        """Create the container with a uid no other live container holds (backends/uids.py)."""
+        api = self.engine.api
+        for _ in range(UID_TRIES):
+            uid = self.uids.take()
+            try:
+                with map_docker_errors(spec.image):
+                    config = self.config(spec, {**labels, f"{LABEL}.uid": str(uid)}, uid)
+                    cid = str(api.create_container(**config)["Id"])
+                    try:
+                        same = api.containers(
+                            all=True, quiet=True, filters={"label": f"{LABEL}.uid={uid}"}
+                        )
+                    except BaseException:
+                        with contextlib.suppress(InfraError):
+                            self._remove(cid)
+                        raise
+                if all(c["Id"] == cid for c in same):
+                    return cid, uid
+                self._remove(cid)
+            except BaseException:
+                self.uids.release(uid)
+                raise
+            self.uids.release(uid)
+        raise InfraError(f"no free sandbox uid after {UID_TRIES} tries")
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
@@ -235,6 +268,8 @@ class DockerBackend(Backend):
             notes=tuple(notes),
             peak_memory_bytes=figures.memory_peak if figures else None,
             cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
+            pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
+            peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
         )
 
     def _pump(self, started: Started, job: Job, stop: Callable[[], None]) -> Capture:
@@ -282,7 +317,10 @@ class DockerBackend(Backend):
         """Close the connection and remove the container (used or not)."""
         with contextlib.suppress(OSError):
             _close_attached(started.attached)
-        self._remove(started.cid)
+        try:
+            self._remove(started.cid)
+        finally:
+            self.uids.release(started.uid)
 
     def _labels(self, spec: Spec, expires: float, pooled: bool) -> dict[str, str]:
         return {

@@ -9,13 +9,14 @@ from typing import Any
 
 import docker.types
 
-from hazmat.backends.agent import AGENT_SCRIPT
+from hazmat.backends.agent import AGENT_SCRIPT, COLLECT_SCRIPT, STAGE_SCRIPT
 from hazmat.backends.base import Spec
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.seccomp import SeccompProfile
 from hazmat.backends.verify import (
+    AGENT_CAPS,
+    AGENT_USER,
     MASKED_PATHS,
-    SANDBOX_USER,
     WORKDIR,
     host_pids_limit,
     tmpfs_mounts,
@@ -35,26 +36,28 @@ def heap_mb(memory_mb: int) -> int:
 
 
 def container_config(
-    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile
+    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile, uid: int
 ) -> dict[str, Any]:
-    """The create_container arguments for `spec`: every hardening setting lives here."""
+    """The create_container arguments for `spec` with its program running as `uid`: every
+    hardening setting lives here."""
     lang = get_language(spec.language)
     return {
         "image": spec.image,
         "command": ["/bin/sh", "-c", AGENT_SCRIPT],
-        "user": SANDBOX_USER,
-        "working_dir": WORKDIR,
+        "user": AGENT_USER,
+        # the agent stays out of the working directory: it is the program's, mode 0700
+        "working_dir": "/",
         "hostname": "sandbox",
-        "environment": _environment(spec, lang),
+        "environment": _environment(spec, lang, uid),
         "stdin_open": True,
         "tty": False,
         "network_disabled": True,
         "labels": labels,
-        "host_config": _host_config(spec, lang, api_version, seccomp),
+        "host_config": _host_config(spec, lang, api_version, seccomp, uid),
     }
 
 
-def _environment(spec: Spec, lang: Language) -> dict[str, str]:
+def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
     """The agent's environment; the program sees none of the HAZMAT_ variables."""
     warm, runner = RUNNERS[lang.runner] if lang.runner else ("", "")
     return {
@@ -62,7 +65,10 @@ def _environment(spec: Spec, lang: Language) -> dict[str, str]:
         "HOME": "/tmp",
         "TMPDIR": "/tmp",
         "LANG": "C.UTF-8",
+        "HAZMAT_UID": str(uid),
         "HAZMAT_WORKDIR": WORKDIR,
+        "HAZMAT_STAGE": STAGE_SCRIPT,
+        "HAZMAT_COLLECT": COLLECT_SCRIPT,
         "HAZMAT_BUILD": lang.build,
         "HAZMAT_RUN": lang.run,
         "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
@@ -73,13 +79,14 @@ def _environment(spec: Spec, lang: Language) -> dict[str, str]:
 
 
 def _host_config(
-    spec: Spec, lang: Language, api_version: str, seccomp: SeccompProfile
+    spec: Spec, lang: Language, api_version: str, seccomp: SeccompProfile, uid: int
 ) -> dict[str, Any]:
     config: dict[str, Any] = docker.types.HostConfig(
         version=api_version,
         read_only=True,
         network_mode="none",
         cap_drop=["ALL"],
+        cap_add=list(AGENT_CAPS),
         security_opt=["no-new-privileges=true", *seccomp.security_opt],
         privileged=False,
         init=True,
@@ -94,7 +101,7 @@ def _host_config(
             docker.types.Ulimit(name=name, soft=soft, hard=hard)
             for name, soft, hard in ulimits(spec)
         ],
-        tmpfs=tmpfs_mounts(spec, WORKDIR, lang.exec_tmp),
+        tmpfs=tmpfs_mounts(spec, WORKDIR, lang.exec_tmp, uid),
         log_config=docker.types.LogConfig(type="none"),
         runtime=spec.runtime.value,
     )

@@ -3,16 +3,18 @@
 A runner is what makes a pre-started container fast: the interpreter has already paid for its
 own start when the job arrives. The agent starts it in the background at container start; it
 prints `hazmat-ready` on stdout (the host takes nothing from a container before that line),
-then waits for SIGUSR2. The agent sends the signal once the job's files are in place; the
-runner then removes hazmat's variables from its environment and runs the program in itself,
-as `python3 main.py` or `node main.js` would: same argv, `__main__` / `require.main`, exit
-status, and tracebacks without any frame of the runner. The program's own environment and
-arguments (the job's, from /tmp/.hazmat-job.json) are applied just before it starts.
+then waits for SIGUSR2. The agent sends the signal once it has read the job's first lines;
+without a build step the runner then reads the rest of the job from stdin (the env and args
+as JSON, the input files), with one the stage script has done so and left the env and args in
+/tmp/.hazmat-job.json. The runner removes hazmat's variables from its environment and runs
+the program in itself, as `python3 main.py` or `node main.js` would: same argv, `__main__` /
+`require.main`, exit status, and tracebacks without any frame of the runner. The program's
+own environment and arguments are applied just before it starts.
 Everything after that is the agent's: it waits for the runner, kills what the program left
 behind, collects the output files and prints the end marker.
 
-The runner shares the program's process and uid, so nothing it could say is trusted; it says
-nothing after "ready" anyway.
+The runner shares the program's process and uid (never the agent's), so nothing it could say
+is trusted; it says nothing after "ready" anyway.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ os.write(1, b"hazmat-ready\n")
 signal.sigwait({signal.SIGUSR2})
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR2})
 def _hazmat_unpack():
+    # the rest of the job, as the agent's stage script would read it (backends/agent.py)
     def die(why):
         os.write(2, b"hazmat-agent: " + why + b"\n")
         os._exit(125)
@@ -43,37 +46,53 @@ def _hazmat_unpack():
             if byte == b"\n":
                 return bytes(got)
             got += byte
-    count = line()
-    if not count.isdigit():
-        die(b"unknown job format")
-    for _ in range(int(count)):
-        size, _, name = line().partition(b" ")
-        if not size.isdigit():
+    def exactly(left, out=None):
+        got = []
+        while left:
+            chunk = os.read(0, min(left, 65536))
+            if not chunk:
+                die(b"truncated job")
+            if out is None:
+                got.append(chunk)
+            else:
+                out.write(chunk)
+            left -= len(chunk)
+        return b"".join(got)
+    def number(field):
+        if not field.isdigit() or not field.isascii():
             die(b"unknown job format")
-        left = int(size)
+        return int(field)
+    sizes = line().split(b" ")
+    if len(sizes) != 2:
+        die(b"unknown job format")
+    job = exactly(number(sizes[0]))
+    exactly(number(sizes[1]))  # the shell form, for the run command: not ours
+    for _ in range(number(line())):
+        size, _, name = line().partition(b" ")
+        left = number(size)
         if b"/" in name:
             os.makedirs(os.path.dirname(b"./" + name), exist_ok=True)
         with open(b"./" + name, "wb") as out:
-            while left:
-                chunk = os.read(0, min(left, 65536))
-                if not chunk:
-                    die(b"truncated job")
-                out.write(chunk)
-                left -= len(chunk)
+            exactly(left, out)
+    return job
 if os.environ.get("HAZMAT_UNPACK") == "1":
-    _hazmat_unpack()
+    _hazmat_job = _hazmat_unpack()
+else:
+    _hazmat_job = None
 del _hazmat_unpack
-def _hazmat_prepare():
+def _hazmat_prepare(job):
     import builtins, importlib.machinery, types
     for name in [k for k in os.environ if k.startswith("HAZMAT_")]:
         del os.environ[name]
     path = os.path.abspath(sys.argv[1])
     sys.argv[:] = sys.argv[1:]
-    if os.path.exists("/tmp/.hazmat-job.json"):
-        import json
+    if job is None and os.path.exists("/tmp/.hazmat-job.json"):
         with open("/tmp/.hazmat-job.json", "rb") as f:
-            job = json.load(f)
+            job = f.read()
         os.remove("/tmp/.hazmat-job.json")
+    if job:
+        import json
+        job = json.loads(job)
         os.environ.update(job["env"])
         sys.argv.extend(job["args"])
     sys.path[0] = os.path.dirname(path)
@@ -99,8 +118,8 @@ def _hazmat_flush():
             getattr(sys, name).flush()
         except Exception:
             pass
-_hazmat_globals, _hazmat_code = _hazmat_prepare()
-del _hazmat_prepare
+_hazmat_globals, _hazmat_code = _hazmat_prepare(_hazmat_job)
+del _hazmat_prepare, _hazmat_job
 try:
     exec(_hazmat_code, _hazmat_globals)
 except SystemExit:
@@ -145,31 +164,45 @@ NODE = r"""
       got.push(one[0]);
     }
   };
+  const exactly = (size) => {
+    const data = Buffer.alloc(size);
+    for (let off = 0; off < data.length; ) {
+      const n = readSome(data, off, Math.min(data.length - off, 65536));
+      if (n === 0) die('truncated job');
+      off += n;
+    }
+    return data;
+  };
+  const number = (field) => {
+    const text = field.toString('latin1');
+    if (!/^[0-9]+$/.test(text)) die('unknown job format');
+    return Number(text);
+  };
+  // the rest of the job, as the agent's stage script would read it (backends/agent.py)
   const unpack = () => {
-    const count = line().toString('latin1');
-    if (!/^[0-9]+$/.test(count)) die('unknown job format');
-    for (let i = 0; i < Number(count); i++) {
+    const sizes = line();
+    const space = sizes.indexOf(32);
+    if (space < 0) die('unknown job format');
+    const job = exactly(number(sizes.subarray(0, space)));
+    exactly(number(sizes.subarray(space + 1)));  // the shell form, for the run command
+    const count = number(line());
+    for (let i = 0; i < count; i++) {
       const head = line();
-      const space = head.indexOf(32);
-      const size = head.subarray(0, space).toString('latin1');
-      if (space < 0 || !/^[0-9]+$/.test(size)) die('unknown job format');
-      const data = Buffer.alloc(Number(size));
-      for (let off = 0; off < data.length; ) {
-        const n = readSome(data, off, Math.min(data.length - off, 65536));
-        if (n === 0) die('truncated job');
-        off += n;
-      }
-      const name = Buffer.concat([Buffer.from('./'), head.subarray(space + 1)]);
-      if (head.indexOf(47, space + 1) >= 0) {
+      const at = head.indexOf(32);
+      if (at < 0) die('unknown job format');
+      const data = exactly(number(head.subarray(0, at)));
+      const name = Buffer.concat([Buffer.from('./'), head.subarray(at + 1)]);
+      if (head.indexOf(47, at + 1) >= 0) {
         fs.mkdirSync(require('path').dirname(name.toString()), { recursive: true });
       }
       fs.writeFileSync(name, data);
     }
+    return job;
   };
   process.on('SIGUSR2', function hazmatStart() {
     process.removeListener('SIGUSR2', hazmatStart);
     clearInterval(idle);
-    if (process.env.HAZMAT_UNPACK === '1') unpack();
+    let job = process.env.HAZMAT_UNPACK === '1' ? unpack() : null;
     for (const name of Object.keys(process.env)) {
       if (name.startsWith('HAZMAT_')) delete process.env[name];
     }
@@ -177,11 +210,14 @@ NODE = r"""
     process.argv[1] = entry;
     process.execArgv.length = 0;
     const jobFile = '/tmp/.hazmat-job.json';
-    if (fs.existsSync(jobFile)) {
-      const job = JSON.parse(fs.readFileSync(jobFile, 'utf8'));
+    if (job === null && fs.existsSync(jobFile)) {
+      job = fs.readFileSync(jobFile);
       fs.unlinkSync(jobFile);
-      Object.assign(process.env, job.env);
-      process.argv.push(...job.args);
+    }
+    if (job !== null && job.length > 0) {
+      const parsed = JSON.parse(job.toString('utf8'));
+      Object.assign(process.env, parsed.env);
+      process.argv.push(...parsed.args);
     }
     // runMain is called by the event loop itself, so no frame of this runner is on the
     // program's stack (its stack traces end in node's own frames, as with `node main.js`)

@@ -19,8 +19,9 @@ from hazmat.backends.base import Spec
 from hazmat.policy import Runtime
 
 __all__ = [
+    "AGENT_CAPS",
+    "AGENT_USER",
     "MASKED_PATHS",
-    "SANDBOX_USER",
     "WORKDIR",
     "check",
     "expected",
@@ -30,12 +31,19 @@ __all__ = [
 ]
 
 WORKDIR = "/work"  # the program's working directory, a tmpfs
-SANDBOX_USER = "65534:65534"  # nobody:nogroup, present in every Debian-like image
+# The agent runs as root in the container with only what it needs to start the program's
+# processes as the run's own uid (SETUID, SETGID, SETPCAP for an empty bounding set) and to
+# signal and end them (KILL); the program holds no capability (backends/agent.py).
+AGENT_USER = "0:0"
+AGENT_CAPS = ("KILL", "SETGID", "SETPCAP", "SETUID")
 # Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 44 when idle
-# (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside (measured here). A Go
-# build of a one-line program peaked at 110-122 host tasks: with a base of 64 (a limit of 128
-# for 32 pids) the toolchain could not create a thread now and then and died with status 2.
-RUNSC_PIDS_BASE = 128
+# (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside, and the Sentry adds
+# threads of its own under load. Peaks measured here at the strict preset (32 pids): a Go
+# build and run of 8 busy goroutines 117-133, 16 goroutines doing file I/O with GOMAXPROCS 8
+# 149-165, 8 node worker threads 118-129, a 16-thread Python pool doing I/O 116-131. With a base
+# of 128 (a limit of 192) that is too close: ordinary programs died now and then with status 2
+# when the Go runtime could not make a thread. A base of 256 leaves room for load.
+RUNSC_PIDS_BASE = 256
 RUNSC_PIDS_PER_TASK = 2
 _MiB = 1024 * 1024
 
@@ -65,11 +73,11 @@ MASKED_PATHS = DOCKER_MASKED_PATHS + HOST_IDENTITY_PATHS
 READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 
-def tmpfs_mounts(spec: Spec, workdir: str, exec_tmp: bool) -> dict[str, str]:
-    """The two tmpfs mounts: the working directory (the sandbox user's, noexec) and /tmp."""
+def tmpfs_mounts(spec: Spec, workdir: str, exec_tmp: bool, uid: int) -> dict[str, str]:
+    """The two tmpfs mounts: the working directory (the program's uid's, noexec) and /tmp."""
     size = f"size={spec.tmpfs_mb}m"
     return {
-        workdir: f"rw,nosuid,nodev,noexec,{size},uid=65534,gid=65534,mode=0700",
+        workdir: f"rw,nosuid,nodev,noexec,{size},uid={uid},gid={uid},mode=0700",
         "/tmp": f"rw,nosuid,nodev,{'exec' if exec_tmp else 'noexec'},{size},mode=1777",
     }
 
@@ -81,10 +89,11 @@ def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
     return [("nofile", spec.nofile, spec.nofile), ("fsize", fsize, fsize), ("core", 0, 0)]
 
 
-def expected(spec: Spec, seccomp_opts: Sequence[str] | None = None) -> dict[str, Any]:
-    """The settings the policy demands for a container of `spec`, worked out from the spec
-    alone (not from the request sent to the engine, so a wrong request is caught too), and,
-    given the security options of the seccomp profile in use, that profile."""
+def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) -> dict[str, Any]:
+    """The settings the policy demands for a container of `spec` whose program runs as `uid`,
+    worked out from the spec alone (not from the request sent to the engine, so a wrong
+    request is caught too), and, given the security options of the seccomp profile in use,
+    that profile."""
     from hazmat.languages import get_language
 
     memory = spec.memory_mb * _MiB
@@ -92,10 +101,11 @@ def expected(spec: Spec, seccomp_opts: Sequence[str] | None = None) -> dict[str,
         "network": "none",
         "read_only_root": True,
         "cap_drop": "ALL",
-        "cap_add": [],
+        "cap_add": sorted(AGENT_CAPS),
         "privileged": False,
         "no_new_privileges": True,
-        "user": SANDBOX_USER,
+        "user": AGENT_USER,
+        "program_uid": str(uid),
         "memory": memory,
         "memory_swap": memory,
         "pids": host_pids_limit(spec),
@@ -104,7 +114,7 @@ def expected(spec: Spec, seccomp_opts: Sequence[str] | None = None) -> dict[str,
         "network_disabled": True,
         "masked_paths": sorted(MASKED_PATHS),
         "readonly_paths": sorted(READONLY_PATHS),
-        "tmpfs": tmpfs_mounts(spec, WORKDIR, get_language(spec.language).exec_tmp),
+        "tmpfs": tmpfs_mounts(spec, WORKDIR, get_language(spec.language).exec_tmp, uid),
         "shm_size": spec.tmpfs_mb * _MiB,
         "ulimits": sorted(ulimits(spec)),
         "log_driver": "none",
@@ -130,6 +140,11 @@ def _config(i: Mapping[str, Any]) -> Mapping[str, Any]:
     return i.get("Config") or {}
 
 
+def _env(i: Mapping[str, Any]) -> dict[str, str]:
+    pairs = (str(e).partition("=") for e in _config(i).get("Env") or [])
+    return {name: value for name, _, value in pairs}
+
+
 def _opts(i: Mapping[str, Any]) -> list[str]:
     return [str(o) for o in _host(i).get("SecurityOpt") or []]
 
@@ -140,13 +155,16 @@ _READ_BACK: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
     "cap_drop": lambda i: (
         "ALL" if "ALL" in [x.upper() for x in _host(i).get("CapDrop") or []] else None
     ),
-    "cap_add": lambda i: sorted(_host(i).get("CapAdd") or []),
+    "cap_add": lambda i: sorted(
+        str(c).upper().removeprefix("CAP_") for c in _host(i).get("CapAdd") or []
+    ),
     "privileged": lambda i: bool(_host(i).get("Privileged")),
     "no_new_privileges": lambda i: any(
         opt in ("no-new-privileges", "no-new-privileges=true", "no-new-privileges:true")
         for opt in _opts(i)
     ),
     "user": lambda i: _config(i).get("User"),
+    "program_uid": lambda i: _env(i).get("HAZMAT_UID"),
     "memory": lambda i: _host(i).get("Memory"),
     "memory_swap": lambda i: _host(i).get("MemorySwap"),
     "pids": lambda i: _host(i).get("PidsLimit"),
@@ -186,10 +204,12 @@ _READ_BACK: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
             *(str(v) for v in _host(i).get("VolumesFrom") or []),
         ]
     ),
-    "apparmor_not_unconfined": lambda i: i.get("AppArmorProfile") != "unconfined"
-    and not any(o.replace(":", "=") == "apparmor=unconfined" for o in _opts(i)),
-    "seccomp_not_unconfined": lambda i: not any(
-        o.replace(":", "=") == "seccomp=unconfined" for o in _opts(i)
+    "apparmor_not_unconfined": lambda i: (
+        i.get("AppArmorProfile") != "unconfined"
+        and not any(o.replace(":", "=") == "apparmor=unconfined" for o in _opts(i))
+    ),
+    "seccomp_not_unconfined": lambda i: (
+        not any(o.replace(":", "=") == "seccomp=unconfined" for o in _opts(i))
     ),
     "seccomp": lambda i: [o for o in _opts(i) if o.startswith("seccomp")],
 }
