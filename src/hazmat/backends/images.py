@@ -8,6 +8,9 @@ with labels. Needs root and debootstrap; the node image also needs `npm` on the 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import os
 import platform
 import shutil
@@ -33,6 +36,14 @@ Progress = Callable[[str], None]
 
 SUITE = "bookworm"
 ESBUILD_VERSION = "0.28.2"
+# npm's own integrity field (sha512 of the package tarball) for each platform package, pinned
+# here: the tarball is checked before anything in it is written to the image or run.
+ESBUILD_INTEGRITY = {
+    "x64": "sha512-4xTZr1FUmSoQW4XIWmit3tzQrUTZM+N3P0XV8xROKYF50XfI7xeO90+1bZvNwxIufQ9hDQVRJH5Y"
+    "hgPVF8A/HQ==",
+    "arm64": "sha512-pW4AC0P3it8c7do9MVM4p51FzHzdM/TZrerurgRcHJ2WTa1VQ1CIq18xncfpBJw4ojkiZZrKW2y"
+    "IBWBP92j6Ug==",
+}
 LABEL_PREFIX = "org.hazmat.image"
 _PHASES = {
     "Retrieving": "downloading packages",
@@ -255,12 +266,17 @@ def _require_tools(recipe: ImageRecipe) -> None:
 
 
 def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
-    """TypeScript: install esbuild's static binary, fetched with npm from its registry."""
+    """TypeScript: install esbuild's static binary, fetched with npm from its registry and
+    checked against the pinned integrity hash before it is unpacked or run."""
     arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
+    if arch not in ESBUILD_INTEGRITY:
+        raise ImageBuildError(f"no pinned integrity hash for {package}: add it to images.py")
     progress(f"[node] npm pack {package}")
     out = _run(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
-    with tarfile.open(scratch / out[-1]) as tar:
+    tarball = scratch / out[-1]
+    check_integrity(tarball, ESBUILD_INTEGRITY[arch], package)
+    with tarfile.open(tarball) as tar:
         member = tar.getmember("package/bin/esbuild")
         source = tar.extractfile(member)
         if source is None:
@@ -271,6 +287,15 @@ def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
         target.chmod(0o755)
     version = _run(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
     progress(f"[node] esbuild {version} installed")
+
+
+def check_integrity(path: Path, integrity: str, what: str) -> None:
+    """Refuse `path` unless its hash is `integrity` (npm's `sha512-<base64>` form)."""
+    algorithm, _, expected = integrity.partition("-")
+    digest = hashlib.new(algorithm, path.read_bytes()).digest()
+    got = f"{algorithm}-{base64.b64encode(digest).decode()}"
+    if not hmac.compare_digest(got, integrity) or not expected:
+        raise ImageBuildError(f"{what}: integrity check failed (expected {integrity}, got {got})")
 
 
 def prebuild_go_std(rootfs: Path, scratch: Path, progress: Progress) -> None:
