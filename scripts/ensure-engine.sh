@@ -109,33 +109,81 @@ wait_for_engine() {
     say "engine answering after ${waited}s"
 }
 
+# Packages of Debian 13 (trixie) fetched, never installed through apt, on a Debian 12 host: a
+# private apt state (its own sources list, lists and cache) on the host's own Debian mirror.
+TRIXIE_APT=/var/lib/hazmat/apt-trixie
+
+host_mirror() {
+    [ -n "${HAZMAT_DEBIAN_MIRROR:-}" ] && { printf '%s\n' "$HAZMAT_DEBIAN_MIRROR"; return; }
+    { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+      grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+          | sed -E 's/^deb +(\[[^]]*\] +)?//' | awk '{print $1}'
+    } | grep '/debian' | grep -v security | head -n 1
+}
+
+trixie_apt() {
+    apt-get -qq -o Dir::Etc::SourceList="$TRIXIE_APT/sources.list" \
+        -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$TRIXIE_APT/lists" \
+        -o Dir::Cache="$TRIXIE_APT/cache" -o Debug::NoLocking=1 "$@"
+}
+
+# fetch_from_trixie PACKAGE DIR: the package's .deb from Debian 13 into DIR (0 on success).
+fetch_from_trixie() {
+    local mirror
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+    mirror=$(host_mirror)
+    [ -n "$mirror" ] || return 1
+    mkdir -p "$TRIXIE_APT/lists/partial" "$TRIXIE_APT/cache/archives/partial"
+    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s trixie main\n' \
+        "$mirror" > "$TRIXIE_APT/sources.list"
+    if [ -z "$(ls "$TRIXIE_APT/lists" 2>/dev/null | grep -v partial)" ]; then
+        trixie_apt update >/dev/null 2>&1 || return 1
+    fi
+    chmod 777 "$2"
+    (cd "$2" && trixie_apt download "$1") >/dev/null 2>&1 && return 0
+    trixie_apt update >/dev/null 2>&1 && (cd "$2" && trixie_apt download "$1") >/dev/null 2>&1
+}
+
 SECCOMP_BASE=/var/lib/hazmat/seccomp/docker-default.json
 SECCOMP_IN_DEB=./usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
 
-# hazmat derives its seccomp profile (Docker's default minus ptrace) from the engine's own
-# default profile, which Debian ships in golang-github-docker-docker-dev. Only that one file is
-# extracted; the package is not installed.
+# hazmat derives its seccomp profile from a current upstream default: the one of Debian 13's
+# engine (moby 26.1: no io_uring, clone3 answered with ENOSYS), which Debian ships in
+# golang-github-docker-docker-dev. Only that one file is extracted; the package is not
+# installed. Without Debian 13's package, the installed engine's own version is used.
+# `$SECCOMP_BASE.source` says where the file came from.
 install_seccomp_base() {
-    [ -s "$SECCOMP_BASE" ] && { say "seccomp base profile present ($SECCOMP_BASE)"; return; }
+    if [ -s "$SECCOMP_BASE" ] && grep -qs trixie "$SECCOMP_BASE.source"; then
+        say "seccomp base profile present ($(cat "$SECCOMP_BASE.source"))"
+        return
+    fi
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        [ -s "$SECCOMP_BASE" ] && { say "seccomp base profile present ($SECCOMP_BASE)"; return; }
         say "warning: no $SECCOMP_BASE and cannot fetch it (needs root and apt-get); ptrace stays allowed"
         return
     fi
-    local tmp version
+    local tmp version source
     tmp=$(mktemp -d)
-    version=$(dpkg-query -W -f='${Version}' docker.io 2>/dev/null || true)
-    say "fetching the engine's default seccomp profile (golang-github-docker-docker-dev ${version:-candidate})"
-    if ! (cd "$tmp" && chmod 777 . && { apt-get download -qq "golang-github-docker-docker-dev=$version" 2>/dev/null \
-            || apt-get download -qq golang-github-docker-docker-dev; }) >/dev/null 2>&1; then
-        apt-get update -qq
-        (cd "$tmp" && apt-get download -qq golang-github-docker-docker-dev) >/dev/null 2>&1 \
-            || { say "warning: could not download the seccomp profile; ptrace stays allowed"; rm -rf "$tmp"; return; }
+    if fetch_from_trixie golang-github-docker-docker-dev "$tmp"; then
+        source="trixie"
+    else
+        version=$(dpkg-query -W -f='${Version}' docker.io 2>/dev/null || true)
+        say "Debian 13's profile is out of reach; using the installed engine's (${version:-candidate})"
+        if ! (cd "$tmp" && chmod 777 . && { apt-get download -qq "golang-github-docker-docker-dev=$version" 2>/dev/null \
+                || apt-get download -qq golang-github-docker-docker-dev; }) >/dev/null 2>&1; then
+            apt-get update -qq
+            (cd "$tmp" && apt-get download -qq golang-github-docker-docker-dev) >/dev/null 2>&1 \
+                || { say "warning: could not download the seccomp profile; ptrace stays allowed"; rm -rf "$tmp"; return; }
+        fi
+        source="the installed engine's suite"
     fi
     mkdir -p "$(dirname "$SECCOMP_BASE")"
     dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -xO "$SECCOMP_IN_DEB" > "$SECCOMP_BASE.tmp"
     mv "$SECCOMP_BASE.tmp" "$SECCOMP_BASE"
+    printf 'golang-github-docker-docker-dev %s from %s\n' \
+        "$(dpkg-deb -f "$tmp"/*.deb Version)" "$source" > "$SECCOMP_BASE.source"
     rm -rf "$tmp"
-    say "installed $SECCOMP_BASE"
+    say "installed $SECCOMP_BASE ($(cat "$SECCOMP_BASE.source"))"
 }
 
 main() {

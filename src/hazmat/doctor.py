@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import HazmatError
@@ -128,10 +129,13 @@ def _profile_check() -> Check:
     except UnsafeProfile as exc:
         return Check("seccomp profile", False, str(exc), "unset HAZMAT_SECCOMP_BASE")
     if profile.text:
+        origin = Path(profile.source + ".source")  # written by scripts/ensure-engine.sh
+        said = origin.read_text(errors="replace").strip() if origin.is_file() else ""
         return Check(
             "seccomp profile",
             True,
-            f"derived from {profile.source} without ptrace and io_uring, sockets limited",
+            f"derived from {profile.source}{f' ({said})' if said else ''} without ptrace and "
+            "io_uring, sockets limited",
         )
     return Check(
         "seccomp profile",

@@ -1,15 +1,19 @@
-"""hazmat's seccomp profile: the engine's own default profile, minus ptrace and io_uring, with
-socket(2) limited to the families a sandbox uses.
+"""hazmat's seccomp profile: a current upstream default profile, minus ptrace and io_uring,
+with socket(2) limited to the families a sandbox uses.
 
-Docker's default profile allows `ptrace` on kernels from 4.8 on. The program runs as the same
-uid as PID 1 (docker-init) and the agent, so without Yama it could attach to them. hazmat drops
-every rule that allows `ptrace`, `process_vm_readv` or `process_vm_writev` unconditionally;
-rules that need a capability never apply, since every capability is dropped.
+Docker's default profile allows `ptrace` on kernels from 4.8 on. The program runs as a uid of
+its own, apart from PID 1 (docker-init) and the agent (both root in the container), so the
+kernel's own ptrace checks already refuse it them; the profile takes `ptrace`,
+`process_vm_readv` and `process_vm_writev` away as well, so that nothing rests on that alone.
+Every rule that allows them unconditionally is dropped; rules that need a capability never
+apply to the program, which holds none.
 
-The default profile is not shipped with hazmat: `scripts/ensure-engine.sh` extracts the one that
-matches the installed engine from Debian's golang-github-docker-docker-dev package into
-`/var/lib/hazmat/seccomp/docker-default.json` (`HAZMAT_SECCOMP_BASE` names another file). When
-no base profile is found, containers get Docker's built-in default and every result says so.
+The base profile is not shipped with hazmat: `scripts/ensure-engine.sh` extracts Debian 13's
+engine default (moby 26.1, from golang-github-docker-docker-dev; the installed engine's own
+when that is out of reach) into `/var/lib/hazmat/seccomp/docker-default.json`
+(`HAZMAT_SECCOMP_BASE` names another file). A base whose default action allows everything is
+refused. When no base profile is found, containers get the engine's built-in default and
+every result says so.
 """
 
 from __future__ import annotations
