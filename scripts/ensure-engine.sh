@@ -41,8 +41,34 @@ install_packages() {
 }
 
 # gVisor: no network of its own (it refuses to start otherwise) and the ptrace platform (KVM
-# hangs on these machines). Not --oci-seccomp: this runsc (2022) then breaks pthread_create.
+# hangs on these machines; systrap measured no faster warm and slower cold). Not --oci-seccomp:
+# runsc (2022 and 2024 alike) then breaks pthread_create.
 RUNSC_ARGS='"--network=none", "--platform=ptrace"'
+
+# Debian 13's runsc (2024-07-29, a static binary) is preferred to Debian 12's (2022): it passes
+# the suite, runs a warm Python run in 44 ms instead of 50 and a warm Go build and run in 2.3 s
+# instead of 2.8, and answers io_uring with ENOSYS. It is unpacked here, never installed with
+# apt; Debian 12's package stays the fallback.
+RUNSC_NEW=/var/lib/hazmat/runsc/runsc
+
+install_runsc_from_trixie() {
+    if [ -x "$RUNSC_NEW" ] && "$RUNSC_NEW" --version >/dev/null 2>&1; then
+        say "runsc present ($("$RUNSC_NEW" --version | head -n 1))"
+        return
+    fi
+    local tmp
+    tmp=$(mktemp -d)
+    if fetch_from_trixie runsc "$tmp" && dpkg-deb -x "$tmp"/runsc_*.deb "$tmp/root" \
+            && "$tmp/root/usr/bin/runsc" --version >/dev/null 2>&1; then
+        mkdir -p "$(dirname "$RUNSC_NEW")"
+        install -m 0755 "$tmp/root/usr/bin/runsc" "$RUNSC_NEW.tmp"
+        mv "$RUNSC_NEW.tmp" "$RUNSC_NEW"
+        say "installed Debian 13's runsc as $RUNSC_NEW ($("$RUNSC_NEW" --version | head -n 1))"
+    else
+        say "Debian 13's runsc is out of reach; using Debian 12's"
+    fi
+    rm -rf "$tmp"
+}
 
 desired_daemon_json() {
     cat <<JSON
@@ -60,7 +86,7 @@ JSON
 # Returns 0 when it changed the file (dockerd must then reload), 1 otherwise.
 register_runsc() {
     local runsc desired
-    runsc=$(command -v runsc || true)
+    if [ -x "$RUNSC_NEW" ]; then runsc=$RUNSC_NEW; else runsc=$(command -v runsc || true); fi
     [ -n "$runsc" ] || { say "runsc not installed: the gVisor tier will be unavailable"; return 1; }
     desired=$(desired_daemon_json "$runsc")
     if [ -f "$DAEMON_JSON" ] && [ "$(cat "$DAEMON_JSON")" = "$desired" ]; then
@@ -197,6 +223,7 @@ main() {
         fi
     fi
     install_seccomp_base
+    install_runsc_from_trixie
     local changed=0
     register_runsc && changed=1
     if engine_up; then
