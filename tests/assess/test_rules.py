@@ -29,7 +29,7 @@ def rules(code: str, language: str = "python") -> dict[str, Severity]:
     [
         ("import subprocess", "import-subprocess", Severity.HIGH),
         ("from ctypes import CDLL", "import-ctypes", Severity.CRITICAL),
-        ("import pickle as p\np.loads(b'')", "deserialization", Severity.MEDIUM),
+        ("import pickle as p\np.loads(b'')", "unsafe-deserialization", Severity.HIGH),
         ("import os as o\no.system('id')", "os-process", Severity.HIGH),
         ("from os import system as s\ns('id')", "os-process", Severity.HIGH),
         ("eval(input())", "call-eval", Severity.HIGH),

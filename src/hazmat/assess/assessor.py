@@ -238,6 +238,7 @@ class _Worker:
     def kill(self) -> None:
         self._finalizer()
 
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()

@@ -15,6 +15,7 @@ from hazmat.assess.syntax_tree import (
     text,
     walk,
 )
+from hazmat.assess.tree_flow import TreeFlow
 from hazmat.models import Finding, Severity
 
 __all__ = ["GoAnalyzer"]
@@ -87,14 +88,27 @@ class GoAnalyzer:
         for node in nodes:
             if node.type == "import_spec":
                 findings.extend(_import(node, aliases))
+        flow = TreeFlow("go", lambda call: _callee(call, aliases))
         for node in nodes:
+            flow.visit(node)
             if node.type == "comment":
                 findings.extend(_comment(node))
             elif node.type in ("selector_expression", "qualified_type"):
                 finding = _selector(node, aliases)
                 if finding:
                     findings.append(finding)
+        findings.extend(flow.finish())
         return findings
+
+
+def _callee(call: Node, aliases: dict[str, str]) -> str:
+    """What a call calls: `os.ReadFile`, `net/http.Get` (import path, then name), `append`."""
+    func = call.child_by_field_name("function")
+    if func is not None and func.type == "selector_expression":
+        package, field = func.child_by_field_name("operand"), func.child_by_field_name("field")
+        if package is not None and text(package) in aliases:
+            return f"{aliases[text(package)]}.{text(field)}"
+    return text(func)
 
 
 def _import(node: Node, aliases: dict[str, str]) -> list[Finding]:

@@ -15,6 +15,7 @@ from hazmat.assess.syntax_tree import (
     text,
     walk,
 )
+from hazmat.assess.tree_flow import TreeFlow
 from hazmat.models import Finding, Severity
 
 __all__ = ["JavaScriptAnalyzer"]
@@ -119,9 +120,11 @@ class JavaScriptAnalyzer:
         if syntax:
             findings.append(syntax)
         rules = _Rules()
+        flow = TreeFlow(language, _callee)
         for node in walk(tree.root_node):
             rules.visit(node)
-        return findings + rules.findings
+            flow.visit(node)
+        return findings + rules.findings + flow.finish()
 
 
 class _Rules:
@@ -277,6 +280,10 @@ class _Rules:
                 f"member reached by a name built at run time ({built})",
                 470,
             )
+
+
+def _callee(call: Node) -> str:
+    return text(call.child_by_field_name("function"))
 
 
 def _first(node: Node, kind: str) -> Node | None:

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 
 from hazmat.assess.base import SYNTAX_ERROR, text_findings
+from hazmat.assess.python_flow import PythonFlow
 from hazmat.models import Finding, Severity
 
 __all__ = ["PythonAnalyzer"]
@@ -110,9 +111,6 @@ CALLS: dict[str, tuple[str, Severity, str, int | None]] = {
         for name in "remove unlink rmdir removedirs chmod chown lchown".split()
     },
     "shutil.rmtree": ("file-delete", S.LOW, "deletes a file tree", None),
-    "pickle.loads": ("deserialization", S.MEDIUM, "unpickling runs code", 502),
-    "pickle.load": ("deserialization", S.MEDIUM, "unpickling runs code", 502),
-    "marshal.loads": ("deserialization", S.MEDIUM, "loads raw code objects", 502),
     "sys._getframe": ("frame-access", S.HIGH, "reaches interpreter frames", None),
     "sys.settrace": ("trace-hook", S.MEDIUM, "installs a trace hook", None),
     "sys.setprofile": ("trace-hook", S.MEDIUM, "installs a profile hook", None),
@@ -211,6 +209,7 @@ class _Rules:
                 self._subscript(node)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 self._string(node)
+        self.findings.extend(PythonFlow(self.tree, self.qualified).run())
         return self.findings
 
     def add(
