@@ -1,7 +1,8 @@
 """The corpus: realistic dangerous and benign programs in all four languages.
 
-Every dangerous program must be rated at least HIGH, and no benign one BLOCKED. The rates that
-docs/assessment.md reports are recomputed here, so the document cannot drift from the corpus.
+Every dangerous program must be rated at least HIGH, and no benign one HIGH or above. The rates
+that docs/assessment.md reports, per language, are recomputed here, so the document cannot drift
+from the corpus.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ def level(assessor: Assessor, path: Path) -> RiskLevel:
     return assessment.level
 
 
+LANGUAGES = ("python", "javascript", "typescript", "go")
+
+
 def test_corpus_is_large_enough_in_every_language() -> None:
-    assert len(DANGEROUS) >= 40 and len(BENIGN) >= 40
+    assert len(DANGEROUS) >= 80 and len(BENIGN) >= 80
     for programs in (DANGEROUS, BENIGN):
         languages = Counter(language_for_path(p).name for p in programs)
-        assert set(languages) == {"python", "javascript", "typescript", "go"}, languages
-        assert min(languages.values()) >= 8, languages
+        assert set(languages) == set(LANGUAGES), languages
+        assert min(languages.values()) >= 18, languages
 
 
 @pytest.mark.parametrize("path", DANGEROUS, ids=lambda p: p.name)
@@ -42,24 +46,34 @@ def test_every_dangerous_program_is_at_least_high(assessor: Assessor, path: Path
 
 
 @pytest.mark.parametrize("path", BENIGN, ids=lambda p: p.name)
-def test_no_benign_program_is_blocked(assessor: Assessor, path: Path) -> None:
-    assert level(assessor, path) is not RiskLevel.BLOCKED
+def test_no_benign_program_is_high_or_above(assessor: Assessor, path: Path) -> None:
+    assert level(assessor, path).rank < RiskLevel.HIGH.rank
+
+
+def corpus_table(assessor: Assessor) -> list[str]:
+    """The rows of docs/assessment.md's corpus table, per language and in all."""
+
+    def rates(programs: list[Path]) -> tuple[int, int, int]:
+        levels = Counter(level(assessor, p) for p in programs)
+        high = levels[RiskLevel.HIGH] + levels[RiskLevel.BLOCKED]
+        return len(programs), high, levels[RiskLevel.MEDIUM]
+
+    rows = []
+    for name in (*LANGUAGES, "all"):
+        dangerous = [p for p in DANGEROUS if name in ("all", language_for_path(p).name)]
+        benign = [p for p in BENIGN if name in ("all", language_for_path(p).name)]
+        nd, detected, _ = rates(dangerous)
+        nb, flagged, medium = rates(benign)
+        rows.append(
+            f"| {name} | {nd} | {detected} ({100 * detected / nd:.0f}%) | {nb} | "
+            f"{flagged} ({100 * flagged / nb:.0f}%) | {medium} |"
+        )
+    return rows
 
 
 def test_docs_report_the_rates_this_corpus_gives(assessor: Assessor) -> None:
-    dangerous = Counter(level(assessor, p) for p in DANGEROUS)
-    benign = Counter(level(assessor, p) for p in BENIGN)
-    detected = dangerous[RiskLevel.HIGH] + dangerous[RiskLevel.BLOCKED]
-    flagged = benign[RiskLevel.HIGH] + benign[RiskLevel.BLOCKED]
     text = DOC.read_text(encoding="utf-8")
     table = re.search(r"<!-- corpus:begin -->(.*?)<!-- corpus:end -->", text, re.S)
     assert table, "docs/assessment.md has no corpus table"
-    expected = [
-        f"| dangerous | {len(DANGEROUS)} | {detected} ({100 * detected / len(DANGEROUS):.0f}%) |",
-        f"| benign | {len(BENIGN)} | {flagged} ({100 * flagged / len(BENIGN):.0f}%) |",
-        f"| dangerous BLOCKED | {len(DANGEROUS)} | {dangerous[RiskLevel.BLOCKED]} |",
-        f"| benign BLOCKED | {len(BENIGN)} | {benign[RiskLevel.BLOCKED]} |",
-        f"| benign MEDIUM | {len(BENIGN)} | {benign[RiskLevel.MEDIUM]} |",
-    ]
-    for row in expected:
+    for row in corpus_table(assessor):
         assert row in table.group(1), f"docs/assessment.md should say: {row}"

@@ -1,6 +1,9 @@
 """Known bypasses: programs the static assessment rates below HIGH although they do harm or
 try to. Each test first proves the miss (so docs/assessment.md stays true: if a rule starts
 catching one, the test says so), then proves the container holds, under runc and runsc.
+
+Former bypasses the assessment now catches (issue 13: endless allocation loops, host secrets by
+path) stay here on a written override: what they prove is that the container holds as well.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ def run_missed(sandbox: Sandbox, runtime: str, code: str, language: str) -> Exec
     return result
 
 
+def run_caught(sandbox: Sandbox, runtime: str, code: str, language: str) -> ExecutionResult:
+    reason = "a former bypass, now caught: the container must hold it as well"
+    result = sandbox.run(textwrap.dedent(code), language, runtime=runtime, override_reason=reason)
+    assert result.assessment is not None
+    assert result.assessment.level.rank >= RiskLevel.HIGH.rank, result.assessment.findings
+    return result
+
+
 def test_reading_a_host_file_by_path(sandbox: Sandbox, runtime: str, tmp_path: Path) -> None:
     marker = Path("/tmp") / f"hazmat-bypass-{secrets.token_hex(6)}"
     marker.write_text("host secret")
@@ -50,12 +61,12 @@ def test_allocating_until_memory_runs_out(sandbox: Sandbox, runtime: str) -> Non
         while True:
             chunks.append(bytearray(10**7))
     """
-    assert run_missed(sandbox, runtime, code, "python").outcome is Outcome.MEMORY_LIMIT
+    assert run_caught(sandbox, runtime, code, "python").outcome is Outcome.MEMORY_LIMIT
 
 
 def test_a_typescript_allocation_loop(sandbox: Sandbox, runtime: str) -> None:
     code = "const hog: number[][] = [];\nfor (;;) hog.push(new Array(1e6).fill(1));\n"
-    result = run_missed(sandbox, runtime, code, "typescript")
+    result = run_caught(sandbox, runtime, code, "typescript")
     assert result.outcome in (Outcome.MEMORY_LIMIT, Outcome.ERROR), result
     assert result.outcome is not Outcome.OK
 
@@ -72,7 +83,7 @@ def test_a_thread_bomb(sandbox: Sandbox, runtime: str) -> None:
         except RuntimeError:
             print("STOPPED AT", len(threads))
     """
-    result = run_missed(sandbox, runtime, code, "python")
+    result = run_caught(sandbox, runtime, code, "python")
     if runtime == "runc":
         # the pids limit (32 in the strict preset) stops it inside the program
         assert result.stdout.startswith("STOPPED AT"), result
@@ -126,4 +137,4 @@ def test_go_reads_the_engine_socket_path(sandbox: Sandbox, runtime: str) -> None
             fmt.Println(os.IsNotExist(err))
         }
     """
-    assert run_missed(sandbox, runtime, code, "go").stdout == "true\n"
+    assert run_caught(sandbox, runtime, code, "go").stdout == "true\n"

@@ -100,6 +100,9 @@ _BUILDERS = {
     "substring",
     "substr",
 }
+_DECODERS = {"fromCharCode()", "fromCodePoint()", "atob()", "btoa()", "reverse()", "decode()",
+             "escape sequences"}  # fmt: skip
+_STRING_CUTS = {"slice()", "substring()", "substr()", "split()", "toString()", "a template"}
 _PROTOTYPE = {
     "__proto__": (S.HIGH, "prototype pollution"),
     "__defineGetter__": (S.MEDIUM, "legacy property hooks"),
@@ -272,7 +275,15 @@ class _Rules:
             return
         built = _built(index)
         if built:
-            severity = S.CRITICAL if text(obj) in _GLOBALS or built != "arithmetic" else S.HIGH
+            # On a global, or spelled by a decoder, it is the shape of an escape; on a program's
+            # own object a key cut from a string (`options[arg.slice(2)]`) is everyday code,
+            # unless what it reaches is called.
+            if text(obj) in _GLOBALS or built in _DECODERS:
+                severity = S.CRITICAL
+            elif node.parent is not None and node.parent.type == "call_expression":
+                severity = S.HIGH
+            else:
+                severity = S.MEDIUM if built in _STRING_CUTS else S.HIGH
             self.add(
                 node,
                 "obfuscated-name",
@@ -309,7 +320,8 @@ def _built(node: Node | None) -> str | None:
         return None
     for sub in walk(node):
         if sub.type == "binary_expression" and text(sub.child_by_field_name("operator")) == "+":
-            return "arithmetic"
+            if any(n.type in ("string", "template_string") for n in walk(sub)):
+                return "arithmetic"  # string concatenation; `args[i + 1]` is only an index
         if sub.type == "template_string" and any(
             c.type == "template_substitution" for c in sub.children
         ):

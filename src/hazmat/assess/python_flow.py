@@ -97,6 +97,8 @@ class PythonFlow:
                 self._infinite_iterator(node, name)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self._decorators(node)
+                if not isinstance(node, ast.ClassDef):
+                    self._defaults(node.args)
             elif isinstance(node, ast.Name) and node.id in _EVALUATORS:
                 if id(node) not in callees and isinstance(node.ctx, ast.Load):
                     self.add(node, "evaluator-value", S.CRITICAL, f"{node.id} passed as a value")
@@ -124,6 +126,20 @@ class PythonFlow:
             if isinstance(target, ast.Name) and pieces:
                 self.values[target.id] = pieces
 
+    def _defaults(self, args: ast.arguments) -> None:
+        """A parameter's default is a value it is given (`def f(path="/etc/shadow")`)."""
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(
+            zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+        )
+        pairs += [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+        ]
+        for arg, default in pairs:
+            pieces = self.pieces(default)
+            if pieces:
+                self.values[arg.arg] = pieces
+
     def pieces(self, expr: ast.AST) -> list[str]:
         """The literal path pieces `expr` is built from, in source order (a call that names
         the home directory, `Path.home()` or `os.getenv("HOME")`, is `~`)."""
@@ -141,7 +157,10 @@ class PythonFlow:
                 out.append(node.value)
             elif isinstance(node, ast.Name) and node.id in self.values:
                 out.extend(self.values[node.id])
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+            elif isinstance(node, ast.Call):  # what is passed, not what is called
+                stack.extend(reversed([*node.args, *(k.value for k in node.keywords)]))
+            elif not isinstance(node, ast.Attribute):
+                stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return out
 
     def _accesses(self, node: ast.Call, name: str) -> Iterator[paths.Access]:

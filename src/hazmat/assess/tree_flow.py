@@ -140,12 +140,14 @@ class TreeFlow:
             value = string_value(node)
             if value is not None:
                 out.append(value)
-                continue
-            if node.type in ("string_fragment",):
+            elif node.type == "string_fragment":
                 out.append(text(node))
             elif node.type == "identifier" and text(node) in self.values:
                 out.extend(self.values[text(node)])
-            stack.extend(reversed(node.children))
+            elif node.type == "call_expression":  # what is passed, not what is called
+                stack.extend(reversed(_arguments(node)))
+            elif node.type not in ("member_expression", "selector_expression"):
+                stack.extend(reversed(node.children))
         return out
 
     def _home(self, call: Node) -> bool:

@@ -1,0 +1,4 @@
+@exec
+@input
+def payload():
+    pass

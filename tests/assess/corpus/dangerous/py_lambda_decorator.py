@@ -1,0 +1,4 @@
+@print
+@lambda cls: __import__("os").popen("id").read()
+class Report:
+    pass

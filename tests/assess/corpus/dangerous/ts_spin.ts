@@ -1,0 +1,7 @@
+function poll(): never {
+  let tick = 0;
+  for (;;) {
+    tick++;
+  }
+}
+poll();
