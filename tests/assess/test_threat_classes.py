@@ -96,6 +96,21 @@ DANGEROUS = [
         "const s = require('node-serialize');\ns.unserialize(process.argv[2]);",
         "unsafe-deserialization",
     ),
+    (
+        "python",
+        "import pickle\nwith open('m.bin', 'rb') as f:\n    model = pickle.Unpickler(f).load()",
+        "unsafe-deserialization",
+    ),
+    (
+        "python",
+        "from ruamel.yaml import YAML\ndoc = YAML(typ='unsafe').load(open('x.yml'))",
+        "unsafe-deserialization",
+    ),
+    (
+        "typescript",
+        "const keep: number[][] = [];\ndo { keep.push(new Array(1e6).fill(0)); } while (true);",
+        "unbounded-allocation",
+    ),
     # calls without a call expression
     ("python", "@exec\n@input\ndef f():\n    pass", "decorator-call"),
     ("python", "@lambda _: __import__('os').system('id')\nclass X:\n    pass", "decorator-call"),
@@ -127,6 +142,11 @@ DANGEROUS = [
 ]
 
 BENIGN = [
+    (
+        "python",
+        "from ruamel.yaml import YAML\ndoc = YAML(typ='safe').load(open('x.yml'))\nprint(doc)",
+    ),
+    ("typescript", "let tries = 0;\ndo { tries++; } while (tries < 3);\nconsole.log(tries);"),
     ("python", "import yaml\ncfg = yaml.safe_load(open('config.yml'))\nprint(cfg)"),
     ("python", "import yaml\nprint(yaml.load(open('a.yml'), Loader=yaml.SafeLoader))"),
     (

@@ -47,6 +47,7 @@ _UNSAFE_LOADS = {
     "cloudpickle.load", "cloudpickle.loads", "jsonpickle.decode", "shelve.open",
     "marshal.load", "marshal.loads", "pandas.read_pickle", "joblib.load",
     "yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.full_load", "yaml.full_load_all",
+    "pickle.Unpickler", "_pickle.Unpickler", "dill.Unpickler",
 }  # fmt: skip
 _SAFE_YAML_LOADERS = ("SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader")
 _EVALUATORS = {"eval", "exec", "compile", "__import__", "builtins.eval", "builtins.exec"}
@@ -206,6 +207,9 @@ class PythonFlow:
             if not spelled or not spelled.endswith(_SAFE_YAML_LOADERS):
                 message = f"{name}() without a safe Loader builds arbitrary objects"
                 self.add(node, "unsafe-deserialization", S.HIGH, message)
+        elif name == "ruamel.yaml.YAML" and _text(_keyword(node, "typ")) in ("unsafe", "full"):
+            message = "ruamel.yaml with typ='unsafe' builds arbitrary objects"
+            self.add(node, "unsafe-deserialization", S.HIGH, message)
         elif name == "torch.load" and not _true(_keyword(node, "weights_only")):
             self.add(node, "unsafe-deserialization", S.HIGH, f"{name}() unpickles its input")
         elif name == "numpy.load" and _true(_keyword(node, "allow_pickle")):
@@ -266,6 +270,10 @@ def _keyword(node: ast.Call, name: str) -> ast.expr | None:
 def _home_name(node: ast.AST) -> bool:
     """`"~"` for expanduser, `"HOME"` for getenv: the home directory itself."""
     return isinstance(node, ast.Constant) and node.value in ("~", "HOME")
+
+
+def _text(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _true(node: ast.AST | None) -> bool:

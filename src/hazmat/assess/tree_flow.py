@@ -90,7 +90,7 @@ class TreeFlow:
         elif kind == "new_expression":
             constructor = text(node.child_by_field_name("constructor"))
             self.network = self.network or constructor in ("WebSocket", "XMLHttpRequest")
-        elif kind in ("while_statement", "for_statement"):
+        elif kind in ("while_statement", "for_statement", "do_statement"):
             self._loop(node)
         elif kind == "decorator":
             self._decorator(node)
@@ -222,7 +222,7 @@ class TreeFlow:
             self.add(node, "infinite-loop", S.HIGH, "a loop with no way out (no break or return)")
 
     def _endless(self, node: Node) -> bool:
-        if node.type == "while_statement":
+        if node.type in ("while_statement", "do_statement"):
             condition = text(node.child_by_field_name("condition")).strip("() \t")
             return condition in ("true", "1", "!0", "!false")
         if self.go:  # `for { ... }`: neither a clause nor a condition, only the body
