@@ -12,10 +12,11 @@ import ast
 import io
 import tokenize
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from hazmat.assess.base import SYNTAX_ERROR, text_findings
 from hazmat.assess.python_flow import PythonFlow
+from hazmat.assess.python_flow import walk as _walk
 from hazmat.models import Finding, Severity
 
 __all__ = ["PythonAnalyzer"]
@@ -352,15 +353,6 @@ class _Rules:
         if value in _DUNDER_NAMES:
             severity, why = ATTRIBUTES[value]
             self.add(node, "object-graph-string", severity, f"string {value!r}: {why}")
-
-
-def _walk(root: ast.AST) -> Iterator[ast.AST]:
-    """Every node under `root`, depth first, without recursion."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from hazmat.assess import paths
 from hazmat.models import Finding, Severity
 
-__all__ = ["PythonFlow"]
+__all__ = ["PythonFlow", "walk"]
 
 SOURCE = "python-ast"
 S = Severity
@@ -83,7 +83,7 @@ class PythonFlow:
         self.findings: list[Finding] = []
 
     def run(self) -> list[Finding]:
-        nodes = list(_walk(self.tree))
+        nodes = list(walk(self.tree))
         callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         accesses: list[paths.Access] = []
         network = False
@@ -325,7 +325,7 @@ def _allocates(loop: ast.While | ast.For, qualified: Qualify) -> bool:
     return False
 
 
-def _walk(root: ast.AST) -> Iterator[ast.AST]:
+def walk(root: ast.AST) -> Iterator[ast.AST]:
     """Every node under `root`, depth first in source order, without recursion."""
     stack = [root]
     while stack:
