@@ -50,6 +50,17 @@ DANGEROUS = [
         "\tfmt.Println(string(b))\n}\n",
         "secret-read",
     ),
+    # a value set after the function that uses it
+    (
+        "python",
+        "def read():\n    return open(KEY).read()\n\nKEY = '/root/.ssh/id_rsa'\nprint(read())",
+        "secret-read",
+    ),
+    (
+        "javascript",
+        "function r() { return require('fs').readFileSync(KEY); }\nconst KEY = '/etc/shadow';\nconsole.log(r());",
+        "secret-read",
+    ),
     # destructive or persistent file operations outside the working directory
     (
         "python",

@@ -87,10 +87,14 @@ class PythonFlow:
         callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         accesses: list[paths.Access] = []
         network = False
+        for _ in range(2):  # values first, wherever they are set (twice: chains settle)
+            for node in nodes:
+                if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                    self._assign(node)
+                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self._defaults(node.args)
         for node in nodes:
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                self._assign(node)
-            elif isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):
                 name = self.qualified(node.func) or ""
                 network = network or name.startswith(_NETWORK)
                 accesses.extend(self._accesses(node, name))
@@ -98,8 +102,6 @@ class PythonFlow:
                 self._infinite_iterator(node, name)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self._decorators(node)
-                if not isinstance(node, ast.ClassDef):
-                    self._defaults(node.args)
             elif isinstance(node, ast.Name) and node.id in _EVALUATORS:
                 if id(node) not in callees and isinstance(node.ctx, ast.Load):
                     self.add(node, "evaluator-value", S.CRITICAL, f"{node.id} passed as a value")

@@ -75,6 +75,7 @@ class TreeFlow:
         self.accesses: list[paths.Access] = []
         self.network = False
         self.literals: list[tuple[str, int, int]] = []
+        self.calls: list[tuple[Node, str]] = []
 
     def visit(self, node: Node) -> None:
         kind = node.type
@@ -85,7 +86,7 @@ class TreeFlow:
         elif kind == "call_expression":
             name = self.callee(node)
             self.network = self.network or self._network(node, name)
-            self.accesses.extend(self._accesses(node, name))
+            self.calls.append((node, name))  # read in `finish`, once every value is known
             self._deserialise(node, name)
         elif kind == "new_expression":
             constructor = text(node.child_by_field_name("constructor"))
@@ -101,6 +102,8 @@ class TreeFlow:
                 self.literals.append((value, line, column))
 
     def finish(self) -> list[Finding]:
+        for node, name in self.calls:
+            self.accesses.extend(self._accesses(node, name))
         found = paths.findings(self.accesses, self.literals, self.network, self.source)
         return self.findings + found
 
