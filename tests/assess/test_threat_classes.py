@@ -94,6 +94,7 @@ DANGEROUS = [
         'os.O_APPEND|os.O_WRONLY, 0644)\n\tf.WriteString("x")\n}\n',
         "persistence-write",
     ),
+    ("python", "import os\nos.remove('/usr/bin/python3')", "outside-delete"),
     # unsafe deserialisation
     (
         "python",
@@ -153,6 +154,10 @@ DANGEROUS = [
 ]
 
 BENIGN = [
+    (
+        "python",
+        "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ndf.to_csv('out.csv')\nopen('/mnt/data/summary.txt', 'w').write('2 rows')",
+    ),
     (
         "python",
         "from ruamel.yaml import YAML\ndoc = YAML(typ='safe').load(open('x.yml'))\nprint(doc)",

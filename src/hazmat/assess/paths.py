@@ -11,7 +11,8 @@ into findings:
     ... reaching a read                                   HIGH     secret-read
     ... read, in a program that also opens a connection   CRITICAL secret-exfiltration
     a write to a start-up, scheduler or login file        HIGH     persistence-write
-    a write or delete outside the working directory       HIGH     outside-write / outside-delete
+    a write or delete in the system's or a user's files   HIGH     outside-write / outside-delete
+    ... elsewhere outside the working directory           MEDIUM   outside-write / outside-delete
     deleting logs, shell history or the audit trail       HIGH     destroy-evidence
     a path climbing two or more levels ("../..")          HIGH     path-traversal
 
@@ -71,6 +72,8 @@ EVIDENCE: tuple[tuple[str, str], ...] = (
     (r"^/var/lib/hazmat(/|$)", "hazmat's audit trail"),
 )
 _OWN = ("/work", "/tmp", "/dev/shm", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin")
+_SYSTEM = {"etc", "usr", "bin", "sbin", "lib", "lib64", "boot", "root", "home", "var", "opt",
+           "proc", "sys", "dev", "run", "srv"}  # fmt: skip
 _CLIMB = re.compile(r"(^|/)\.\.(/\.\.)+(/|$)")
 
 
@@ -110,14 +113,18 @@ def host_secret(path: str) -> str | None:
     return _match(SECRETS, path) if path else None
 
 
-def _outside(path: str) -> bool:
-    """An absolute path (or one under ~) outside the program's own directories."""
+def _outside(path: str) -> Severity | None:
+    """For a path outside the program's own directories: HIGH in the system's and the users'
+    (`/etc`, `/usr`, `/var`, a home...), MEDIUM elsewhere (`/mnt/data/out.csv`, where code
+    written for other sandboxes puts its output). None for the program's own."""
     if path.startswith("~"):
-        return True
+        return S.HIGH
     if not path.startswith("/"):
-        return False
+        return None
     normal = posixpath.normpath(path)
-    return not any(normal == own or normal.startswith(own + "/") for own in _OWN)
+    if any(normal == own or normal.startswith(own + "/") for own in _OWN):
+        return None
+    return S.HIGH if normal == "/" or normal.split("/")[1] in _SYSTEM else S.MEDIUM
 
 
 _Add = Callable[[str, Severity, str, Access, "int | None"], None]
@@ -163,7 +170,7 @@ def _write_findings(a: Access, add: _Add) -> None:
         add("persistence-write", S.HIGH, f"{a.call} writes {a.path!r}: {persistence}", a, 506)
     elif evidence:
         add("destroy-evidence", S.HIGH, f"{a.call} {a.kind}s {a.path!r}: {evidence}", a, 779)
-    elif _outside(a.path):
+    elif severity := _outside(a.path):
         rule = "outside-write" if a.kind == "write" else "outside-delete"
         message = f"{a.call} {a.kind}s {a.path!r}, outside the working directory"
-        add(rule, S.HIGH, message, a, 73)
+        add(rule, severity, message, a, 73)
