@@ -50,6 +50,31 @@ DANGEROUS = [
         "\tfmt.Println(string(b))\n}\n",
         "secret-read",
     ),
+    (
+        "python",
+        "from pathlib import Path\nprint(Path('/etc').joinpath('shadow').read_text())",
+        "secret-read",
+    ),
+    (
+        "python",
+        "import os\nhome = os.path.expanduser('~')\nprint(open('{}/.ssh/id_rsa'.format(home)).read())",
+        "secret-read",
+    ),
+    (
+        "python",
+        "import os\nhome = os.environ['HOME']\nprint(open(f'{home}/.aws/credentials').read())",
+        "secret-read",
+    ),
+    (
+        "go",
+        'package main\nimport ("fmt"; "os")\nfunc main() {\n\th, _ := os.UserHomeDir()\n\tb, _ := os.ReadFile(fmt.Sprintf("%s/.ssh/id_rsa", h))\n\tfmt.Println(len(b))\n}\n',
+        "secret-read",
+    ),
+    (
+        "typescript",
+        "import * as fs from 'fs';\nimport * as os from 'os';\nconsole.log(fs.readFileSync(`${os.homedir()}/.docker/config.json`, 'utf8'));",
+        "secret-read",
+    ),
     # a value set after the function that uses it
     (
         "python",

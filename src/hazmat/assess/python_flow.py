@@ -160,8 +160,11 @@ class PythonFlow:
                 out.append(node.value)
             elif isinstance(node, ast.Name) and node.id in self.values:
                 out.extend(self.values[node.id])
-            elif isinstance(node, ast.Call):  # what is passed, not what is called
+            elif isinstance(node, ast.Call):  # what is passed, not what is called ...
                 stack.extend(reversed([*node.args, *(k.value for k in node.keywords)]))
+                func = node.func  # ... but a method's receiver is part of the path
+                if isinstance(func, ast.Attribute) and not _dotted(func.value):
+                    stack.append(func.value)  # Path("/etc").joinpath(...), "{}/x".format(...)
             elif not isinstance(node, ast.Attribute):
                 stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return out
@@ -263,6 +266,13 @@ def _open_kind(node: ast.Call, mode_index: int = 1) -> str:
     if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
         return "write" if set(mode.value) & set("wax+") else "read"
     return "read"
+
+
+def _dotted(node: ast.expr) -> bool:
+    """A plain name or attribute chain (`os.path`): a module or object, not a value."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def _keyword(node: ast.Call, name: str) -> ast.expr | None:
