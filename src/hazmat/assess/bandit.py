@@ -55,7 +55,11 @@ class BanditAnalyzer:
         with warnings.catch_warnings():
             # Bandit's plugin loader (stevedore) passes an argument it has deprecated.
             warnings.simplefilter("ignore", DeprecationWarning)
-            from bandit.core import config, manager, meta_ast, metrics
+            from bandit.core import config, manager, meta_ast, metrics, tester
+
+            # `# nosec` never skips a finding here: Bandit's per-test lookup of nosec
+            # comments (a fifth of its time) always answers "none".
+            tester.BanditTester._get_nosecs_from_contexts = _no_nosec
 
             self._manager = manager.BanditManager(
                 config.BanditConfig(),
@@ -92,6 +96,10 @@ class BanditAnalyzer:
         for child in self._dir.iterdir():
             child.unlink()
         self._dir.rmdir()
+
+
+def _no_nosec(self: Any, context: Any, test_result: Any = None) -> None:
+    return None
 
 
 def _finding(issue: Any) -> Finding:

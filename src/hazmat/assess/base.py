@@ -40,6 +40,8 @@ _INVISIBLE = {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180
 def text_findings(code: str, source: str) -> list[Finding]:
     """Findings any language shares: bidi controls and invisible characters in the source."""
     findings: list[Finding] = []
+    if code.isascii():  # every character looked for here is outside ASCII
+        return findings
     for number, line in enumerate(code.splitlines(), start=1):
         for column, ch in enumerate(line, start=1):
             if ch in _BIDI:

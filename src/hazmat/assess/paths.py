@@ -101,6 +101,9 @@ def spell(pieces: Iterable[str]) -> str:
     return re.sub(r"/{2,}", "/", out)
 
 
+_ANY_SECRET = re.compile("|".join(f"(?:{pattern})" for pattern, _ in SECRETS))
+
+
 def _match(table: tuple[tuple[str, str], ...], path: str) -> str | None:
     for pattern, why in table:
         if re.search(pattern, path):
@@ -110,7 +113,9 @@ def _match(table: tuple[tuple[str, str], ...], path: str) -> str | None:
 
 def host_secret(path: str) -> str | None:
     """Why `path` names a host secret, or None."""
-    return _match(SECRETS, path) if path else None
+    if not path or _ANY_SECRET.search(path) is None:  # one pass for the common case
+        return None
+    return _match(SECRETS, path)
 
 
 def _outside(path: str) -> Severity | None:

@@ -210,7 +210,7 @@ class _Rules:
                 self._subscript(node)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 self._string(node)
-        self.findings.extend(PythonFlow(self.tree, self.qualified).run())
+        self.findings.extend(PythonFlow(nodes, self.qualified).run())
         return self.findings
 
     def add(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from hazmat.assess import paths
 from hazmat.models import Finding, Severity
@@ -73,45 +74,67 @@ _ALLOCATORS = {"bytearray", "bytes", "os.urandom", "numpy.zeros", "numpy.ones", 
 
 
 _PIECES_NODES = 400
+_CHAIN = 50
+_DATA = (
+    ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp,
+    ast.GeneratorExp, ast.Lambda,
+)  # fmt: skip
 
 
 class PythonFlow:
-    def __init__(self, tree: ast.Module, qualified: Qualify) -> None:
-        self.tree = tree
+    def __init__(self, nodes: list[ast.AST], qualified: Qualify) -> None:
+        self.nodes = nodes  # every node of the tree, in source order (python_ast's walk)
         self.qualified = qualified
-        self.values: dict[str, list[str]] = {}  # variable -> the path pieces it was given
+        # variable -> the expression it was last given; read for pieces only when a file
+        # operation's path refers to it (lazily: most assignments never matter)
+        self.sources: dict[str, ast.expr] = {}
+        self.values: dict[str, list[str]] = {}  # variable -> its pieces, once worked out
+        self.depth = 0
         self.findings: list[Finding] = []
 
     def run(self) -> list[Finding]:
-        nodes = list(walk(self.tree))
-        callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        assigns: list[ast.Assign | ast.AnnAssign] = []
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = []
+        calls: list[ast.Call] = []
+        names: list[ast.Name] = []
+        loops: list[ast.While | ast.For] = []
+        constants: list[ast.Constant] = []
+        buckets: dict[type, list[Any]] = {
+            ast.Call: calls, ast.Name: names, ast.Constant: constants,
+            ast.Assign: assigns, ast.AnnAssign: assigns, ast.While: loops, ast.For: loops,
+            ast.FunctionDef: functions, ast.AsyncFunctionDef: functions, ast.ClassDef: functions,
+        }  # fmt: skip
+        for node in self.nodes:  # one pass, by exact type: the hot path of every assessment
+            bucket = buckets.get(type(node))
+            if bucket is not None:
+                bucket.append(node)
+        literals = [
+            (c.value, c.lineno, c.col_offset + 1) for c in constants if isinstance(c.value, str)
+        ]
+        evaluators = [n for n in names if n.id in _EVALUATORS and isinstance(n.ctx, ast.Load)]
+        for assign in assigns:  # values first, wherever they are set
+            self._assign(assign)
+        for function in functions:
+            if not isinstance(function, ast.ClassDef):
+                self._defaults(function.args)
         accesses: list[paths.Access] = []
         network = False
-        for _ in range(2):  # values first, wherever they are set (twice: chains settle)
-            for node in nodes:
-                if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                    self._assign(node)
-                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    self._defaults(node.args)
-        for node in nodes:
-            if isinstance(node, ast.Call):
-                name = self.qualified(node.func) or ""
-                network = network or name.startswith(_NETWORK)
-                accesses.extend(self._accesses(node, name))
-                self._deserialise(node, name)
-                self._infinite_iterator(node, name)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                self._decorators(node)
-            elif isinstance(node, ast.Name) and node.id in _EVALUATORS:
-                if id(node) not in callees and isinstance(node.ctx, ast.Load):
-                    self.add(node, "evaluator-value", S.CRITICAL, f"{node.id} passed as a value")
-            elif isinstance(node, ast.While | ast.For):
-                self._loop(node)
-        literals = [
-            (n.value, n.lineno, n.col_offset + 1)
-            for n in nodes
-            if isinstance(n, ast.Constant) and isinstance(n.value, str)
-        ]
+        for call in calls:
+            name = self.qualified(call.func) or ""
+            network = network or name.startswith(_NETWORK)
+            accesses.extend(self._accesses(call, name))
+            self._deserialise(call, name)
+            self._infinite_iterator(call, name)
+        callees = {id(call.func) for call in calls}
+        for name_node in evaluators:
+            if id(name_node) not in callees:
+                self.add(
+                    name_node, "evaluator-value", S.CRITICAL, f"{name_node.id} passed as a value"
+                )
+        for function in functions:
+            self._decorators(function)
+        for loop in loops:
+            self._loop(loop)
         self.findings.extend(paths.findings(accesses, literals, network, SOURCE))
         return self.findings
 
@@ -123,11 +146,11 @@ class PythonFlow:
 
     def _assign(self, node: ast.Assign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        assert node.value is not None
-        pieces = self.pieces(node.value)
+        if node.value is None or isinstance(node.value, _DATA):
+            return  # a list, dict or function is data, not a path
         for target in targets:
-            if isinstance(target, ast.Name) and pieces:
-                self.values[target.id] = pieces
+            if isinstance(target, ast.Name):
+                self.sources[target.id] = node.value
 
     def _defaults(self, args: ast.arguments) -> None:
         """A parameter's default is a value it is given (`def f(path="/etc/shadow")`)."""
@@ -135,13 +158,21 @@ class PythonFlow:
         pairs = list(
             zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
         )
-        pairs += [
-            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
-        ]
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
         for arg, default in pairs:
-            pieces = self.pieces(default)
-            if pieces:
-                self.values[arg.arg] = pieces
+            if not isinstance(default, _DATA):
+                self.sources[arg.arg] = default
+
+    def _value(self, name: str) -> list[str]:
+        """The pieces of what `name` was given (empty while it is being worked out, so a
+        variable defined in terms of itself ends)."""
+        if name not in self.values:
+            self.values[name] = []
+            if self.depth < _CHAIN:  # a path is not spelled through 50 variables
+                self.depth += 1
+                self.values[name] = self.pieces(self.sources[name])
+                self.depth -= 1
+        return self.values[name]
 
     def pieces(self, expr: ast.AST) -> list[str]:
         """The literal path pieces `expr` is built from, in source order (a call that names
@@ -158,14 +189,14 @@ class PythonFlow:
                     continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 out.append(node.value)
-            elif isinstance(node, ast.Name) and node.id in self.values:
-                out.extend(self.values[node.id])
+            elif isinstance(node, ast.Name) and node.id in self.sources:
+                out.extend(self._value(node.id))
             elif isinstance(node, ast.Call):  # what is passed, not what is called ...
                 stack.extend(reversed([*node.args, *(k.value for k in node.keywords)]))
                 func = node.func  # ... but a method's receiver is part of the path
                 if isinstance(func, ast.Attribute) and not _dotted(func.value):
                     stack.append(func.value)  # Path("/etc").joinpath(...), "{}/x".format(...)
-            elif not isinstance(node, ast.Attribute):
+            elif not isinstance(node, (ast.Attribute, *_DATA)):
                 stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return out
 

@@ -63,6 +63,10 @@ _JS_GROWERS = {"push", "unshift", "concat", "repeat", "alloc", "allocUnsafe", "f
 
 # A path is spelled in a few nodes: an expression larger than this is not read for pieces.
 _PIECES_NODES = 400
+_ASSIGNMENTS = ("variable_declarator", "short_var_declaration", "var_spec",
+                "assignment_expression", "assignment_statement")  # fmt: skip
+_STRINGS = ("string", "interpreted_string_literal", "raw_string_literal")
+_CHAIN = 50
 
 
 class TreeFlow:
@@ -70,42 +74,51 @@ class TreeFlow:
         self.go = language == "go"
         self.source = "go" if self.go else "javascript"
         self.callee = callee
+        # variable -> what it was last given; read for pieces only when a file operation's
+        # path refers to it (lazily: most assignments never matter)
+        self.sources: dict[str, Node] = {}
         self.values: dict[str, list[str]] = {}
+        self.depth = 0
         self.findings: list[Finding] = []
         self.accesses: list[paths.Access] = []
         self.network = False
-        self.literals: list[tuple[str, int, int]] = []
+        self.strings: list[Node] = []
         self.calls: list[tuple[Node, str]] = []
+        self._handlers: dict[str, Callable[[Node], None]] = {
+            **dict.fromkeys(_ASSIGNMENTS, self._assign),
+            "call_expression": self._call,
+            "new_expression": self._new,
+            **dict.fromkeys(("while_statement", "for_statement", "do_statement"), self._loop),
+            "decorator": self._decorator,
+            **dict.fromkeys(_STRINGS, self.strings.append),
+        }
 
     def visit(self, node: Node) -> None:
-        kind = node.type
-        if kind in ("variable_declarator", "short_var_declaration", "var_spec"):
-            self._assign(node)
-        elif kind in ("assignment_expression", "assignment_statement"):
-            self._assign(node)
-        elif kind == "call_expression":
-            name = self.callee(node)
-            self.network = self.network or self._network(node, name)
-            self.calls.append((node, name))  # read in `finish`, once every value is known
-            self._deserialise(node, name)
-        elif kind == "new_expression":
-            constructor = text(node.child_by_field_name("constructor"))
-            self.network = self.network or constructor in ("WebSocket", "XMLHttpRequest")
-        elif kind in ("while_statement", "for_statement", "do_statement"):
-            self._loop(node)
-        elif kind == "decorator":
-            self._decorator(node)
-        elif kind in ("string", "interpreted_string_literal", "raw_string_literal"):
-            value = string_value(node)
-            if value is not None:
-                line, column = position(node)
-                self.literals.append((value, line, column))
+        handler = self._handlers.get(node.type)
+        if handler is not None:
+            handler(node)
+
+    def _call(self, node: Node) -> None:
+        name = self.callee(node)
+        self.network = self.network or self._network(node, name)
+        self.calls.append((node, name))  # read in `finish`, once every value is known
+        self._deserialise(node, name)
+
+    def _new(self, node: Node) -> None:
+        constructor = text(node.child_by_field_name("constructor"))
+        self.network = self.network or constructor in ("WebSocket", "XMLHttpRequest")
 
     def finish(self) -> list[Finding]:
         for node, name in self.calls:
             self.accesses.extend(self._accesses(node, name))
-        found = paths.findings(self.accesses, self.literals, self.network, self.source)
+        found = paths.findings(self.accesses, self._literals(), self.network, self.source)
         return self.findings + found
+
+    def _literals(self) -> Iterator[tuple[str, int, int]]:
+        for node in self.strings:
+            value = string_value(node)
+            if value is not None:
+                yield (value, *position(node))
 
     def add(self, node: Node, rule: str, severity: Severity, message: str) -> None:
         line, column = position(node)
@@ -123,9 +136,19 @@ class TreeFlow:
         if len(values) == 1 or len(values) != len(names):
             values = [values[0]] * len(names) if values else []
         for name, value in zip(names, values, strict=False):
-            pieces = self.pieces(value)
-            if name.type == "identifier" and pieces:
-                self.values[text(name)] = pieces
+            if name.type == "identifier":
+                self.sources[text(name)] = value
+
+    def _value(self, name: str) -> list[str]:
+        """The pieces of what `name` was given (empty while being worked out, and past a
+        chain of 50 variables)."""
+        if name not in self.values:
+            self.values[name] = []
+            if self.depth < _CHAIN:
+                self.depth += 1
+                self.values[name] = self.pieces(self.sources[name])
+                self.depth -= 1
+        return self.values[name]
 
     def pieces(self, expr: Node) -> list[str]:
         out: list[str] = []
@@ -145,8 +168,8 @@ class TreeFlow:
                 out.append(value)
             elif node.type == "string_fragment":
                 out.append(text(node))
-            elif node.type == "identifier" and text(node) in self.values:
-                out.extend(self.values[text(node)])
+            elif node.type == "identifier" and text(node) in self.sources:
+                out.extend(self._value(text(node)))
             elif node.type == "call_expression":  # what is passed, not what is called
                 stack.extend(reversed(_arguments(node)))
             elif node.type not in ("member_expression", "selector_expression"):
