@@ -157,15 +157,15 @@ def _container(engine: Engine, labels: dict[str, str]) -> str:
 def test_reaper_removes_only_what_is_abandoned(engine: Engine) -> None:
     """Dead owners' containers go; a live owner's stays even past its deadline (it is in use);
     an owner on another host or PID namespace is judged by the deadline; no deadline, never."""
-    from hazmat.backends.docker import _pid_namespace, _start_time
+    from hazmat.backends.owners import pid_namespace, start_time
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    host, ns = socket.gethostname(), _pid_namespace()
+    host, ns = socket.gethostname(), pid_namespace()
     future, past = f"{time.time() + 3600:.0f}", f"{time.time() - 1:.0f}"
     me = {
         f"{LABEL}.owner": f"{host}:{os.getpid()}",
-        f"{LABEL}.owner_start": _start_time(os.getpid()),
+        f"{LABEL}.owner_start": start_time(os.getpid()),
         f"{LABEL}.pidns": ns,
     }
     made = {

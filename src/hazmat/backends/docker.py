@@ -4,15 +4,14 @@ Never `containers.run()` (it pulls silently): create, attach, start, wait and re
 explicit, and removal happens in `finally`. A container is started before it has a job: the
 agent (backends/agent.py) says when it is ready, the settings check (backends/verify.py)
 compares what the engine applied with what was asked, and only then may it take its one job.
-Containers carry the `hazmat` label and the pid of the process that made them, so `reap()` can
-remove what a killed process left behind.
+Containers carry the `hazmat` label, their owner (backends/owners.py), so that `reap()` can
+remove what a killed process left behind, and the program's uid (backends/uids.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import select
 import socket
@@ -21,7 +20,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -34,6 +32,7 @@ from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.hardening import container_config
+from hazmat.backends.owners import LABEL, abandoned, owner_labels
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, UnsafeProfile, load_profile
 from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
@@ -42,6 +41,7 @@ from hazmat.backends.verify import check, expected, host_pids_limit
 from hazmat.policy import HostResources, Runtime
 
 __all__ = [
+    "LABEL",
     "DockerBackend",
     "Started",
     "abandoned",
@@ -49,11 +49,9 @@ __all__ = [
     "host_pids_limit",
 ]
 
-LABEL = "hazmat"
 # A container older than its deadline plus this is removed by any hazmat process's reaper.
 REAP_GRACE_S = 120
 log = logging.getLogger(__name__)
-INSTANCE = secrets.token_hex(6)  # this process's containers, among any other hazmat's
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 # How many uids to try before giving up on a container (each try loses only to another
@@ -324,11 +322,7 @@ class DockerBackend(Backend):
 
     def _labels(self, spec: Spec, expires: float, pooled: bool) -> dict[str, str]:
         return {
-            LABEL: "1",
-            f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
-            f"{LABEL}.owner_start": _start_time(os.getpid()),
-            f"{LABEL}.pidns": _pid_namespace(),
-            f"{LABEL}.instance": INSTANCE,
+            **owner_labels(),
             f"{LABEL}.deadline": f"{expires:.0f}",
             f"{LABEL}.language": spec.language,
             f"{LABEL}.pooled": "1" if pooled else "0",
@@ -389,55 +383,6 @@ class DockerBackend(Backend):
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:
     return base is not None and now is not None and now.oom_kills > base.oom_kills
-
-
-def abandoned(labels: dict[str, str]) -> bool:
-    """Whether a hazmat container may be removed by any hazmat process.
-
-    Never without a valid deadline (it may not be ours at all). An owner this process can see
-    (same host, same PID namespace, same process start time) decides: gone, the container is
-    abandoned; alive, it is in use, however late, and its owner removes it. An owner it cannot
-    see (another host or PID namespace) is judged by the deadline alone."""
-    try:
-        deadline = float(labels[f"{LABEL}.deadline"])
-    except (KeyError, ValueError):
-        return False
-    host, _, pid = labels.get(f"{LABEL}.owner", "").rpartition(":")
-    visible = (
-        host == socket.gethostname()
-        and pid.isdigit()
-        and labels.get(f"{LABEL}.pidns") == _pid_namespace()
-    )
-    if visible:
-        start = labels.get(f"{LABEL}.owner_start")
-        return not (_alive(int(pid)) and (start is None or start == _start_time(int(pid))))
-    return time.time() > deadline
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot (a reused pid has another)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rpartition(")")[2].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def _pid_namespace() -> str:
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        return ""
 
 
 def _close_attached(attached: Any) -> None:
