@@ -45,8 +45,9 @@ stdout and on stderr::
 
     \\n--hazmat-end-<nonce>-- <status>\\n
 
-The host stops reading at the end marker and removes the container without waiting for it to
-exit; anything printed after the marker is discarded. The agent needs only `sh`, `setpriv`,
+The host stops reading at the end marker, takes its last reading of the container's cgroup
+(the agent stops itself after the marker, so the container is still there to read) and
+removes the container; anything printed after the marker is discarded. The agent needs only `sh`, `setpriv`,
 `head`, `wc`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image. The host still
 believes nothing it cannot check: time, output size and memory (OOM) are judged by the host
 and the engine, sizes and names in file records are checked again (`parse_files`), and any
@@ -144,6 +145,9 @@ fi
 # on both streams: the engine forwards them independently, and the host reads until both end
 printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
 printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+# Stay, stopped, until the host removes the container: its cgroup, and the figures the host
+# reads from it (refused forks, peak memory, CPU time), must outlive the run.
+kill -STOP $$
 exit "$rc"
 """
 
