@@ -48,10 +48,10 @@ stdout and on stderr::
 The host stops reading at the end marker, takes its last reading of the container's cgroup
 (the agent stops itself after the marker, so the container is still there to read) and
 removes the container; anything printed after the marker is discarded. The agent needs only
-`sh`, `setpriv`, `head`, `wc`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image. The host still
-believes nothing it cannot check: time, output size and memory (OOM) are judged by the host
-and the engine, sizes and names in file records are checked again (`parse_files`), and any
-bytes give a result, never an exception.
+`sh`, `setpriv`, `head`, `wc`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image.
+The host still believes nothing it cannot check: time, output size and memory (OOM) are
+judged by the host and the engine, sizes and names in file records are checked again
+(`parse_files`), and any bytes give a result, never an exception.
 """
 
 from __future__ import annotations
