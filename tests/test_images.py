@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.images import ESBUILD_INTEGRITY, check_integrity
+from hazmat.backends.recipes import ESBUILD_INTEGRITY, check_integrity
 
 
 def _integrity(data: bytes) -> str:

@@ -17,7 +17,11 @@ from hazmat._exceptions import UnknownLanguage
 
 __all__ = ["LANGUAGES", "Language", "get_language", "language_for_path"]
 
-IMAGE_VERSION = "1"
+IMAGE_VERSION = "2"  # the tag of the current images (Debian 13); tag 1 is Debian 12's
+# The Go image's build cache with the standard library compiled (backends/recipes.py)
+GO_CACHE = "/usr/lib/hazmat/gocache"
+# Python code an image may carry that the runner executes before it says it is ready
+PRELOAD_FILE = "/etc/hazmat/preload.py"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,21 @@ class Language:
     exec_tmp: bool = False
     runner: str = ""
     entry: str = ""
+    # A shell command run as the program's uid in /tmp before the job exists (in the pool,
+    # ahead of time); its failure is ignored.
+    prepare: str = ""
+    # The source file's name for a module system other than the default (JavaScript and
+    # TypeScript: "esm", "commonjs"); the build step and the runner tell them apart by it.
+    module_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        """Every name the program's source file may have (none is free for an input file)."""
+        return (self.source_name, *self.module_sources.values())
+
+    def source_for(self, module: str | None) -> str:
+        """The source file's name for a module system (None: the language's default)."""
+        return self.module_sources.get(module or "", self.source_name)
 
 
 LANGUAGES: Mapping[str, Language] = MappingProxyType(
@@ -60,20 +79,26 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             runner="node",
             entry="main.js",
             aliases=("js", "node", "nodejs"),
+            module_sources=MappingProxyType({"esm": "main.mjs", "commonjs": "main.cjs"}),
         ),
         "typescript": Language(
             name="typescript",
             image=f"hazmat/node:{IMAGE_VERSION}",
             source_name="main.ts",
             extensions=(".ts", ".mts", ".cts"),
+            # main.mts is bundled as an ES module (main.mjs), main.ts and main.cts as CommonJS
             build=(
-                "esbuild main.ts --bundle --platform=node --format=cjs --packages=external"
-                " --log-level=warning --outfile=/tmp/.hazmat-build/main.js"
+                "if [ -f main.mts ]; then set -- main.mts esm mjs;"
+                " elif [ -f main.cts ]; then set -- main.cts cjs js;"
+                " else set -- main.ts cjs js; fi;"
+                ' exec esbuild "$1" --bundle --platform=node --format="$2" --packages=external'
+                ' --log-level=warning --outfile="/tmp/.hazmat-build/main.$3"'
             ),
             run="exec node /tmp/.hazmat-build/main.js",
             runner="node",
             entry="/tmp/.hazmat-build/main.js",
             aliases=("ts",),
+            module_sources=MappingProxyType({"esm": "main.mts", "commonjs": "main.cts"}),
         ),
         "go": Language(
             name="go",
@@ -95,6 +120,11 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
                 }
             ),
             exec_tmp=True,
+            # a writable build cache that links to the image's compiled standard library
+            prepare=(
+                f"[ -d {GO_CACHE} ] && mkdir -p .gocache && cp -rs {GO_CACHE}/. .gocache/"
+                " && date +%s > .gocache/trim.txt"
+            ),
         ),
     }
 )

@@ -68,6 +68,7 @@ __all__ = [
     "COLLECT_SCRIPT",
     "STAGE_SCRIPT",
     "Payload",
+    "built_marker",
     "end_marker",
     "file_marker",
     "parse_end",
@@ -88,13 +89,19 @@ run=$HAZMAT_RUN
 warm=$HAZMAT_WARM
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
-unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT
+prepare=${HAZMAT_PREPARE:-}
+unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT \
+    HAZMAT_PREPARE
 unset OLDPWD
 case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
 command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
 # Everything of the program's runs as its own uid with no capability at all: it cannot read
 # this agent's memory, signal it or write its files, so the nonce stays with the agent.
 drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
+# the language's own setup before the job exists (Go seeds its build cache), as the program
+if [ -n "$prepare" ]; then
+    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$prepare" </dev/null >/dev/null 2>&1
+fi
 runner=''
 if [ -n "$warm" ]; then
     # the runner unpacks the input files itself unless a build step needs them first
@@ -125,8 +132,16 @@ done
 rc=0
 if [ -z "$runner" ] || [ -n "$build" ]; then
     # the rest of the job is unpacked, built and (without a runner) run as the program's uid
-    setpriv $drop -- sh -c "$stage" stage "$workdir" "$runner" "$build" "$run" 2>&3
+    setpriv $drop -- sh -c "$stage" stage "$workdir" "$runner" "$build" "$run" unpack 2>&3
     rc=$?
+    if [ -n "$build" ]; then
+        # the host's compile budget ends here, and the program's own time limit starts
+        printf '\n--hazmat-built-%s-- %s\n' "$nonce" "$rc"
+        if [ "$rc" -eq 0 ] && [ -z "$runner" ]; then
+            setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run 2>&3
+            rc=$?
+        fi
+    fi
 fi
 if [ -n "$runner" ] && [ "$rc" -eq 0 ]; then
     kill -USR2 "$runner" || die "the runner is gone"
@@ -159,25 +174,28 @@ exec 2>/dev/null
 die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
 cd "$1" || die "no working directory"
 unset OLDPWD
-runner=$2 build=$3 run=$4
-IFS=' ' read -r jsonsize shsize || die "truncated job"
-# the program's env and args: JSON for a runner, shell for the run command; the other is dropped
-if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
-else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
-if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
-if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
-IFS= read -r nfiles || die "truncated job"
-i=0
-while [ "$i" -lt "$nfiles" ]; do
-    IFS=' ' read -r size name || die "truncated job"
-    case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
-    head -c "$size" > "./$name" || die "cannot write input file"
-    i=$((i + 1))
-done
-if [ -n "$build" ]; then
-    sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null || exit
+runner=$2 build=$3 run=$4 phase=$5
+if [ "$phase" = unpack ]; then
+    IFS=' ' read -r jsonsize shsize || die "truncated job"
+    # the program's env and args: JSON for a runner, shell for the run command (not both)
+    if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
+    else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
+    if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
+    if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
+    IFS= read -r nfiles || die "truncated job"
+    i=0
+    while [ "$i" -lt "$nfiles" ]; do
+        IFS=' ' read -r size name || die "truncated job"
+        case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
+        head -c "$size" > "./$name" || die "cannot write input file"
+        i=$((i + 1))
+    done
+    if [ -n "$build" ]; then
+        sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null || exit
+        exit 0
+    fi
+    [ -z "$runner" ] || exit 0
 fi
-[ -z "$runner" ] || exit 0
 # the program's env and args (quoted by the host) apply to it alone
 exec sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
     if [ -f /tmp/.hazmat-job.sh ]; then . /tmp/.hazmat-job.sh; rm -f /tmp/.hazmat-job.sh; fi
@@ -207,6 +225,11 @@ done
 def file_marker(nonce: str) -> bytes:
     """The line the agent prints between the program's stdout and the output files."""
     return f"\n--hazmat-files-{nonce}--\n".encode()
+
+
+def built_marker(nonce: str) -> bytes:
+    """What the agent prints once a build step has ended, before its exit status."""
+    return f"\n--hazmat-built-{nonce}-- ".encode()
 
 
 def end_marker(nonce: str) -> bytes:

@@ -70,6 +70,7 @@ def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         "HAZMAT_STAGE": STAGE_SCRIPT,
         "HAZMAT_COLLECT": COLLECT_SCRIPT,
         "HAZMAT_BUILD": lang.build,
+        "HAZMAT_PREPARE": lang.prepare,
         "HAZMAT_RUN": lang.run,
         "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
         "HAZMAT_HEAP_MB": str(heap_mb(spec.memory_mb)),

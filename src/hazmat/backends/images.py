@@ -8,42 +8,37 @@ with labels. Needs root and debootstrap; the node image also needs `npm` on the 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import os
-import platform
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import ImageBuildError, InfraError
 from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
-from hazmat.languages import IMAGE_VERSION, LANGUAGES
+from hazmat.backends.recipes import (
+    RECIPES,
+    ImageRecipe,
+    Progress,
+    check_integrity,
+    recipes_for,
+    run_tool,
+)
 
-__all__ = ["RECIPES", "ImageBuilder", "ImageRecipe", "ImageStatus", "recipes_for"]
+__all__ = [
+    "RECIPES",
+    "ImageBuilder",
+    "ImageRecipe",
+    "ImageStatus",
+    "check_integrity",
+    "recipes_for",
+]
 
-Progress = Callable[[str], None]
-
-SUITE = "bookworm"
-ESBUILD_VERSION = "0.28.2"
-# npm's own integrity field (sha512 of the package tarball) for each platform package, pinned
-# here: the tarball is checked before anything in it is written to the image or run.
-ESBUILD_INTEGRITY = {
-    "x64": "sha512-4xTZr1FUmSoQW4XIWmit3tzQrUTZM+N3P0XV8xROKYF50XfI7xeO90+1bZvNwxIufQ9hDQVRJH5Y"
-    "hgPVF8A/HQ==",
-    "arm64": "sha512-pW4AC0P3it8c7do9MVM4p51FzHzdM/TZrerurgRcHJ2WTa1VQ1CIq18xncfpBJw4ojkiZZrKW2y"
-    "IBWBP92j6Ug==",
-}
 LABEL_PREFIX = "org.hazmat.image"
 _PHASES = {
     "Retrieving": "downloading packages",
@@ -61,40 +56,6 @@ _STRIP = (
     "var/lib/apt/lists",
     "var/log",
 )
-
-
-@dataclass(frozen=True)
-class ImageRecipe:
-    """What goes into one image, and which languages use it."""
-
-    name: str
-    packages: tuple[str, ...]
-    # A step after debootstrap: (rootfs, scratch folder, progress) -> None.
-    extra: Callable[[Path, Path, Progress], None] | None = None
-    host_tools: tuple[str, ...] = ()  # what `extra` needs on the building host
-
-    @property
-    def ref(self) -> str:
-        return f"hazmat/{self.name}:{IMAGE_VERSION}"
-
-    @property
-    def languages(self) -> tuple[str, ...]:
-        return tuple(n for n, lang in LANGUAGES.items() if lang.image == self.ref)
-
-
-def recipes_for(names: Iterable[str]) -> list[ImageRecipe]:
-    """Recipes named by image (`node`) or by language (`typescript`), in build order."""
-    chosen: list[ImageRecipe] = []
-    for name in names:
-        found = RECIPES.get(name) or next(
-            (r for r in RECIPES.values() if name in r.languages), None
-        )
-        if found is None:
-            known = ", ".join(sorted({*RECIPES, *LANGUAGES}))
-            raise ImageBuildError(f"no image recipe for {name!r} (known: {known})")
-        if found not in chosen:
-            chosen.append(found)
-    return chosen
 
 
 @dataclass(frozen=True)
@@ -183,12 +144,12 @@ class ImageBuilder:
             "--variant=minbase",
             f"--include={','.join(recipe.packages)}",
             f"--cache-dir={self.cache_dir}",
-            SUITE,
+            recipe.suite,
             str(rootfs),
         ]
         if mirror:
             cmd.append(mirror)
-        self._say(recipe, f"debootstrap {SUITE} with {', '.join(recipe.packages)}")
+        self._say(recipe, f"debootstrap {recipe.suite} with {', '.join(recipe.packages)}")
         self._run_logged(recipe, cmd)
 
     def _run_logged(self, recipe: ImageRecipe, cmd: list[str]) -> None:
@@ -231,17 +192,20 @@ class ImageBuilder:
 
     def _import(self, recipe: ImageRecipe, rootfs: Path, tarball: Path) -> str:
         self._say(recipe, "packing and importing")
-        _run(["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(tarball), "."])
+        run_tool(
+            ["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "-cf", str(tarball), "."]
+        )
         changes = [
-            f'LABEL {LABEL_PREFIX}.version="{IMAGE_VERSION}"',
+            f'LABEL {LABEL_PREFIX}.version="{recipe.ref.rpartition(":")[2]}"',
             f'LABEL {LABEL_PREFIX}.name="{recipe.name}"',
             f'LABEL {LABEL_PREFIX}.built="{datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
             f'LABEL {LABEL_PREFIX}.packages="{" ".join(recipe.packages)}"',
-            f'LABEL {LABEL_PREFIX}.suite="{SUITE}"',
+            f'LABEL {LABEL_PREFIX}.suite="{recipe.suite}"',
             "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
             "USER 65534:65534",
             "WORKDIR /work",
             'CMD ["/bin/sh"]',
+            *(f"ENV {setting}" for setting in recipe.env),
         ]
         repository, tag = recipe.ref.split(":")
         with map_docker_errors():
@@ -263,79 +227,3 @@ def _require_tools(recipe: ImageRecipe) -> None:
         raise ImageBuildError(
             f"building {recipe.ref} needs {', '.join(missing)}: apt-get install {' '.join(missing)}"
         )
-
-
-def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
-    """TypeScript: install esbuild's static binary, fetched with npm from its registry and
-    checked against the pinned integrity hash before it is unpacked or run."""
-    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
-    if arch not in ESBUILD_INTEGRITY:
-        raise ImageBuildError(f"no pinned integrity hash for {package}: add it to images.py")
-    progress(f"[node] npm pack {package}")
-    out = _run(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
-    tarball = scratch / out[-1]
-    check_integrity(tarball, ESBUILD_INTEGRITY[arch], package)
-    with tarfile.open(tarball) as tar:
-        member = tar.getmember("package/bin/esbuild")
-        source = tar.extractfile(member)
-        if source is None:
-            raise ImageBuildError(f"{package} has no bin/esbuild")
-        target = rootfs / "usr/local/bin/esbuild"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(source.read())
-        target.chmod(0o755)
-    version = _run(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
-    progress(f"[node] esbuild {version} installed")
-
-
-def check_integrity(path: Path, integrity: str, what: str) -> None:
-    """Refuse `path` unless its hash is `integrity` (npm's `sha512-<base64>` form)."""
-    algorithm, _, expected = integrity.partition("-")
-    digest = hashlib.new(algorithm, path.read_bytes()).digest()
-    got = f"{algorithm}-{base64.b64encode(digest).decode()}"
-    if not hmac.compare_digest(got, integrity) or not expected:
-        raise ImageBuildError(f"{what}: integrity check failed (expected {integrity}, got {got})")
-
-
-def prebuild_go_std(rootfs: Path, scratch: Path, progress: Progress) -> None:
-    """Go: prebuild the standard library for CGO_ENABLED=0, so runs compile only main."""
-    progress("[go] go install std (CGO_ENABLED=0)")
-    proc = rootfs / "proc"
-    _run(["mount", "-t", "proc", "proc", str(proc)])
-    try:
-        _run(
-            [
-                "chroot",
-                str(rootfs),
-                "/usr/bin/env",
-                "-i",
-                "PATH=/usr/bin:/bin",
-                "HOME=/tmp",
-                "GOCACHE=/tmp/gocache",
-                "CGO_ENABLED=0",
-                "GO111MODULE=off",
-                "go",
-                "install",
-                "std",
-            ]
-        )
-    finally:
-        _run(["umount", "-l", str(proc)])
-    shutil.rmtree(rootfs / "tmp/gocache", ignore_errors=True)
-
-
-def _run(cmd: list[str], cwd: Path | None = None) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        raise ImageBuildError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    return proc.stdout
-
-
-RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
-    {
-        "python": ImageRecipe("python", ("python3",)),
-        "node": ImageRecipe("node", ("nodejs",), extra=install_esbuild, host_tools=("npm",)),
-        "go": ImageRecipe("go", ("golang-go",), extra=prebuild_go_std),
-    }
-)

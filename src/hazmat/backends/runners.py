@@ -29,6 +29,19 @@ READY_LINE = b"hazmat-ready\n"
 PYTHON = r"""
 import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+def _hazmat_preload(path="/etc/hazmat/preload.py"):
+    # an image's own warm-up (python-data imports numpy, pandas and matplotlib), paid for
+    # before the job exists; a failure here is the program's to meet when it imports
+    try:
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+        exec(code, {"__name__": "__hazmat_preload__"})
+    except FileNotFoundError:
+        pass
+    except Exception:
+        pass
+_hazmat_preload()
+del _hazmat_preload
 os.write(1, b"hazmat-ready\n")
 signal.sigwait({signal.SIGUSR2})
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR2})
@@ -138,6 +151,11 @@ else:
 NODE = r"""
 (() => {
   const fs = require('fs');
+  const path = require('path');
+  const { runMain } = require('module');
+  // this runner is a file (not `node -e`, which puts every built-in module on the global
+  // object): the program sees the globals `node main.js` gives; the file goes at once
+  fs.unlinkSync(__filename);
   // a signal listener alone does not keep node running
   const idle = setInterval(() => {}, 2147483647);
   const die = (why) => {
@@ -193,7 +211,7 @@ NODE = r"""
       const data = exactly(number(head.subarray(0, at)));
       const name = Buffer.concat([Buffer.from('./'), head.subarray(at + 1)]);
       if (head.indexOf(47, at + 1) >= 0) {
-        fs.mkdirSync(require('path').dirname(name.toString()), { recursive: true });
+        fs.mkdirSync(path.dirname(name.toString()), { recursive: true });
       }
       fs.writeFileSync(name, data);
     }
@@ -206,8 +224,13 @@ NODE = r"""
     for (const name of Object.keys(process.env)) {
       if (name.startsWith('HAZMAT_')) delete process.env[name];
     }
-    const entry = require('path').resolve(process.argv[1]);
-    process.argv[1] = entry;
+    // main.js, or main.mjs (an ES module) or main.cjs when the host named the source so
+    let entry = path.resolve(process.argv[2]);
+    for (const other of ['.mjs', '.cjs']) {
+      const named = entry.replace(/\.js$/, other);
+      if (!fs.existsSync(entry) && fs.existsSync(named)) entry = named;
+    }
+    process.argv.splice(1, 2, entry);
     process.execArgv.length = 0;
     const jobFile = '/tmp/.hazmat-job.json';
     if (job === null && fs.existsSync(jobFile)) {
@@ -221,7 +244,7 @@ NODE = r"""
     }
     // runMain is called by the event loop itself, so no frame of this runner is on the
     // program's stack (its stack traces end in node's own frames, as with `node main.js`)
-    setImmediate(require('module').runMain, entry);
+    setImmediate(runMain, entry);
   });
   fs.writeSync(1, 'hazmat-ready\n');
 })();
@@ -234,6 +257,10 @@ RUNNERS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "python": ('exec python3 -c "$HAZMAT_RUNNER"', PYTHON),
         # V8 sizes its heap from the host's memory, not the cgroup's: without a limit of its
         # own, a program at the memory limit thrashes in GC until the wall clock runs out
-        "node": ('exec node --max-old-space-size="$HAZMAT_HEAP_MB" -e "$HAZMAT_RUNNER"', NODE),
+        "node": (
+            "printf '%s' \"$HAZMAT_RUNNER\" > /tmp/.hazmat-runner.js &&"
+            ' exec node --max-old-space-size="$HAZMAT_HEAP_MB" /tmp/.hazmat-runner.js',
+            NODE,
+        ),
     }
 )

@@ -1,0 +1,228 @@
+"""What goes into each of hazmat's images, and the steps after debootstrap that need more.
+
+An image is a Debian suite, a list of Debian packages and optionally one step of its own
+(esbuild for TypeScript, a prebuilt Go build cache, a warmed matplotlib). The current images
+come from Debian 13 (trixie) and carry tag 2; the Debian 12 (bookworm) images, tag 1, can
+still be built with `hazmat images build --suite bookworm` and chosen in a policy.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import platform
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+
+from hazmat._exceptions import ImageBuildError
+from hazmat.languages import GO_CACHE, LANGUAGES, PRELOAD_FILE
+
+__all__ = [
+    "DEFAULT_SUITE",
+    "RECIPES",
+    "SUITES",
+    "ImageRecipe",
+    "check_integrity",
+    "recipes_for",
+    "run_tool",
+]
+
+Progress = Callable[[str], None]
+Step = Callable[[Path, Path, Progress], None]
+
+# suite -> the tag its images carry
+SUITES: Mapping[str, str] = MappingProxyType({"trixie": "2", "bookworm": "1"})
+DEFAULT_SUITE = "trixie"
+ESBUILD_VERSION = "0.28.2"
+# npm's own integrity field (sha512 of the package tarball) for each platform package, pinned
+# here: the tarball is checked before anything in it is written to the image or run.
+ESBUILD_INTEGRITY = {
+    "x64": "sha512-4xTZr1FUmSoQW4XIWmit3tzQrUTZM+N3P0XV8xROKYF50XfI7xeO90+1bZvNwxIufQ9hDQVRJH5Y"
+    "hgPVF8A/HQ==",
+    "arm64": "sha512-pW4AC0P3it8c7do9MVM4p51FzHzdM/TZrerurgRcHJ2WTa1VQ1CIq18xncfpBJw4ojkiZZrKW2y"
+    "IBWBP92j6Ug==",
+}
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """What goes into one image, and which languages use it."""
+
+    name: str
+    packages: tuple[str, ...]
+    extra: Step | None = None  # a step after debootstrap: (rootfs, scratch, progress)
+    host_tools: tuple[str, ...] = ()  # what `extra` needs on the building host
+    suite: str = DEFAULT_SUITE
+    env: tuple[str, ...] = ()  # NAME=value, set in the image
+    summary: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"hazmat/{self.name}:{SUITES[self.suite]}"
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages that run in this image by default."""
+        return tuple(n for n, lang in LANGUAGES.items() if lang.image == self.ref)
+
+    def on(self, suite: str) -> ImageRecipe:
+        """The same recipe on another Debian suite."""
+        if suite not in SUITES:
+            raise ImageBuildError(f"unknown suite {suite!r} (known: {', '.join(SUITES)})")
+        return replace(self, suite=suite)
+
+
+def recipes_for(names: Iterable[str], suite: str = DEFAULT_SUITE) -> list[ImageRecipe]:
+    """Recipes named by image (`node`) or by language (`typescript`), in build order."""
+    chosen: list[ImageRecipe] = []
+    for name in names:
+        found = RECIPES.get(name) or next(
+            (r for r in RECIPES.values() if name in r.languages), None
+        )
+        if found is None:
+            known = ", ".join(sorted({*RECIPES, *LANGUAGES}))
+            raise ImageBuildError(f"no image recipe for {name!r} (known: {known})")
+        if found.on(suite) not in chosen:
+            chosen.append(found.on(suite))
+    return chosen
+
+
+def run_tool(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, errors="replace", check=False
+    )
+    if proc.returncode != 0:
+        raise ImageBuildError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def in_chroot(rootfs: Path, *command: str, env: Mapping[str, str] | None = None) -> str:
+    """Run a command in the image being built, with /proc mounted and a clean environment."""
+    proc = rootfs / "proc"
+    run_tool(["mount", "-t", "proc", "proc", str(proc)])
+    try:
+        settings = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+        settings.update(env or {})
+        assignments = [f"{name}={value}" for name, value in settings.items()]
+        return run_tool(["chroot", str(rootfs), "/usr/bin/env", "-i", *assignments, *command])
+    finally:
+        run_tool(["umount", "-l", str(proc)])
+
+
+def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """TypeScript: install esbuild's static binary, fetched with npm from its registry and
+    checked against the pinned integrity hash before it is unpacked or run."""
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    package = f"@esbuild/linux-{arch}@{ESBUILD_VERSION}"
+    if arch not in ESBUILD_INTEGRITY:
+        raise ImageBuildError(f"no pinned integrity hash for {package}: add it to recipes.py")
+    progress(f"[node] npm pack {package}")
+    out = run_tool(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
+    tarball = scratch / out[-1]
+    check_integrity(tarball, ESBUILD_INTEGRITY[arch], package)
+    with tarfile.open(tarball) as tar:
+        member = tar.getmember("package/bin/esbuild")
+        source = tar.extractfile(member)
+        if source is None:
+            raise ImageBuildError(f"{package} has no bin/esbuild")
+        target = rootfs / "usr/local/bin/esbuild"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read())
+        target.chmod(0o755)
+    version = run_tool(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
+    progress(f"[node] esbuild {version} installed")
+
+
+def check_integrity(path: Path, integrity: str, what: str) -> None:
+    """Refuse `path` unless its hash is `integrity` (npm's `sha512-<base64>` form)."""
+    algorithm, _, expected = integrity.partition("-")
+    digest = hashlib.new(algorithm, path.read_bytes()).digest()
+    got = f"{algorithm}-{base64.b64encode(digest).decode()}"
+    if not hmac.compare_digest(got, integrity) or not expected:
+        raise ImageBuildError(f"{what}: integrity check failed (expected {integrity}, got {got})")
+
+
+def prebuild_go(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """Go: compile the standard library for CGO_ENABLED=0 once, at build time, into a build
+    cache kept in the image (Go 1.20 and later keep no compiled std in GOROOT: a run seeds its
+    own writable cache from this one). Older Go also installs it into GOROOT/pkg."""
+    env = dict(LANGUAGES["go"].env)
+    env["GOCACHE"] = GO_CACHE
+    progress("[go] compiling the standard library into the image's build cache")
+    in_chroot(rootfs, "go", "build", "std", env=env)
+    in_chroot(rootfs, "go", "install", "std", env=env)
+    cache = rootfs / GO_CACHE.lstrip("/")
+    for name in ("trim.txt", "README", "testexpire.txt"):
+        (cache / name).unlink(missing_ok=True)
+    files = sum(1 for path in cache.rglob("*") if path.is_file())
+    progress(f"[go] build cache: {files} files")
+
+
+# Run by the Python runner before it says it is ready (see runners.py): the imports a data
+# program makes are paid for before the job arrives, and matplotlib finds its font list.
+DATA_PRELOAD = """\
+import os, shutil
+_dir = os.environ.get("MPLCONFIGDIR")
+if _dir and not os.path.exists(_dir):
+    shutil.copytree("/usr/share/hazmat/matplotlib", _dir)
+import numpy, pandas, matplotlib, matplotlib.pyplot
+del os, shutil, _dir
+"""
+
+
+def prepare_data(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """python-data: build matplotlib's font list once, and install the runner's preload."""
+    progress("[python-data] building matplotlib's font list")
+    seed = "/usr/share/hazmat/matplotlib"
+    in_chroot(
+        rootfs,
+        "python3",
+        "-c",
+        "import matplotlib.pyplot as p, numpy, pandas, scipy, sklearn; p.plot([1, 2]); "
+        "p.savefig('/tmp/probe.png')",
+        env={"MPLCONFIGDIR": seed, "MPLBACKEND": "Agg"},
+    )
+    preload = rootfs / PRELOAD_FILE.lstrip("/")
+    preload.parent.mkdir(parents=True, exist_ok=True)
+    preload.write_text(DATA_PRELOAD)
+    shutil.rmtree(rootfs / "tmp", ignore_errors=True)
+    (rootfs / "tmp").mkdir(mode=0o1777)
+    (rootfs / "tmp").chmod(0o1777)
+
+
+DATA_PACKAGES = (
+    "python3-numpy",
+    "python3-pandas",
+    "python3-matplotlib",
+    "python3-scipy",
+    "python3-sklearn",
+)
+
+RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
+    {
+        "python": ImageRecipe("python", ("python3",), summary="Python, standard library"),
+        "node": ImageRecipe(
+            "node",
+            ("nodejs",),
+            extra=install_esbuild,
+            host_tools=("npm",),
+            summary="Node.js and esbuild (JavaScript, TypeScript)",
+        ),
+        "go": ImageRecipe(
+            "go", ("golang-go",), extra=prebuild_go, summary="Go, std prebuilt for CGO_ENABLED=0"
+        ),
+        "python-data": ImageRecipe(
+            "python-data",
+            ("python3", *DATA_PACKAGES),
+            extra=prepare_data,
+            env=("MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.matplotlib"),
+            summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",
+        ),
+    }
+)
