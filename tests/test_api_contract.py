@@ -39,7 +39,7 @@ def run(**options: Any) -> Job:
         ({"timeout_s": 2}, r"unknown option 'timeout_s'; did you mean 'timeout'\?"),
         ({"memory": 64}, r"did you mean 'memory_mb'\?"),
         ({"environment": {"A": "1"}}, r"did you mean 'env'\?"),
-        ({"colour": "red"}, "valid options: args, caller, env, files, memory_mb"),
+        ({"colour": "red"}, "valid options: args, caller, env, files, image, memory_mb, module"),
         ({"files": ["a.txt"]}, "option 'files' must be a mapping"),
         ({"output_files": "out.txt"}, "option 'output_files' must be a list of relative paths"),
         ({"timeout": "5"}, "option 'timeout' must be seconds"),
@@ -195,6 +195,8 @@ def test_outcome_exit_status_is_the_one_mapping() -> None:
         Outcome.OK: None,
         Outcome.ERROR: None,
         Outcome.PIDS_LIMIT: None,  # the program's own status: it failed after the refusal
+        Outcome.COMPILE_ERROR: None,  # the compiler's own status
+        Outcome.COMPILE_TIMEOUT: 124,
         Outcome.TIMEOUT: 124,
         Outcome.MEMORY_LIMIT: 137,
         Outcome.OUTPUT_LIMIT: 141,

@@ -93,6 +93,19 @@ def test_empty_file_gives_the_default_policy(tmp_path: Path) -> None:
         ("trust:\n  untrusted: 5\n", "trust.untrusted: expected a mapping"),
         ("trust: []\n", "trust: expected a mapping"),
         ("images:\n  python: ''\n", "images.python: expected an image name"),
+        ("images:\n  ruby: x\n", "images.ruby: unknown language 'ruby'"),
+        (
+            "trust:\n  trusted:\n    images:\n      go: 3\n",
+            "trust.trusted.images.go: expected an image name",
+        ),
+        (
+            "trust:\n  trusted:\n    allow_images: python-data\n",
+            "trust.trusted.allow_images: expected a list of image names",
+        ),
+        (
+            "trust:\n  trusted:\n    compile_timeout_s: 0\n",
+            "trust.trusted.compile_timeout_s: 0 is outside",
+        ),
         ("default_trust: root\n", "default_trust: unknown trust level 'root'"),
         ("version: 2\n", "version: only version 1"),
         ("sandbox: {}\n", "sandbox: unknown key"),

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from hazmat.backends.agent import Payload, end_marker, file_marker, parse_files
-from hazmat.backends.stream import NotReady, pump, wait_ready
+from hazmat.backends.agent import Payload, built_marker, end_marker, file_marker, parse_files
+from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -253,3 +253,59 @@ def test_wait_ready_wants_the_ready_line_first() -> None:
     with sock, pytest.raises(NotReady, match="ended before it was ready; it said: python3"):
         wait_ready(sock, b"hazmat-ready\n", 5)
     thread.join()
+
+
+def _pump_built(
+    sends: list[bytes], *, timeout_s: float, compile_s: float, nonce: str
+) -> tuple[Capture, list[str]]:
+    released = threading.Event()
+    stops: list[str] = []
+
+    def container(s: socket.socket) -> None:
+        for data in sends:
+            s.sendall(data)
+        released.wait(10)
+
+    sock, thread = far_end(container)
+    with sock:
+        capture = pump(
+            sock,
+            b"",
+            timeout_s=timeout_s,
+            output_cap=100,
+            stop=lambda: stops.append("stop"),
+            end=end_marker(nonce),
+            built=built_marker(nonce),
+            compile_s=compile_s,
+        )
+    released.set()
+    thread.join()
+    return capture, stops
+
+
+def test_the_build_marker_is_taken_out_of_stdout_with_its_status() -> None:
+    nonce = "ab" * 16
+    built, end = built_marker(nonce), end_marker(nonce)
+    # split inside the marker, and a failed build's end marker in the same frame as its status
+    sends = [frame(1, built[:7]), frame(1, built[7:] + b"2\n" + end + b"2\n")]
+    sends.append(frame(2, end + b"2\n"))
+    capture, stops = _pump_built(sends, timeout_s=60, compile_s=60, nonce=nonce)
+    assert capture.build_status == 2 and capture.end_status == 2
+    assert bytes(capture.stdout) == b"" and not stops
+    assert capture.build_ms is not None and not capture.timed_out
+
+
+def test_a_build_without_its_marker_in_time_is_a_compile_timeout() -> None:
+    nonce = "ac" * 16
+    sends = [frame(2, b"compiling")]
+    capture, stops = _pump_built(sends, timeout_s=60, compile_s=0.2, nonce=nonce)
+    assert capture.timed_out and capture.compile_timed_out
+    assert capture.build_status is None and stops == ["stop"]
+
+
+def test_the_programs_time_limit_starts_after_the_build() -> None:
+    nonce = "ad" * 16
+    sends = [frame(1, built_marker(nonce) + b"0\nrunning")]
+    capture, stops = _pump_built(sends, timeout_s=0.2, compile_s=60, nonce=nonce)
+    assert capture.timed_out and not capture.compile_timed_out
+    assert (capture.build_status, bytes(capture.stdout)) == (0, b"running")

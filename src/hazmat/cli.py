@@ -115,6 +115,12 @@ def _program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | Non
     return code, language, str(path.resolve())
 
 
+def _module_of(args: argparse.Namespace) -> str | None:
+    """A program file named .mjs/.mts is an ES module, .cjs/.cts CommonJS, as Node has it."""
+    suffix = Path(args.program).suffix.lower() if args.code is None else ""
+    return {".mjs": "esm", ".mts": "esm", ".cjs": "commonjs", ".cts": "commonjs"}.get(suffix)
+
+
 def _env(pairs: list[str]) -> dict[str, str]:
     env = {}
     for pair in pairs:
@@ -150,6 +156,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             memory_mb=args.memory,
             runtime=args.runtime,
+            image=args.image,
+            module=args.module or _module_of(args),
             caller=args.caller,
             session=session,
             override_reason=args.override_reason,

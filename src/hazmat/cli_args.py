@@ -24,6 +24,7 @@ CANNOT_WRITE = 73  # EX_CANTCREAT: an output file could not be written to --outp
 
 _MEANING = {
     Outcome.TIMEOUT: "timeout: stopped at the time limit",
+    Outcome.COMPILE_TIMEOUT: "compile_timeout: the build step outlasted its own budget",
     Outcome.MEMORY_LIMIT: "memory_limit: killed at the memory limit",
     Outcome.OUTPUT_LIMIT: "output_limit: stopped after the output cap",
     Outcome.BLOCKED: "blocked: the assessment and the policy refused it",
@@ -32,7 +33,8 @@ _MEANING = {
 RUN_EXITS = "\n".join(
     [
         "exit status:",
-        "  own   ok (0), error, or pids_limit (it failed after a fork or thread was refused):",
+        "  own   ok (0), error, compile_error, or pids_limit (it failed after a fork or thread",
+        "        was refused):",
         "        the program's (or its compiler's) own status",
         *(f"  {outcome.exit_status:<5} {meaning}" for outcome, meaning in _MEANING.items()),
         "  2     bad request: language, code, file name, option",
@@ -111,6 +113,18 @@ def _add_run(sub: Any, handler: Handler) -> None:
 def _add_run_limits(run: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
     run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
+    run.add_argument(
+        "--image",
+        metavar="NAME",
+        help="an image the policy allows for this trust level, e.g. python-data (numpy, "
+        "pandas, matplotlib, scipy, scikit-learn); default: the policy's",
+    )
+    run.add_argument(
+        "--module",
+        choices=["auto", "esm", "commonjs"],
+        help="JavaScript/TypeScript: run as an ES module or CommonJS (default: auto, from the "
+        "code and the file's extension)",
+    )
     run.add_argument(
         "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
     )

@@ -14,8 +14,10 @@ from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError
 from hazmat.assess.decision import check_override_reason
+from hazmat.image_choice import resolve_image
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest
+from hazmat.modules import check_module
 from hazmat.policy import Limits, Policy, Runtime, TrustLevel, parse_trust
 from hazmat.validation import (
     check_args,
@@ -58,6 +60,8 @@ def build_request(
         caller=options.get("caller"),
         session=options.get("session"),
         override_reason=check_override_reason(reason, policy.settings(level).assess),
+        image=options.get("image"),
+        module=options.get("module"),
     )
     check_request(policy, request)
     return request
@@ -83,8 +87,10 @@ def check_request(policy: Policy, request: ExecutionRequest) -> Limits:
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
     check_override_reason(request.override_reason, policy.settings(request.trust).assess)
+    resolve_image(policy, request.trust, lang, request.image)
+    check_module(lang, request.module)
     limits = request_limits(policy, request)
-    _check_sizes(request, lang.source_name, limits)
+    _check_sizes(request, lang.source_names, limits)
     return limits
 
 
@@ -121,7 +127,9 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
         raise InputError(str(exc)) from None
 
 
-def _check_sizes(request: ExecutionRequest, source_name: str, limits: Limits) -> None:
+def _check_sizes(
+    request: ExecutionRequest, source_names: tuple[str, ...], limits: Limits
+) -> None:
     code_size = len(request.code.encode())
     if code_size > limits.max_code_bytes:
         raise InputTooLarge(
@@ -131,7 +139,7 @@ def _check_sizes(request: ExecutionRequest, source_name: str, limits: Limits) ->
     if len(request.files) > limits.max_files or len(request.output_files) > limits.max_files:
         raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
     for name, data in request.files.items():
-        if name == source_name:
+        if name in source_names:
             raise InputError(f"file name {name!r} is taken by the program's source file")
         if len(data) > limits.max_file_bytes:
             raise InputTooLarge(

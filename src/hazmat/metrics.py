@@ -25,6 +25,8 @@ class MetricsSnapshot:
     runs: int
     ok: int
     errors: int
+    compile_errors: int
+    compile_timeouts: int
     timeouts: int
     memory_limit_hits: int
     output_limit_hits: int
@@ -65,6 +67,8 @@ class MetricsSnapshot:
 _OUTCOME_FIELD = {
     Outcome.OK: "ok",
     Outcome.ERROR: "errors",
+    Outcome.COMPILE_ERROR: "compile_errors",
+    Outcome.COMPILE_TIMEOUT: "compile_timeouts",
     Outcome.TIMEOUT: "timeouts",
     Outcome.MEMORY_LIMIT: "memory_limit_hits",
     Outcome.OUTPUT_LIMIT: "output_limit_hits",
@@ -103,6 +107,8 @@ class Metrics:
             runs=counts.get("runs", 0),
             ok=counts.get("ok", 0),
             errors=counts.get("errors", 0),
+            compile_errors=counts.get("compile_errors", 0),
+            compile_timeouts=counts.get("compile_timeouts", 0),
             timeouts=counts.get("timeouts", 0),
             memory_limit_hits=counts.get("memory_limit_hits", 0),
             output_limit_hits=counts.get("output_limit_hits", 0),

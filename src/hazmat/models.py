@@ -31,7 +31,9 @@ class Outcome(enum.StrEnum):
     """
 
     OK = "ok"  # exit status 0
-    ERROR = "error"  # non-zero exit status, or a compile error
+    ERROR = "error"  # non-zero exit status
+    COMPILE_ERROR = "compile_error"  # the build step (Go, TypeScript) failed; nothing ran
+    COMPILE_TIMEOUT = "compile_timeout"  # the build step outlasted its own budget; nothing ran
     TIMEOUT = "timeout"  # wall-clock limit reached; killed through the engine
     MEMORY_LIMIT = "memory_limit"  # killed by the kernel's OOM killer under the memory cap
     OUTPUT_LIMIT = "output_limit"  # wrote more than the output cap; stopped
@@ -46,6 +48,7 @@ class Outcome(enum.StrEnum):
 
 _EXIT_STATUS = {
     Outcome.TIMEOUT: 124,
+    Outcome.COMPILE_TIMEOUT: 124,
     Outcome.MEMORY_LIMIT: 137,
     Outcome.OUTPUT_LIMIT: 141,
     Outcome.BLOCKED: 126,
@@ -152,6 +155,8 @@ class ExecutionRequest:
     session: str | None = None  # a session or script name; each run's code is diffed against
     # the previous code of the same session in the audit log
     override_reason: str | None = None  # lets code the policy blocks run; recorded
+    image: str | None = None  # an image the trust level allows; None: the level's default
+    module: str | None = None  # JavaScript/TypeScript: "esm" or "commonjs"; None: detected
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,7 @@ class ExecutionResult:
     cpu_time_ms: float | None = None  # CPU time the container used during the run
     pooled: bool | None = None  # True: a container from the warm pool; False: a cold start
     settings_mismatch: Sequence[str] = ()  # the engine's settings that differ from the policy
+    compile_ms: float | None = None  # the build step's time (None: the language has none)
 
     @property
     def ok(self) -> bool:
@@ -232,4 +238,5 @@ class ExecutionResult:
             "cpu_time_ms": None if self.cpu_time_ms is None else round(self.cpu_time_ms, 3),
             "pooled": self.pooled,
             "settings_mismatch": list(self.settings_mismatch),
+            "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
         }

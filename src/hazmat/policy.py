@@ -74,6 +74,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "cpus": (0.01, 1024),
     "pids": (8, 1_000_000),
     "timeout_s": (0.1, 24 * 3600),
+    "compile_timeout_s": (0.1, 3600),
     "output_bytes": (1024, 1024 * MiB),
     "tmpfs_mb": (1, 64 * 1024),
     "max_code_bytes": (1, 64 * MiB),
@@ -97,6 +98,7 @@ class Limits:
     max_file_bytes: int
     max_files: int = 64
     nofile: int = 256
+    compile_timeout_s: float = 60.0  # the build step (Go, TypeScript), before timeout_s starts
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -118,7 +120,7 @@ class Limits:
         return dataclasses.asdict(self)
 
 
-_FRACTIONAL = {"cpus", "timeout_s"}
+_FRACTIONAL = {"cpus", "timeout_s", "compile_timeout_s"}
 
 
 def _number_problem(name: str, value: object) -> str | None:
@@ -156,6 +158,7 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
             max_file_bytes=1 * MiB,
             max_files=16,
             nofile=128,
+            compile_timeout_s=30.0,
         ),
     }
 )
@@ -221,6 +224,11 @@ class TrustSettings:
     limits: Limits
     runtime: Runtime = Runtime.RUNC
     assess: AssessSettings = field(default_factory=AssessSettings)
+    # language -> the image its runs get at this level (over the policy's top-level `images`)
+    images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # images a caller may choose per run at this level, beyond the default and hazmat's own
+    # variants of the language's image (python-data for python): see image_choice.py
+    allow_images: tuple[str, ...] = ()
 
 
 # gVisor for code nobody trusts: a second kernel between the program and the host's. It
@@ -352,14 +360,11 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
     for key, value in trust.items():
         level = _wrap(source, f"trust.{key}", parse_trust, key)
         levels[level] = _parse_level(value, level, source)
-    images = _mapping(top.get("images", {}), source, "images")
-    for lang, image in images.items():
-        if not isinstance(image, str) or not image.strip():
-            raise PolicyError(f"{source}: images.{lang}: expected an image name, got {image!r}")
+    images = _parse_images(top.get("images", {}), source, "images")
     default = _wrap(source, "default_trust", parse_trust, top.get("default_trust", "untrusted"))
     return Policy(
         levels=MappingProxyType(levels),
-        images=MappingProxyType({str(k): str(v) for k, v in images.items()}),
+        images=images,
         audit=_parse_audit(top.get("audit", {}), source),
         default_trust=default,
         source=source,
@@ -408,7 +413,13 @@ def _parse_audit(data: object, source: str) -> AuditSettings:
 def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
     where = f"trust.{level.value}"
     values = dict(_mapping(data, source, where))
-    allowed = {f.name for f in dataclasses.fields(Limits)} | {"preset", "runtime", "assess"}
+    allowed = {f.name for f in dataclasses.fields(Limits)} | {
+        "preset",
+        "runtime",
+        "assess",
+        "images",
+        "allow_images",
+    }
     _no_unknown_keys(values, allowed, source, where)
     base_name = values.pop("preset", _DEFAULT_PRESET[level])
     base = _wrap(source, f"{where}.preset", _preset, base_name, "preset")
@@ -416,12 +427,25 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
         source, f"{where}.runtime", _runtime, values.pop("runtime", _DEFAULT_RUNTIME[level].value)
     )
     assess = _parse_assess(values.pop("assess", {}), source, f"{where}.assess")
+    images = _parse_images(values.pop("images", {}), source, f"{where}.images")
+    allow = values.pop("allow_images", [])
+    if not isinstance(allow, list) or not all(isinstance(x, str) and x.strip() for x in allow):
+        raise PolicyError(f"{source}: {where}.allow_images: expected a list of image names")
     for key, value in values.items():
         problem = _number_problem(key, value)
         if problem:
             raise PolicyError(f"{source}: {where}.{key}: {problem}")
     limits = base.replace(**values)
-    return TrustSettings(limits=limits, runtime=runtime, assess=assess)
+    return TrustSettings(limits, runtime, assess, images, tuple(x.strip() for x in allow))
+
+
+def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:
+    images = _mapping(data, source, where)
+    for lang, image in images.items():
+        _wrap(source, f"{where}.{lang}", get_language, lang)
+        if not isinstance(image, str) or not image.strip():
+            raise PolicyError(f"{source}: {where}.{lang}: expected an image name, got {image!r}")
+    return MappingProxyType({get_language(k).name: v.strip() for k, v in images.items()})
 
 
 def _parse_assess(data: object, source: str, where: str) -> AssessSettings:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
+from hazmat.hints import missing_package_note
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Limits, Runtime
 
@@ -37,6 +38,8 @@ class Plan:
 
 def derive_outcome(report: RunReport) -> Outcome:
     """The outcome, from the facts the host and the engine observed, most decisive first."""
+    if report.compile_timed_out:
+        return Outcome.COMPILE_TIMEOUT
     if report.timed_out:
         return Outcome.TIMEOUT
     if report.output_exceeded:
@@ -45,6 +48,8 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.MEMORY_LIMIT
     if report.pids_refused and report.exit_code != 0:
         return Outcome.PIDS_LIMIT
+    if report.build_status not in (None, 0):
+        return Outcome.COMPILE_ERROR
     if report.exit_code == 0:
         return Outcome.OK
     return Outcome.ERROR
@@ -77,6 +82,14 @@ def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str
     """One sentence for a run that was not `ok` (None for `ok`)."""
     if outcome is Outcome.TIMEOUT:
         return f"the program was stopped at its time limit of {limits.timeout_s:g} s"
+    if outcome is Outcome.COMPILE_TIMEOUT:
+        return (
+            f"compilation was stopped at its time limit of {limits.compile_timeout_s:g} s "
+            "(compile_timeout_s); the program did not run"
+        )
+    if outcome is Outcome.COMPILE_ERROR:
+        tail = _last_line(stderr)
+        return f"compilation failed with status {exit_code}" + (f": {tail}" if tail else "")
     if outcome is Outcome.MEMORY_LIMIT:
         return f"the program was killed at its memory limit of {limits.memory_mb} MB"
     if outcome is Outcome.PIDS_LIMIT:
@@ -115,6 +128,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
     stderr = report.stderr.decode("utf-8", "replace")
     stopped = outcome.exit_status
     exit_code = report.exit_code if stopped is None else stopped
+    failed = outcome in (Outcome.ERROR, Outcome.COMPILE_ERROR)
+    hint = missing_package_note(plan.request.language, plan.image, stderr) if failed else None
     return ExecutionResult(
         outcome=outcome,
         exit_code=exit_code,
@@ -130,12 +145,13 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
         error=explain(outcome, plan.limits, exit_code, stderr),
-        notes=(*notes, *report.notes, *limit_notes(report, plan.limits)),
+        notes=(*notes, *report.notes, *limit_notes(report, plan.limits), *([hint] if hint else [])),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
         peak_memory_bytes=report.peak_memory_bytes,
         cpu_time_ms=report.cpu_time_ms,
         pooled=report.pooled,
+        compile_ms=report.build_ms,
     )
 
 

@@ -32,10 +32,12 @@ from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
 from hazmat.backends.agent import Payload
 from hazmat.backends.base import Backend, Job, Spec
+from hazmat.image_choice import default_image, resolve_image
 from hazmat.intake import build_request, check_request, parse_runtime
 from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
+from hazmat.modules import module_for
 from hazmat.policy import (
     Limits,
     Policy,
@@ -71,6 +73,8 @@ class RunOptions(TypedDict, total=False):
     caller: str | None
     session: str | None
     override_reason: str | None
+    image: str | None
+    module: str | None
 
 
 class Sandbox:
@@ -137,7 +141,7 @@ class Sandbox:
         level = parse_trust(trust if trust is not None else self.policy.default_trust)
         settings = self.policy.settings(level)
         limits = settings.limits.clamped(self.backend.resources())
-        image = self.policy.images.get(lang.name, lang.image)
+        image = default_image(self.policy, level, lang)
         spec = Spec.of(lang.name, image, parse_runtime(runtime) or settings.runtime, limits)
         self.backend.warm(spec)
         if wait > 0 and not self.backend.wait_warm(spec, wait):
@@ -222,7 +226,7 @@ class Sandbox:
         lang = get_language(request.language)
         settings = self.policy.settings(request.trust)
         runtime = request.runtime or settings.runtime
-        image = self.policy.images.get(lang.name, lang.image)
+        image = resolve_image(self.policy, request.trust, lang, request.image)
         try:
             applied = limits.clamped(self.backend.resources())
         except InfraError:
@@ -343,8 +347,9 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
 def _job(plan: Plan) -> Job:
     request = plan.request
     lang = get_language(request.language)
+    source = lang.source_for(module_for(lang, request.code, request.module))
     payload = Payload(
-        files={lang.source_name: request.code.encode(), **request.files},
+        files={source: request.code.encode(), **request.files},
         want=tuple(request.output_files),
         stdin=request.stdin,
         max_file_bytes=plan.limits.max_file_bytes,

@@ -48,6 +48,8 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "timeout": ((int, float), "seconds, a positive number"),
     "memory_mb": ((int,), "megabytes, a positive whole number"),
     "runtime": ((str,), "runc or runsc"),
+    "image": ((str,), "an image name the policy allows (e.g. python-data)"),
+    "module": ((str,), "auto, esm or commonjs (JavaScript, TypeScript)"),
     "caller": ((str,), "a name (str)"),
     "session": ((str,), "a name (str)"),
     "override_reason": ((str,), "a sentence saying why blocked code may run"),

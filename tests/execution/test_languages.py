@@ -42,14 +42,16 @@ COMPILE_ERRORS = {
 
 
 @pytest.mark.parametrize("language", sorted(COMPILE_ERRORS))
-def test_compile_errors_come_back_as_error_with_the_compiler_output(
+def test_compile_errors_come_back_as_compile_error_with_the_compiler_output(
     sandbox: Sandbox, language: str
 ) -> None:
     code, expected = COMPILE_ERRORS[language]
     result = sandbox.run(code, language)
-    assert result.outcome is Outcome.ERROR
-    assert result.exit_code != 0
+    assert result.outcome is Outcome.COMPILE_ERROR
+    assert result.exit_code != 0 and result.exit_status == result.exit_code
     assert expected in result.stderr
+    assert result.error is not None and result.error.startswith("compilation failed with status")
+    assert result.compile_ms is not None and result.compile_ms > 0
 
 
 @pytest.mark.parametrize(

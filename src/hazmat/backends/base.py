@@ -59,6 +59,12 @@ class Job:
     def spec(self) -> Spec:
         return Spec.of(self.language.name, self.image, self.runtime, self.limits)
 
+    @property
+    def wall_s(self) -> float:
+        """The longest the job may take: its build step's budget, then the program's."""
+        build = self.limits.compile_timeout_s if self.language.build else 0.0
+        return build + self.limits.timeout_s
+
 
 @dataclass(frozen=True)
 class RunReport:
@@ -70,6 +76,9 @@ class RunReport:
     duration_ms: float
     container_id: str | None = None
     timed_out: bool = False
+    compile_timed_out: bool = False  # the build step ran out of its own budget
+    build_status: int | None = None  # the build step's exit status (None: no build step ran)
+    build_ms: float | None = None
     oom_killed: bool = False
     output_exceeded: bool = False
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))

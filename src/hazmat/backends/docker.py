@@ -27,7 +27,7 @@ import docker.types
 import requests.exceptions
 
 from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends.agent import end_marker, file_marker, parse_files
+from hazmat.backends.agent import built_marker, end_marker, file_marker, parse_files
 from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
@@ -115,7 +115,7 @@ class DockerBackend(Backend):
         with self._lock:
             if self._preparer is None:
                 self._preparer = ThreadPoolExecutor(2, thread_name_prefix="hazmat-prepare")
-            future = self._preparer.submit(self.start, job.spec, lifetime_s=job.limits.timeout_s)
+            future = self._preparer.submit(self.start, job.spec, lifetime_s=job.wall_s)
             self._prepared[job.payload.nonce] = (threading.get_ident(), future)
 
     def execute(self, job: Job) -> RunReport:
@@ -124,7 +124,7 @@ class DockerBackend(Backend):
         if prepared is not None:
             started = prepared[1].result()  # its start's own error, if it failed
         else:
-            started = self.start(job.spec, lifetime_s=job.limits.timeout_s)
+            started = self.start(job.spec, lifetime_s=job.wall_s)
         try:
             return self.run(started, job)
         finally:
@@ -260,6 +260,9 @@ class DockerBackend(Backend):
             duration_ms=capture.duration_ms,
             container_id=started.cid,
             timed_out=capture.timed_out,
+            compile_timed_out=capture.compile_timed_out,
+            build_status=capture.build_status,
+            build_ms=capture.build_ms,
             oom_killed=engine_oom or _oom_since(base, figures),
             output_exceeded=capture.output_exceeded,
             files=files,
@@ -282,6 +285,8 @@ class DockerBackend(Backend):
             marker=file_marker(nonce) if want else None,
             files_cap=len(want) * (job.limits.max_file_bytes + 4096),
             end=end_marker(nonce),
+            built=built_marker(nonce) if job.language.build else None,
+            compile_s=job.limits.compile_timeout_s,
         )
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:

@@ -162,11 +162,11 @@ class PoolBackend(Backend, Generic[L]):
         with self._cond:
             self._check_open()
             self._wanted[spec] = max(self._wanted.get(spec, 0.0), time.monotonic())
-        lease = self._take(spec, job.limits.timeout_s)
+        lease = self._take(spec, job.wall_s)
         if lease is not None:
             self._count("hits")
         elif self.wait_on_miss:
-            lease = self._start_for(spec, job.limits.timeout_s)
+            lease = self._start_for(spec, job.wall_s)
             self._count("waits")
         else:
             self._count("misses")
@@ -178,7 +178,7 @@ class PoolBackend(Backend, Generic[L]):
         return replace(report, pooled=True)
 
     def _cold(self, job: Job) -> RunReport:
-        lease = self.leaser.start(job.spec, lifetime_s=job.limits.timeout_s)
+        lease = self.leaser.start(job.spec, lifetime_s=job.wall_s)
         try:
             return self.leaser.run(lease, job)
         finally:

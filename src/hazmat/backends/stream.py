@@ -36,7 +36,10 @@ class Capture:
     stderr: bytearray = field(default_factory=bytearray)
     files_blob: bytearray | None = None  # everything after the agent's file marker
     end_status: int | None = None  # the exit status after the end marker, once both came
+    build_status: int | None = None  # the build step's exit status, once the agent said it
+    build_ms: float | None = None  # from the job's start to the end of its build step
     timed_out: bool = False
+    compile_timed_out: bool = False  # the build step outlasted its own budget
     output_exceeded: bool = False
     files_exceeded: bool = False
     stdin_unsent: int = 0  # bytes the program exited without reading
@@ -47,9 +50,16 @@ class _Demux:
     """Splits frames into stdout/stderr, finds the markers, and applies the caps."""
 
     def __init__(
-        self, capture: Capture, cap: int, marker: bytes | None, files_cap: int, end: bytes | None
+        self,
+        capture: Capture,
+        cap: int,
+        marker: bytes | None,
+        files_cap: int,
+        end: bytes | None,
+        built: bytes | None = None,
     ) -> None:
         self.capture = capture
+        self.built = built
         self.cap = cap
         self.marker = marker
         self.files_cap = files_cap
@@ -58,7 +68,7 @@ class _Demux:
         # per stream id: where the end marker starts (once seen) and the status after it
         self.end_at: dict[int, int] = {}
         self.status: dict[int, int] = {}
-        self.slack = len(marker or b"") + 2 * (len(end or b"") + 8)
+        self.slack = len(marker or b"") + 2 * (len(end or b"") + 8) + len(built or b"") + 8
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -85,6 +95,7 @@ class _Demux:
         else:
             start = max(0, len(c.stdout) - len(self.marker or b""))
             self._add(1, c.stdout, chunk)
+            self._find_built()
             at = c.stdout.find(self.marker, start) if self.marker else -1
             if at >= 0:
                 c.files_blob = bytearray(c.stdout[at + len(self.marker or b"") :])
@@ -92,6 +103,24 @@ class _Demux:
                 self.end_at.pop(1, None)
                 self._find_end(1, c.files_blob, 0)
         self._apply_cap()
+
+    def _find_built(self) -> None:
+        """The agent's line saying the build step ended (with its status): taken out of the
+        program's stdout, which then holds only what the build step itself wrote."""
+        c = self.capture
+        if self.built is None or c.build_status is not None:
+            return
+        at = c.stdout.find(self.built)
+        if at < 0:
+            return
+        rest = c.stdout[at + len(self.built) :]
+        status = parse_end(rest)
+        if status is not None:
+            c.build_status = status
+            size = len(self.built) + rest.index(b"\n") + 1
+            del c.stdout[at : at + size]
+            if self.end_at.get(1, -1) > at:  # an end marker already seen after it moves up
+                self.end_at[1] -= size
 
     def _add(self, stream_id: int, buf: bytearray, chunk: bytes) -> None:
         start = max(0, len(buf) - len(self.end or b""))
@@ -152,18 +181,23 @@ def pump(
     marker: bytes | None = None,
     files_cap: int = 0,
     end: bytes | None = None,
+    built: bytes | None = None,
+    compile_s: float = 0.0,
 ) -> Capture:
     """Send `payload` then EOF, read until the end marker (`end`) has come on both streams, the
     container closes the stream, or a limit is hit.
+
+    With `built` (the agent's build marker), the first `compile_s` seconds are the build
+    step's; the program's `timeout_s` starts when the marker comes.
 
     `stop` must not block: the engine finishes killing a container only once its output has
     been read, so after calling it the pump goes on reading (and discarding) until the stream
     ends or a short grace period passes.
     """
     capture = Capture()
-    demux = _Demux(capture, output_cap, marker, files_cap, end)
+    demux = _Demux(capture, output_cap, marker, files_cap, end, built)
     started = time.monotonic()
-    deadline = started + timeout_s
+    deadline = started + (compile_s if built else timeout_s)
     drain_until: float | None = None
     outgoing = memoryview(payload)
     sock.setblocking(False)
@@ -176,6 +210,7 @@ def pump(
             now = time.monotonic()
             if drain_until is None and now >= deadline:
                 capture.timed_out = True
+                capture.compile_timed_out = built is not None and capture.build_status is None
             if drain_until is None and (capture.timed_out or demux.must_stop):
                 stop()
                 drain_until = now + _DRAIN_SECONDS
@@ -194,7 +229,12 @@ def pump(
                         capture.stdin_unsent = len(outgoing)
                         return capture
                     if drain_until is None:
+                        building = capture.build_status is None
                         demux.feed(data)
+                        if built and building and capture.build_status is not None:
+                            now = time.monotonic()
+                            capture.build_ms = (now - started) * 1000
+                            deadline = now + timeout_s
                         if demux.ended and not demux.must_stop:
                             capture.stdin_unsent = len(outgoing)
                             return capture

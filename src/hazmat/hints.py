@@ -1,0 +1,68 @@
+"""A note for a program that failed to import a package its image does not have.
+
+Model-written code imports numpy, requests or lodash as a matter of course; hazmat's images
+hold a runtime's standard library (and python-data its data libraries) and nothing is fetched
+at run time. A bare `ModuleNotFoundError` does not tell the user why, so the result gets a
+note naming what the image has and how to get more: another image, or one built with the
+package (`hazmat images build --name ... --pip/--npm/--apt ...`, see docs/images.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["missing_package_note"]
+
+_PYTHON = re.compile(r"^ModuleNotFoundError: No module named '([A-Za-z0-9_]+)", re.MULTILINE)
+_NODE = re.compile(r"Cannot find (?:module|package) '([^'\s]+)'")
+_GO = re.compile(r'cannot find package "([^"\s]+)"|package ([\w.\-/]+) is not in std')
+_DATA_MODULES = frozenset(
+    {"numpy", "pandas", "matplotlib", "scipy", "sklearn", "PIL", "dateutil", "pytz", "joblib"}
+)
+_HAS = {
+    "hazmat/python:": "Python's standard library only",
+    "hazmat/python-data:": "numpy, pandas, matplotlib, scipy and scikit-learn",
+    "hazmat/node:": "Node's built-in modules only",
+    "hazmat/go:": "Go's standard library only (modules are not fetched)",
+}
+_BUILD = "build an image with it once: `hazmat images build --name NAME --from {base} {flag} {pkg}`"
+_ALLOW = ", and allow NAME in the policy (trust.<level>.allow_images; docs/images.md)"
+
+
+def missing_package_note(language: str, image: str, stderr: str) -> str | None:
+    """The note for a failed run whose stderr says a package is missing, else None."""
+    package = _missing(language, stderr)
+    if package is None:
+        return None
+    has = next((text for prefix, text in _HAS.items() if image.startswith(prefix)), "")
+    where = f"{image} ({has})" if has else image
+    if language == "go":
+        return f"package {package} is not in {where}"
+    if language == "python":
+        if package in _DATA_MODULES and image.startswith("hazmat/python:"):
+            return (
+                f"{package!r} is not in {where}; the python-data image has it "
+                "(image='python-data', or --image python-data)"
+            )
+        base = "python-data" if image.startswith("hazmat/python-data:") else "python"
+        build = _BUILD.format(base=base, flag="--pip", pkg=package)
+    else:
+        build = _BUILD.format(base="node", flag="--npm", pkg=package)
+    return f"{package!r} is not in {where}; {build}{_ALLOW}"
+
+
+def _missing(language: str, stderr: str) -> str | None:
+    if language == "python":
+        found = _PYTHON.search(stderr)
+        return found.group(1) if found else None
+    if language in ("javascript", "typescript"):
+        node = _NODE.search(stderr)
+        name = node.group(1) if node else ""
+        if not name or name.startswith((".", "/", "node:")):
+            return None  # a file of the program's own, or a built-in
+        parts = name.split("/")
+        return "/".join(parts[:2]) if name.startswith("@") else parts[0]
+    if language == "go":
+        found = _GO.search(stderr)
+        return (found.group(1) or found.group(2)) if found else None
+    return None
