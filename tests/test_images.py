@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.recipes import ESBUILD_INTEGRITY, check_integrity
+from hazmat.backends.custom_images import CustomImage, host_pip_index, rebuild_command
+from hazmat.backends.recipes import ESBUILD_INTEGRITY, RECIPES, check_integrity
 
 
 def _integrity(data: bytes) -> str:
@@ -33,3 +35,66 @@ def test_every_pinned_esbuild_is_a_sha512_integrity() -> None:
     for value in ESBUILD_INTEGRITY.values():
         algorithm, _, digest = value.partition("-")
         assert algorithm == "sha512" and len(base64.b64decode(digest)) == 64
+
+
+# Images of the user's own (custom_images.py): what is refused before anything is fetched.
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("Bad Name", "python", (), ("six",)), "lower-case letters"),
+        (("python-data", "python", (), ("six",)), "one of hazmat's own images"),
+        (("mine", "ruby", (), ("six",)), "unknown base image 'ruby'"),
+        (("mine", "python", (), ()), "name at least one package"),
+        (("mine", "python", (), ("--index-url=http://x.invalid/",)), "not a Python package"),
+        (("mine", "python", (), ("six; rm -rf /",)), "not a Python package"),
+        (("mine", "python", ("-oDpkg::Pre-Invoke=x",), ()), "not a Debian package"),
+        (("mine", "node", (), ("six",)), "--pip needs a Python base image"),
+        (("mine", "python", (), (), ("lodash",)), "--npm needs the node base image"),
+        (("mine", "node", (), (), ("--registry=http://x.invalid/",)), "not a npm package"),
+    ],
+)
+def test_a_custom_image_spec_is_checked_before_anything_is_fetched(
+    args: tuple, message: str
+) -> None:
+    name, base, apt, pip, *npm = args
+    with pytest.raises(ImageBuildError, match=re.escape(message)):
+        CustomImage.of(name, base, apt, pip, npm[0] if npm else ())
+
+
+def test_a_custom_image_adds_to_its_base_recipe() -> None:
+    image = CustomImage.of("stats", "python-data", ["python3-yaml"], ["six>=1.16,<2"])
+    recipe = image.recipe()
+    assert recipe.ref == "hazmat/stats:2"
+    assert (
+        recipe.packages[: len(RECIPES["python-data"].packages)] == RECIPES["python-data"].packages
+    )
+    assert recipe.packages[-2:] == ("python3-yaml", "python3-pip")
+    assert recipe.env == RECIPES["python-data"].env  # the Agg backend carries over
+    assert recipe.languages == ("python",)
+    assert image.recipe("bookworm").ref == "hazmat/stats:1"
+
+
+def test_the_rebuild_command_pins_what_was_installed() -> None:
+    manifest = {
+        "name": "stats",
+        "from": "python",
+        "apt": ["python3-yaml=6.0.2-1+b2"],
+        "pip": ["six==1.17.0"],
+    }
+    assert rebuild_command(manifest) == (
+        "hazmat images build --name stats --from python --apt python3-yaml --pip six==1.17.0"
+    )
+
+
+def test_the_build_uses_the_hosts_network_indexes_but_not_its_local_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", "https://index.invalid/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///opt/wheels https://extra.invalid/simple")
+    settings = host_pip_index()
+    assert settings["PIP_INDEX_URL"] == "https://index.invalid/simple"
+    assert settings["PIP_EXTRA_INDEX_URL"] == "https://extra.invalid/simple"
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///opt/wheels")
+    assert "PIP_EXTRA_INDEX_URL" not in host_pip_index()

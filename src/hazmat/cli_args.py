@@ -199,6 +199,25 @@ def _add_images(sub: Any, build_handler: Handler, list_handler: Handler) -> None
         help="only the image for this language or image name (repeatable)",
     )
     build.add_argument("--missing", action="store_true", help="skip images that are present")
+    build.add_argument(
+        "--suite",
+        choices=("trixie", "bookworm"),
+        default="trixie",
+        help="Debian suite: trixie (tag 2, the default) or bookworm (the old tag 1 images)",
+    )
+    own = build.add_argument_group(
+        "an image of your own (docs/images.md): --name NAME --from BASE and packages"
+    )
+    own.add_argument("--name", metavar="NAME", help="build hazmat/NAME from a base image")
+    own.add_argument("--from", dest="base", metavar="BASE", help="python, python-data or node")
+    for flag, what in (
+        ("apt", "a Debian package"),
+        ("pip", "a Python requirement"),
+        ("npm", "an npm package"),
+    ):
+        own.add_argument(
+            f"--{flag}", action="append", default=[], metavar="P", help=f"{what} (repeatable)"
+        )
     build.set_defaults(handler=build_handler)
     listing = images_sub.add_parser("list", help="show hazmat's images")
     listing.add_argument("--json", action="store_true", help="print the images as JSON")

@@ -8,21 +8,24 @@ with labels. Needs root and debootstrap; the node image also needs `npm` on the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import ImageBuildError, InfraError
+from hazmat.backends.custom_images import MANIFEST
 from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.recipes import (
     RECIPES,
+    SUITES,
     ImageRecipe,
     Progress,
     check_integrity,
@@ -66,6 +69,12 @@ class ImageStatus:
     size_mb: float = 0.0
     built: str = ""
     version: str = ""
+    base: str = ""  # an image of the user's: the hazmat image it was built from
+    adds: str = ""  # ... and the packages it adds
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return RECIPES[self.base].languages if self.base in RECIPES else self.recipe.languages
 
 
 class ImageBuilder:
@@ -98,6 +107,37 @@ class ImageBuilder:
             built=labels.get(f"{LABEL_PREFIX}.built", ""),
             version=labels.get(f"{LABEL_PREFIX}.version", ""),
         )
+
+    def custom(self) -> list[ImageStatus]:
+        """The images of the user's (built with --name/--from) on this engine."""
+        with map_docker_errors():
+            found = self.engine.api.images(filters={"label": f"{LABEL_PREFIX}.from"})
+        statuses = []
+        for image in found:
+            labels: dict[str, str] = image.get("Labels") or {}
+            base = labels.get(f"{LABEL_PREFIX}.from", "")
+            name = labels.get(f"{LABEL_PREFIX}.name", "")
+            suite = labels.get(f"{LABEL_PREFIX}.suite", "")
+            if base not in RECIPES or suite not in SUITES or not name:
+                continue
+            adds = "; ".join(
+                f"{key} {labels[f'{LABEL_PREFIX}.{key}']}"
+                for key in ("apt", "pip", "npm")
+                if labels.get(f"{LABEL_PREFIX}.{key}")
+            )
+            statuses.append(
+                ImageStatus(
+                    replace(RECIPES[base].on(suite), name=name),
+                    present=True,
+                    image_id=str(image["Id"]).removeprefix("sha256:")[:12],
+                    size_mb=image.get("Size", 0) / 1e6,
+                    built=labels.get(f"{LABEL_PREFIX}.built", ""),
+                    version=labels.get(f"{LABEL_PREFIX}.version", ""),
+                    base=base,
+                    adds=adds,
+                )
+            )
+        return sorted(statuses, key=lambda s: s.recipe.ref)
 
     def build(self, recipe: ImageRecipe) -> str:
         """Build one image and return its id. Replaces an existing image with the same tag."""
@@ -185,6 +225,9 @@ class ImageBuilder:
                 shutil.rmtree(target)
                 target.mkdir()
         (rootfs / "work").mkdir(exist_ok=True)
+        resolv = rootfs / "etc/resolv.conf"  # debootstrap copies the host's; runs have no DNS
+        resolv.unlink(missing_ok=True)
+        resolv.write_text("")
         self._say(
             recipe,
             f"hardened: setuid/setgid bits removed from {stripped} files, docs and caches dropped",
@@ -206,6 +249,7 @@ class ImageBuilder:
             "WORKDIR /work",
             'CMD ["/bin/sh"]',
             *(f"ENV {setting}" for setting in recipe.env),
+            *_manifest_labels(rootfs),
         ]
         repository, tag = recipe.ref.split(":")
         with map_docker_errors():
@@ -216,6 +260,19 @@ class ImageBuilder:
         if not found:
             raise ImageBuildError(f"docker import did not produce {recipe.ref}: {result}")
         return str(found[0]["Id"])
+
+
+def _manifest_labels(rootfs: Path) -> list[str]:
+    """A custom image's base and pinned packages, as labels (see custom_images.py)."""
+    path = rootfs / MANIFEST.lstrip("/")
+    if not path.exists():
+        return []
+    manifest = json.loads(path.read_text())
+    labels = [f'LABEL {LABEL_PREFIX}.from="{manifest["from"]}"']
+    for key in ("apt", "pip", "npm"):
+        if manifest.get(key):
+            labels.append(f'LABEL {LABEL_PREFIX}.{key}="{" ".join(manifest[key])}"')
+    return labels
 
 
 def _require_tools(recipe: ImageRecipe) -> None:

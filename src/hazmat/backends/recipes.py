@@ -61,6 +61,7 @@ class ImageRecipe:
     suite: str = DEFAULT_SUITE
     env: tuple[str, ...] = ()  # NAME=value, set in the image
     summary: str = ""
+    variant_of: str = ""  # a variant of another image (python-data of python): same languages
 
     @property
     def ref(self) -> str:
@@ -69,7 +70,8 @@ class ImageRecipe:
     @property
     def languages(self) -> tuple[str, ...]:
         """The languages that run in this image by default."""
-        return tuple(n for n, lang in LANGUAGES.items() if lang.image == self.ref)
+        ref = f"hazmat/{self.variant_of}:{SUITES[self.suite]}" if self.variant_of else self.ref
+        return tuple(n for n, lang in LANGUAGES.items() if lang.image == ref)
 
     def on(self, suite: str) -> ImageRecipe:
         """The same recipe on another Debian suite."""
@@ -223,6 +225,7 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
             extra=prepare_data,
             env=("MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.matplotlib"),
             summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",
+            variant_of="python",
         ),
     }
 )
