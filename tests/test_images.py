@@ -70,7 +70,7 @@ def test_a_custom_image_adds_to_its_base_recipe() -> None:
     assert (
         recipe.packages[: len(RECIPES["python-data"].packages)] == RECIPES["python-data"].packages
     )
-    assert recipe.packages[-2:] == ("python3-yaml", "python3-pip")
+    assert recipe.packages[-1] == "python3-yaml" and recipe.packages.count("python3-pip") == 1
     assert recipe.env == RECIPES["python-data"].env  # the Agg backend carries over
     assert recipe.languages == ("python",)
     assert image.recipe("bookworm").ref == "hazmat/stats:1"

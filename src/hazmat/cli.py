@@ -158,6 +158,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             runtime=args.runtime,
             image=args.image,
             module=args.module or _module_of(args),
+            network=args.allow_host or None,
             caller=args.caller,
             session=session,
             override_reason=args.override_reason,

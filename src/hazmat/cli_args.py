@@ -128,6 +128,14 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
     )
+    run.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="reach only these hosts through the allowlist proxy (repeatable; each must be on "
+        "the trust level's network.allow; default: all of them)",
+    )
 
 
 def _add_run_io(run: argparse.ArgumentParser) -> None:

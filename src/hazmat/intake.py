@@ -14,6 +14,7 @@ from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError
 from hazmat.assess.decision import check_override_reason
+from hazmat.egress.settings import narrowed
 from hazmat.image_choice import resolve_image
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest
@@ -62,6 +63,7 @@ def build_request(
         override_reason=check_override_reason(reason, policy.settings(level).assess),
         image=options.get("image"),
         module=options.get("module"),
+        network=options.get("network"),
     )
     check_request(policy, request)
     return request
@@ -89,6 +91,10 @@ def check_request(policy: Policy, request: ExecutionRequest) -> Limits:
     check_override_reason(request.override_reason, policy.settings(request.trust).assess)
     resolve_image(policy, request.trust, lang, request.image)
     check_module(lang, request.module)
+    try:
+        narrowed(policy.settings(request.trust).network, request.network)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     limits = request_limits(policy, request)
     _check_sizes(request, lang.source_names, limits)
     return limits

@@ -157,6 +157,7 @@ class ExecutionRequest:
     override_reason: str | None = None  # lets code the policy blocks run; recorded
     image: str | None = None  # an image the trust level allows; None: the level's default
     module: str | None = None  # JavaScript/TypeScript: "esm" or "commonjs"; None: detected
+    network: Sequence[str] | None = None  # hosts to reach (within the level's); None: the level's
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ class ExecutionResult:
     pooled: bool | None = None  # True: a container from the warm pool; False: a cold start
     settings_mismatch: Sequence[str] = ()  # the engine's settings that differ from the policy
     compile_ms: float | None = None  # the build step's time (None: the language has none)
+    # every connection the program asked the allowlist proxy for, allowed or refused
+    connections: Sequence[Mapping[str, Any]] = ()
 
     @property
     def ok(self) -> bool:
@@ -239,4 +242,5 @@ class ExecutionResult:
             "pooled": self.pooled,
             "settings_mismatch": list(self.settings_mismatch),
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
+            "connections": [dict(c) for c in self.connections],
         }

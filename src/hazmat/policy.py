@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, InputError, PolicyError
+from hazmat.egress.settings import NetworkSettings, parse_network
 from hazmat.languages import get_language
 
 __all__ = [
@@ -229,6 +230,7 @@ class TrustSettings:
     # images a caller may choose per run at this level, beyond the default and hazmat's own
     # variants of the language's image (python-data for python): see image_choice.py
     allow_images: tuple[str, ...] = ()
+    network: NetworkSettings = field(default_factory=NetworkSettings)  # egress/settings.py
 
 
 # gVisor for code nobody trusts: a second kernel between the program and the host's. It
@@ -419,6 +421,7 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
         "assess",
         "images",
         "allow_images",
+        "network",
     }
     _no_unknown_keys(values, allowed, source, where)
     base_name = values.pop("preset", _DEFAULT_PRESET[level])
@@ -431,12 +434,17 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
     allow = values.pop("allow_images", [])
     if not isinstance(allow, list) or not all(isinstance(x, str) and x.strip() for x in allow):
         raise PolicyError(f"{source}: {where}.allow_images: expected a list of image names")
+    try:
+        network = parse_network(values.pop("network", {}))
+    except ValueError as exc:
+        raise PolicyError(f"{source}: {where}.network{exc}") from None
     for key, value in values.items():
         problem = _number_problem(key, value)
         if problem:
             raise PolicyError(f"{source}: {where}.{key}: {problem}")
     limits = base.replace(**values)
-    return TrustSettings(limits, runtime, assess, images, tuple(x.strip() for x in allow))
+    allow_images = tuple(x.strip() for x in allow)
+    return TrustSettings(limits, runtime, assess, images, allow_images, network)
 
 
 def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:

@@ -30,8 +30,10 @@ from hazmat.assess.decision import Decision, check_override_reason, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
-from hazmat.backends.agent import Payload
+from hazmat.backends.agent import RELAY_PORT, Payload
 from hazmat.backends.base import Backend, Job, Spec
+from hazmat.egress.proxy import EgressProxy, Gate, proxy_env
+from hazmat.egress.settings import narrowed
 from hazmat.image_choice import default_image, resolve_image
 from hazmat.intake import build_request, check_request, parse_runtime
 from hazmat.languages import get_language
@@ -75,6 +77,7 @@ class RunOptions(TypedDict, total=False):
     override_reason: str | None
     image: str | None
     module: str | None
+    network: list[str] | None
 
 
 class Sandbox:
@@ -96,6 +99,7 @@ class Sandbox:
         audit: AuditLog | None = None,
         assessor: Assessor | None = None,
         pool: bool = True,
+        egress: EgressProxy | None = None,
     ) -> None:
         if policy is None:
             policy = Policy()
@@ -117,6 +121,7 @@ class Sandbox:
             assessor = Assessor()
         self.assessor = assessor
         self.assessor.start()
+        self._egress = egress  # the allowlist proxy, made with the first run that has one
         self._later: ThreadPoolExecutor | None = None
         self._later_lock = threading.Lock()
         for name in policy.pool.prewarm:
@@ -197,24 +202,30 @@ class Sandbox:
         plan, notes = self._resolve(request, limits)
         settings = self.policy.settings(request.trust)
         reason = check_override_reason(request.override_reason, settings.assess)
-        job = _job(plan)
+        allow = narrowed(settings.network, request.network)
+        gate = self._open_gate(allow, settings.network.ports)
+        job = _job(plan, gate)
         self.backend.prepare(job)
         try:
             assessment = self._assess(plan)
             decision = decide(assessment, settings.assess, reason)
             review = Review(assessment, decision.value, reason)
             if decision is Decision.BLOCK:
-                return self._refuse(plan, review, began)
+                return self._refuse(plan, review, began, allow)
             if decision in (Decision.OVERRIDE, Decision.WARN):
                 suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
                 notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
-            run_id = self._recorder.started(request, plan.limits, plan.runtime, plan.image, review)
-            result = self._run(plan, job, notes, run_id, began)
+            run_id = self._recorder.started(
+                request, plan.limits, plan.runtime, plan.image, review, allow
+            )
+            result = self._connections(run_id, self._run(plan, job, notes, run_id, began), gate)
             result = dataclasses.replace(
                 result, assessment=assessment, decision=decision.value, override_reason=reason
             )
             self._recorder.finished(run_id, result)
         finally:
+            if gate is not None:
+                self._proxy().close_gate(gate)  # again, harmlessly, after a run
             self.backend.settle()  # housekeeping only once the run is recorded
         if settings.assess.semgrep is SemgrepMode.ASYNC:
             self._semgrep_later(run_id, request, assessment)
@@ -242,9 +253,11 @@ class Sandbox:
             max_bytes=plan.limits.max_code_bytes,
         )
 
-    def _refuse(self, plan: Plan, review: Review, began: float) -> ExecutionResult:
+    def _refuse(
+        self, plan: Plan, review: Review, began: float, allow: tuple[str, ...]
+    ) -> ExecutionResult:
         request = plan.request
-        self._recorder.blocked(request, plan.limits, plan.runtime, plan.image, review)
+        self._recorder.blocked(request, plan.limits, plan.runtime, plan.image, review, allow)
         elapsed = (time.monotonic() - began) * 1000
         result = blocked_result(
             plan, review.assessment, explain_assessment(review.assessment), elapsed
@@ -270,6 +283,35 @@ class Sandbox:
             log.exception("run %s: the backend failed", run_id)
             message = f"internal error in the backend ({type(exc).__name__}: {exc})"
             return infra_result(plan, message, (time.monotonic() - began) * 1000)
+
+    def _proxy(self) -> EgressProxy:
+        with self._later_lock:
+            if self._egress is None:
+                self._egress = EgressProxy()
+            return self._egress
+
+    def _open_gate(self, allow: tuple[str, ...], ports: tuple[int, ...]) -> Gate | None:
+        """A run with an allowlist gets its own proxy socket (egress/proxy.py)."""
+        if not allow:
+            return None
+        try:
+            return self._proxy().open(allow, ports)
+        except OSError as exc:
+            raise InfraError(f"cannot open the allowlist proxy's socket: {exc}") from exc
+
+    def _connections(
+        self, run_id: str, result: ExecutionResult, gate: Gate | None
+    ) -> ExecutionResult:
+        """Close the run's proxy socket; record and return what the program connected to."""
+        if gate is None:
+            return result
+        connections = [c.to_dict() for c in self._proxy().close_gate(gate)]
+        self._recorder.connections(run_id, connections)
+        refused = sum(not c["allowed"] for c in connections)
+        notes = list(result.notes)
+        if refused:
+            notes.append(f"the allowlist proxy refused {refused} connection(s) (connections)")
+        return dataclasses.replace(result, connections=tuple(connections), notes=notes)
 
     def _semgrep_later(
         self, run_id: str, request: ExecutionRequest, assessment: Assessment
@@ -316,6 +358,8 @@ class Sandbox:
         if self._later is not None:
             self._later.shutdown(wait=True)
         self.backend.close()
+        if self._egress is not None:
+            self._egress.close()
         if self._owns_assessor:
             self.assessor.close()
         if self._owns_audit:
@@ -344,7 +388,7 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     return PoolBackend(docker, policy.pool)
 
 
-def _job(plan: Plan) -> Job:
+def _job(plan: Plan, gate: Gate | None) -> Job:
     request = plan.request
     lang = get_language(request.language)
     source = lang.source_for(module_for(lang, request.code, request.module))
@@ -353,10 +397,11 @@ def _job(plan: Plan) -> Job:
         want=tuple(request.output_files),
         stdin=request.stdin,
         max_file_bytes=plan.limits.max_file_bytes,
-        env=dict(request.env),
+        env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
         args=tuple(request.args),
     )
-    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload)
+    egress = str(gate.directory) if gate else None
+    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress)
 
 
 def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:

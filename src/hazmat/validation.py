@@ -50,6 +50,7 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "runtime": ((str,), "runc or runsc"),
     "image": ((str,), "an image name the policy allows (e.g. python-data)"),
     "module": ((str,), "auto, esm or commonjs (JavaScript, TypeScript)"),
+    "network": ((list, tuple), "a list of host names the policy allows (narrows its list)"),
     "caller": ((str,), "a name (str)"),
     "session": ((str,), "a name (str)"),
     "override_reason": ((str,), "a sentence saying why blocked code may run"),

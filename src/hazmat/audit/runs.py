@@ -10,7 +10,7 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hazmat.audit.log import AuditLog
@@ -75,9 +75,10 @@ class RunRecorder:
         runtime: Runtime,
         image: str,
         review: Review | None = None,
+        network: Sequence[str] = (),
     ) -> str:
         """Record the start of a run (durably) and return its run id."""
-        return self._request_record("run.started", request, limits, runtime, image, review)
+        return self._request_record("run.started", request, limits, runtime, image, review, network)
 
     def blocked(
         self,
@@ -86,9 +87,10 @@ class RunRecorder:
         runtime: Runtime,
         image: str,
         review: Review,
+        network: Sequence[str] = (),
     ) -> str:
         """Record a run the policy refused (a security event); nothing was started."""
-        return self._request_record("run.blocked", request, limits, runtime, image, review)
+        return self._request_record("run.blocked", request, limits, runtime, image, review, network)
 
     def late_findings(self, run_id: str, data: Mapping[str, Any]) -> None:
         """Record what an analyser that ran after the run (Semgrep, async) found."""
@@ -102,6 +104,7 @@ class RunRecorder:
         runtime: Runtime,
         image: str,
         review: Review | None,
+        network: Sequence[str] = (),
     ) -> str:
         run_id = secrets.token_hex(8)
         code = request.code.encode()
@@ -124,6 +127,7 @@ class RunRecorder:
                 "limits": limits.to_dict(),
                 "runtime": runtime.value,
                 "image": image,
+                "network": list(network),
                 **(review.to_record() if review else {}),
             },
         )
@@ -152,6 +156,12 @@ class RunRecorder:
                 "settings_mismatch": list(result.settings_mismatch),
             },
         )
+
+    def connections(self, run_id: str, connections: Sequence[Mapping[str, Any]]) -> None:
+        """One `run.connection` record per connection the run's program asked the allowlist
+        proxy for, allowed or refused (egress/proxy.py)."""
+        for connection in connections:
+            self.log.append("run.connection", {"run": run_id, **connection})
 
     def security_event(self, kind: str, details: Mapping[str, Any]) -> None:
         """Record a security event (`security.<kind>`), such as a container whose settings

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "AGENT_SCRIPT",
+    "RELAY_PORT",
     "COLLECT_SCRIPT",
     "STAGE_SCRIPT",
     "Payload",
@@ -90,8 +91,9 @@ warm=$HAZMAT_WARM
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
 prepare=${HAZMAT_PREPARE:-}
+egress=${HAZMAT_EGRESS:-}
 unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT \
-    HAZMAT_PREPARE
+    HAZMAT_PREPARE HAZMAT_EGRESS
 unset OLDPWD
 case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
 command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
@@ -101,6 +103,19 @@ drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-a
 # the language's own setup before the job exists (Go seeds its build cache), as the program
 if [ -n "$prepare" ]; then
     setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$prepare" </dev/null >/dev/null 2>&1
+fi
+# a run with an allowlist: its proxy's unix socket, relayed to the loopback port the
+# program's HTTPS_PROXY names; ready once the kernel lists the port as listening
+if [ -n "$egress" ]; then
+    command -v socat >/dev/null || die "the image has no socat: rebuild it (hazmat images build)"
+    setpriv $drop -- socat TCP-LISTEN:@RELAY_PORT@,bind=127.0.0.1,reuseaddr,fork \
+        "UNIX-CONNECT:$egress" </dev/null >/dev/null 2>&1 &
+    i=0
+    until grep -q ' 0100007F:@RELAY_HEX@ 00000000:0000 0A' /proc/net/tcp; do
+        i=$((i + 1))
+        [ "$i" -le 500 ] || die "the network relay did not start"
+        sleep 0.01
+    done
 fi
 runner=''
 if [ -n "$warm" ]; then
@@ -165,6 +180,11 @@ printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 kill -STOP $$
 exit "$rc"
 """
+
+RELAY_PORT = 3128  # the loopback port in the container where the allowlist proxy is reached
+AGENT_SCRIPT = AGENT_SCRIPT.replace("@RELAY_PORT@", str(RELAY_PORT)).replace(
+    "@RELAY_HEX@", f"{RELAY_PORT:04X}"
+)
 
 # The part of the job that is the program's, run as its uid: the env and args, the input
 # files, the build step and (without a runner) the program itself. Its own stderr goes nowhere

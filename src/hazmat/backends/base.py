@@ -29,9 +29,19 @@ class Spec:
     pids: int
     tmpfs_mb: int
     nofile: int
+    # the host directory of the run's allowlist proxy socket (egress/proxy.py), mounted into
+    # the container; such a container is made for one run and never pooled
+    egress: str | None = None
 
     @classmethod
-    def of(cls, language: str, image: str, runtime: Runtime, limits: Limits) -> Spec:
+    def of(
+        cls,
+        language: str,
+        image: str,
+        runtime: Runtime,
+        limits: Limits,
+        egress: str | None = None,
+    ) -> Spec:
         return cls(
             language,
             image,
@@ -41,6 +51,7 @@ class Spec:
             limits.pids,
             limits.tmpfs_mb,
             limits.nofile,
+            egress,
         )
 
 
@@ -54,10 +65,11 @@ class Job:
     runtime: Runtime
     trust: TrustLevel
     payload: Payload
+    egress: str | None = None  # see Spec.egress
 
     @property
     def spec(self) -> Spec:
-        return Spec.of(self.language.name, self.image, self.runtime, self.limits)
+        return Spec.of(self.language.name, self.image, self.runtime, self.limits, self.egress)
 
     @property
     def wall_s(self) -> float:

@@ -16,12 +16,14 @@ from hazmat.backends.seccomp import SeccompProfile
 from hazmat.backends.verify import (
     AGENT_CAPS,
     AGENT_USER,
+    EGRESS_DIR,
     MASKED_PATHS,
     WORKDIR,
     host_pids_limit,
     tmpfs_mounts,
     ulimits,
 )
+from hazmat.egress.proxy import SOCKET_NAME
 from hazmat.languages import Language, get_language
 
 __all__ = ["WORKDIR", "container_config", "heap_mb"]
@@ -75,6 +77,7 @@ def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
         "HAZMAT_HEAP_MB": str(heap_mb(spec.memory_mb)),
         **({"HAZMAT_RUNNER": runner} if runner else {}),
+        **({"HAZMAT_EGRESS": f"{EGRESS_DIR}/{SOCKET_NAME}"} if spec.egress else {}),
         **lang.env,
     }
 
@@ -105,6 +108,7 @@ def _host_config(
         tmpfs=tmpfs_mounts(spec, WORKDIR, lang.exec_tmp, uid),
         log_config=docker.types.LogConfig(type="none"),
         runtime=spec.runtime.value,
+        binds={spec.egress: {"bind": EGRESS_DIR, "mode": "ro"}} if spec.egress else None,
     )
     config["MaskedPaths"] = list(MASKED_PATHS)  # given at all, it replaces Docker's defaults
     return config

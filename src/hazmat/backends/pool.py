@@ -158,6 +158,8 @@ class PoolBackend(Backend, Generic[L]):
         return True
 
     def execute(self, job: Job) -> RunReport:
+        if job.egress is not None:  # mounts one run's proxy socket: never pooled or refilled
+            return self._single(job)
         spec = job.spec
         with self._cond:
             self._check_open()
@@ -176,6 +178,13 @@ class PoolBackend(Backend, Generic[L]):
         finally:
             self._defer(lease, spec)
         return replace(report, pooled=True)
+
+    def _single(self, job: Job) -> RunReport:
+        single = self.leaser.start(job.spec, lifetime_s=job.wall_s)
+        try:
+            return replace(self.leaser.run(single, job), pooled=False)
+        finally:
+            self._discard_later(single)
 
     def _cold(self, job: Job) -> RunReport:
         lease = self.leaser.start(job.spec, lifetime_s=job.wall_s)

@@ -198,6 +198,10 @@ def prepare_data(rootfs: Path, scratch: Path, progress: Progress) -> None:
     (rootfs / "tmp").chmod(0o1777)
 
 
+# The relay from the container's loopback to the allowlist proxy's unix socket (egress/),
+# started by the agent only for runs with an allowlist.
+RELAY = ("socat",)
+
 DATA_PACKAGES = (
     "python3-numpy",
     "python3-pandas",
@@ -208,20 +212,25 @@ DATA_PACKAGES = (
 
 RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
     {
-        "python": ImageRecipe("python", ("python3",), summary="Python, standard library"),
+        "python": ImageRecipe(
+            "python", ("python3", "python3-pip", *RELAY), summary="Python, standard library, pip"
+        ),
         "node": ImageRecipe(
             "node",
-            ("nodejs",),
+            ("nodejs", *RELAY),
             extra=install_esbuild,
             host_tools=("npm",),
             summary="Node.js and esbuild (JavaScript, TypeScript)",
         ),
         "go": ImageRecipe(
-            "go", ("golang-go",), extra=prebuild_go, summary="Go, std prebuilt for CGO_ENABLED=0"
+            "go",
+            ("golang-go", *RELAY),
+            extra=prebuild_go,
+            summary="Go, std prebuilt for CGO_ENABLED=0",
         ),
         "python-data": ImageRecipe(
             "python-data",
-            ("python3", *DATA_PACKAGES),
+            ("python3", "python3-pip", *DATA_PACKAGES, *RELAY),
             extra=prepare_data,
             env=("MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.matplotlib"),
             summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",

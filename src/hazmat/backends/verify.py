@@ -89,6 +89,17 @@ def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
     return [("nofile", spec.nofile, spec.nofile), ("fsize", fsize, fsize), ("core", 0, 0)]
 
 
+EGRESS_DIR = "/run/hazmat-egress"  # where a run's allowlist proxy socket appears
+
+
+def egress_mounts(spec: Spec) -> list[str]:
+    """The one mount a container may have: its run's proxy socket directory, read-only, as
+    the engine reports it (a mount destination and a bind)."""
+    if spec.egress is None:
+        return []
+    return sorted([EGRESS_DIR, f"{spec.egress}:{EGRESS_DIR}:ro"])
+
+
 def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) -> dict[str, Any]:
     """The settings the policy demands for a container of `spec` whose program runs as `uid`,
     worked out from the spec alone (not from the request sent to the engine, so a wrong
@@ -123,7 +134,7 @@ def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) ->
         "sysctls": {},
         "init": True,
         "oom_score_adj": 1000,
-        "mounts": [],
+        "mounts": egress_mounts(spec),
         "apparmor_not_unconfined": True,
         "seccomp_not_unconfined": True,
     }

@@ -1,0 +1,360 @@
+"""The allowlist proxy: HTTP CONNECT on a unix socket per run, on the host.
+
+Each run with an allowlist gets a `Gate`: a directory holding `proxy.sock`, which the backend
+bind-mounts read-only into the container, where a relay (socat, started by the agent) makes it
+`127.0.0.1:3128` for `HTTPS_PROXY`. For every connection the proxy, in this order:
+
+1. reads one request head (8 KiB at most, 10 s), which must be `CONNECT host:port HTTP/1.x`
+   in ASCII with no NUL; the host must be a name (rules.check_host), on the run's allowlist,
+   and the port one the policy allows;
+2. resolves the name itself and refuses it if any address is not public (rules.check_address);
+   it later connects to those addresses only, never to one the program supplied, and never
+   resolves again (no DNS rebinding between the check and the connection);
+3. answers `200`, reads the client's TLS ClientHello (tls.server_name) and refuses it unless
+   its server name is the CONNECT host; only then connects upstream and relays bytes both ways.
+
+A refusal before step 3 is answered `403` with the reason; after it the connection is closed.
+Every connection, allowed or refused, becomes a `Connection` on its gate, which the sandbox
+writes to the audit log with the run. The proxy runs on its own event loop in one daemon
+thread, started with the first gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import secrets
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hazmat.egress.rules import Address, Network, Refused, check_address, check_host, matches
+from hazmat.egress.tls import MAX_HELLO, server_name
+
+__all__ = ["SOCKET_NAME", "Connection", "EgressProxy", "Gate", "parse_connect", "proxy_env"]
+
+SOCKET_NAME = "proxy.sock"
+HEAD_LIMIT = 8192
+STEP_TIMEOUT_S = 10.0
+Resolver = Callable[[str, int], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One connection the program asked for, and what the proxy did with it."""
+
+    host: str  # as asked (up to 255 characters), or "" when the request was unreadable
+    port: int | None
+    allowed: bool
+    reason: str  # why it was refused, or "" when allowed
+    address: str | None = None  # the address connected to
+    sent: int = 0  # bytes from the program upstream, after the ClientHello was checked
+    received: int = 0
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "address": self.address,
+            "sent": self.sent,
+            "received": self.received,
+            "duration_ms": round(self.duration_ms, 3),
+        }
+
+
+def proxy_env(port: int) -> dict[str, str]:
+    """What the program's environment gets for a run with an allowlist: the relay's address
+    under every name the common clients read (curl, Python, pip, npm, Go)."""
+    url = f"http://127.0.0.1:{port}"
+    return {
+        "HTTPS_PROXY": url,
+        "https_proxy": url,
+        "HTTP_PROXY": url,
+        "http_proxy": url,
+        "ALL_PROXY": url,
+        "PIP_PROXY": url,
+        "npm_config_proxy": url,
+        "npm_config_https_proxy": url,
+        "NO_PROXY": "",
+    }
+
+
+def parse_connect(head: bytes) -> tuple[str, int]:
+    """The host and port of a CONNECT request head; Refused for anything else."""
+    if b"\0" in head:
+        raise Refused("the request has a NUL byte")
+    try:
+        line = head.decode("ascii").split("\r\n", 1)[0]
+    except UnicodeDecodeError:
+        raise Refused("the request is not ASCII") from None
+    parts = line.split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        raise Refused("not an HTTP/1.x request line")
+    if parts[0] != "CONNECT":
+        raise Refused(f"only CONNECT is proxied, not {parts[0][:16]!r}")
+    host, colon, port = parts[1].rpartition(":")
+    if not colon or not port.isdigit() or len(port) > 5 or not 0 < int(port) < 65536:
+        raise Refused("the CONNECT target is not host:port")
+    if host.startswith("["):
+        raise Refused("an IP address, not a host name")
+    return host, int(port)
+
+
+@dataclass
+class Gate:
+    """One run's way out: its socket's directory, its allowlist and what happened."""
+
+    directory: Path
+    allow: tuple[str, ...]
+    ports: tuple[int, ...]
+    connections: list[Connection] = field(default_factory=list)
+    server: asyncio.AbstractServer | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class EgressProxy:
+    """The proxy for one Sandbox. `resolver` and `reachable` exist for tests and for
+    operators with an internal mirror on a private address; leave them alone otherwise."""
+
+    def __init__(
+        self,
+        root: Path = Path("/run/hazmat/egress"),
+        *,
+        resolver: Resolver | None = None,
+        reachable: Sequence[Network] = (),
+    ) -> None:
+        self.root = root
+        self.resolver = resolver or _resolve
+        self.reachable = tuple(reachable)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def open(self, allow: Sequence[str], ports: Sequence[int]) -> Gate:
+        directory = self.root / secrets.token_hex(8)
+        directory.mkdir(parents=True, mode=0o755)
+        directory.chmod(0o755)
+        gate = Gate(directory, tuple(allow), tuple(ports))
+        try:
+            self._call(self._listen(gate))
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return gate
+
+    def close_gate(self, gate: Gate) -> list[Connection]:
+        """Stop taking connections, end the open ones, remove the socket; the connections."""
+        try:
+            self._call(self._shut(gate))
+        finally:
+            shutil.rmtree(gate.directory, ignore_errors=True)
+        return list(gate.connections)
+
+    def close(self) -> None:
+        """Stop the proxy's thread (gates still open are closed with it)."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+            thread, self._thread = self._thread, None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+
+    def _call(self, coroutine: Any) -> Any:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="hazmat-egress", daemon=True
+                )
+                self._thread.start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=30)
+
+    async def _listen(self, gate: Gate) -> None:
+        path = str(gate.directory / SOCKET_NAME)
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            gate.tasks.add(task)
+            try:
+                await self._serve(gate, reader, writer)
+            finally:
+                gate.tasks.discard(task)
+
+        gate.server = await asyncio.start_unix_server(serve, path, limit=HEAD_LIMIT)
+        os.chmod(path, 0o666)  # the program's uid connects through the relay
+
+    async def _shut(self, gate: Gate) -> None:
+        if gate.server is not None:
+            gate.server.close()
+        for task in list(gate.tasks):
+            task.cancel()
+        if gate.tasks:
+            await asyncio.wait(list(gate.tasks), timeout=5)
+
+    async def _serve(
+        self, gate: Gate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        began = time.monotonic()
+        state: dict[str, Any] = {
+            "host": "",
+            "port": None,
+            "address": None,
+            "sent": 0,
+            "received": 0,
+            "answered": False,
+        }
+        allowed, reason = False, ""
+        try:
+            await self._handle(gate, reader, writer, state)
+            allowed = True
+        except Refused as exc:
+            reason = str(exc)
+            if not state["answered"]:
+                writer.write(
+                    b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+                    b"Connection: close\r\n\r\nhazmat: " + reason.encode() + b"\n"
+                )
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            reason = f"the connection failed: {type(exc).__name__}"
+            allowed = state["address"] is not None
+        except asyncio.CancelledError:
+            allowed = state["address"] is not None
+            reason = "" if allowed else "the run ended"
+        finally:
+            writer.close()
+            gate.connections.append(
+                Connection(
+                    state["host"],
+                    state["port"],
+                    allowed,
+                    reason,
+                    state["address"],
+                    state["sent"],
+                    state["received"],
+                    (time.monotonic() - began) * 1000,
+                )
+            )
+
+    async def _handle(
+        self,
+        gate: Gate,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        state: dict[str, Any],
+    ) -> None:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.LimitOverrunError:
+                raise Refused("the request head is over 8 KiB") from None
+            except asyncio.IncompleteReadError:
+                raise Refused("the request ended before its head did") from None
+        raw_host, port = parse_connect(head)
+        state["host"], state["port"] = raw_host[:255], port
+        host = check_host(raw_host)
+        state["host"] = host
+        if not matches(host, gate.allow):
+            raise Refused("the host is not on the allowlist")
+        if port not in gate.ports:
+            raise Refused(f"port {port} is not allowed (allowed: {list(gate.ports)})")
+        addresses = await self._addresses(host, port)
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        state["answered"] = True
+        hello = await self._hello(reader, host)
+        upstream_reader, upstream_writer = await self._connect(addresses, port, state)
+        upstream_writer.write(hello)
+        await _relay(reader, writer, upstream_reader, upstream_writer, state)
+
+    async def _addresses(self, host: str, port: int) -> list[Address]:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(STEP_TIMEOUT_S):
+                found = await loop.run_in_executor(None, self.resolver, host, port)
+        except (OSError, TimeoutError) as exc:
+            raise Refused(f"the name does not resolve ({type(exc).__name__})") from None
+        addresses = [ipaddress.ip_address(a) for a in dict.fromkeys(found)]
+        if not addresses:
+            raise Refused("the name does not resolve")
+        for address in addresses:
+            check_address(address, self.reachable)
+        return addresses
+
+    async def _hello(self, reader: asyncio.StreamReader, host: str) -> bytes:
+        """The client's ClientHello, once its server name is checked to be `host`."""
+        data = b""
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            while True:
+                chunk = await reader.read(MAX_HELLO)
+                if not chunk:
+                    raise Refused("the client sent no TLS ClientHello")
+                data += chunk
+                name = server_name(data)
+                if name is None:
+                    continue
+                try:
+                    same = check_host(name) == host
+                except Refused:
+                    same = False
+                if not same:
+                    shown = name[:64].encode("ascii", "backslashreplace").decode()
+                    raise Refused(f"the TLS server name {shown!r} is not the CONNECT host")
+                return data
+
+    async def _connect(
+        self, addresses: list[Address], port: int, state: dict[str, Any]
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                async with asyncio.timeout(STEP_TIMEOUT_S):
+                    pair = await asyncio.open_connection(str(address), port)
+                state["address"] = str(address)
+                return pair
+            except (OSError, TimeoutError) as exc:
+                failure = exc
+        raise Refused(f"no address of the host answered ({type(failure).__name__})")
+
+
+async def _relay(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    upstream_reader: asyncio.StreamReader,
+    upstream_writer: asyncio.StreamWriter,
+    state: dict[str, Any],
+) -> None:
+    async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, key: str) -> None:
+        try:
+            while chunk := await src.read(65536):
+                dst.write(chunk)
+                state[key] += len(chunk)
+                await dst.drain()
+            if dst.can_write_eof():
+                dst.write_eof()
+        except OSError:
+            dst.close()
+
+    try:
+        await asyncio.gather(
+            pump(reader, upstream_writer, "sent"), pump(upstream_reader, writer, "received")
+        )
+    finally:
+        upstream_writer.close()
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]

@@ -1,0 +1,79 @@
+"""The network a trust level allows (`trust.<level>.network` in the policy), and the narrower
+list a single run may ask for.
+
+```yaml
+trust:
+  trusted:
+    network:
+      allow: [files.example.org, "*.example.net"]   # default: [] (no network at all)
+      ports: [443]                                  # default: [443]
+```
+
+A run may name its own list (`network=[...]`, `--allow-host`), each entry covered by the
+level's list: a caller can narrow the policy, never widen it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hazmat.egress.rules import check_pattern, covered_by
+
+__all__ = ["NetworkSettings", "narrowed", "parse_network"]
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    allow: tuple[str, ...] = ()
+    ports: tuple[int, ...] = (443,)
+
+    def to_dict(self) -> dict[str, list[str] | list[int]]:
+        return {"allow": list(self.allow), "ports": list(self.ports)}
+
+
+def parse_network(data: object) -> NetworkSettings:
+    """Settings from the policy's mapping; ValueError("key: problem") when invalid."""
+    if not isinstance(data, dict):
+        raise ValueError(f": expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - {"allow", "ports"})
+    if unknown:
+        raise ValueError(f".{unknown[0]}: unknown key (known keys: allow, ports)")
+    allow = data.get("allow", [])
+    if not isinstance(allow, list) or not all(isinstance(x, str) for x in allow):
+        raise ValueError(".allow: expected a list of host names")
+    patterns = []
+    for i, entry in enumerate(allow):
+        try:
+            patterns.append(check_pattern(entry))
+        except ValueError as exc:
+            raise ValueError(f".allow[{i}]: {exc}") from None
+    ports = data.get("ports", [443])
+    if (
+        not isinstance(ports, list)
+        or not ports
+        or not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports)
+    ):
+        raise ValueError(".ports: expected a non-empty list of port numbers 1..65535")
+    return NetworkSettings(tuple(dict.fromkeys(patterns)), tuple(dict.fromkeys(ports)))
+
+
+def narrowed(settings: NetworkSettings, requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The allowlist of one run: the level's, or the caller's narrower one. ValueError names
+    an entry the level does not cover."""
+    if requested is None:
+        return settings.allow
+    if isinstance(requested, str) or not isinstance(requested, Sequence):
+        raise ValueError(f"network must be a list of host names, not {requested!r}")
+    chosen = []
+    for entry in requested:
+        if not isinstance(entry, str):
+            raise ValueError(f"network entries are host names, not {entry!r}")
+        pattern = check_pattern(entry)
+        if not covered_by(pattern, settings.allow):
+            allowed = ", ".join(settings.allow) or "none"
+            raise ValueError(
+                f"network host {entry!r} is not allowed at this trust level (allowed: {allowed})"
+            )
+        chosen.append(pattern)
+    return tuple(dict.fromkeys(chosen))
