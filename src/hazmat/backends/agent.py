@@ -32,6 +32,19 @@ NAME='value'` and `set -- 'arg' ...`) sourced just before the run command. Input
 sit in folders (`data/in.csv`); the folders are made as the files are unpacked. The program
 gets the rest of stdin.
 
+A language with a build step (Go, TypeScript) has it run by the stage script in its `unpack`
+phase; the agent then prints a marker with the build's status, which ends the host's compile
+budget (`compile_timeout_s`) and starts the program's own time limit::
+
+    \\n--hazmat-built-<nonce>-- <status>\\n
+
+and, when the build succeeded and there is no runner, runs the stage script again in its `run`
+phase. Before saying it is ready the agent also runs the language's own setup as the program
+(`HAZMAT_PREPARE`: Go links the image's prebuilt build cache into /tmp) and, for a run with a
+network allowlist (`HAZMAT_EGRESS`, the path of the proxy socket mounted into the container),
+starts socat as the program's uid to relay 127.0.0.1:3128 to that socket, waiting until the
+kernel lists the port as listening.
+
 When the program has ended the agent kills every process left (`kill -9 -1`: all but itself
 and PID 1, all of them the program's uid); if output files were asked for, it writes after
 the program's stdout a marker carrying the nonce, and `COLLECT_SCRIPT`, run as the program's
@@ -48,7 +61,8 @@ stdout and on stderr::
 The host stops reading at the end marker, takes its last reading of the container's cgroup
 (the agent stops itself after the marker, so the container is still there to read) and
 removes the container; anything printed after the marker is discarded. The agent needs only
-`sh`, `setpriv`, `head`, `wc`, `mkdir`, `env` and `sed`, so it runs in any Debian-like image.
+`sh`, `setpriv`, `head`, `wc`, `mkdir`, `env` and `sed` (and `socat`, `grep` and `sleep` for
+a run with an allowlist), so it runs in any Debian-like image.
 The host still believes nothing it cannot check: time, output size and memory (OOM) are
 judged by the host and the engine, sizes and names in file records are checked again
 (`parse_files`), and any bytes give a result, never an exception.
