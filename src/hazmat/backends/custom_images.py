@@ -182,7 +182,10 @@ def _pip_install(rootfs: Path, scratch: Path, image: CustomImage, progress: Prog
     env = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", **host_pip_index()}
     host_ca = rootfs / _HOST_CA.lstrip("/")
     if "PIP_CERT" in env:  # the host trusts its own CA bundle: so does this build, not the image
-        host_ca.write_bytes(Path(env["PIP_CERT"]).read_bytes())
+        try:
+            host_ca.write_bytes(Path(env["PIP_CERT"]).read_bytes())
+        except OSError as exc:
+            raise ImageBuildError(f"cannot read the host pip's CA bundle: {exc}") from None
         env["PIP_CERT"] = _HOST_CA
     try:
         in_chroot(
