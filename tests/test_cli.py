@@ -212,10 +212,17 @@ def test_memory_and_runtime_flags_are_applied() -> None:
 def test_images_list_and_doctor() -> None:
     listing = hazmat("images", "list", "--json")
     assert listing.returncode == 0
-    assert {row["image"] for row in json.loads(listing.stdout)} == {
-        "hazmat/python:1",
-        "hazmat/node:1",
-        "hazmat/go:1",
+    rows = json.loads(listing.stdout)
+    assert {row["image"] for row in rows if row["from"] is None} == {
+        "hazmat/python:2",
+        "hazmat/python-data:2",
+        "hazmat/node:2",
+        "hazmat/go:2",
+    }
+    assert {row["languages"][0] for row in rows if row["from"] is None} == {
+        "python",
+        "javascript",
+        "go",
     }
     doctor = hazmat("doctor")
     assert doctor.returncode == 0, doctor.stdout

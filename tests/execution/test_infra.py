@@ -26,15 +26,18 @@ def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> 
     policy = parse_policy({"images": {"python": "hazmat/python:does-not-exist"}})
     result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
     assert result.outcome is Outcome.INFRA_ERROR
-    assert "not one `hazmat images build` makes (hazmat/go:1" in (result.error or "")
+    assert "not one `hazmat images build` makes (hazmat/go:2" in (result.error or "")
     assert "never pulls" in (result.error or "")
 
 
 def test_a_missing_image_hazmat_builds_names_the_command() -> None:
     from hazmat.backends.engine import missing_image_message
 
-    message = missing_image_message("hazmat/node:1")
-    assert "`hazmat images build --lang javascript`" in message
+    message = missing_image_message("hazmat/node:2")
+    assert "`hazmat images build --lang node`" in message
+    legacy = missing_image_message("hazmat/python:1")
+    assert "`hazmat images build --lang python --suite bookworm`" in legacy
+    assert "--name NAME --from BASE" in missing_image_message("hazmat/stats:2")
 
 
 def test_missing_foreign_image_is_never_pulled(engine: Engine) -> None:

@@ -82,17 +82,21 @@ def _root_reason(exc: BaseException) -> str:
 
 
 def missing_image_message(image: str) -> str:
-    from hazmat.languages import LANGUAGES
+    from hazmat.backends.recipes import DEFAULT_SUITE, RECIPES, SUITES
 
-    builds = [name for name, lang in LANGUAGES.items() if lang.image == image]
-    if builds:
+    repository, _, tag = image.partition(":")
+    name = repository.removeprefix("hazmat/")
+    suite = next((s for s, t in SUITES.items() if t == tag), None)
+    if repository.startswith("hazmat/") and name in RECIPES and suite is not None:
+        option = "" if suite == DEFAULT_SUITE else f" --suite {suite}"
         return (
             f"image {image} is not on the Docker engine; build it with "
-            f"`hazmat images build --lang {builds[0]}` (needs root; hazmat never pulls images)"
+            f"`hazmat images build --lang {name}{option}` (needs root; hazmat never pulls images)"
         )
-    ours = sorted({lang.image for lang in LANGUAGES.values()})
+    ours = sorted(recipe.ref for recipe in RECIPES.values())
     unknown = (
-        f", and it is not one `hazmat images build` makes ({', '.join(ours)})"
+        f", and it is not one `hazmat images build` makes ({', '.join(ours)}; an image of "
+        "your own comes from `hazmat images build --name NAME --from BASE`)"
         if image.startswith("hazmat/")
         else ""
     )
