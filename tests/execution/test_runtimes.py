@@ -122,3 +122,19 @@ def test_an_es_module_imports_an_input_file(sandbox: Sandbox) -> None:
     result = sandbox.run(code, "javascript", files=files)
     assert result.outcome is Outcome.OK, result.stderr
     assert result.stdout == "42\n"
+
+
+def test_a_go_panic_names_the_source_line(sandbox: Sandbox) -> None:
+    # Go programs are linked without symbol table or DWARF (-s -w): the stack trace must still
+    # name the function, the file and the line
+    code = (
+        'package main\n\nimport "fmt"\n\n'
+        "func boom(xs []int) int { return xs[5] }\n\n"
+        "func main() {\n\tfmt.Println(boom([]int{1, 2}))\n}\n"
+    )
+    result = sandbox.run(code, "go")
+    assert result.outcome is Outcome.ERROR
+    assert "index out of range [5] with length 2" in result.stderr
+    assert "main.boom(" in result.stderr
+    assert "/work/main.go:5" in result.stderr
+    assert "/work/main.go:8" in result.stderr
