@@ -29,11 +29,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
-from hazmat._exceptions import HazmatError, InputError, PolicyError
-from hazmat.egress.settings import NetworkSettings, parse_network
-from hazmat.languages import get_language
+from hazmat._exceptions import InputError, PolicyError
+from hazmat.egress.settings import NetworkSettings
 
 __all__ = [
     "PRESETS",
@@ -103,7 +100,7 @@ class Limits:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            problem = _number_problem(f.name, getattr(self, f.name))
+            problem = number_problem(f.name, getattr(self, f.name))
             if problem:
                 raise PolicyError(f"{f.name}: {problem}")
 
@@ -124,7 +121,7 @@ class Limits:
 _FRACTIONAL = {"cpus", "timeout_s", "compile_timeout_s"}
 
 
-def _number_problem(name: str, value: object) -> str | None:
+def number_problem(name: str, value: object) -> str | None:
     """What is wrong with `value` for the limit `name`, or None."""
     low, high = _BOUNDS[name]
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -164,7 +161,7 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
     }
 )
 
-_DEFAULT_PRESET = {
+DEFAULT_PRESET = {
     TrustLevel.UNTRUSTED: "strict",
     TrustLevel.UNKNOWN: "standard",
     TrustLevel.TRUSTED: "standard",
@@ -236,18 +233,18 @@ class TrustSettings:
 # gVisor for code nobody trusts: a second kernel between the program and the host's. It
 # costs a little on the warm path (docs/benchmarks.md); where runsc is not registered, runs
 # at this level fail closed until the policy says `runtime: runc` (docs/security.md).
-_DEFAULT_RUNTIME = {
+DEFAULT_RUNTIME = {
     TrustLevel.UNTRUSTED: Runtime.RUNSC,
     TrustLevel.UNKNOWN: Runtime.RUNC,
     TrustLevel.TRUSTED: Runtime.RUNC,
 }
 
 
-def _default_levels() -> Mapping[TrustLevel, TrustSettings]:
+def default_levels() -> Mapping[TrustLevel, TrustSettings]:
     return MappingProxyType(
         {
-            level: TrustSettings(PRESETS[name], runtime=_DEFAULT_RUNTIME[level])
-            for level, name in _DEFAULT_PRESET.items()
+            level: TrustSettings(PRESETS[name], runtime=DEFAULT_RUNTIME[level])
+            for level, name in DEFAULT_PRESET.items()
         }
     )
 
@@ -265,7 +262,7 @@ class AuditSettings:
     code_cap: int = 64 * 1024  # bytes of code stored in each run record
 
 
-_AUDIT_BOUNDS = {
+AUDIT_BOUNDS = {
     "checkpoint_every": (1, 10**9),
     "checkpoint_seconds": (0.001, 86_400),
     "segment_records": (10, 10**9),
@@ -291,7 +288,7 @@ class PoolSettings:
     prewarm: tuple[str, ...] = ()
 
 
-_POOL_BOUNDS = {
+POOL_BOUNDS = {
     "size": (0, 64),
     "refill_concurrency": (1, 32),
     "max_age_s": (1, 86_400),
@@ -303,7 +300,7 @@ _POOL_BOUNDS = {
 class Policy:
     """Limits and runtime per trust level, plus image overrides per language."""
 
-    levels: Mapping[TrustLevel, TrustSettings] = field(default_factory=_default_levels)
+    levels: Mapping[TrustLevel, TrustSettings] = field(default_factory=default_levels)
     images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     audit: AuditSettings = field(default_factory=AuditSettings)
     default_trust: TrustLevel = TrustLevel.UNTRUSTED
@@ -322,7 +319,7 @@ class Policy:
     @classmethod
     def preset(cls, name: str) -> Policy:
         """A policy that gives every trust level the same preset (`standard` or `strict`)."""
-        limits = _preset(name, "preset")
+        limits = preset_limits(name, "preset")
         levels = {level: TrustSettings(limits) for level in TrustLevel}
         return cls(levels=MappingProxyType(levels), source=f"<preset {name}>")
 
@@ -338,188 +335,19 @@ def parse_trust(value: TrustLevel | str) -> TrustLevel:
 
 def load_policy(path: str | Path) -> Policy:
     """Read and validate a YAML policy file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"{path}: cannot read policy file: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
-    return parse_policy({} if data is None else data, source=str(path))
+    from hazmat.policy_file import read_policy
+
+    return read_policy(path)
 
 
 def parse_policy(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
-    top = _mapping(data, source, "")
-    known = {"version", "default_trust", "trust", "images", "audit", "pool"}
-    _no_unknown_keys(top, known, source, "")
-    if top.get("version", 1) != 1:
-        raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
-    levels = dict(_default_levels())
-    trust = _mapping(top.get("trust", {}), source, "trust")
-    for key, value in trust.items():
-        level = _wrap(source, f"trust.{key}", parse_trust, key)
-        levels[level] = _parse_level(value, level, source)
-    images = _parse_images(top.get("images", {}), source, "images")
-    default = _wrap(source, "default_trust", parse_trust, top.get("default_trust", "untrusted"))
-    return Policy(
-        levels=MappingProxyType(levels),
-        images=images,
-        audit=_parse_audit(top.get("audit", {}), source),
-        default_trust=default,
-        source=source,
-        pool=_parse_pool(top.get("pool", {}), source),
-    )
+    from hazmat.policy_file import policy_from_data
+
+    return policy_from_data(data, source)
 
 
-def _parse_pool(data: object, source: str) -> PoolSettings:
-    values = dict(_mapping(data, source, "pool"))
-    _no_unknown_keys(values, {f.name for f in dataclasses.fields(PoolSettings)}, source, "pool")
-    for key, (low, high) in _POOL_BOUNDS.items():
-        value = values.get(key)
-        if value is None:
-            continue
-        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
-        if wrong_type or (key != "max_age_s" and not isinstance(value, int)):
-            raise PolicyError(f"{source}: pool.{key}: expected a number, got {value!r}")
-        if not low <= value <= high:
-            raise PolicyError(f"{source}: pool.{key}: {value!r} is outside {low:g}..{high:g}")
-    prewarm = values.get("prewarm", [])
-    if not isinstance(prewarm, list) or not all(isinstance(x, str) for x in prewarm):
-        raise PolicyError(f"{source}: pool.prewarm: expected a list of language names")
-    names = [_wrap(source, "pool.prewarm", get_language, name).name for name in prewarm]
-    values["prewarm"] = tuple(dict.fromkeys(names))
-    return PoolSettings(**values)
-
-
-def _parse_audit(data: object, source: str) -> AuditSettings:
-    values = dict(_mapping(data, source, "audit"))
-    _no_unknown_keys(values, {f.name for f in dataclasses.fields(AuditSettings)}, source, "audit")
-    for key in ("dir", "anchor"):
-        if key in values and (not isinstance(values[key], str) or not values[key].strip()):
-            raise PolicyError(f"{source}: audit.{key}: expected a directory path")
-    for key, (low, high) in _AUDIT_BOUNDS.items():
-        value = values.get(key)
-        if value is None:
-            continue
-        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
-        if wrong_type or (key != "checkpoint_seconds" and not isinstance(value, int)):
-            raise PolicyError(f"{source}: audit.{key}: expected a number, got {value!r}")
-        if not low <= value <= high:
-            raise PolicyError(f"{source}: audit.{key}: {value!r} is outside {low:g}..{high:g}")
-    return AuditSettings(**values)
-
-
-def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
-    where = f"trust.{level.value}"
-    values = dict(_mapping(data, source, where))
-    allowed = {f.name for f in dataclasses.fields(Limits)} | {
-        "preset",
-        "runtime",
-        "assess",
-        "images",
-        "allow_images",
-        "network",
-    }
-    _no_unknown_keys(values, allowed, source, where)
-    base_name = values.pop("preset", _DEFAULT_PRESET[level])
-    base = _wrap(source, f"{where}.preset", _preset, base_name, "preset")
-    runtime = _wrap(
-        source, f"{where}.runtime", _runtime, values.pop("runtime", _DEFAULT_RUNTIME[level].value)
-    )
-    assess = _parse_assess(values.pop("assess", {}), source, f"{where}.assess")
-    images = _parse_images(values.pop("images", {}), source, f"{where}.images")
-    allow = values.pop("allow_images", [])
-    if not isinstance(allow, list) or not all(isinstance(x, str) and x.strip() for x in allow):
-        raise PolicyError(f"{source}: {where}.allow_images: expected a list of image names")
-    try:
-        network = parse_network(values.pop("network", {}))
-    except ValueError as exc:
-        raise PolicyError(f"{source}: {where}.network{exc}") from None
-    for key, value in values.items():
-        problem = _number_problem(key, value)
-        if problem:
-            raise PolicyError(f"{source}: {where}.{key}: {problem}")
-    limits = base.replace(**values)
-    allow_images = tuple(x.strip() for x in allow)
-    return TrustSettings(limits, runtime, assess, images, allow_images, network)
-
-
-def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:
-    images = _mapping(data, source, where)
-    for lang, image in images.items():
-        _wrap(source, f"{where}.{lang}", get_language, lang)
-        if not isinstance(image, str) or not image.strip():
-            raise PolicyError(f"{source}: {where}.{lang}: expected an image name, got {image!r}")
-    return MappingProxyType({get_language(k).name: v.strip() for k, v in images.items()})
-
-
-def _parse_assess(data: object, source: str, where: str) -> AssessSettings:
-    values = dict(_mapping(data, source, where))
-    _no_unknown_keys(values, {f.name for f in dataclasses.fields(AssessSettings)}, source, where)
-    parsed: dict[str, Any] = {}
-    for key in ("low", "medium", "high"):
-        if key in values:
-            parsed[key] = _choice(Action, values[key], source, f"{where}.{key}")
-    if "semgrep" in values:
-        parsed["semgrep"] = _choice(SemgrepMode, values["semgrep"], source, f"{where}.semgrep")
-    if "override_min_chars" in values:
-        value = values["override_min_chars"]
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
-            raise PolicyError(
-                f"{source}: {where}.override_min_chars: expected a whole number 1..10000, "
-                f"got {value!r}"
-            )
-        parsed["override_min_chars"] = value
-    return AssessSettings(**parsed)
-
-
-def _choice(kind: type[enum.StrEnum], value: object, source: str, where: str) -> Any:
-    # YAML 1.1 reads a bare `off` as False; accept it as the word it was meant to be.
-    if value is False:
-        value = "off"
-    try:
-        return kind(value) if isinstance(value, str) else kind(str(value))
-    except ValueError:
-        names = ", ".join(member.value for member in kind)
-        raise PolicyError(f"{source}: {where}: {value!r} is not one of: {names}") from None
-
-
-def _preset(name: object, key: str) -> Limits:
+def preset_limits(name: object, key: str) -> Limits:
     if not isinstance(name, str) or name not in PRESETS:
         raise PolicyError(f"unknown {key} {name!r} (expected one of: {', '.join(PRESETS)})")
     return PRESETS[name]
-
-
-def _runtime(value: object) -> Runtime:
-    if isinstance(value, str) and value in Runtime.__members__.values():
-        return Runtime(value)
-    raise PolicyError(f"unknown runtime {value!r} (expected runc or runsc)")
-
-
-def _wrap(source: str, where: str, func: Any, *args: Any) -> Any:
-    """Call a validator, turning its error into a PolicyError that names the file and key."""
-    try:
-        return func(*args)
-    except HazmatError as exc:
-        raise PolicyError(f"{source}: {where}: {exc}") from None
-
-
-def _mapping(value: object, source: str, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        label = where or "top level"
-        raise PolicyError(f"{source}: {label}: expected a mapping, got {type(value).__name__}")
-    for key in value:
-        if not isinstance(key, str):
-            raise PolicyError(f"{source}: {where or 'top level'}: key {key!r} is not a string")
-    return value
-
-
-def _no_unknown_keys(value: Mapping[str, Any], allowed: set[str], source: str, where: str) -> None:
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        prefix = f"{where}." if where else ""
-        known = ", ".join(sorted(allowed))
-        raise PolicyError(f"{source}: {prefix}{unknown[0]}: unknown key (known keys: {known})")

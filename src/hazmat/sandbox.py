@@ -17,10 +17,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -32,11 +30,13 @@ from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
 from hazmat.backends.agent import RELAY_PORT, Payload
 from hazmat.backends.base import Backend, Job, Spec
+from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate, proxy_env
 from hazmat.egress.settings import narrowed
 from hazmat.image_choice import default_image, resolve_image
 from hazmat.intake import build_request, check_request, parse_runtime
 from hazmat.languages import get_language
+from hazmat.late_semgrep import LateSemgrep
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.modules import module_for
@@ -121,9 +121,8 @@ class Sandbox:
             assessor = Assessor()
         self.assessor = assessor
         self.assessor.start()
-        self._egress = egress  # the allowlist proxy, made with the first run that has one
-        self._later: ThreadPoolExecutor | None = None
-        self._later_lock = threading.Lock()
+        self._gates = Gates(egress)  # the allowlist proxy, made with the first run that has one
+        self._late = LateSemgrep(self.assessor, self._recorder)
         for name in policy.pool.prewarm:
             try:
                 self.warm(name)
@@ -203,7 +202,7 @@ class Sandbox:
         settings = self.policy.settings(request.trust)
         reason = check_override_reason(request.override_reason, settings.assess)
         allow = narrowed(settings.network, request.network)
-        gate = self._open_gate(allow, settings.network.ports)
+        gate = self._gates.open(allow, settings.network.ports)
         job = _job(plan, gate)
         self.backend.prepare(job)
         try:
@@ -225,10 +224,10 @@ class Sandbox:
             self._recorder.finished(run_id, result)
         finally:
             if gate is not None:
-                self._proxy().close_gate(gate)  # again, harmlessly, after a run
+                self._gates.close(gate)  # again, harmlessly, after a run
             self.backend.settle()  # housekeeping only once the run is recorded
         if settings.assess.semgrep is SemgrepMode.ASYNC:
-            self._semgrep_later(run_id, request, assessment)
+            self._late.submit(run_id, request, assessment)
         self._metrics.record(result, (time.monotonic() - began) * 1000)
         return result
 
@@ -284,66 +283,19 @@ class Sandbox:
             message = f"internal error in the backend ({type(exc).__name__}: {exc})"
             return infra_result(plan, message, (time.monotonic() - began) * 1000)
 
-    def _proxy(self) -> EgressProxy:
-        with self._later_lock:
-            if self._egress is None:
-                self._egress = EgressProxy()
-            return self._egress
-
-    def _open_gate(self, allow: tuple[str, ...], ports: tuple[int, ...]) -> Gate | None:
-        """A run with an allowlist gets its own proxy socket (egress/proxy.py)."""
-        if not allow:
-            return None
-        try:
-            return self._proxy().open(allow, ports)
-        except OSError as exc:
-            raise InfraError(f"cannot open the allowlist proxy's socket: {exc}") from exc
-
     def _connections(
         self, run_id: str, result: ExecutionResult, gate: Gate | None
     ) -> ExecutionResult:
         """Close the run's proxy socket; record and return what the program connected to."""
         if gate is None:
             return result
-        connections = [c.to_dict() for c in self._proxy().close_gate(gate)]
+        connections = self._gates.close(gate)
         self._recorder.connections(run_id, connections)
         refused = sum(not c["allowed"] for c in connections)
         notes = list(result.notes)
         if refused:
             notes.append(f"the allowlist proxy refused {refused} connection(s) (connections)")
         return dataclasses.replace(result, connections=tuple(connections), notes=notes)
-
-    def _semgrep_later(
-        self, run_id: str, request: ExecutionRequest, assessment: Assessment
-    ) -> None:
-        """Scan with Semgrep after the run; its findings go to the audit log (`assess.semgrep`)."""
-        from hazmat.assess.verdict import verdict
-
-        def scan() -> None:
-            report = self.assessor.semgrep.scan(request.code, request.language)
-            merged = verdict(
-                [*assessment.findings, *report.findings],
-                language=request.language,
-                duration_ms=assessment.duration_ms + report.duration_ms,
-                analyzers=[*assessment.analyzers, "semgrep"],
-                problems=[*assessment.problems, *([report.problem] if report.problem else [])],
-            )
-            self._recorder.late_findings(
-                run_id,
-                {
-                    "findings": [f.to_dict() for f in report.findings],
-                    "problem": report.problem,
-                    "cached": report.cached,
-                    "duration_ms": round(report.duration_ms, 3),
-                    "level_before": assessment.level.value,
-                    "level_after": merged.level.value,
-                },
-            )
-
-        with self._later_lock:
-            if self._later is None:
-                self._later = ThreadPoolExecutor(1, thread_name_prefix="hazmat-semgrep")
-            self._later.submit(scan)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -355,11 +307,9 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
-        if self._later is not None:
-            self._later.shutdown(wait=True)
+        self._late.close()
         self.backend.close()
-        if self._egress is not None:
-            self._egress.close()
+        self._gates.shutdown()
         if self._owns_assessor:
             self.assessor.close()
         if self._owns_audit:
