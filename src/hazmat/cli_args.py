@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from hazmat import __version__
 from hazmat._exceptions import InputError
-from hazmat.audit.commands import add_audit_commands
+from hazmat.audit.command_args import add_audit_commands
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.policy import TrustLevel

@@ -1,11 +1,13 @@
-"""`hazmat audit verify|show|proof|consistency|pubkey`."""
+"""What `hazmat audit verify|show|proof|consistency|pubkey` do (their arguments are in
+command_args.py, which loads this module only when one of them runs)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import AuditError, InputError
@@ -22,62 +24,7 @@ from hazmat.audit.merkle import (
 from hazmat.audit.tree import LogTree, TreeError
 from hazmat.audit.verify import verify_log
 
-__all__ = ["add_audit_commands"]
-
-
-def add_audit_commands(sub: Any) -> None:
-    audit = sub.add_parser("audit", help="verify and read the tamper-evident audit log")
-    commands = audit.add_subparsers(dest="audit_command", required=True)
-
-    def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--log",
-            type=Path,
-            metavar="DIR",
-            help="the log directory (default: $HAZMAT_AUDIT_DIR, else ~/.local/state/hazmat/audit)",
-        )
-        parser.add_argument(
-            "--pubkey",
-            type=Path,
-            metavar="FILE",
-            help="verifier key kept outside the log (from `hazmat audit pubkey`)",
-        )
-
-    verify = commands.add_parser("verify", help="check every record, seal and checkpoint")
-    common(verify)
-    verify.add_argument(
-        "--checkpoint",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a checkpoint saved earlier (repeatable)",
-    )
-    verify.add_argument("--anchor", type=Path, metavar="DIR", help="directory of anchor copies")
-    verify.add_argument("--json", action="store_true", help="print the report as JSON")
-    verify.set_defaults(handler=_io(_verify))
-
-    show = commands.add_parser("show", help="print records")
-    common(show)
-    show.add_argument(
-        "--since", type=int, default=0, metavar="SEQ", help="start at this record (default 0)"
-    )
-    show.add_argument("--json", action="store_true", help="one JSON record per line")
-    show.set_defaults(handler=_io(_show))
-
-    proof = commands.add_parser("proof", help="inclusion proof of a record in the checkpoint")
-    common(proof)
-    proof.add_argument("seq", type=int, help="the record's sequence number")
-    proof.set_defaults(handler=_io(_proof))
-
-    consistency = commands.add_parser("consistency", help="prove the log extends an old checkpoint")
-    common(consistency)
-    consistency.add_argument("old_checkpoint", type=Path, help="a checkpoint file saved earlier")
-    consistency.set_defaults(handler=_io(_consistency))
-
-    pubkey = commands.add_parser("pubkey", help="print the log's verifier key")
-    common(pubkey)
-    pubkey.set_defaults(handler=_io(_pubkey))
+__all__ = ["HANDLERS"]
 
 
 def _io(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -256,3 +203,14 @@ def _pubkey(args: argparse.Namespace) -> int:
     directory = _dir(args)
     print(_key(args, directory).encode())
     return 0
+
+
+HANDLERS: Mapping[str, Callable[[argparse.Namespace], int]] = MappingProxyType(
+    {
+        "verify": _io(_verify),
+        "show": _io(_show),
+        "proof": _io(_proof),
+        "consistency": _io(_consistency),
+        "pubkey": _io(_pubkey),
+    }
+)
