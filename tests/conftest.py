@@ -20,6 +20,10 @@ from hazmat.policy import PoolSettings
 # CLI tests' subprocesses inherit this.
 os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-audit-")
 os.environ["HAZMAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-cache-")
+# `hazmat run` would go through a running service if these were set; tests that want one set
+# them themselves (tests/server)
+os.environ.pop("HAZMAT_URL", None)
+os.environ.pop("HAZMAT_API_KEY", None)
 
 
 def _labelled_containers() -> list[str]:

@@ -10,12 +10,16 @@ HazmatError
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
 ├── AuditError ·················· the audit log cannot record (exit 74, HTTP 503): nothing runs
 │   └── AuditDamaged ············ the log on disk is damaged; never repaired silently
+├── AccessDenied ················ the service: no key, or a key it does not know (exit 77, 401)
+│   └── NotPermitted ············ a valid key asked for more than it may (HTTP 403)
+├── QuotaExceeded ··············· a tenant's quota is used up for now (exit 75, HTTP 429)
 └── InfraError ·················· nothing to do with the user's code (exit 125, HTTP 503)
     ├── EngineUnavailable ······· the Docker engine does not answer
     ├── ImageNotFound ··········· the language's image is not on the engine
     ├── RuntimeUnavailable ······ the policy asks for a runtime the engine lacks
     ├── SettingsMismatch ········ a container's real settings differ from the policy's
-    └── ImageBuildError
+    ├── ImageBuildError
+    └── ServiceUnavailable ······ the hazmat service named by HAZMAT_URL does not answer
 ```
 
 Front-ends map errors with `exit_code` and `http_status`, never with their own tables. Errors
@@ -29,6 +33,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AccessDenied",
     "AuditDamaged",
     "AuditError",
     "ClosedError",
@@ -39,8 +44,11 @@ __all__ = [
     "InfraError",
     "InputError",
     "InputTooLarge",
+    "NotPermitted",
     "PolicyError",
+    "QuotaExceeded",
     "RuntimeUnavailable",
+    "ServiceUnavailable",
     "SettingsMismatch",
     "UnknownLanguage",
     "UnsafeFileName",
@@ -100,6 +108,31 @@ class AuditDamaged(AuditError):
     """The log on disk is damaged somewhere other than a torn final line."""
 
 
+class AccessDenied(HazmatError):
+    """The service got no API key, or one it does not know or that was revoked."""
+
+    exit_code = 77
+    http_status = 401
+
+
+class NotPermitted(AccessDenied):
+    """A valid key asked for more than its tenant may: a higher trust level, say."""
+
+    http_status = 403
+
+
+class QuotaExceeded(HazmatError):
+    """A tenant's quota (runs at once, runs per minute) is used up; `retry_after_s` says when
+    to try again (the service sends it as `Retry-After`)."""
+
+    exit_code = 75
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class InfraError(HazmatError):
     """The infrastructure failed; never the fault of the code being run."""
 
@@ -130,3 +163,8 @@ class SettingsMismatch(InfraError):
 
 class ImageBuildError(InfraError):
     """Building a hazmat image failed."""
+
+
+class ServiceUnavailable(InfraError):
+    """The hazmat service the client was pointed at (HAZMAT_URL, or the socket it was given)
+    does not answer."""

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from hazmat.cli_args import CANNOT_WRITE, INTERNAL_ERROR, build_parser
 from hazmat.languages import Language, get_language, language_for_path
 from hazmat.models import Assessment, ExecutionResult, Outcome
 from hazmat.policy import Policy, load_policy
+from hazmat.server.client import find_service, run_remote
 
 __all__ = ["main"]
 
@@ -133,47 +134,65 @@ def _env(pairs: list[str]) -> dict[str, str]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from hazmat import output_dir
-    from hazmat.sandbox import Sandbox
 
     # the session lets the audit log diff each run of a script against its last one
     code, language, session = _program(args)
     files = {p.name: _read(p, "file") for p in args.input_files}
     stdin = _read(args.stdin, "stdin") if args.stdin else None
-    policy = load_policy(args.policy) if args.policy else Policy()
     if args.output_file:
         output_dir.prepare(args.output_dir)
+    options: dict[str, Any] = {
+        "trust": args.trust,
+        "stdin": stdin,
+        "files": files,
+        "output_files": args.output_file,
+        "env": _env(args.env),
+        "args": args.program_args,
+        "timeout": args.timeout,
+        "memory_mb": args.memory,
+        "runtime": args.runtime,
+        "image": args.image,
+        "module": args.module or _module_of(args),
+        "network": args.allow_host or None,
+        "session": session,
+        "override_reason": args.override_reason,
+    }
+    service = None if args.local or args.policy or args.caller else find_service()
+    if service is not None:
+        remote = run_remote(service, code, language.name, options)
+        return _finish(args, remote.files, remote.to_dict, remote.print_plain, remote.status)
+    from hazmat.sandbox import Sandbox
+
+    policy = load_policy(args.policy) if args.policy else Policy()
     # one run: a warm pool would only start containers nobody uses
     with Sandbox(policy, pool=False) as sandbox:
-        result = sandbox.run(
-            code,
-            language.name,
-            trust=args.trust,
-            stdin=stdin,
-            files=files,
-            output_files=args.output_file,
-            env=_env(args.env),
-            args=args.program_args,
-            timeout=args.timeout,
-            memory_mb=args.memory,
-            runtime=args.runtime,
-            image=args.image,
-            module=args.module or _module_of(args),
-            network=args.allow_host or None,
-            caller=args.caller,
-            session=session,
-            override_reason=args.override_reason,
-        )
-    problems = output_dir.save(args.output_dir, result.files) if result.files else []
+        result = sandbox.run(code, language.name, caller=args.caller, **options)
+    return _finish(
+        args, result.files, result.to_dict, lambda: _print_plain(result), result.exit_status
+    )
+
+
+def _finish(
+    args: argparse.Namespace,
+    files: Mapping[str, bytes],
+    as_dict: Callable[[], dict[str, Any]],
+    print_plain: Callable[[], None],
+    status: int,
+) -> int:
+    """Save the output files, print the result, and say what `hazmat run` exits with."""
+    from hazmat import output_dir
+
+    problems = output_dir.save(args.output_dir, files) if files else []
     if args.json:
-        data = result.to_dict()
+        data = as_dict()
         if problems:
             data["output_dir_errors"] = problems
         print(json.dumps(data, ensure_ascii=True), flush=True)
     else:
-        _print_plain(result)
+        print_plain()
     for problem in problems:
         print(f"hazmat: error: {problem}", file=sys.stderr)
-    return CANNOT_WRITE if problems else result.exit_status
+    return CANNOT_WRITE if problems else status
 
 
 def _cmd_assess(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from hazmat.audit.command_args import add_audit_commands
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.policy import TrustLevel
+from hazmat.server.commands import add_server_commands
 
 __all__ = ["CANNOT_WRITE", "INTERNAL_ERROR", "RUN_EXITS", "UsageError", "build_parser"]
 
@@ -68,6 +69,7 @@ def build_parser(handlers: Mapping[str, Handler]) -> argparse.ArgumentParser:
     _add_assess(sub, handlers["assess"])
     _add_images(sub, handlers["images build"], handlers["images list"])
     add_audit_commands(sub)
+    add_server_commands(sub)
     doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=handlers["doctor"])
@@ -107,6 +109,11 @@ def _add_run(sub: Any, handler: Handler) -> None:
         help="run code the policy blocks, and record why (at least 20 characters by default)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
+    run.add_argument(
+        "--local",
+        action="store_true",
+        help="run in this process even when a hazmat service is set (HAZMAT_URL, HAZMAT_API_KEY)",
+    )
     run.set_defaults(handler=handler)
 
 

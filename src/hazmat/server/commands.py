@@ -1,0 +1,134 @@
+"""`hazmat serve` and `hazmat keys create|list|revoke`: their arguments and what they do.
+
+Imports only what parsing needs; the service's own modules load when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hazmat._exceptions import InputError
+
+__all__ = ["add_server_commands"]
+
+MiB = 1024 * 1024
+
+
+def add_server_commands(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve the HTTP API (a unix socket by default)")
+    serve.add_argument("--socket", type=Path, metavar="PATH", help="unix socket to listen on")
+    serve.add_argument("--host", metavar="HOST", help="TCP address (127.0.0.1 with --port alone)")
+    serve.add_argument("--port", type=int, metavar="PORT", help="TCP port (0: any free one)")
+    serve.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
+    serve.add_argument("--keys", type=Path, metavar="FILE", help="key store (default: see keys)")
+    serve.add_argument(
+        "--max-running", type=int, default=8, metavar="N", help="runs at once (default 8)"
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, seconds for runs in flight to finish (default 30)",
+    )
+    serve.set_defaults(handler=_serve)
+
+    keys = sub.add_parser("keys", help="API keys for the service: create, list, revoke")
+    commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
+    create = commands.add_parser("create", help="create a key (printed once)")
+    create.add_argument("--tenant", required=True, metavar="NAME", help="who the key is for")
+    create.add_argument(
+        "--trust",
+        required=True,
+        choices=["untrusted", "unknown", "trusted"],
+        help="the highest trust level the key's runs get",
+    )
+    create.add_argument("--concurrent", type=int, default=4, metavar="N", help="runs at once")
+    create.add_argument("--per-minute", type=int, default=120, metavar="N", help="runs a minute")
+    create.add_argument(
+        "--max-request-mb", type=float, default=8, metavar="MB", help="largest request body"
+    )
+    create.add_argument(
+        "--override", action="store_true", help="its runs may override a block, with a reason"
+    )
+    lister = commands.add_parser("list", help="list keys (never the keys themselves)")
+    revoke = commands.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("id", help="the key's id (hzm_<id>_..., or the id alone)")
+    for parser in (create, lister, revoke):
+        parser.add_argument("--keys", type=Path, metavar="FILE", help="key store to use")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+    create.set_defaults(handler=_keys_create)
+    lister.set_defaults(handler=_keys_list)
+    revoke.set_defaults(handler=_keys_revoke)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from hazmat.server.keys import KeyStore, default_keys_path
+
+    return KeyStore(args.keys or default_keys_path())
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from hazmat.policy import Policy, load_policy
+    from hazmat.server.client import default_socket_path
+    from hazmat.server.serve import bind, serve
+
+    if args.max_running < 1 or args.grace < 0:
+        raise InputError("--max-running must be at least 1 and --grace not negative")
+    policy = load_policy(args.policy) if args.policy else Policy()
+    store = _store(args)
+    path = args.socket or (None if args.host or args.port is not None else default_socket_path())
+    sock = bind(args.host, args.port, path)
+    serve(
+        sock,
+        policy,
+        store,
+        max_running=args.max_running,
+        grace_s=args.grace,
+        progress=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from hazmat.server.keys import Quotas
+
+    quotas = Quotas(args.concurrent, args.per_minute, round(args.max_request_mb * MiB))
+    key, secret = _store(args).create(args.tenant, args.trust, quotas, args.override)
+    if args.json:
+        print(json.dumps({**key.public(), "key": secret}))
+        return 0
+    print(secret)
+    print(
+        f"hazmat: key {key.id} for tenant {key.tenant!r} at trust {key.trust.value}; "
+        "it is shown only now (only its hash is stored)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    keys = _store(args).list()
+    if args.json:
+        print(json.dumps([key.public() for key in keys]))
+        return 0
+    print(f"{'ID':<13} {'TENANT':<20} {'TRUST':<10} {'QUOTAS':<28} STATE")
+    for key in keys:
+        q = key.quotas
+        quotas = f"{q.concurrent} at once, {q.per_minute}/min"
+        state = f"revoked {key.revoked}" if key.revoked else "live"
+        print(f"{key.id:<13} {key.tenant:<20} {key.trust.value:<10} {quotas:<28} {state}")
+    return 0
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    key = _store(args).revoke(args.id)
+    if args.json:
+        print(json.dumps(key.public()))
+    else:
+        print(f"key {key.id} of tenant {key.tenant!r} revoked at {key.revoked}")
+    return 0

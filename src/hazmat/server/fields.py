@@ -1,0 +1,136 @@
+"""A JSON request body to `Sandbox.run`'s arguments, within what the caller's key may ask for.
+
+The body takes the same fields as `Sandbox.run` (docs/api.md); bytes come as text or, under a
+`_base64` name, base64. What a key may not ask for is refused with `NotPermitted` (403): a trust
+level above its own, a weaker runtime than its level's, an override without the key's leave.
+The caller is always the key's tenant, never a field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hazmat._exceptions import InputError, NotPermitted
+from hazmat.policy import Policy, Runtime, TrustLevel, parse_trust
+from hazmat.server.keys import Key
+
+__all__ = [
+    "ASSESS_FIELDS",
+    "RUN_FIELDS",
+    "check_fields",
+    "parse_body",
+    "run_arguments",
+    "trust_for",
+]
+
+# the JSON body's fields -> `Sandbox.run`'s option names (None: handled here)
+RUN_FIELDS: Mapping[str, str | None] = {
+    "code": None,
+    "language": None,
+    "trust": "trust",
+    "stdin": "stdin",
+    "stdin_base64": None,
+    "files": "files",
+    "files_base64": None,
+    "output_files": "output_files",
+    "env": "env",
+    "args": "args",
+    "timeout": "timeout",
+    "memory_mb": "memory_mb",
+    "runtime": "runtime",
+    "image": "image",
+    "module": "module",
+    "network": "network",
+    "session": "session",
+    "override_reason": "override_reason",
+}
+ASSESS_FIELDS = ("code", "language", "trust", "semgrep")
+_RANK = {TrustLevel.UNTRUSTED: 0, TrustLevel.UNKNOWN: 1, TrustLevel.TRUSTED: 2}
+
+
+def parse_body(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or `InputError` saying what is wrong with it."""
+    try:
+        data = json.loads(body)
+    except UnicodeDecodeError:
+        raise InputError("the request body is not UTF-8") from None
+    except ValueError as exc:
+        raise InputError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """No unknown field, a `code`; returns the language (python by default)."""
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
+    if "code" not in data:
+        raise InputError("the field 'code' is required")
+    language = data.get("language", "python")
+    if not isinstance(language, str):
+        raise InputError(f"field 'language' must be a string, not {type(language).__name__}")
+    return language
+
+
+def run_arguments(
+    data: Mapping[str, Any], key: Key, policy: Policy
+) -> tuple[Any, str, dict[str, Any]]:
+    """(code, language, options) for `Sandbox.run`, with the caller set from the key."""
+    language = check_fields(data, list(RUN_FIELDS))
+    options: dict[str, Any] = {}
+    for name, value in data.items():
+        option = RUN_FIELDS[name]
+        if option is not None:
+            options[option] = value
+    if "stdin_base64" in data:
+        if "stdin" in data:
+            raise InputError("give 'stdin' or 'stdin_base64', not both")
+        options["stdin"] = _unbase64(data["stdin_base64"], "stdin_base64")
+    if "files_base64" in data:
+        options["files"] = {**(data.get("files") or {}), **_files(data["files_base64"])}
+    trust = trust_for(data.get("trust"), key)
+    options["trust"] = trust
+    _check_runtime(options.get("runtime"), policy.settings(trust).runtime)
+    if options.get("override_reason") is not None and not key.override:
+        raise NotPermitted("this API key may not override a block (create it with --override)")
+    options["caller"] = key.caller
+    return data["code"], language, options
+
+
+def trust_for(value: object, key: Key) -> TrustLevel:
+    """The trust level asked for, at most the key's own (the key's by default)."""
+    if value is None:
+        return key.trust
+    if not isinstance(value, str):
+        raise InputError(f"field 'trust' must be a string, not {type(value).__name__}")
+    level = parse_trust(value)
+    if _RANK[level] > _RANK[key.trust]:
+        raise NotPermitted(f"this API key runs at trust {key.trust.value!r} at most, not {value!r}")
+    return level
+
+
+def _check_runtime(value: object, level_runtime: Runtime) -> None:
+    """A caller may ask for gVisor where its level has runc, never the other way round."""
+    if value == Runtime.RUNC.value and level_runtime is Runtime.RUNSC:
+        raise NotPermitted("this trust level runs under runsc; a key cannot ask for runc")
+
+
+def _unbase64(value: object, name: str) -> bytes:
+    if not isinstance(value, str):
+        raise InputError(f"field {name!r} must be a base64 string, not {type(value).__name__}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"field {name!r} is not valid base64") from None
+
+
+def _files(value: object) -> dict[str, bytes]:
+    if not isinstance(value, Mapping):
+        raise InputError("field 'files_base64' must be an object of file name -> base64")
+    return {str(name): _unbase64(data, f"files_base64.{name}") for name, data in value.items()}

@@ -1,0 +1,194 @@
+"""The HTTP API: a Starlette app over one `Sandbox` (docs/api.md, docs/openapi.json).
+
+Each endpoint is a thin layer over the pipeline: the key is checked first (no key, no run, and
+no body read), the body is read up to the key's cap (413 as soon as it is over, from the
+Content-Length alone when there is one), the tenant's quota admits the run or answers 429 with
+Retry-After, and the run itself goes through `Sandbox.execute` in a worker thread, at most
+`max_running` at once. Errors are hazmat's own exceptions, mapped by their `http_status`.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from hazmat._exceptions import AccessDenied, HazmatError, InputError, InputTooLarge, QuotaExceeded
+from hazmat.assess.decision import decide
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.sandbox import Sandbox
+from hazmat.server.fields import ASSESS_FIELDS, check_fields, parse_body, run_arguments, trust_for
+from hazmat.server.keys import Key, KeyStore
+from hazmat.server.metrics import ServiceMetrics
+from hazmat.server.openapi import OPENAPI
+from hazmat.server.quotas import QuotaBook
+
+__all__ = ["create_app"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starlette:
+    """The service's ASGI app. The sandbox stays the caller's: the app never closes it."""
+    service = _Service(sandbox, keys, max_running)
+    routes = [
+        Route("/v1/health", service.health, methods=["GET"]),
+        Route("/v1/openapi.json", service.openapi, methods=["GET"]),
+        Route("/v1/runs", service.endpoint("runs", service.run), methods=["POST"]),
+        Route("/v1/assess", service.endpoint("assess", service.assess), methods=["POST"]),
+        Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
+    ]
+    handlers: dict[Any, Any] = {HazmatError: _error, HTTPException: _http_error}
+    return Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
+
+
+class _Service:
+    def __init__(self, sandbox: Sandbox, keys: KeyStore, max_running: int) -> None:
+        self.sandbox = sandbox
+        self.keys = keys
+        self.quotas = QuotaBook()
+        self.metrics = ServiceMetrics(sandbox.metrics)
+        self.max_running = max_running
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self._limiter = anyio.CapacityLimiter(self.max_running)
+        yield
+
+    def endpoint(
+        self, name: str, handler: Callable[[Request, Key], Awaitable[Response]]
+    ) -> Handler:
+        """`handler` behind the key check, counted by endpoint and status."""
+
+        async def wrapped(request: Request) -> Response:
+            try:
+                key = self.keys.check(_bearer(request))
+                response = await handler(request, key)
+            except HazmatError as exc:
+                self.metrics.requests.labels(name, str(exc.http_status)).inc()
+                raise
+            self.metrics.requests.labels(name, str(response.status_code)).inc()
+            return response
+
+        return wrapped
+
+    async def health(self, request: Request) -> Response:
+        from hazmat import __version__
+
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    async def metrics_text(self, request: Request, key: Key) -> Response:
+        return Response(self.metrics.exposition(), media_type="text/plain; version=0.0.4")
+
+    async def run(self, request: Request, key: Key) -> Response:
+        data = parse_body(await _body(request, key.quotas.max_request_bytes))
+        code, language, options = run_arguments(data, key, self.sandbox.policy)
+        prepared = self.sandbox.request(code, language, **options)  # bad input: 400 here
+        with self.quotas.admit(key.tenant, key.quotas):
+            result = await self._execute(prepared)
+        body = result.to_dict()
+        if request.query_params.get("output") == "base64":  # the output exactly as written
+            body["stdout_base64"] = base64.b64encode(result.stdout_bytes).decode("ascii")
+            body["stderr_base64"] = base64.b64encode(result.stderr_bytes).decode("ascii")
+        return JSONResponse(body)
+
+    async def assess(self, request: Request, key: Key) -> Response:
+        data = parse_body(await _body(request, key.quotas.max_request_bytes))
+        language = check_fields(data, ASSESS_FIELDS)
+        semgrep = data.get("semgrep", False)
+        if not isinstance(semgrep, bool):
+            raise InputError("field 'semgrep' must be true or false")
+        trust = trust_for(data.get("trust"), key)
+        prepared = self.sandbox.request(data["code"], language, trust=trust)
+        settings = self.sandbox.policy.settings(trust)
+        assessment = await anyio.to_thread.run_sync(
+            functools.partial(
+                self.sandbox.assessor.assess,
+                prepared.code,
+                prepared.language,
+                semgrep=semgrep,
+                max_bytes=settings.limits.max_code_bytes,
+            )
+        )
+        body = assessment.to_dict()
+        body["decision"] = decide(assessment, settings.assess, None).value
+        body["trust"] = trust.value
+        return JSONResponse(body)
+
+    async def _execute(self, prepared: ExecutionRequest) -> ExecutionResult:
+        began = time.monotonic()
+        started = False
+
+        def work() -> ExecutionResult:
+            nonlocal started
+            started = True
+            self.metrics.queued.dec()
+            self.metrics.in_progress.inc()
+            try:
+                return self.sandbox.execute(prepared)
+            finally:
+                self.metrics.in_progress.dec()
+
+        self.metrics.queued.inc()
+        try:
+            result = await anyio.to_thread.run_sync(work, limiter=self._limiter)
+        finally:
+            if not started:
+                self.metrics.queued.dec()
+        self.metrics.ran(result, time.monotonic() - began)
+        return result
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+async def _body(request: Request, cap: int) -> bytes:
+    """The body, never more than `cap` bytes of it in memory."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > cap):
+        if not length.isdigit():
+            raise InputError("Content-Length is not a number")
+        raise InputTooLarge(f"the request body is {length} bytes; this key's cap is {cap}")
+    chunks, total = [], 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > cap:
+            raise InputTooLarge(f"the request body is over this key's cap of {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HazmatError)
+    headers = {}
+    if isinstance(exc, QuotaExceeded):
+        headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
+    if isinstance(exc, AccessDenied) and exc.http_status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, InputTooLarge):
+        headers["Connection"] = "close"  # the rest of the body is never read
+    body = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+    return JSONResponse(body, status_code=exc.http_status, headers=headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    body = {"error": {"type": "HTTPError", "message": str(exc.detail)}}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)

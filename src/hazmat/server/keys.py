@@ -1,0 +1,227 @@
+"""Tenants and their API keys, for the service.
+
+A key is `hzm_<id>_<secret>`: the id finds the entry, the secret (256 random bits) is checked
+against its SHA-256, stored, never the key itself (a key that random needs no slow hash: nothing
+can be guessed from its digest). Each key belongs to a tenant and carries the trust level its
+runs get at most, and its quotas. The store is one JSON file, mode 0600, rewritten atomically
+under a lock; the service reads it again whenever it changes, so a revoked key stops working at
+its next request without a restart.
+
+    store = KeyStore(default_keys_path())
+    key, secret = store.create("acme", TrustLevel.UNTRUSTED)   # the secret is shown once
+    store.check(secret)   # -> the Key; AccessDenied when unknown or revoked
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hazmat._exceptions import AccessDenied, InputError, PolicyError
+from hazmat.policy import TrustLevel, parse_trust
+
+__all__ = ["Key", "KeyStore", "Quotas", "default_keys_path"]
+
+PREFIX = "hzm_"
+_KEY = re.compile(r"hzm_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MiB = 1024 * 1024
+QUOTA_BOUNDS = MappingProxyType(
+    {"concurrent": (1, 1024), "per_minute": (1, 100_000), "max_request_bytes": (1024, 256 * MiB)}
+)
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What one key may use: runs at once, runs started per minute, bytes in one request."""
+
+    concurrent: int = 4
+    per_minute: int = 120
+    max_request_bytes: int = 8 * MiB
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in QUOTA_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Key:
+    id: str
+    tenant: str
+    trust: TrustLevel
+    digest: str  # SHA-256 of the whole key, hex
+    created: str
+    quotas: Quotas = Quotas()
+    override: bool = False  # may its runs override a block (with a written reason)
+    revoked: str | None = None
+
+    @property
+    def caller(self) -> str:
+        """How the audit log names this key's runs."""
+        return f"tenant:{self.tenant} key:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["trust"] = self.trust.value
+        return data
+
+    def public(self) -> dict[str, Any]:
+        """What `keys list` shows: everything but the digest."""
+        data = self.to_dict()
+        del data["digest"]
+        return data
+
+
+def default_keys_path() -> Path:
+    """`$HAZMAT_KEYS`, else `$XDG_STATE_HOME/hazmat/keys.json` (~/.local/state/hazmat/)."""
+    explicit = os.environ.get("HAZMAT_KEYS")
+    if explicit:
+        return Path(explicit).expanduser()
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "hazmat" / "keys.json"
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("ascii")).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class KeyStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime_ns) last read
+        self._keys: dict[str, Key] = {}
+
+    def create(
+        self,
+        tenant: str,
+        trust: TrustLevel | str,
+        quotas: Quotas | None = None,
+        override: bool = False,
+    ) -> tuple[Key, str]:
+        """A new key for `tenant`; returns the entry and the key itself (shown only now)."""
+        if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+            raise InputError(
+                f"tenant name {tenant!r}: use 1-64 letters, digits, '.', '_' or '-' "
+                "(starting with a letter or digit)"
+            )
+        key_id = secrets.token_hex(6)
+        secret = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        entry = Key(
+            key_id,
+            tenant,
+            parse_trust(trust),
+            _digest(secret),
+            _now(),
+            quotas or Quotas(),
+            override,
+        )
+        with self._locked() as keys:
+            keys[key_id] = entry
+        return entry, secret
+
+    def revoke(self, key_id: str) -> Key:
+        """Revoke a key by its id (the `hzm_<id>` part, or the id alone)."""
+        key_id = key_id.removeprefix(PREFIX).split("_")[0]
+        with self._locked() as keys:
+            entry = keys.get(key_id)
+            if entry is None:
+                raise InputError(f"no key with id {key_id!r} in {self.path}")
+            if entry.revoked is None:
+                entry = dataclasses.replace(entry, revoked=_now())
+                keys[key_id] = entry
+        return entry
+
+    def list(self) -> list[Key]:
+        return sorted(self._load().values(), key=lambda k: (k.tenant, k.created, k.id))
+
+    def check(self, presented: str | None) -> Key:
+        """The live key `presented` is, or `AccessDenied` (the message never says which part
+        was wrong, and the digests are compared in constant time)."""
+        match = _KEY.fullmatch(presented or "")
+        entry = self._load().get(match.group(1)) if match else None
+        digest = _digest(presented) if match and presented else ""
+        if entry is None or not hmac.compare_digest(entry.digest, digest):
+            raise AccessDenied("a valid API key is needed (Authorization: Bearer hzm_...)")
+        if entry.revoked is not None:
+            raise AccessDenied(f"this API key was revoked at {entry.revoked}")
+        return entry
+
+    def _load(self) -> dict[str, Key]:
+        """The keys on disk, read again only when the file changed."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise PolicyError(f"{self.path}: cannot read the key store: {exc}") from exc
+        seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if seen != self._seen:
+                self._keys, self._seen = self._read(), seen
+            return self._keys
+
+    def _read(self) -> dict[str, Key]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return {item["id"]: _entry(item) for item in data["keys"]}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, InputError) as exc:
+            raise PolicyError(f"{self.path}: the key store is damaged: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Key]]:
+        """The keys, under an exclusive lock, written back atomically (0600) on success."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            keys = self._read()
+            yield keys
+            body = json.dumps({"keys": [k.to_dict() for k in keys.values()]}, indent=1)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".keys-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(body + "\n")
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+
+
+def _entry(item: dict[str, Any]) -> Key:
+    quotas = Quotas(**item.get("quotas", {}))
+    return Key(
+        id=str(item["id"]),
+        tenant=str(item["tenant"]),
+        trust=parse_trust(item["trust"]),
+        digest=str(item["digest"]),
+        created=str(item["created"]),
+        quotas=quotas,
+        override=item.get("override") is True,
+        revoked=item.get("revoked"),
+    )

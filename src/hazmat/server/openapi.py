@@ -1,0 +1,200 @@
+"""The service's OpenAPI document, served at /v1/openapi.json and committed as docs/openapi.json
+(a test checks the two are the same)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hazmat.languages import LANGUAGES
+from hazmat.models import Outcome
+
+__all__ = ["OPENAPI"]
+
+_STR = {"type": "string"}
+_STRINGS = {"type": "array", "items": _STR}
+_STR_MAP = {"type": "object", "additionalProperties": _STR}
+_TRUST = {"type": "string", "enum": ["untrusted", "unknown", "trusted"]}
+_NULLABLE_NUMBER = {"type": ["number", "null"]}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ERRORS = {
+    "400": _json(_ref("Error"), "The request is wrong (the message says how)"),
+    "401": _json(_ref("Error"), "No API key, or one the service does not know or revoked"),
+    "403": _json(_ref("Error"), "The key may not ask for this (trust, runtime, override)"),
+    "413": _json(_ref("Error"), "The body, the code or a file is over its cap"),
+    "429": _json(_ref("Error"), "Over the tenant's quota; see the Retry-After header"),
+    "503": _json(_ref("Error"), "The engine, the audit log or the sandbox is unavailable"),
+}
+
+_RUN_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["code"],
+    "properties": {
+        "code": {"type": "string", "description": "the program's source, UTF-8"},
+        "language": {
+            "type": "string",
+            "default": "python",
+            "description": "one of " + ", ".join(sorted(LANGUAGES)) + " (or an alias)",
+        },
+        "trust": {**_TRUST, "description": "at most the key's own level (the default)"},
+        "stdin": _STR,
+        "stdin_base64": _STR,
+        "files": {**_STR_MAP, "description": "input files, name -> text"},
+        "files_base64": {**_STR_MAP, "description": "input files, name -> base64"},
+        "output_files": {**_STRINGS, "description": "files to bring back (base64 in the result)"},
+        "env": _STR_MAP,
+        "args": _STRINGS,
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds"},
+        "memory_mb": {"type": "integer", "minimum": 1},
+        "runtime": {"type": "string", "enum": ["runc", "runsc"]},
+        "image": _STR,
+        "module": {"type": "string", "enum": ["esm", "commonjs"]},
+        "network": {**_STRINGS, "description": "hosts to reach, within the level's allowlist"},
+        "session": {**_STR, "description": "a script name; the audit log diffs its runs"},
+        "override_reason": {**_STR, "description": "runs blocked code; needs a key allowed to"},
+    },
+}
+
+_RUN_RESULT = {
+    "type": "object",
+    "required": ["outcome", "exit_code", "stdout", "stderr", "duration_ms", "language"],
+    "properties": {
+        "outcome": {
+            "type": "string",
+            "enum": [outcome.value for outcome in Outcome],
+        },
+        "exit_code": {"type": ["integer", "null"]},
+        "stdout": _STR,
+        "stderr": _STR,
+        "truncated": {"type": "boolean"},
+        "duration_ms": {"type": "number"},
+        "limits": {"type": "object"},
+        "runtime": _STR,
+        "image": _STR,
+        "language": _STR,
+        "trust": _TRUST,
+        "container_id": {"type": ["string", "null"]},
+        "files": {**_STR_MAP, "description": "output files, name -> base64"},
+        "error": {"type": ["string", "null"]},
+        "notes": _STRINGS,
+        "assessment": {"type": ["object", "null"]},
+        "decision": {"type": ["string", "null"]},
+        "override_reason": {"type": ["string", "null"]},
+        "peak_memory_bytes": {"type": ["integer", "null"]},
+        "cpu_time_ms": _NULLABLE_NUMBER,
+        "pooled": {"type": ["boolean", "null"]},
+        "settings_mismatch": _STRINGS,
+        "compile_ms": _NULLABLE_NUMBER,
+        "connections": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+_ASSESS_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["code"],
+    "properties": {
+        "code": _STR,
+        "language": {"type": "string", "default": "python"},
+        "trust": _TRUST,
+        "semgrep": {"type": "boolean", "default": False, "description": "also run Semgrep"},
+    },
+}
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": _STR, "message": _STR},
+        }
+    },
+}
+
+_AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "hazmat",
+        "version": "1",
+        "description": "Run untrusted code in hardened single-use containers (docs/api.md).",
+    },
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {
+            "RunRequest": _RUN_REQUEST,
+            "RunResult": _RUN_RESULT,
+            "AssessRequest": _ASSESS_REQUEST,
+            "Error": _ERROR,
+        },
+    },
+    "paths": {
+        "/v1/runs": {
+            "post": {
+                "summary": "Run code: assess, decide, execute, verify, audit",
+                "operationId": "createRun",
+                "security": _AUTH,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("RunRequest")}},
+                },
+                "responses": {"200": _json(_ref("RunResult"), "The run's result"), **_ERRORS},
+            }
+        },
+        "/v1/assess": {
+            "post": {
+                "summary": "Assess code without running it",
+                "operationId": "assess",
+                "security": _AUTH,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("AssessRequest")}},
+                },
+                "responses": {
+                    "200": _json({"type": "object"}, "The assessment and its decision"),
+                    **_ERRORS,
+                },
+            }
+        },
+        "/v1/health": {
+            "get": {
+                "summary": "Whether the service answers (no key needed)",
+                "operationId": "health",
+                "security": [],
+                "responses": {"200": _json({"type": "object"}, "status and version")},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics",
+                "operationId": "metrics",
+                "security": _AUTH,
+                "responses": {
+                    "200": {
+                        "description": "Prometheus text format",
+                        "content": {"text/plain": {"schema": _STR}},
+                    },
+                    "401": _ERRORS["401"],
+                },
+            }
+        },
+    },
+}
+
+
+if __name__ == "__main__":  # python -m hazmat.server.openapi > docs/openapi.json
+    import json
+
+    print(json.dumps(OPENAPI, indent=2))

@@ -1,0 +1,139 @@
+"""`hazmat serve`: the HTTP API on a unix socket (the default) or a TCP address, under uvicorn.
+
+The listening socket is made here, not by uvicorn: a unix socket gets mode 0600 in a 0700
+directory (uvicorn would make it 0666), a live server already on the path is an error rather
+than a socket stolen from under it, and a port of 0 gets a free one. On start, containers a
+killed hazmat process left behind are removed (the reaper); on SIGTERM or SIGINT, requests in
+flight get `grace_s` to finish, then the sandbox closes and removes every container it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import math
+import os
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from hazmat._exceptions import InputError
+from hazmat.policy import Policy
+from hazmat.server.keys import KeyStore
+
+__all__ = ["bind", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+def bind(host: str | None, port: int | None, path: Path | None) -> socket.socket:
+    """The listening socket: TCP when a host or port is given, else the unix socket `path`."""
+    if host is not None or port is not None:
+        return _bind_tcp(host or "127.0.0.1", 8537 if port is None else port)
+    if path is None:
+        raise InputError("serve needs --socket PATH or --host/--port")
+    return _bind_unix(path)
+
+
+def _bind_tcp(host: str, port: int) -> socket.socket:
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        log.warning(
+            "hazmat serve: listening on %s, beyond this machine; keys are the only guard", host
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # inherited by accepted connections: an answer written in two parts is not held back
+    # by Nagle until the client's delayed ACK (~40 ms a request)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
+
+
+def _bind_unix(path: Path) -> socket.socket:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.is_socket():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # left by a server that died
+        else:
+            raise InputError(f"a server is already listening on {path}")
+        finally:
+            probe.close()
+    elif path.exists():
+        raise InputError(f"{path} exists and is not a socket")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    return sock
+
+
+@contextlib.contextmanager
+def _quiet_stop_signals() -> Iterator[None]:
+    """uvicorn handles SIGTERM/SIGINT with a graceful shutdown, then raises the signal again
+    for the handler it found; with this one, that ends serving and the sandbox still closes."""
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(
+    sock: socket.socket,
+    policy: Policy,
+    keys: KeyStore,
+    *,
+    max_running: int = 8,
+    grace_s: float = 30.0,
+    progress: Callable[[str], None] = print,
+) -> None:
+    """Serve until SIGTERM/SIGINT; then close the sandbox (no container left)."""
+    import uvicorn
+
+    from hazmat.backends.docker import DockerBackend
+    from hazmat.sandbox import Sandbox
+    from hazmat.server.http import create_app
+
+    reaper = DockerBackend()
+    try:
+        reaped = reaper.reap()
+    finally:
+        reaper.close()
+    if reaped:
+        progress(f"removed {len(reaped)} container(s) a stopped hazmat process left behind")
+    where = sock.getsockname()
+    address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
+    with Sandbox(policy) as sandbox:
+        app = create_app(sandbox, keys, max_running)
+        config = uvicorn.Config(
+            app, log_level="warning", timeout_graceful_shutdown=math.ceil(grace_s), lifespan="on"
+        )
+        progress(f"hazmat serve: listening on {address} (keys: {keys.path})")
+        with _quiet_stop_signals():
+            uvicorn.Server(config).run(sockets=[sock])
+    progress("hazmat serve: stopped; every container removed")
+    if sock.family == socket.AF_UNIX:
+        Path(where).unlink(missing_ok=True)

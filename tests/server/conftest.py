@@ -1,0 +1,5 @@
+"""Fixtures for the service's tests (the helpers are in server_helpers.py)."""
+
+from server_helpers import live_server
+
+__all__ = ["live_server"]

@@ -1,0 +1,113 @@
+"""A live `hazmat serve` on a loopback port, started by the tests as its own process, with its
+own audit log and key store; keys for a few tenants."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hazmat.server.keys import KeyStore, Quotas
+
+
+@dataclass
+class LiveServer:
+    url: str
+    keys: dict[str, str]  # name -> the key itself
+    audit_dir: Path
+    keys_path: Path
+    process: subprocess.Popen[str]
+
+    def client(self, key: str | None = "untrusted") -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=120)
+
+    def audit_records(self) -> list[dict[str, object]]:
+        import json
+
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hazmat",
+                "audit",
+                "show",
+                "--json",
+                "--log",
+                str(self.audit_dir),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return [json.loads(line) for line in out.splitlines()]
+
+
+def start_server(tmp: Path, *extra: str) -> LiveServer:
+    store = KeyStore(tmp / "keys.json")
+    keys = {
+        "untrusted": store.create("acme", "untrusted")[1],
+        "trusted": store.create("trusty", "trusted", override=True)[1],
+        "tiny": store.create(
+            "tiny", "unknown", Quotas(concurrent=1, per_minute=2, max_request_bytes=2048)
+        )[1],
+    }
+    env = {
+        **os.environ,
+        "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+        "HAZMAT_URL": "",
+        "HAZMAT_API_KEY": "",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hazmat",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--keys",
+            str(tmp / "keys.json"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:  # the server says where it listens once it is ready
+        seen.append(line)
+        if "listening on " in line:
+            url = line.split("listening on ", 1)[1].split()[0]
+            return LiveServer(url, keys, tmp / "audit", tmp / "keys.json", process)
+    process.wait()
+    raise AssertionError(f"hazmat serve did not start: {''.join(seen)}")
+
+
+def stop_server(server: LiveServer) -> str:
+    """SIGTERM, as a service manager stops it; returns what it printed after."""
+    server.process.send_signal(signal.SIGTERM)
+    rest, _ = server.process.communicate(timeout=120)
+    assert server.process.returncode == 0, rest
+    return rest
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = start_server(tmp_path_factory.mktemp("serve"))
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            stop_server(server)

@@ -1,0 +1,93 @@
+"""`hazmat run` through a running service (HAZMAT_URL + HAZMAT_API_KEY): same output, same exit
+status, the run recorded by the server under the key's tenant; clear errors otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from server_helpers import LiveServer
+
+pytestmark = pytest.mark.docker
+
+
+def hazmat(
+    server: LiveServer | None, *args: str, key: str = "untrusted", url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ}
+    env["HAZMAT_URL"] = url or (server.url if server else "")
+    env["HAZMAT_API_KEY"] = server.keys[key] if server else "hzm_x"
+    return subprocess.run(
+        [sys.executable, "-m", "hazmat", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def _sessions(server: LiveServer) -> list[str]:
+    started = [r for r in server.audit_records() if r["kind"] == "run.started"]
+    return [str(r["data"].get("caller")) for r in started]
+
+
+def test_a_run_goes_through_the_server(live_server: LiveServer, tmp_path: Path) -> None:
+    before = len(_sessions(live_server))
+    done = hazmat(live_server, "run", "-c", "import sys; print('hi'); sys.exit(3)")
+    assert (done.stdout, done.returncode) == ("hi\n", 3), done.stderr
+    callers = _sessions(live_server)
+    assert len(callers) == before + 1 and callers[-1].startswith("tenant:acme key:")
+
+
+def test_json_and_output_files_through_the_server(live_server: LiveServer, tmp_path: Path) -> None:
+    program = tmp_path / "make.py"
+    program.write_text("open('out.txt', 'w').write(input() * 2)\n")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("ab\n")
+    out = tmp_path / "out"
+    done = hazmat(
+        live_server,
+        "run",
+        str(program),
+        "--stdin",
+        str(stdin),
+        "--output-file",
+        "out.txt",
+        "--output-dir",
+        str(out),
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "ok" and "stdout_base64" not in result
+    assert (out / "out.txt").read_text() == "abab"
+
+
+def test_local_runs_in_process(live_server: LiveServer) -> None:
+    before = len(_sessions(live_server))
+    done = hazmat(live_server, "run", "--local", "-c", "print(2)")
+    assert (done.stdout, done.returncode) == ("2\n", 0), done.stderr
+    assert len(_sessions(live_server)) == before
+
+
+def test_a_wrong_key_is_refused(live_server: LiveServer) -> None:
+    live_server.keys["bogus"] = "hzm_000000000000_" + "A" * 43
+    done = hazmat(live_server, "run", "-c", "print(1)", key="bogus")
+    assert done.returncode == 77
+    assert "valid API key" in done.stderr and live_server.url in done.stderr
+
+
+def test_a_service_that_does_not_answer(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = hazmat(None, "run", "-c", "print(1)", url=f"http://127.0.0.1:{port}")
+    assert done.returncode == 125
+    assert "does not answer" in done.stderr and "Traceback" not in done.stderr
+    done = hazmat(None, "run", "-c", "print(1)", url="ftp://x")
+    assert done.returncode == 2 and "HAZMAT_URL" in done.stderr

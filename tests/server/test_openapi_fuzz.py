@@ -1,0 +1,32 @@
+"""Schemathesis against the committed OpenAPI document and a live server: whatever the schema
+lets a client send (and what it does not), the answer is never a 5xx."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from server_helpers import LiveServer
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+SCHEMA = schemathesis.openapi.from_dict(
+    json.loads((Path(__file__).resolve().parents[2] / "docs" / "openapi.json").read_text())
+)
+
+
+@SCHEMA.parametrize()
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,  # the same cases every run: the suite stays deterministic
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_no_server_errors(case: schemathesis.Case, live_server: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {live_server.keys['trusted']}"}
+    response = case.call(base_url=live_server.url, headers=headers, timeout=120)
+    assert response.status_code < 500, (case.body, response.text)
