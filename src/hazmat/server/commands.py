@@ -1,4 +1,5 @@
-"""`hazmat serve` and `hazmat keys create|list|revoke`: their arguments and what they do.
+"""`hazmat serve`, `hazmat mcp` and `hazmat keys create|list|revoke`: their arguments and what
+they do.
 
 Imports only what parsing needs; the service's own modules load when a command runs.
 """
@@ -36,6 +37,13 @@ def add_server_commands(sub: Any) -> None:
         help="on SIGTERM, seconds for runs in flight to finish (default 30)",
     )
     serve.set_defaults(handler=_serve)
+
+    mcp = sub.add_parser(
+        "mcp", help="serve MCP tools (run_code, assess_code) over stdio, for HAZMAT_API_KEY"
+    )
+    mcp.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
+    mcp.add_argument("--keys", type=Path, metavar="FILE", help="key store (default: see keys)")
+    mcp.set_defaults(handler=_mcp)
 
     keys = sub.add_parser("keys", help="API keys for the service: create, list, revoke")
     commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
@@ -91,6 +99,17 @@ def _serve(args: argparse.Namespace) -> int:
         grace_s=args.grace,
         progress=lambda line: print(line, flush=True),
     )
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from hazmat.policy import Policy, load_policy
+    from hazmat.sandbox import Sandbox
+    from hazmat.server.mcp import serve_stdio
+
+    policy = load_policy(args.policy) if args.policy else Policy()
+    with Sandbox(policy) as sandbox:
+        serve_stdio(sandbox, _store(args))
     return 0
 
 

@@ -1,0 +1,97 @@
+"""`hazmat mcp`: the pipeline as Model Context Protocol tools (the official `mcp` SDK), over
+stdio, for an assistant that starts it as a subprocess.
+
+The tools are thin over the same calls as the HTTP API: `run_code` (assess, decide, execute,
+verify, audit) and `assess_code`. The process holds one tenant's key (`HAZMAT_API_KEY`), checked
+against the key store at start and again at every call (a revoked key stops the next call);
+runs get that key's trust level, quotas and caller, exactly as over HTTP.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+from hazmat._exceptions import AccessDenied
+from hazmat.assess.decision import decide
+from hazmat.sandbox import Sandbox
+from hazmat.server.fields import run_arguments
+from hazmat.server.keys import KeyStore
+from hazmat.server.quotas import QuotaBook
+
+__all__ = ["build_mcp"]
+
+INSTRUCTIONS = (
+    "Run code in a fresh, hardened, single-use container (no network unless the policy allows "
+    "hosts). Languages: python, javascript, typescript, go. Every run is assessed first (risky "
+    "code may be blocked) and recorded in a tamper-evident audit log."
+)
+
+# what a run's result says to a model: the output and why it ended, not the engine's details
+SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "duration_ms", "files")
+
+
+def build_mcp(sandbox: Sandbox, keys: KeyStore, secret: str | None) -> FastMCP:
+    """The MCP server for the tenant whose key is `secret` (checked now, and at every call)."""
+    keys.check(secret)
+    quotas = QuotaBook()
+    mcp = FastMCP("hazmat", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
+    async def run_code(
+        code: str,
+        language: str = "python",
+        stdin: str = "",
+        timeout: float | None = None,
+        files: dict[str, str] | None = None,
+        output_files: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
+        timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
+        the program; `output_files` are files it writes that come back base64-encoded."""
+        key = keys.check(secret)
+        data: dict[str, Any] = {"code": code, "language": language, "stdin": stdin}
+        data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
+        if output_files:
+            data["output_files"] = output_files
+        code, language, options = run_arguments(data, key, sandbox.policy)
+        prepared = sandbox.request(code, language, **options)
+        with quotas.admit(key.tenant, key.quotas):
+            result = await anyio.to_thread.run_sync(sandbox.execute, prepared)
+        full = result.to_dict()
+        summary = {name: full[name] for name in SUMMARY}
+        summary["risk"] = result.assessment.level.value if result.assessment else None
+        return summary
+
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def assess_code(code: str, language: str = "python") -> dict[str, Any]:
+        """Assess a program without running it: its risk level, the findings, and whether it
+        would run, run with a warning, or be blocked."""
+        key = keys.check(secret)
+        prepared = sandbox.request(code, language, trust=key.trust)
+        settings = sandbox.policy.settings(key.trust)
+        assessment = await anyio.to_thread.run_sync(
+            functools.partial(
+                sandbox.assessor.assess,
+                prepared.code,
+                prepared.language,
+                max_bytes=settings.limits.max_code_bytes,
+            )
+        )
+        body = assessment.to_dict()
+        body["decision"] = decide(assessment, settings.assess, None).value
+        return body
+
+    return mcp
+
+
+def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:
+    secret = os.environ.get("HAZMAT_API_KEY")
+    if not secret:
+        raise AccessDenied("hazmat mcp needs the tenant's key in HAZMAT_API_KEY")
+    build_mcp(sandbox, keys, secret).run("stdio")

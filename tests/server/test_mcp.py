@@ -1,0 +1,103 @@
+"""`hazmat mcp` over stdio, driven by the official MCP SDK's own client: the tools are listed,
+code runs in each language under the key's trust level, assessment works, and a missing or
+revoked key is refused."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from hazmat.server.keys import KeyStore
+
+pytestmark = pytest.mark.docker
+
+PROGRAMS = {
+    "python": "print(6 * 7)\n",
+    "javascript": "console.log(6 * 7)\n",
+    "typescript": "const n: number = 6 * 7;\nconsole.log(n)\n",
+    "go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(6 * 7)\n}\n',
+}
+
+
+def params(tmp: Path, key: str) -> StdioServerParameters:
+    env = {
+        **os.environ,
+        "HAZMAT_API_KEY": key,
+        "HAZMAT_KEYS": str(tmp / "keys.json"),
+        "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "hazmat", "mcp"], env=env)
+
+
+async def session_calls(tmp: Path, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    async with stdio_client(params(tmp, key)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            answers = [await session.call_tool(name, args) for name, args in calls]
+            return tools, answers
+
+
+def test_tools_run_code_in_every_language(tmp_path: Path) -> None:
+    key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
+    calls = [("run_code", {"code": code, "language": lang}) for lang, code in PROGRAMS.items()]
+    calls.append(("run_code", {"code": "import time\ntime.sleep(5)\n", "timeout": 0.5}))
+    calls.append(("assess_code", {"code": "import os\nos.system('id')\n"}))
+    tools, answers = anyio.run(session_calls, tmp_path, key, calls)
+    assert {tool.name for tool in tools.tools} == {"run_code", "assess_code"}
+    for answer in answers[:4]:
+        assert not answer.isError, answer.content
+        result = answer.structuredContent
+        assert (result["outcome"], result["stdout"]) == ("ok", "42\n"), result
+    assert answers[4].structuredContent["outcome"] == "timeout"
+    assessed = answers[5].structuredContent
+    assert assessed["level"] in ("HIGH", "BLOCKED") and assessed["decision"] in ("warn", "block")
+
+
+def test_a_bad_argument_is_a_tool_error(tmp_path: Path) -> None:
+    key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
+    calls = [("run_code", {"code": "print(1)", "language": "cobol"})]
+    _, answers = anyio.run(session_calls, tmp_path, key, calls)
+    assert answers[0].isError and "cobol" in answers[0].content[0].text
+
+
+def test_a_revoked_key_stops_the_next_call(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys.json")
+    entry, key = store.create("agent", "untrusted")
+
+    async def scenario() -> tuple[Any, Any]:
+        async with stdio_client(params(tmp_path, key)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                first = await session.call_tool("run_code", {"code": "print(1)"})
+                store.revoke(entry.id)
+                second = await session.call_tool("run_code", {"code": "print(2)"})
+                return first, second
+
+    first, second = anyio.run(scenario)
+    assert not first.isError and first.structuredContent["stdout"] == "1\n"
+    assert second.isError and "revoked" in second.content[0].text
+
+
+@pytest.mark.parametrize("key", ["", "hzm_000000000000_" + "A" * 43])
+def test_no_valid_key_no_server(tmp_path: Path, key: str) -> None:
+    import subprocess
+
+    env = {**params(tmp_path, key).env}  # type: ignore[dict-item]
+    done = subprocess.run(
+        [sys.executable, "-m", "hazmat", "mcp"],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 77, done.stderr
+    assert "HAZMAT_API_KEY" in done.stderr or "valid API key" in done.stderr
