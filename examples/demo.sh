@@ -77,6 +77,31 @@ echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 
 echo
+echo "== The service: a tenant's key, the HTTP API, the CLI through it, MCP tools =="
+svc=$(mktemp -d)
+export HAZMAT_KEYS="$svc/keys.json"
+step "hazmat keys create --tenant demo --trust untrusted"
+HAZMAT_API_KEY=$("$hazmat" keys create --tenant demo --trust untrusted)
+export HAZMAT_API_KEY
+"$hazmat" serve --socket "$svc/hazmat.sock" > "$svc/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 300); do  # the server says when it listens
+    grep -q "listening on" "$svc/serve.log" 2>/dev/null && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+done
+cat "$svc/serve.log"
+HAZMAT_URL="unix:$svc/hazmat.sock" expect 0 "$hazmat" run -c 'print("hello through the service")'
+HAZMAT_URL="unix:$svc/hazmat.sock" HAZMAT_API_KEY=hzm_000000000000_nope \
+    expect 77 "$hazmat" run -c 'print("no key, no run")'
+expect 0 "$(dirname "$(command -v "$hazmat")")/python" "$here/service.py" "$svc/hazmat.sock"
+kill -TERM "$server"
+wait "$server"
+cat "$svc/serve.log" | tail -1
+unset HAZMAT_KEYS HAZMAT_API_KEY
+rm -rf "$svc"
+
+echo
 if [ "$failures" -eq 0 ]; then
     echo "demo: all steps behaved as expected"
 else

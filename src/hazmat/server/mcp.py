@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+import warnings
 from typing import Any
 
 import anyio.to_thread
@@ -91,7 +93,17 @@ def build_mcp(sandbox: Sandbox, keys: KeyStore, secret: str | None) -> FastMCP:
 
 
 def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:
+    """Serve until the client closes stdin. The SDK's transport closes stdout as it ends; a
+    closed stdout is replaced so that the process exits quietly."""
     secret = os.environ.get("HAZMAT_API_KEY")
     if not secret:
         raise AccessDenied("hazmat mcp needs the tenant's key in HAZMAT_API_KEY")
-    build_mcp(sandbox, keys, secret).run("stdio")
+    with warnings.catch_warnings():
+        # the SDK's settings model warns about its own annotations on every start
+        warnings.filterwarnings("ignore", message=".*has an incomplete definition")
+        server = build_mcp(sandbox, keys, secret)
+    try:
+        server.run("stdio")
+    finally:
+        if sys.stdout.closed:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
