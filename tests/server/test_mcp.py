@@ -13,6 +13,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from server_helpers import LiveServer
 
 from hazmat.server.keys import KeyStore
 
@@ -101,3 +102,40 @@ def test_no_valid_key_no_server(tmp_path: Path, key: str) -> None:
     )
     assert done.returncode == 77, done.stderr
     assert "HAZMAT_API_KEY" in done.stderr or "valid API key" in done.stderr
+
+
+async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(headers=headers, timeout=120) as http:
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                return tools, [await session.call_tool(name, args) for name, args in calls]
+
+
+def test_tools_over_streamable_http(live_server: LiveServer) -> None:
+    calls = [
+        ("run_code", {"code": PROGRAMS["python"]}),
+        ("run_code", {"code": PROGRAMS["javascript"], "language": "javascript"}),
+        ("assess_code", {"code": "print(1)"}),
+    ]
+    tools, answers = anyio.run(over_http, live_server.url, live_server.keys["untrusted"], calls)
+    assert {tool.name for tool in tools.tools} == {"run_code", "assess_code"}
+    assert [a.structuredContent["stdout"] for a in answers[:2]] == ["42\n", "42\n"]
+    assert answers[2].structuredContent["decision"] == "run"
+    callers = [
+        r["data"]["caller"] for r in live_server.audit_records() if r["kind"] == "run.started"
+    ]
+    assert sum(c.startswith("tenant:acme key:") for c in callers) >= 2
+
+
+def test_mcp_over_http_needs_a_key(live_server: LiveServer) -> None:
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = httpx.post(f"{live_server.url}/mcp", json=body, timeout=30)
+    assert answer.status_code == 401 and answer.json()["error"]["type"] == "AccessDenied"

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hazmat._exceptions import AccessDenied, HazmatError, InputError, InputTooLarge, QuotaExceeded
 from hazmat.assess.decision import decide
@@ -42,12 +43,14 @@ Handler = Callable[[Request], Awaitable[Response]]
 def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starlette:
     """The service's ASGI app. The sandbox stays the caller's: the app never closes it."""
     service = _Service(sandbox, keys, max_running)
+    mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
         Route("/v1/openapi.json", service.openapi, methods=["GET"]),
         Route("/v1/runs", service.endpoint("runs", service.run), methods=["POST"]),
         Route("/v1/assess", service.endpoint("assess", service.assess), methods=["POST"]),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
+        Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
     handlers: dict[Any, Any] = {HazmatError: _error, HTTPException: _http_error}
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
@@ -65,7 +68,25 @@ class _Service:
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         self._limiter = anyio.CapacityLimiter(self.max_running)
-        yield
+        async with self._mcp.session_manager.run():
+            yield
+
+    def mcp_endpoint(self) -> ASGIApp:
+        """MCP over streamable HTTP (server/mcp.py): the key is checked here before the SDK
+        sees the request, and again by each tool call."""
+        from mcp.server.fastmcp.server import StreamableHTTPASGIApp
+
+        from hazmat.server.mcp import build_mcp
+
+        def key_of(ctx: Any) -> Key:
+            request = ctx.request_context.request if ctx is not None else None
+            return self.keys.check(_bearer(request) if request is not None else None)
+
+        self._mcp = build_mcp(self.sandbox, key_of, self.quotas)
+        self._mcp.streamable_http_app()  # makes the session manager
+        inner = StreamableHTTPASGIApp(self._mcp.session_manager)
+
+        return _Guarded(self, inner)
 
     def endpoint(
         self, name: str, handler: Callable[[Request, Key], Awaitable[Response]]
@@ -152,6 +173,24 @@ class _Service:
                 self.metrics.queued.dec()
         self.metrics.ran(result, time.monotonic() - began)
         return result
+
+
+class _Guarded:
+    """An ASGI app behind the key check (a class: Starlette would take a function for a
+    request -> response endpoint)."""
+
+    def __init__(self, service: _Service, inner: ASGIApp) -> None:
+        self.service = service
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            self.service.keys.check(_bearer(Request(scope)))
+        except HazmatError as exc:
+            self.service.metrics.requests.labels("mcp", str(exc.http_status)).inc()
+            await (await _error(Request(scope), exc))(scope, receive, send)
+            return
+        await self.inner(scope, receive, send)
 
 
 def _bearer(request: Request) -> str | None:

@@ -1,10 +1,10 @@
-"""`hazmat mcp`: the pipeline as Model Context Protocol tools (the official `mcp` SDK), over
-stdio, for an assistant that starts it as a subprocess.
+"""The pipeline as Model Context Protocol tools (the official `mcp` SDK): over stdio for an
+assistant that starts `hazmat mcp` itself, and over streamable HTTP at `/mcp` in `hazmat serve`.
 
 The tools are thin over the same calls as the HTTP API: `run_code` (assess, decide, execute,
-verify, audit) and `assess_code`. The process holds one tenant's key (`HAZMAT_API_KEY`), checked
-against the key store at start and again at every call (a revoked key stops the next call);
-runs get that key's trust level, quotas and caller, exactly as over HTTP.
+verify, audit) and `assess_code`. Every call finds its key again (stdio: the process's
+`HAZMAT_API_KEY`; HTTP: the request's `Authorization: Bearer`), so a revoked key stops the next
+call; runs get that key's trust level, quotas and caller, exactly as over HTTP.
 """
 
 from __future__ import annotations
@@ -13,20 +13,22 @@ import functools
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 
 from hazmat._exceptions import AccessDenied
 from hazmat.assess.decision import decide
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
-from hazmat.server.keys import KeyStore
+from hazmat.server.keys import Key, KeyStore
 from hazmat.server.quotas import QuotaBook
 
-__all__ = ["build_mcp"]
+__all__ = ["build_mcp", "serve_stdio"]
 
 INSTRUCTIONS = (
     "Run code in a fresh, hardened, single-use container (no network unless the policy allows "
@@ -38,11 +40,15 @@ INSTRUCTIONS = (
 SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "duration_ms", "files")
 
 
-def build_mcp(sandbox: Sandbox, keys: KeyStore, secret: str | None) -> FastMCP:
-    """The MCP server for the tenant whose key is `secret` (checked now, and at every call)."""
-    keys.check(secret)
-    quotas = QuotaBook()
-    mcp = FastMCP("hazmat", instructions=INSTRUCTIONS, log_level="WARNING")
+KeyOf = Callable[[Context | None], Key]  # type: ignore[type-arg]
+
+
+def build_mcp(sandbox: Sandbox, key_of: KeyOf, quotas: QuotaBook) -> FastMCP:
+    """The MCP server; `key_of` finds the caller's key for each call (AccessDenied if none)."""
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # keys guard it
+    mcp = FastMCP(
+        "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
+    )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
     async def run_code(
@@ -52,11 +58,12 @@ def build_mcp(sandbox: Sandbox, keys: KeyStore, secret: str | None) -> FastMCP:
         timeout: float | None = None,
         files: dict[str, str] | None = None,
         output_files: list[str] | None = None,
+        ctx: Context | None = None,  # type: ignore[type-arg]
     ) -> dict[str, Any]:
         """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
         timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
         the program; `output_files` are files it writes that come back base64-encoded."""
-        key = keys.check(secret)
+        key = key_of(ctx)
         data: dict[str, Any] = {"code": code, "language": language, "stdin": stdin}
         data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
         if output_files:
@@ -71,10 +78,14 @@ def build_mcp(sandbox: Sandbox, keys: KeyStore, secret: str | None) -> FastMCP:
         return summary
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def assess_code(code: str, language: str = "python") -> dict[str, Any]:
+    async def assess_code(
+        code: str,
+        language: str = "python",
+        ctx: Context | None = None,  # type: ignore[type-arg]
+    ) -> dict[str, Any]:
         """Assess a program without running it: its risk level, the findings, and whether it
         would run, run with a warning, or be blocked."""
-        key = keys.check(secret)
+        key = key_of(ctx)
         prepared = sandbox.request(code, language, trust=key.trust)
         settings = sandbox.policy.settings(key.trust)
         assessment = await anyio.to_thread.run_sync(
@@ -98,10 +109,11 @@ def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:
     secret = os.environ.get("HAZMAT_API_KEY")
     if not secret:
         raise AccessDenied("hazmat mcp needs the tenant's key in HAZMAT_API_KEY")
+    keys.check(secret)  # refused now rather than at the first call
     with warnings.catch_warnings():
         # the SDK's settings model warns about its own annotations on every start
         warnings.filterwarnings("ignore", message=".*has an incomplete definition")
-        server = build_mcp(sandbox, keys, secret)
+        server = build_mcp(sandbox, lambda ctx: keys.check(secret), QuotaBook())
     try:
         server.run("stdio")
     finally:

@@ -1,0 +1,73 @@
+"""The server's life: SIGTERM lets a run in flight finish and leaves no container; a server
+killed with SIGKILL leaves its warm containers, and the next start removes them."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import pytest
+from server_helpers import start_server, stop_server
+
+from hazmat.backends.owners import LABEL
+
+pytestmark = pytest.mark.docker
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 120) -> None:
+    """Poll `condition` (a state, not a delay) until it holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def owned_by(pid: int) -> list[str]:
+    client = docker.APIClient(version="auto")
+    try:
+        found = client.containers(all=True, filters={"label": LABEL})
+    finally:
+        client.close()
+    return [c["Id"] for c in found if c["Labels"].get(f"{LABEL}.owner", "").endswith(f":{pid}")]
+
+
+def test_sigterm_lets_a_run_in_flight_finish(tmp_path: Path) -> None:
+    server = start_server(tmp_path)
+    answers: list[dict[str, object]] = []
+    with server.client("trusted") as client:
+        code = "import sys, time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')\n"
+        thread = threading.Thread(
+            target=lambda: answers.append(client.post("/v1/runs", json={"code": code}).json())
+        )
+        thread.start()
+        # the run is in flight once its container holds the job: wait for the started record
+        wait_until(
+            lambda: any(r["kind"] == "run.started" for r in server.audit_records()),
+            "the run.started record",
+        )
+        rest = stop_server(server)  # SIGTERM while the program sleeps
+        thread.join()
+    assert answers and answers[0]["outcome"] == "ok", answers
+    assert answers[0]["stdout"] == "started\ndone\n"
+    assert "stopped; every container removed" in rest
+    assert owned_by(server.process.pid) == []
+
+
+def test_a_killed_servers_containers_are_reaped_by_the_next(tmp_path: Path) -> None:
+    first = start_server(tmp_path / "first")
+    with first.client("trusted") as client:
+        assert client.post("/v1/runs", json={"code": "print(1)"}).json()["outcome"] == "ok"
+    # the pool refills after a run; wait until the dead-to-be server holds warm containers
+    wait_until(lambda: owned_by(first.process.pid), "the pool to refill")
+    first.process.send_signal(signal.SIGKILL)
+    first.process.communicate()
+    assert owned_by(first.process.pid)
+    second = start_server(tmp_path / "second")
+    try:
+        assert owned_by(first.process.pid) == []
+    finally:
+        stop_server(second)
