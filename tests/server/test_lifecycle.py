@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docker
+import httpx
 import pytest
 from server_helpers import start_server, stop_server
 
@@ -71,3 +72,33 @@ def test_a_killed_servers_containers_are_reaped_by_the_next(tmp_path: Path) -> N
         assert owned_by(first.process.pid) == []
     finally:
         stop_server(second)
+
+
+def test_a_run_past_a_short_grace_period_loses_its_answer_not_its_record(
+    tmp_path: Path,
+) -> None:
+    # past the grace period uvicorn cancels the request; the run inside the pipeline is not
+    # abandoned: it ends by its own limits and is recorded before the server exits
+    server = start_server(tmp_path, "--grace", "1")
+    answers: list[object] = []
+
+    def call() -> None:
+        with server.client("trusted") as client:
+            code = "import time\ntime.sleep(4)\nprint(1)\n"
+            try:
+                answers.append(client.post("/v1/runs", json={"code": code}).status_code)
+            except httpx.HTTPError as exc:
+                answers.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_until(
+        lambda: any(r["kind"] == "run.started" for r in server.audit_records()),
+        "the run.started record",
+    )
+    stop_server(server)
+    thread.join()
+    assert answers and answers[0] != 200, answers
+    finished = [r["data"] for r in server.audit_records() if r["kind"] == "run.finished"]
+    assert len(finished) == 1 and finished[0]["outcome"] == "ok"
+    assert owned_by(server.process.pid) == []

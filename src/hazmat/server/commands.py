@@ -32,9 +32,9 @@ def add_server_commands(sub: Any) -> None:
     serve.add_argument(
         "--grace",
         type=float,
-        default=30.0,
         metavar="S",
-        help="on SIGTERM, seconds for runs in flight to finish (default 30)",
+        help="on SIGTERM, seconds for requests in flight to be answered "
+        "(default: the policy's longest run, compile included, plus 10)",
     )
     serve.set_defaults(handler=_serve)
 
@@ -83,11 +83,12 @@ def _store(args: argparse.Namespace) -> Any:
 def _serve(args: argparse.Namespace) -> int:
     from hazmat.policy import Policy, load_policy
     from hazmat.server.client import default_socket_path
-    from hazmat.server.serve import bind, serve
+    from hazmat.server.serve import bind, longest_run_s, serve
 
-    if args.max_running < 1 or args.grace < 0:
-        raise InputError("--max-running must be at least 1 and --grace not negative")
+    if args.max_running < 1 or (args.grace is not None and args.grace <= 0):
+        raise InputError("--max-running must be at least 1 and --grace positive")
     policy = load_policy(args.policy) if args.policy else Policy()
+    grace = args.grace if args.grace is not None else longest_run_s(policy) + 10
     store = _store(args)
     path = args.socket or (None if args.host or args.port is not None else default_socket_path())
     sock = bind(args.host, args.port, path)
@@ -96,7 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
         policy,
         store,
         max_running=args.max_running,
-        grace_s=args.grace,
+        grace_s=grace,
         progress=lambda line: print(line, flush=True),
     )
     return 0

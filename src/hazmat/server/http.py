@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -53,7 +54,9 @@ def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starle
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
     handlers: dict[Any, Any] = {HazmatError: _error, HTTPException: _http_error}
-    return Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
+    app.state.wait_idle = service.wait_idle  # serve.py: before the sandbox closes
+    return app
 
 
 class _Service:
@@ -64,6 +67,18 @@ class _Service:
         self.metrics = ServiceMetrics(sandbox.metrics)
         self.max_running = max_running
         self._limiter: anyio.CapacityLimiter | None = None
+        self._running = 0  # runs inside sandbox.execute now
+        self._idle = threading.Condition()
+        from hazmat.server.mcp import build_mcp
+
+        self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute)
+
+    def wait_idle(self) -> None:
+        """Block until no run is inside the pipeline. A run always ends (its own timeout is
+        enforced from the host), and is recorded in full when it does, whether or not its
+        client is still there to get the answer."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._running == 0)
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -76,17 +91,13 @@ class _Service:
         sees the request, and again by each tool call."""
         from mcp.server.fastmcp.server import StreamableHTTPASGIApp
 
-        from hazmat.server.mcp import build_mcp
-
-        def key_of(ctx: Any) -> Key:
-            request = ctx.request_context.request if ctx is not None else None
-            return self.keys.check(_bearer(request) if request is not None else None)
-
-        self._mcp = build_mcp(self.sandbox, key_of, self.quotas)
         self._mcp.streamable_http_app()  # makes the session manager
-        inner = StreamableHTTPASGIApp(self._mcp.session_manager)
+        return _Guarded(self, StreamableHTTPASGIApp(self._mcp.session_manager))
 
-        return _Guarded(self, inner)
+    def _mcp_key(self, ctx: Any) -> Key:
+        """The key of the HTTP request an MCP tool call came in."""
+        request = ctx.request_context.request if ctx is not None else None
+        return self.keys.check(_bearer(request) if request is not None else None)
 
     def endpoint(
         self, name: str, handler: Callable[[Request, Key], Awaitable[Response]]
@@ -160,10 +171,15 @@ class _Service:
             started = True
             self.metrics.queued.dec()
             self.metrics.in_progress.inc()
+            with self._idle:
+                self._running += 1
             try:
                 return self.sandbox.execute(prepared)
             finally:
                 self.metrics.in_progress.dec()
+                with self._idle:
+                    self._running -= 1
+                    self._idle.notify_all()
 
         self.metrics.queued.inc()
         try:

@@ -13,7 +13,7 @@ import functools
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -23,6 +23,7 @@ from mcp.types import ToolAnnotations
 
 from hazmat._exceptions import AccessDenied
 from hazmat.assess.decision import decide
+from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
 from hazmat.server.keys import Key, KeyStore
@@ -43,8 +44,20 @@ SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "durati
 KeyOf = Callable[[Context | None], Key]  # type: ignore[type-arg]
 
 
-def build_mcp(sandbox: Sandbox, key_of: KeyOf, quotas: QuotaBook) -> FastMCP:
-    """The MCP server; `key_of` finds the caller's key for each call (AccessDenied if none)."""
+Execute = Callable[[ExecutionRequest], Awaitable[ExecutionResult]]
+
+
+def build_mcp(
+    sandbox: Sandbox, key_of: KeyOf, quotas: QuotaBook, execute: Execute | None = None
+) -> FastMCP:
+    """The MCP server; `key_of` finds the caller's key for each call (AccessDenied if none);
+    `execute` runs a checked request (default: `sandbox.execute` in a worker thread; the HTTP
+    service passes its own, with its slots and metrics)."""
+
+    async def in_thread(prepared: ExecutionRequest) -> ExecutionResult:
+        return await anyio.to_thread.run_sync(sandbox.execute, prepared)
+
+    run = execute or in_thread
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # keys guard it
     mcp = FastMCP(
         "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
@@ -71,7 +84,7 @@ def build_mcp(sandbox: Sandbox, key_of: KeyOf, quotas: QuotaBook) -> FastMCP:
         code, language, options = run_arguments(data, key, sandbox.policy)
         prepared = sandbox.request(code, language, **options)
         with quotas.admit(key.tenant, key.quotas):
-            result = await anyio.to_thread.run_sync(sandbox.execute, prepared)
+            result = await run(prepared)
         full = result.to_dict()
         summary = {name: full[name] for name in SUMMARY}
         summary["risk"] = result.assessment.level.value if result.assessment else None

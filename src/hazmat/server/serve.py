@@ -3,8 +3,11 @@
 The listening socket is made here, not by uvicorn: a unix socket gets mode 0600 in a 0700
 directory (uvicorn would make it 0666), a live server already on the path is an error rather
 than a socket stolen from under it, and a port of 0 gets a free one. On start, containers a
-killed hazmat process left behind are removed (the reaper); on SIGTERM or SIGINT, requests in
-flight get `grace_s` to finish, then the sandbox closes and removes every container it holds.
+killed hazmat process left behind are removed (the reaper). On SIGTERM or SIGINT it stops
+accepting and gives requests in flight `grace_s` to be answered (by default longer than any
+run the policy allows). A run still going after that loses its answer (uvicorn cancels the
+request) but not its record: its worker thread is not abandoned, it ends by its own limits,
+and the server waits for it before the sandbox closes and removes every container.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.server.keys import KeyStore
 
-__all__ = ["bind", "serve"]
+__all__ = ["bind", "longest_run_s", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,11 @@ def _quiet_stop_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def longest_run_s(policy: Policy) -> float:
+    """The longest a run may take under `policy`: its timeout plus its compile budget."""
+    return max(s.limits.timeout_s + s.limits.compile_timeout_s for s in policy.levels.values())
+
+
 def serve(
     sock: socket.socket,
     policy: Policy,
@@ -134,6 +142,7 @@ def serve(
         progress(f"hazmat serve: listening on {address} (keys: {keys.path})")
         with _quiet_stop_signals():
             uvicorn.Server(config).run(sockets=[sock])
+        app.state.wait_idle()  # belt and braces: no run may meet a closed sandbox
     progress("hazmat serve: stopped; every container removed")
     if sock.family == socket.AF_UNIX:
         Path(where).unlink(missing_ok=True)
