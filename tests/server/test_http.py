@@ -93,6 +93,8 @@ def test_bytes_in_and_out(live_server: LiveServer) -> None:
         ({"code": "print(1)", "files": {"../x": "1"}}, 400, "x"),
         ({"code": "print(1)", "stdin_base64": "***"}, 400, "not valid base64"),
         ({"code": 12}, 400, "code"),
+        ({"code": "1", "files": [1], "files_base64": {"a": "AA=="}}, 400, "'files' must be"),
+        ({"code": "1", "files_base64": ["a"]}, 400, "'files_base64' must be"),
     ],
 )
 def test_what_a_key_may_not_ask(

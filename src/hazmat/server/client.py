@@ -123,7 +123,7 @@ def _answer(response: http.client.HTTPResponse, raw: bytes, url: str) -> dict[st
     if response.status == 200 and isinstance(data, dict):
         return data
     error = data.get("error", {}) if isinstance(data, dict) else {}
-    message = f"{error.get('message', raw[:200])} (from {url})"
+    message = f"{error.get('message', raw[:200].decode(errors='replace'))} (from {url})"
     if response.status == 429:
         raise QuotaExceeded(message, float(response.headers.get("Retry-After") or 1))
     raise _ERRORS.get(response.status, InfraError)(message)

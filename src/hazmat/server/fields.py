@@ -93,7 +93,10 @@ def run_arguments(
             raise InputError("give 'stdin' or 'stdin_base64', not both")
         options["stdin"] = _unbase64(data["stdin_base64"], "stdin_base64")
     if "files_base64" in data:
-        options["files"] = {**(data.get("files") or {}), **_files(data["files_base64"])}
+        text = data.get("files") or {}
+        if not isinstance(text, Mapping):
+            raise InputError("field 'files' must be an object of file name -> text")
+        options["files"] = {**text, **_files(data["files_base64"])}
     trust = trust_for(data.get("trust"), key)
     options["trust"] = trust
     _check_runtime(options.get("runtime"), policy.settings(trust).runtime)
