@@ -121,9 +121,35 @@ def serve(
     """Serve until SIGTERM/SIGINT; then close the sandbox (no container left)."""
     import uvicorn
 
-    from hazmat.backends.docker import DockerBackend
     from hazmat.sandbox import Sandbox
     from hazmat.server.http import create_app
+
+    where = sock.getsockname()
+    address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
+    try:
+        _reap(progress)
+        with Sandbox(policy) as sandbox:
+            app = create_app(sandbox, keys, max_running)
+            config = uvicorn.Config(
+                app,
+                log_level="warning",
+                timeout_graceful_shutdown=math.ceil(grace_s),
+                lifespan="on",
+            )
+            progress(f"hazmat serve: listening on {address} (keys: {keys.path})")
+            with _quiet_stop_signals():
+                uvicorn.Server(config).run(sockets=[sock])
+            app.state.wait_idle()  # belt and braces: no run may meet a closed sandbox
+        progress("hazmat serve: stopped; every container removed")
+    finally:
+        sock.close()
+        if sock.family == socket.AF_UNIX:
+            Path(where).unlink(missing_ok=True)
+
+
+def _reap(progress: Callable[[str], None]) -> None:
+    """Remove the containers of hazmat processes that are gone (a killed server's)."""
+    from hazmat.backends.docker import DockerBackend
 
     reaper = DockerBackend()
     try:
@@ -132,17 +158,3 @@ def serve(
         reaper.close()
     if reaped:
         progress(f"removed {len(reaped)} container(s) a stopped hazmat process left behind")
-    where = sock.getsockname()
-    address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
-    with Sandbox(policy) as sandbox:
-        app = create_app(sandbox, keys, max_running)
-        config = uvicorn.Config(
-            app, log_level="warning", timeout_graceful_shutdown=math.ceil(grace_s), lifespan="on"
-        )
-        progress(f"hazmat serve: listening on {address} (keys: {keys.path})")
-        with _quiet_stop_signals():
-            uvicorn.Server(config).run(sockets=[sock])
-        app.state.wait_idle()  # belt and braces: no run may meet a closed sandbox
-    progress("hazmat serve: stopped; every container removed")
-    if sock.family == socket.AF_UNIX:
-        Path(where).unlink(missing_ok=True)
