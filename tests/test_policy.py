@@ -162,3 +162,19 @@ def test_policy_objects_are_immutable() -> None:
 def test_parse_policy_accepts_plain_data() -> None:
     policy = parse_policy({"trust": {"unknown": {"pids": 100}}}, source="inline")
     assert policy.settings("unknown").limits.pids == 100
+
+
+def test_policy_session_keys_are_validated() -> None:
+    with pytest.raises(PolicyError, match="sessions.idle_s: 0 is outside"):
+        parse_policy({"sessions": {"idle_s": 0}})
+    with pytest.raises(PolicyError, match="sessions.max_open: expected a number"):
+        parse_policy({"sessions": {"max_open": 1.5}})
+    with pytest.raises(PolicyError, match="sessions.max_open: expected a number"):
+        parse_policy({"sessions": {"max_open": True}})
+    with pytest.raises(PolicyError, match="sessions.idel_s: unknown key"):
+        parse_policy({"sessions": {"idel_s": 5}})
+    with pytest.raises(PolicyError, match="sessions"):
+        parse_policy({"sessions": ["idle_s"]})
+    policy = parse_policy({"sessions": {"idle_s": 60, "lifetime_s": 600.5, "max_open": 2}})
+    assert (policy.sessions.idle_s, policy.sessions.lifetime_s) == (60, 600.5)
+    assert (policy.sessions.max_open, policy.sessions.cpu_s) == (2, 600.0)

@@ -26,6 +26,8 @@ from hazmat._exceptions import (
     QuotaExceeded,
     RuntimeUnavailable,
     ServiceUnavailable,
+    SessionClosed,
+    SessionNotFound,
     SettingsMismatch,
     UnknownLanguage,
     UnsafeFileName,
@@ -71,6 +73,9 @@ if TYPE_CHECKING:
         RunOptions,
         Sandbox,
     )
+    from hazmat.sessions import (
+        Session,
+    )
 
 __version__ = "0.1.0"
 
@@ -96,6 +101,7 @@ _LAZY = {
     "RunOptions": "hazmat.sandbox",
     "Runtime": "hazmat.policy",
     "Sandbox": "hazmat.sandbox",
+    "Session": "hazmat.sessions",
     "SemgrepMode": "hazmat.policy",
     "Severity": "hazmat.models",
     "TrustLevel": "hazmat.policy",
@@ -143,6 +149,9 @@ __all__ = [
     "Sandbox",
     "SemgrepMode",
     "ServiceUnavailable",
+    "Session",
+    "SessionClosed",
+    "SessionNotFound",
     "SettingsMismatch",
     "Severity",
     "TrustLevel",

@@ -5,9 +5,11 @@ HazmatError
 ├── InputError ·················· the request itself is wrong (exit 2, HTTP 400)
 │   ├── UnknownLanguage
 │   ├── UnsafeFileName
-│   └── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
+│   ├── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
+│   └── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
+│   └── SessionClosed ············ the session ended (closed, expired, timed out) (HTTP 410)
 ├── AuditError ·················· the audit log cannot record (exit 74, HTTP 503): nothing runs
 │   └── AuditDamaged ············ the log on disk is damaged; never repaired silently
 ├── AccessDenied ················ the service: no key, or a key it does not know (exit 77, 401)
@@ -49,6 +51,8 @@ __all__ = [
     "QuotaExceeded",
     "RuntimeUnavailable",
     "ServiceUnavailable",
+    "SessionClosed",
+    "SessionNotFound",
     "SettingsMismatch",
     "UnknownLanguage",
     "UnsafeFileName",
@@ -83,6 +87,12 @@ class InputTooLarge(InputError):
     http_status = 413
 
 
+class SessionNotFound(InputError):
+    """No open session has that id, or it is another tenant's (which looks the same)."""
+
+    http_status = 404
+
+
 class PolicyError(HazmatError):
     """A policy file or value is invalid; the message names the file and the key."""
 
@@ -95,6 +105,13 @@ class ClosedError(HazmatError):
     httpx client); nothing starts, nothing is recorded."""
 
     http_status = 503
+
+
+class SessionClosed(ClosedError):
+    """The session has ended: closed by its owner, past its idle time, lifetime or CPU
+    budget, or ended by a call that ran out of time; the message says which."""
+
+    http_status = 410
 
 
 class AuditError(HazmatError):

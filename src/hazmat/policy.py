@@ -297,6 +297,30 @@ POOL_BOUNDS = {
 
 
 @dataclass(frozen=True)
+class SessionSettings:
+    """Sessions: a container kept between calls (sessions.py).
+
+    A session ends `idle_s` seconds after its last call, `lifetime_s` after it opened, or
+    once its container has used `cpu_s` seconds of CPU in all, whichever comes first; at most
+    `max_open` are open at once per Sandbox. Memory, pids and the tmpfs are the trust level's
+    limits, for the whole session.
+    """
+
+    idle_s: float = 300.0
+    lifetime_s: float = 3600.0
+    cpu_s: float = 600.0
+    max_open: int = 8
+
+
+SESSION_BOUNDS = {
+    "idle_s": (1, 86_400),
+    "lifetime_s": (1, 7 * 86_400),
+    "cpu_s": (1, 7 * 86_400),
+    "max_open": (0, 1024),
+}
+
+
+@dataclass(frozen=True)
 class Policy:
     """Limits and runtime per trust level, plus image overrides per language."""
 
@@ -306,6 +330,7 @@ class Policy:
     default_trust: TrustLevel = TrustLevel.UNTRUSTED
     source: str = "<built-in>"
     pool: PoolSettings = field(default_factory=PoolSettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)
 
     def __post_init__(self) -> None:
         missing = set(TrustLevel) - set(self.levels)

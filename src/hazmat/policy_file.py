@@ -20,6 +20,7 @@ from hazmat.policy import (
     DEFAULT_PRESET,
     DEFAULT_RUNTIME,
     POOL_BOUNDS,
+    SESSION_BOUNDS,
     Action,
     AssessSettings,
     AuditSettings,
@@ -28,6 +29,7 @@ from hazmat.policy import (
     PoolSettings,
     Runtime,
     SemgrepMode,
+    SessionSettings,
     TrustLevel,
     TrustSettings,
     default_levels,
@@ -54,7 +56,7 @@ def read_policy(path: str | Path) -> Policy:
 def policy_from_data(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
-    known = {"version", "default_trust", "trust", "images", "audit", "pool"}
+    known = {"version", "default_trust", "trust", "images", "audit", "pool", "sessions"}
     _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
         raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
@@ -72,27 +74,50 @@ def policy_from_data(data: object, source: str = "<policy>") -> Policy:
         default_trust=default,
         source=source,
         pool=_parse_pool(top.get("pool", {}), source),
+        sessions=_parse_sessions(top.get("sessions", {}), source),
     )
 
 
 def _parse_pool(data: object, source: str) -> PoolSettings:
     values = dict(_mapping(data, source, "pool"))
     _no_unknown_keys(values, {f.name for f in dataclasses.fields(PoolSettings)}, source, "pool")
-    for key, (low, high) in POOL_BOUNDS.items():
-        value = values.get(key)
-        if value is None:
-            continue
-        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
-        if wrong_type or (key != "max_age_s" and not isinstance(value, int)):
-            raise PolicyError(f"{source}: pool.{key}: expected a number, got {value!r}")
-        if not low <= value <= high:
-            raise PolicyError(f"{source}: pool.{key}: {value!r} is outside {low:g}..{high:g}")
+    _check_numbers(values, POOL_BOUNDS, PoolSettings, source, "pool")
     prewarm = values.get("prewarm", [])
     if not isinstance(prewarm, list) or not all(isinstance(x, str) for x in prewarm):
         raise PolicyError(f"{source}: pool.prewarm: expected a list of language names")
     names = [_wrap(source, "pool.prewarm", get_language, name).name for name in prewarm]
     values["prewarm"] = tuple(dict.fromkeys(names))
     return PoolSettings(**values)
+
+
+def _parse_sessions(data: object, source: str) -> SessionSettings:
+    values = dict(_mapping(data, source, "sessions"))
+    fields = {f.name for f in dataclasses.fields(SessionSettings)}
+    _no_unknown_keys(values, fields, source, "sessions")
+    _check_numbers(values, SESSION_BOUNDS, SessionSettings, source, "sessions")
+    return SessionSettings(**values)
+
+
+def _check_numbers(
+    values: Mapping[str, Any],
+    bounds: Mapping[str, tuple[float, float]],
+    kind: type,
+    source: str,
+    section: str,
+) -> None:
+    """Each bounded key is a number within its bounds (a whole one where the default is)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(kind)}
+    for key, (low, high) in bounds.items():
+        value = values.get(key)
+        if value is None:
+            continue
+        wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
+        if wrong_type or (isinstance(defaults[key], int) and not isinstance(value, int)):
+            raise PolicyError(f"{source}: {section}.{key}: expected a number, got {value!r}")
+        if not low <= value <= high:
+            raise PolicyError(
+                f"{source}: {section}.{key}: {value!r} is outside {low:g}..{high:g}"
+            )
 
 
 def _parse_audit(data: object, source: str) -> AuditSettings:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
+from hazmat._exceptions import ClosedError, InfraError, SessionClosed, SettingsMismatch
 from hazmat.assess.decision import Decision, check_override_reason, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
@@ -50,9 +50,11 @@ from hazmat.policy import (
     parse_trust,
 )
 from hazmat.results import Plan, blocked_result, derive_outcome, infra_result, report_result
+from hazmat.sessions import SessionBook, open_session
 
 if TYPE_CHECKING:
     from hazmat.assess.assessor import Assessor
+    from hazmat.sessions import Session
 
 __all__ = ["RunOptions", "Sandbox", "derive_outcome"]
 
@@ -123,6 +125,7 @@ class Sandbox:
         self.assessor.start()
         self._gates = Gates(egress)  # the allowlist proxy, made with the first run that has one
         self._late = LateSemgrep(self.assessor, self._recorder)
+        self.sessions = SessionBook(policy.sessions)
         for name in policy.pool.prewarm:
             try:
                 self.warm(name)
@@ -151,6 +154,28 @@ class Sandbox:
         if wait > 0 and not self.backend.wait_warm(spec, wait):
             raise InfraError(f"the warm pool for {lang.name} did not fill in {wait:g} s")
         return spec
+
+    def session(
+        self,
+        language: str = "python",
+        *,
+        trust: TrustLevel | str | None = None,
+        runtime: Runtime | str | None = None,
+        image: str | None = None,
+        caller: str | None = None,
+    ) -> Session:
+        """Open a session: one container kept for successive calls, which share its working
+        directory (and, for Python, the interpreter's variables) until it is closed or
+        expires (the policy's `sessions` section). Use it as a context manager, or close it.
+        Each call is assessed and recorded like any run (sessions.py)."""
+        self._check_open()
+        return open_session(self, self._recorder, language, trust, runtime, image, caller)
+
+    def record_session_files(
+        self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
+    ) -> None:
+        """Record the files a session's caller wrote into it or read from it."""
+        self._recorder.session_files(session, uploaded, downloaded)
 
     def metrics(self) -> MetricsSnapshot:
         """Totals and rates since this sandbox opened (runs, outcomes, blocked, pool hits and
@@ -195,16 +220,20 @@ class Sandbox:
         empty container while the code is assessed (`Backend.prepare`). If the audit log
         cannot record, `AuditError` is raised and nothing runs.
         """
+        return self.execute_in(request, self.backend)
+
+    def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult:
+        """`execute` on `backend` (a session's kept container: sessions.py)."""
         self._check_open()
         began = time.monotonic()
         limits = check_request(self.policy, request)  # also a request built by hand
-        plan, notes = self._resolve(request, limits)
+        plan, notes = self._resolve(request, limits, backend)
         settings = self.policy.settings(request.trust)
         reason = check_override_reason(request.override_reason, settings.assess)
         allow = narrowed(settings.network, request.network)
         gate = self._gates.open(allow, settings.network.ports)
         job = _job(plan, gate)
-        self.backend.prepare(job)
+        backend.prepare(job)
         try:
             assessment = self._assess(plan)
             decision = decide(assessment, settings.assess, reason)
@@ -217,7 +246,8 @@ class Sandbox:
             run_id = self._recorder.started(
                 request, plan.limits, plan.runtime, plan.image, review, allow
             )
-            result = self._connections(run_id, self._run(plan, job, notes, run_id, began), gate)
+            ran = self._run(backend, plan, job, notes, run_id, began)
+            result = self._connections(run_id, ran, gate)
             result = dataclasses.replace(
                 result, assessment=assessment, decision=decision.value, override_reason=reason
             )
@@ -225,20 +255,22 @@ class Sandbox:
         finally:
             if gate is not None:
                 self._gates.close(gate)  # again, harmlessly, after a run
-            self.backend.settle()  # housekeeping only once the run is recorded
+            backend.settle()  # housekeeping only once the run is recorded
         if settings.assess.semgrep is SemgrepMode.ASYNC:
             self._late.submit(run_id, request, assessment)
         self._metrics.record(result, (time.monotonic() - began) * 1000)
         return result
 
-    def _resolve(self, request: ExecutionRequest, limits: Limits) -> tuple[Plan, list[str]]:
+    def _resolve(
+        self, request: ExecutionRequest, limits: Limits, backend: Backend
+    ) -> tuple[Plan, list[str]]:
         """The limits, runtime and image this run really gets (limits clamped to the host)."""
         lang = get_language(request.language)
         settings = self.policy.settings(request.trust)
         runtime = request.runtime or settings.runtime
         image = resolve_image(self.policy, request.trust, lang, request.image)
         try:
-            applied = limits.clamped(self.backend.resources())
+            applied = limits.clamped(backend.resources())
         except InfraError:
             applied = limits  # the run itself will report the engine's state
         return Plan(request, applied, runtime, image), _clamp_notes(limits, applied)
@@ -266,11 +298,13 @@ class Sandbox:
         return result
 
     def _run(
-        self, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
+        self, backend: Backend, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
     ) -> ExecutionResult:
         """Hand the job to the backend; infrastructure failures become an `infra_error`."""
         try:
-            return report_result(plan, self.backend.execute(job), notes)
+            return report_result(plan, backend.execute(job), notes)
+        except SessionClosed as exc:  # ended between the call's check and its run
+            return infra_result(plan, str(exc), (time.monotonic() - began) * 1000)
         except SettingsMismatch as exc:
             details = {"where": "run", "run": run_id, "problems": list(exc.problems)}
             self._recorder.security_event("settings_mismatch", details)
@@ -307,6 +341,7 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        self.sessions.close()
         self._late.close()
         self.backend.close()
         self._gates.shutdown()

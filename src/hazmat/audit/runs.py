@@ -163,6 +163,23 @@ class RunRecorder:
         for connection in connections:
             self.log.append("run.connection", {"run": run_id, **connection})
 
+    def session_event(self, kind: str, details: Mapping[str, Any]) -> None:
+        """Record a session's opening or end (`session.<kind>`)."""
+        self.log.append(f"session.{kind}", dict(details))
+
+    def session_files(
+        self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
+    ) -> None:
+        """Record files written into a session's working directory or read from it."""
+        self.log.append(
+            "session.files",
+            {
+                "session": session,
+                "uploaded": {name: _digest(data) for name, data in uploaded.items()},
+                "downloaded": {name: _digest(data) for name, data in downloaded.items()},
+            },
+        )
+
     def security_event(self, kind: str, details: Mapping[str, Any]) -> None:
         """Record a security event (`security.<kind>`), such as a container whose settings
         differ from the policy."""

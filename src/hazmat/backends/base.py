@@ -32,6 +32,8 @@ class Spec:
     # the host directory of the run's allowlist proxy socket (egress/proxy.py), mounted into
     # the container; such a container is made for one run and never pooled
     egress: str | None = None
+    # a container kept for a session's many calls (backends/session_agent.py), never pooled
+    session: bool = False
 
     @classmethod
     def of(

@@ -230,6 +230,21 @@ class DockerBackend(Backend):
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
+        return self._run(started, job, job.payload.header() + job.payload.stdin)[0]
+
+    def run_kept(
+        self, started: Started, job: Job, data: bytes, pending: bytes
+    ) -> tuple[RunReport, bytes | None]:
+        """One call of a session (backends/session.py): send `data` without closing the
+        stream, read until this call's end marker. Returns the report and the bytes read past
+        it (the start of the next frame) for the next call, or None when the stream did not
+        reach the end marker (the container is gone or was killed: running out of time or
+        output kills it, as for a single run)."""
+        return self._run(started, job, data, keep=True, pending=pending)
+
+    def _run(
+        self, started: Started, job: Job, data: bytes, keep: bool = False, pending: bytes = b""
+    ) -> tuple[RunReport, bytes | None]:
         monitor = Monitor(started.cgroup) if started.cgroup else None
         killer = threading.Thread(target=self._kill, args=(started.cid,), daemon=True)
 
@@ -239,12 +254,13 @@ class DockerBackend(Backend):
             killer.start()
 
         try:
-            capture = self._pump(started, job, stop)
+            capture = self._pump(started, job, stop, data, keep, pending)
         finally:
             figures = monitor.stop() if monitor is not None else None
             # Tell the engine nobody reads any more, so a pending kill need not wait for us.
-            with contextlib.suppress(OSError):
-                started.sock.shutdown(socket.SHUT_RDWR)
+            if not keep or killer.ident is not None:
+                with contextlib.suppress(OSError):
+                    started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
         exit_code: int | None = capture.end_status
@@ -253,7 +269,7 @@ class DockerBackend(Backend):
             exit_code, engine_oom = self._final_state(started, job)
         base = monitor.baseline if monitor is not None else None
         files, notes = self._files(capture, job)
-        return RunReport(
+        report = RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
             stderr=bytes(capture.stderr),
@@ -272,13 +288,23 @@ class DockerBackend(Backend):
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
         )
+        kept = capture.end_status is not None and not capture.timed_out
+        return report, capture.rest if kept and not capture.output_exceeded else None
 
-    def _pump(self, started: Started, job: Job, stop: Callable[[], None]) -> Capture:
+    def _pump(
+        self,
+        started: Started,
+        job: Job,
+        stop: Callable[[], None],
+        data: bytes,
+        keep: bool,
+        pending: bytes,
+    ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits."""
         want, nonce = job.payload.want, job.payload.nonce
         return pump(
             started.sock,
-            job.payload.header() + job.payload.stdin,
+            data,
             timeout_s=job.limits.timeout_s,
             output_cap=job.limits.output_bytes,
             stop=stop,
@@ -287,6 +313,8 @@ class DockerBackend(Backend):
             end=end_marker(nonce),
             built=built_marker(nonce) if job.language.build else None,
             compile_s=job.limits.compile_timeout_s,
+            keep_open=keep,
+            pending=pending,
         )
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:

@@ -13,6 +13,7 @@ from hazmat.backends.agent import AGENT_SCRIPT, COLLECT_SCRIPT, STAGE_SCRIPT
 from hazmat.backends.base import Spec
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.seccomp import SeccompProfile
+from hazmat.backends.session_agent import SESSION_SCRIPT, session_environment
 from hazmat.backends.verify import (
     AGENT_CAPS,
     AGENT_USER,
@@ -45,7 +46,7 @@ def container_config(
     lang = get_language(spec.language)
     return {
         "image": spec.image,
-        "command": ["/bin/sh", "-c", AGENT_SCRIPT],
+        "command": ["/bin/sh", "-c", SESSION_SCRIPT if spec.session else AGENT_SCRIPT],
         "user": AGENT_USER,
         # the agent stays out of the working directory: it is the program's, mode 0700
         "working_dir": "/",
@@ -79,6 +80,7 @@ def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         **({"HAZMAT_RUNNER": runner} if runner else {}),
         **({"HAZMAT_EGRESS": f"{EGRESS_DIR}/{SOCKET_NAME}"} if spec.egress else {}),
         **lang.env,
+        **(session_environment(lang, heap_mb(spec.memory_mb)) if spec.session else {}),
     }
 
 

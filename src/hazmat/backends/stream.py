@@ -44,6 +44,7 @@ class Capture:
     files_exceeded: bool = False
     stdin_unsent: int = 0  # bytes the program exited without reading
     duration_ms: float = 0.0
+    rest: bytes = b""  # bytes read after the end that belong to the next frame (sessions)
 
 
 class _Demux:
@@ -183,6 +184,8 @@ def pump(
     end: bytes | None = None,
     built: bytes | None = None,
     compile_s: float = 0.0,
+    keep_open: bool = False,
+    pending: bytes = b"",
 ) -> Capture:
     """Send `payload` then EOF, read until the end marker (`end`) has come on both streams, the
     container closes the stream, or a limit is hit.
@@ -193,9 +196,15 @@ def pump(
     `stop` must not block: the engine finishes killing a container only once its output has
     been read, so after calling it the pump goes on reading (and discarding) until the stream
     ends or a short grace period passes.
+
+    With `keep_open` (a session's kept container) no EOF is sent after the payload, and
+    `pending` (the previous call's `Capture.rest`) is read first: the stream stays framed
+    across calls, and what came between calls counts as this call's output.
     """
     capture = Capture()
     demux = _Demux(capture, output_cap, marker, files_cap, end, built)
+    if pending:
+        demux.feed(pending)
     started = time.monotonic()
     deadline = started + (compile_s if built else timeout_s)
     drain_until: float | None = None
@@ -203,7 +212,7 @@ def pump(
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if outgoing else 0))
-    if not outgoing:
+    if not outgoing and not keep_open:
         _close_write(sock)
     try:
         while True:
@@ -220,7 +229,7 @@ def pump(
                 break
             for _key, events in sel.select(timeout=max(0.0, limit - now)):
                 if events & selectors.EVENT_WRITE and outgoing:
-                    outgoing = _send_some(sock, outgoing, sel)
+                    outgoing = _send_some(sock, outgoing, sel, keep_open)
                 if events & selectors.EVENT_READ:
                     data = _recv(sock)
                     if data is None:
@@ -237,6 +246,7 @@ def pump(
                             deadline = now + timeout_s
                         if demux.ended and not demux.must_stop:
                             capture.stdin_unsent = len(outgoing)
+                            capture.rest = bytes(demux.buffer)
                             return capture
     finally:
         if drain_until is None:
@@ -285,7 +295,7 @@ def _said(capture: Capture) -> str:
 
 
 def _send_some(
-    sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector
+    sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector, keep_open: bool
 ) -> memoryview:
     try:
         sent = sock.send(outgoing[:_CHUNK])
@@ -298,7 +308,8 @@ def _send_some(
     rest = outgoing[sent:]
     if not rest:
         sel.modify(sock, selectors.EVENT_READ)
-        _close_write(sock)
+        if not keep_open:
+            _close_write(sock)
     return rest
 
 

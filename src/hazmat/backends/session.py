@@ -1,0 +1,122 @@
+"""A session's backend: one container kept for many calls (the public side is sessions.py).
+
+The container is started with the session agent (backends/session_agent.py), checked against
+the policy like any other (backends/verify.py), and labelled with a deadline at the end of the
+session's lifetime, so the reaper of any later hazmat process removes it if this one dies.
+Each `execute` is one call in it, one at a time. A call that runs out of time or output has
+its container killed, as a single run would, and that ends the session: the next call raises
+`SessionClosed` saying why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+
+from hazmat._exceptions import InfraError, SessionClosed
+from hazmat.backends.base import Backend, Job, RunReport, Spec
+from hazmat.backends.cgroup import Sample
+from hazmat.backends.docker import DockerBackend, Started
+from hazmat.backends.session_agent import session_header
+from hazmat.policy import HostResources
+
+__all__ = ["SessionBackend", "docker_of"]
+
+
+def docker_of(backend: Backend) -> DockerBackend:
+    """The Docker backend under `backend` (itself, or the one a warm pool starts from)."""
+    found = backend if isinstance(backend, DockerBackend) else getattr(backend, "leaser", None)
+    if not isinstance(found, DockerBackend):
+        raise InfraError(f"sessions need a Docker backend, not {type(backend).__name__}")
+    return found
+
+
+class SessionBackend(Backend):
+    """Runs each job in the session's one container; `close()` removes it."""
+
+    def __init__(self, docker: DockerBackend, spec: Spec, lifetime_s: float) -> None:
+        self.docker = docker
+        self.spec = dataclasses.replace(spec, session=True)
+        self.started: Started | None = docker.start(self.spec, lifetime_s=lifetime_s)
+        self.ended: str | None = None  # why the session ended, once it has
+        self._pending = b""
+        self._lock = threading.Lock()
+
+    @property
+    def container_id(self) -> str | None:
+        return self.started.cid if self.started is not None else None
+
+    def resources(self) -> HostResources:
+        return self.docker.resources()
+
+    def execute(self, job: Job) -> RunReport:
+        return self.call(job, "run")
+
+    def call(self, job: Job, mode: str) -> RunReport:
+        """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect)."""
+        if dataclasses.replace(job.spec, session=True) != self.spec:
+            raise InfraError("this call's container settings differ from its session's")
+        with self._lock:
+            started = self._open()
+            data = session_header(job.payload, mode)
+            report, rest = self.docker.run_kept(started, job, data, self._pending)
+            self._pending = rest or b""
+            why = _ended_by(report) if rest is None else None
+            if why is not None:
+                self._end(f"a call {why}")
+                report = dataclasses.replace(
+                    report, notes=(*report.notes, f"the session ended: the call {why}")
+                )
+            return report
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time the session's container has used so far (None: unknown)."""
+        started = self.started
+        if started is None or started.cgroup is None:
+            return None
+        sample: Sample | None = started.cgroup.sample()
+        return sample.cpu_ns / 1e9 if sample is not None else None
+
+    def busy(self) -> bool:
+        """Whether a call is running."""
+        return self._lock.locked()
+
+    def end(self, why: str, now: bool = False) -> None:
+        """End the session (idempotent): remove its container; later calls raise
+        `SessionClosed` with `why`. Without `now` a running call finishes first; with it the
+        container goes at once, and the running call reports it lost."""
+        if now:
+            self._end(why)
+            return
+        with self._lock:
+            self._end(why)
+
+    def _open(self) -> Started:
+        if self.started is None:
+            raise SessionClosed(f"the session has ended: {self.ended}")
+        return self.started
+
+    def _end(self, why: str) -> None:
+        if self.started is None:
+            return
+        self.ended = self.ended or why
+        started, self.started = self.started, None
+        if started is None:
+            return
+        with contextlib.suppress(InfraError):
+            self.docker.discard(started)
+
+    def close(self) -> None:
+        self.end("it was closed")
+
+
+def _ended_by(report: RunReport) -> str:
+    """Why a call's container is gone (the host killed it, or it died)."""
+    if report.timed_out or report.compile_timed_out:
+        return "ran out of time"
+    if report.output_exceeded:
+        return "went over the output limit"
+    if report.oom_killed:
+        return "went over the memory limit"
+    return "lost its container (its agent ended)"

@@ -1,0 +1,367 @@
+"""The session agent: the agent of a container kept for many calls (sessions.py).
+
+It keeps the single-run agent's rules (backends/agent.py): it runs as root inside the container
+with four capabilities, everything of the program's runs through `setpriv` as the session's
+own uid with no capability, and only the agent reads each call's nonce, so only it can write
+the markers the host believes. What differs is that it loops: each call is one job on the
+attached stdin, and the stream stays open between calls::
+
+    hazmat-session 1 <nwant> <max_file_bytes> <nonce> <size> <mode>\\n
+    <name>\\n                                   one per output file the caller asked for
+    and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
+    root's, readable by the program) before anything runs, so the stream stays in step:
+    <json_size> <sh_size>\\n<json><sh>          the env and args, as for a single run
+    <nfiles>\\n
+    <size> <name>\\n<size bytes>                one per input file (the source file first)
+    <the program's stdin, to the end>
+
+`mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
+and downloads). Keeping the job in a file costs one process (`head`) per call; the program's
+files are unpacked from it as the program's uid (each process started in these containers
+costs about 20 ms, so Python's interpreter unpacks the job itself). The working directory
+and /tmp are kept between calls; every process the call
+started is killed before its end marker (all but PID 1, the agent and, for Python, the
+interpreter kept between calls), so nothing of one call runs into the next.
+
+Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
+container start and, for each call, writes the mode to a FIFO it holds open (/tmp/.hazmat-
+session/go, root's); the interpreter unpacks the job file and runs main.py in the same
+namespace every time, like a notebook cell (the value of a final expression is printed), and
+writes the call's exit status to a second FIFO (done). If the interpreter dies (`os._exit`, the
+memory limit), the agent sees the FIFO end, reports the status, and starts a new one on the
+next call: the files stay, the variables are gone, and the program's stderr says so. The code
+can only confuse its own session through these FIFOs: the markers still come from the agent.
+"""
+
+from __future__ import annotations
+
+from hazmat.backends.agent import Payload
+from hazmat.languages import Language
+
+__all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
+
+SESSION_VERSION = 1
+BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
+
+SESSION_SCRIPT = r"""
+set -u
+exec 3>&2 2>/dev/null
+die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
+trap '' PIPE
+umask 022
+uid=${HAZMAT_UID:-}
+workdir=$HAZMAT_WORKDIR
+build=$HAZMAT_BUILD
+run=$HAZMAT_RUN
+unpack=$HAZMAT_UNPACK_SCRIPT
+stage=$HAZMAT_STAGE
+collect=$HAZMAT_COLLECT
+prepare=${HAZMAT_PREPARE:-}
+repl=${HAZMAT_REPL:-}
+replcode=${HAZMAT_REPL_CODE:-}
+case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
+command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
+drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
+# root's folder (the program may read it, not change it): each call's job, and for Python
+# the two FIFOs to the interpreter kept between calls
+chan=/tmp/.hazmat-session
+job=$chan/job
+mkdir -m 0755 "$chan" || die "cannot make the session's folder"
+if [ -n "$repl" ]; then
+    mkfifo -m 0644 "$chan/go" && mkfifo -m 0622 "$chan/done" \
+        || die "cannot make the interpreter's channels"
+fi
+if [ -n "$prepare" ]; then
+    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$prepare" </dev/null >/dev/null 2>&1
+fi
+pid=''
+start_repl() {
+    setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&-; eval "$2"' \
+        repl "$workdir" "$repl" "$replcode" </dev/null 2>&3 &
+    pid=$!
+    # the interpreter opens go, then done: these block until it has
+    exec 6>"$chan/go" 5<"$chan/done"
+}
+if [ -n "$repl" ]; then start_repl; fi
+for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
+unset OLDPWD
+# every process but PID 1, this one and the interpreter kept between calls (zombies wait for
+# their parent and are skipped); until none is left, boundedly
+sweep() {
+    n=0
+    while [ "$n" -lt 1000 ]; do
+        left=''
+        for p in /proc/[0-9]*; do
+            p=${p#/proc/}
+            case $p in 1 | "$$" | "$pid") continue ;; esac
+            stat=''
+            IFS= read -r stat <"/proc/$p/stat" || continue
+            state=${stat##*) }
+            case $state in Z*) continue ;; esac
+            kill -9 "$p" && left=1
+        done
+        [ -n "$left" ] || return 0
+        n=$((n + 1))
+    done
+}
+printf 'hazmat-ready\n'
+while IFS=' ' read -r magic version nwant maxfile nonce size mode; do
+    [ "$magic" = hazmat-session ] && [ "$version" = 1 ] || die "unknown job format"
+    case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
+    wants=''
+    i=0
+    while [ "$i" -lt "$nwant" ]; do
+        IFS= read -r name || die "truncated job"
+        wants="$wants$name
+"
+        i=$((i + 1))
+    done
+    # the rest of the job, whatever happens next, so the stream stays in step
+    head -c "$size" >"$job" || die "cannot keep the job"
+    rc=0
+    if [ -n "$repl" ]; then
+        # the interpreter unpacks the job itself and (mode run) runs it
+        [ -n "$pid" ] || start_repl
+        if printf '%s\n' "$mode" >&6 && IFS= read -r status <&5; then
+            case $status in '' | *[!0-9]*) rc=1 ;; *) rc=$status ;; esac
+        else
+            kill -9 "$pid"
+            wait "$pid"
+            rc=$?
+            pid=''
+            exec 5<&- 6>&-
+            printf '\nhazmat: the interpreter ended (status %s); %s\n' "$rc" \
+                'the next call starts a new one, without the variables' >&3
+        fi
+    else
+        setpriv $drop -- sh -c "$unpack" unpack "$workdir" <"$job" 2>&3
+        rc=$?
+        if [ "$rc" -eq 0 ] && [ "$mode" = run ] && [ -n "$build" ]; then
+            setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
+                build "$workdir" "$build" </dev/null 2>&3
+            rc=$?
+            printf '\n--hazmat-built-%s-- %s\n' "$nonce" "$rc"
+        fi
+        if [ "$rc" -eq 0 ] && [ "$mode" = run ]; then
+            setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
+                </tmp/.hazmat-stdin 2>&3
+            rc=$?
+        fi
+    fi
+    : >"$job"
+    sweep
+    if [ "$nwant" -gt 0 ]; then
+        printf '\n--hazmat-files-%s--\n' "$nonce"
+        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
+    fi
+    printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
+    printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+done
+exit 0
+"""
+
+# One call's job (from the agent's job file, on stdin), read as the program's uid: the env
+# and args (both forms), the input files (the language's source files from earlier calls go
+# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin.
+SESSION_UNPACK = r"""
+exec 2>/dev/null
+die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
+cd "$1" || die "no working directory"
+rm -f /tmp/.hazmat-job.json /tmp/.hazmat-job.sh /tmp/.hazmat-stdin @SOURCES@
+IFS=' ' read -r jsonsize shsize || die "truncated job"
+head -c "$jsonsize" > /tmp/.hazmat-job.json || die "cannot write the job"
+head -c "$shsize" > /tmp/.hazmat-job.sh || die "cannot write the job"
+IFS= read -r nfiles || die "truncated job"
+i=0
+while [ "$i" -lt "$nfiles" ]; do
+    IFS=' ' read -r size name || die "truncated job"
+    case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
+    rm -f "./$name"
+    head -c "$size" > "./$name" || die "cannot write input file"
+    i=$((i + 1))
+done
+cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
+"""
+
+# The interpreter kept between calls of a Python session, as the session's uid.
+REPL = r"""
+import ast, builtins, importlib.machinery, io, json, os, sys, traceback, types
+def _preload(path="/etc/hazmat/preload.py"):
+    try:
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+        exec(code, {"__name__": "__hazmat_preload__"})
+    except Exception:
+        pass
+_preload()
+_go = open("/tmp/.hazmat-session/go", "rb", buffering=0)
+_done = os.open("/tmp/.hazmat-session/done", os.O_WRONLY)
+for _name in [k for k in os.environ if k.startswith("HAZMAT_")]:
+    del os.environ[_name]
+_path = os.path.abspath("main.py")
+sys.path[0] = os.path.dirname(_path)
+_main = types.ModuleType("__main__")
+_main.__file__ = _path
+_main.__cached__ = None
+_main.__builtins__ = builtins
+_main.__loader__ = importlib.machinery.SourceFileLoader("__main__", _path)
+sys.modules["__main__"] = _main
+_namespace = _main.__dict__
+_base_env = dict(os.environ)
+def _flush():
+    for name in ("stderr", "stdout"):
+        try:
+            getattr(sys, name).flush()
+        except Exception:
+            pass
+def _unpack():
+    # the job the agent kept (backends/session_agent.py): env and args, files, then stdin
+    with open("/tmp/.hazmat-session/job", "rb") as f:
+        data = f.read()
+    def line(pos):
+        end = data.index(b"\n", pos)
+        return data[pos:end], end + 1
+    sizes, pos = line(0)
+    json_size, sh_size = (int(x) for x in sizes.split(b" "))
+    job = data[pos : pos + json_size]
+    pos += json_size + sh_size
+    count, pos = line(pos)
+    for name in _sources:
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            pass
+    for _ in range(int(count)):
+        head, pos = line(pos)
+        size, _, name = head.partition(b" ")
+        size = int(size)
+        if b"/" in name:
+            os.makedirs(os.path.dirname(b"./" + name), exist_ok=True)
+        try:
+            os.remove(b"./" + name)
+        except FileNotFoundError:
+            pass
+        with open(b"./" + name, "wb") as out:
+            out.write(data[pos : pos + size])
+        pos += size
+    try:
+        os.remove("/tmp/.hazmat-stdin")
+    except FileNotFoundError:
+        pass
+    with open("/tmp/.hazmat-stdin", "wb") as out:
+        out.write(data[pos:])
+    return json.loads(job) if job else None
+def _reap():
+    # the processes the last call left were killed by the agent; those that were this
+    # interpreter's children are reaped here, so that none is left even as a zombie
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+def _job(job):
+    _reap()
+    os.environ.clear()
+    os.environ.update(_base_env)
+    sys.argv[:] = [_path]
+    if job:
+        os.environ.update(job["env"])
+        sys.argv.extend(job["args"])
+    fd = os.open("/tmp/.hazmat-stdin", os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=sys.stdout.encoding
+    )
+def _show(exc, skip):
+    tb = exc.__traceback__
+    for _ in range(skip):
+        tb = tb.tb_next if tb is not None else None
+    sys.excepthook(type(exc), exc, tb)
+def _cell(job):
+    _job(job)
+    with open(_path, "rb") as f:
+        source = f.read()
+    try:
+        tree = ast.parse(source, _path)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile(tree, _path, "exec", dont_inherit=True)
+        tail = compile(last, _path, "eval", dont_inherit=True) if last else None
+    except (SyntaxError, ValueError) as exc:
+        exc.__traceback__ = None
+        _show(exc, 0)
+        return 1
+    try:
+        exec(body, _namespace)
+        if tail is not None:
+            value = eval(tail, _namespace)
+            if value is not None:
+                print(repr(value))
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code & 255
+        print(code, file=sys.stderr)
+        return 1
+    except BaseException as exc:
+        _flush()
+        _show(exc, 1)
+        return 1
+    return 0
+_sources = ("main.py",)
+while True:
+    _mode = _go.readline()
+    if not _mode:
+        os._exit(0)
+    try:
+        _unpacked = _unpack()
+    except Exception as _exc:
+        os.write(2, b"hazmat-agent: cannot unpack the job: " + repr(_exc).encode() + b"\n")
+        os.write(_done, b"125\n")
+        continue
+    _status = _cell(_unpacked) if _mode == b"run\n" else 0
+    _flush()
+    os.write(_done, b"%d\n" % _status)
+"""
+
+
+def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
+    """What the session agent needs beyond the single-run agent's environment: its unpack
+    script, and how each language builds and runs when the container is kept (a fresh build
+    folder per call; the source file the call named, not one left by an earlier call)."""
+    node = f"exec node --max-old-space-size={heap_mb}"
+    runs = {
+        "javascript": (
+            f'f=main.js; for x in main.mjs main.cjs; do [ -f "$x" ] && f=$x; done; {node} "$f"'
+        ),
+        "typescript": (
+            f'f={BUILD}/main.js; [ -f {BUILD}/main.mjs ] && f={BUILD}/main.mjs; {node} "$f"'
+        ),
+    }
+    sources = " ".join(f"./{name}" for name in lang.source_names)
+    env = {
+        "HAZMAT_UNPACK_SCRIPT": SESSION_UNPACK.replace("@SOURCES@", sources),
+        "HAZMAT_RUN": runs.get(lang.name, lang.run),
+        "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
+        "HAZMAT_WARM": "",
+    }
+    if lang.runner == "python":
+        env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
+    return env
+
+
+def session_header(payload: Payload, mode: str) -> bytes:
+    """One call's job for the session agent, whole (its stdin included)."""
+    body = payload.header().split(b"\n", 1 + len(payload.want))[-1]
+    first = (
+        f"hazmat-session {SESSION_VERSION} {len(payload.want)} {payload.max_file_bytes} "
+        f"{payload.nonce} {len(body) + len(payload.stdin)} {mode}\n"
+    ).encode()
+    wants = b"".join(name.encode() + b"\n" for name in payload.want)
+    return first + wants + body + payload.stdin

@@ -1,0 +1,364 @@
+"""Sessions: one hardened container kept for a bounded time, shared by successive calls.
+
+    with hazmat.Sandbox() as sandbox, sandbox.session("python") as session:
+        session.run("x = 6 * 7")
+        print(session.run("x").stdout)          # 42
+        session.upload({"data.csv": b"a,b\\n1,2\\n"})
+        session.run("open('out.txt', 'w').write(open('data.csv').read().upper())")
+        print(session.download(["out.txt"]))    # {'out.txt': b'A,B\\n1,2\\n'}
+
+Each call goes through the whole pipeline (`Sandbox.execute`): assessed, decided, recorded
+with the session's id, run in the session's container. The working directory and /tmp are kept
+between calls; for Python the interpreter's variables are too (backends/session_agent.py).
+JavaScript, TypeScript and Go run each call's program afresh, beside the files earlier calls
+left. A session has the memory, pids, CPU share and tmpfs of its trust level for its whole
+life, and ends (its container removed) when it is closed, after `idle_s` without a call,
+`lifetime_s` after it opened, once its container has used `cpu_s` of CPU, or when a call runs
+out of time or output (the policy's `sessions` section). Sessions have no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Unpack
+
+from hazmat._exceptions import InputError, SessionClosed, SessionNotFound
+from hazmat.backends.agent import Payload
+from hazmat.backends.base import Job, Spec
+from hazmat.image_choice import resolve_image
+from hazmat.intake import build_request, parse_runtime
+from hazmat.languages import get_language
+from hazmat.models import ExecutionResult
+from hazmat.policy import Runtime, SessionSettings, TrustLevel, parse_trust
+
+if TYPE_CHECKING:
+    from hazmat.audit.runs import RunRecorder
+    from hazmat.backends.session import SessionBackend
+    from hazmat.sandbox import RunOptions, Sandbox
+
+__all__ = ["CALL_OPTIONS", "Session", "SessionBook", "open_session"]
+
+# What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
+CALL_OPTIONS = frozenset(
+    {"stdin", "files", "output_files", "env", "args", "timeout", "override_reason", "module"}
+)
+
+
+def open_session(
+    sandbox: Sandbox,
+    recorder: RunRecorder,
+    language: str,
+    trust: TrustLevel | str | None,
+    runtime: Runtime | str | None,
+    image: str | None,
+    caller: str | None,
+) -> Session:
+    """Start a session's container (checked against the policy like any other), record the
+    opening, and enter it in the sandbox's book of open sessions."""
+    from hazmat.backends.session import SessionBackend, docker_of
+
+    policy = sandbox.policy
+    lang = get_language(language)
+    level = parse_trust(trust if trust is not None else policy.default_trust)
+    settings = policy.settings(level)
+    chosen = resolve_image(policy, level, lang, image)
+    limits = settings.limits.clamped(sandbox.backend.resources())
+    spec = Spec.of(lang.name, chosen, parse_runtime(runtime) or settings.runtime, limits)
+    if caller is not None and not isinstance(caller, str):
+        raise InputError(f"caller must be str, not {type(caller).__name__}")
+    book, rules = sandbox.sessions, policy.sessions
+    book.reserve()
+    lifetime = rules.lifetime_s + limits.timeout_s + limits.compile_timeout_s
+    backend = SessionBackend(docker_of(sandbox.backend), spec, lifetime)
+    fixed = {"trust": level, "runtime": spec.runtime, "image": image, "caller": caller}
+
+    def ended(session: Session) -> None:
+        book.forget(session)
+        recorder.session_event(
+            "ended", {"session": session.id, "why": session.ended, "calls": session.calls}
+        )
+
+    session = Session(sandbox, backend, spec, fixed, rules, ended)
+    try:
+        book.add(session)
+    except BaseException:
+        backend.close()
+        raise
+    recorder.session_event(
+        "opened",
+        {
+            "session": session.id,
+            "caller": caller,
+            "container_id": backend.container_id,
+            **{k: v for k, v in session.info().items() if k not in ("id", "calls")},
+            "limits": limits.to_dict(),
+        },
+    )
+    return session
+
+
+class Session:
+    """A container kept for successive calls; made by `Sandbox.session()`."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        backend: SessionBackend,
+        spec: Spec,
+        fixed: Mapping[str, Any],
+        settings: SessionSettings,
+        on_end: Callable[[Session], None],
+    ) -> None:
+        self.id = "s-" + secrets.token_hex(8)
+        self.language = spec.language
+        self.spec = spec
+        self.opened = time.time()
+        self.last_used = self.opened
+        self._sandbox = sandbox
+        self._backend = backend
+        self._fixed = {**fixed, "session": self.id, "network": []}
+        self._settings = settings
+        self._on_end = on_end
+        self.calls = 0
+
+    @property
+    def trust(self) -> str:
+        return str(self._fixed["trust"].value)
+
+    @property
+    def expires_at(self) -> float:
+        """When the session ends if nothing calls it (time.time())."""
+        return min(self.opened + self._settings.lifetime_s, self.last_used + self._settings.idle_s)
+
+    @property
+    def ended(self) -> str | None:
+        """Why the session ended, or None while it is open."""
+        return self._backend.ended
+
+    def run(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionResult:
+        """Run `code` in the session (through the whole pipeline) and return its result.
+        Options: `stdin`, `files`, `output_files`, `env`, `args`, `timeout`, `module`,
+        `override_reason`; the rest was fixed when the session opened."""
+        request = self._request(code, dict[str, Any](options))
+        self._touch()
+        result = self._sandbox.execute_in(request, self._backend)
+        self._after_call()
+        return result
+
+    async def arun(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionResult:
+        """`run`, without blocking the event loop."""
+        import asyncio
+
+        request = self._request(code, dict[str, Any](options))
+        self._touch()
+        result = await asyncio.to_thread(
+            functools.partial(self._sandbox.execute_in, request, self._backend)
+        )
+        self._after_call()
+        return result
+
+    def upload(self, files: Mapping[str, str | bytes]) -> None:
+        """Write `files` (relative path -> content) into the working directory; recorded."""
+        if not files:
+            raise InputError("upload: no files given")
+        self._files(files, [])
+
+    def download(self, names: Iterable[str]) -> dict[str, bytes]:
+        """The content of each named file in the working directory; a file that is missing,
+        not a regular file or over the policy's file size is an `InputError`."""
+        want = list(names)
+        if not want:
+            raise InputError("download: no file names given")
+        return self._files({}, want)
+
+    def info(self) -> dict[str, Any]:
+        """What a front-end shows about the session."""
+        return {
+            "id": self.id,
+            "language": self.language,
+            "trust": self.trust,
+            "runtime": self.spec.runtime.value,
+            "image": self.spec.image,
+            "opened_at": round(self.opened, 3),
+            "expires_at": round(self.expires_at, 3),
+            "calls": self.calls,
+            "idle_s": self._settings.idle_s,
+            "lifetime_s": self._settings.lifetime_s,
+            "cpu_s": self._settings.cpu_s,
+        }
+
+    def close(self) -> None:
+        """End the session and remove its container. Safe to call more than once."""
+        self.end("it was closed")
+
+    def end(self, why: str, now: bool = False) -> None:
+        """End the session for `why`; with `now`, even in the middle of a call (its
+        container is removed under it, and the call's result says so)."""
+        if self._backend.ended is None:
+            self._backend.end(why, now=now)
+            self._on_end(self)
+
+    def busy(self) -> bool:
+        """Whether a call is running."""
+        return self._backend.busy()
+
+    def over_cpu(self) -> bool:
+        """Whether the container has used the session's CPU budget."""
+        cpu = self._backend.cpu_seconds()
+        return cpu is not None and cpu >= self._settings.cpu_s
+
+    def _request(self, code: str | bytes, options: dict[str, Any]) -> Any:
+        unknown = sorted(set(options) - CALL_OPTIONS)
+        if unknown:
+            raise InputError(
+                f"{', '.join(unknown)}: fixed when the session opened; a call may set "
+                + ", ".join(sorted(CALL_OPTIONS))
+            )
+        self._check_open()
+        return self._sandbox.request(code, self.language, **{**options, **self._fixed})
+
+    def _files(self, files: Mapping[str, str | bytes], want: list[str]) -> dict[str, bytes]:
+        self._check_open()
+        request = build_request(
+            self._sandbox.policy,
+            "#",  # not sent: a files call has no program; the request checks names and sizes
+            self.language,
+            {"files": files, "output_files": want, **self._fixed},
+        )
+        limits = self._sandbox.policy.settings(request.trust).limits
+        payload = Payload(
+            files=request.files, want=tuple(want), stdin=b"", max_file_bytes=limits.max_file_bytes
+        )
+        job = Job(
+            get_language(self.language),
+            self.spec.image,
+            dataclasses.replace(limits, memory_mb=self.spec.memory_mb, cpus=self.spec.cpus),
+            self.spec.runtime,
+            request.trust,
+            payload,
+        )
+        self._touch()
+        report = self._backend.call(job, "files")
+        self._sandbox.record_session_files(self.id, request.files, report.files)
+        self._after_call()
+        missing = [name for name in want if name not in report.files]
+        if missing:
+            why = "; ".join(report.notes) or "not found"
+            raise InputError(f"download: {', '.join(missing)}: {why}")
+        return dict(report.files)
+
+    def _touch(self) -> None:
+        self.last_used = time.time()
+        self.calls += 1
+
+    def _after_call(self) -> None:
+        self.last_used = time.time()
+        if self._backend.ended is not None:
+            self._on_end(self)
+
+    def _check_open(self) -> None:
+        why = self._backend.ended
+        if why is None and time.time() >= self.expires_at:
+            self.end(self.expiry())
+            why = self._backend.ended
+        if why is not None:
+            raise SessionClosed(f"session {self.id} has ended: {why}")
+
+    def expiry(self) -> str:
+        """Why the session expired (its lifetime, or its idle time)."""
+        if time.time() >= self.opened + self._settings.lifetime_s:
+            return f"it reached its lifetime ({self._settings.lifetime_s:g} s)"
+        return f"it was idle for {self._settings.idle_s:g} s"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class SessionBook:
+    """A sandbox's open sessions, by id: at most `max_open`; a janitor thread ends those past
+    their idle time, lifetime or CPU budget."""
+
+    def __init__(self, settings: SessionSettings) -> None:
+        self.settings = settings
+        self._open: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+
+    def reserve(self) -> None:
+        """Raise unless another session may open (checked again by `add`)."""
+        with self._lock:
+            self._check_room()
+
+    def add(self, session: Session) -> None:
+        with self._lock:
+            self._check_room()
+            self._open[session.id] = session
+            if self._janitor is None:
+                self._janitor = threading.Thread(
+                    target=self._sweep_loop, name="hazmat-sessions", daemon=True
+                )
+                self._janitor.start()
+
+    def _check_room(self) -> None:
+        if len(self._open) >= self.settings.max_open:
+            raise InputError(
+                f"{len(self._open)} sessions are open, the policy's most "
+                f"(sessions.max_open = {self.settings.max_open}); close one first"
+            )
+
+    def get(self, session_id: str) -> Session:
+        with self._lock:
+            session = self._open.get(session_id)
+        if session is None:
+            raise SessionNotFound(f"no open session {session_id!r}")
+        return session
+
+    def all(self) -> list[Session]:
+        with self._lock:
+            return list(self._open.values())
+
+    def forget(self, session: Session) -> None:
+        with self._lock:
+            self._open.pop(session.id, None)
+
+    def sweep(self) -> list[str]:
+        """End every session past its idle time, lifetime or CPU budget; their ids."""
+        ended = []
+        now = time.time()
+        for session in self.all():
+            if session.over_cpu():
+                session.end(f"it used its CPU budget ({self.settings.cpu_s:g} s)", now=True)
+            elif now >= session.expires_at and not session.busy():
+                session.end(session.expiry())
+            else:
+                continue
+            ended.append(session.id)
+        return ended
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.sweep()
+
+    def close(self) -> None:
+        """End every open session (the sandbox is closing)."""
+        self._stop.set()
+        for session in self.all():
+            session.end("its sandbox closed")
+        if self._janitor is not None:
+            self._janitor.join(timeout=5)
+

@@ -1,0 +1,347 @@
+"""Sessions on the real engine: a container kept between calls, under runc and runsc.
+
+Each test opens its own session (sessions own a container each; the module's sandbox is shared
+and has no pool). Expiry and the CPU budget are checked by calling the janitor's `sweep()`
+after moving the session's clock (or using the CPU), never by sleeping; the janitor thread
+may get there first, so the tests check the session's state, not who ended it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hazmat import (
+    InputError,
+    Outcome,
+    Policy,
+    Sandbox,
+    SessionClosed,
+    SessionNotFound,
+    parse_policy,
+)
+from hazmat.audit.log import AuditLog
+from hazmat.backends.docker import DockerBackend
+from hazmat.backends.engine import Engine
+
+pytestmark = pytest.mark.docker
+OVERRIDE = "session test: the container must contain this whatever the assessment says"
+
+
+def records(log_dir: Path) -> list[dict[str, object]]:
+    lines = []
+    for segment in sorted((log_dir / "segments").glob("*.jsonl")):
+        lines += [json.loads(line)["record"] for line in segment.read_text().splitlines()]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def audit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("session-audit")
+
+
+@pytest.fixture(scope="module")
+def sb(engine: Engine, audit_dir: Path) -> Iterator[Sandbox]:
+    with Sandbox(Policy(), backend=DockerBackend(engine), audit=AuditLog(audit_dir)) as sandbox:
+        yield sandbox
+
+
+def session_containers(engine: Engine) -> list[str]:
+    found = engine.api.containers(all=True, filters={"label": "hazmat"})
+    return [c["Id"] for c in found]
+
+
+def test_python_keeps_its_variables_between_calls(sb: Sandbox, runtime: str) -> None:
+    with sb.session("python", runtime=runtime) as session:
+        first = session.run("import math\ntotal = 6 * 7\nprint('set')")
+        assert (first.outcome, first.stdout) == (Outcome.OK, "set\n")
+        second = session.run("total + round(math.pi)")
+        assert second.stdout == "45\n"  # a final expression's value is printed, as in a notebook
+        assert second.runtime.value == runtime
+
+
+def test_files_stay_and_each_call_gets_its_own_stdin_env_and_args(
+    sb: Sandbox, runtime: str
+) -> None:
+    with sb.session("python", runtime=runtime) as session:
+        session.run("open('notes/a.txt', 'w').write('kept')", files={"notes/seed": "x"})
+        result = session.run(
+            "import os, sys\nprint(open('notes/a.txt').read(), input(), os.environ['WHO'],"
+            " sys.argv[1:])",
+            stdin="typed\n",
+            env={"WHO": "me"},
+            args=["--flag"],
+        )
+        assert result.stdout == "kept typed me ['--flag']\n"
+        later = session.run("import os, sys\nprint(os.environ.get('WHO'), sys.argv[1:])")
+        assert later.stdout == "None []\n"  # a call's env and args are its own
+
+
+def test_upload_and_download(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        session.upload({"data/in.csv": b"a,b\n1,2\n", "raw.bin": bytes(range(256))})
+        session.run(
+            "open('data/out.csv', 'w').write(open('data/in.csv').read().upper())\n"
+            "assert open('raw.bin', 'rb').read() == bytes(range(256))"
+        )
+        got = session.download(["data/out.csv", "raw.bin"])
+        assert got == {"data/out.csv": b"A,B\n1,2\n", "raw.bin": bytes(range(256))}
+        with pytest.raises(InputError, match="missing.txt"):
+            session.download(["missing.txt"])
+        with pytest.raises(InputError, match="unsafe"):
+            session.upload({"../escape": b"x"})
+
+
+def test_an_interpreter_that_dies_is_replaced_and_the_files_stay(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        session.run("x = 1\nopen('kept.txt', 'w').write('yes')")
+        died = session.run("import os\nos._exit(4)", override_reason=OVERRIDE)
+        assert died.exit_code == 4
+        assert "the next call starts a new one" in died.stderr
+        after = session.run("print('x' in globals(), open('kept.txt').read())")
+        assert after.stdout == "False yes\n"
+
+
+def test_sys_exit_sets_the_status_and_keeps_the_state(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        failed = session.run("y = 5\nimport sys\nsys.exit(3)")
+        assert (failed.outcome, failed.exit_code) == (Outcome.ERROR, 3)
+        raised = session.run("1 / 0")
+        assert raised.exit_code == 1 and "ZeroDivisionError" in raised.stderr
+        assert "line 1" in raised.stderr
+        assert session.run("y").stdout == "5\n"
+
+
+def test_nothing_a_call_started_outlives_it(sb: Sandbox, runtime: str) -> None:
+    with sb.session("python", runtime=runtime) as session:
+        session.run(
+            "import subprocess\nsubprocess.Popen(['sleep', '300'])", override_reason=OVERRIDE
+        )
+        probe = session.run(
+            "import os\n"
+            "names = []\n"
+            "for p in os.listdir('/proc'):\n"
+            "    if p.isdigit():\n"
+            "        names.append(open(f'/proc/{p}/comm').read().strip())\n"
+            "print(sorted(names))",
+            override_reason=OVERRIDE,
+        )
+        assert "sleep" not in probe.stdout, probe.stdout
+
+
+def test_a_forged_end_marker_is_only_output(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        fake = "\n--hazmat-end-0123456789abcdef0123456789abcdef-- 0\n"
+        result = session.run(f"print({fake!r})\nimport sys\nsys.exit(7)")
+        assert result.exit_code == 7
+        assert fake in result.stdout
+
+
+def test_output_between_calls_goes_to_the_next_call(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        session.run(
+            "import threading, sys, os\n"
+            "gate = threading.Event()\n"
+            "def later():\n"
+            "    gate.wait()\n"
+            "    os.write(1, b'from the thread\\n')\n"
+            "threading.Thread(target=later, daemon=True).start()"
+        )
+        # the thread writes once this call has set the gate; whatever order the bytes take,
+        # the calls stay in step: each result has its own exit status
+        first = session.run("gate.set()\nimport time\ntime.sleep(0.2)\nprint('done')")
+        second = session.run("print('next')")
+        together = first.stdout + second.stdout
+        assert together.count("from the thread") == 1
+        assert first.stdout.endswith("done\n") and second.stdout.endswith("next\n")
+
+
+def test_a_timeout_ends_the_session_and_removes_its_container(
+    sb: Sandbox, engine: Engine
+) -> None:
+    session = sb.session("python")
+    cid = session._backend.container_id
+    assert cid in session_containers(engine)
+    result = session.run("while True:\n    pass", timeout=1)
+    assert result.outcome is Outcome.TIMEOUT
+    assert any("the session ended" in note for note in result.notes)
+    assert cid not in session_containers(engine)
+    with pytest.raises(SessionClosed, match="ran out of time"):
+        session.run("print(1)")
+    with pytest.raises(SessionNotFound):
+        sb.sessions.get(session.id)
+
+
+def test_the_memory_limit(sb: Sandbox, runtime: str) -> None:
+    """Under runc the kernel kills the interpreter (the largest process) and the session goes
+    on; under runsc the whole sandbox is one process on the host, so the session ends."""
+    session = sb.session("python", runtime=runtime)
+    session.run("open('still.txt', 'w').write('here')")
+    big = session.run("x = 'x' * (1024**3)", override_reason=OVERRIDE)
+    assert big.outcome is Outcome.MEMORY_LIMIT
+    if runtime == "runc":
+        assert session.run("print(open('still.txt').read())").stdout == "here\n"
+        session.close()
+    else:
+        assert any("went over the memory limit" in note for note in big.notes)
+        with pytest.raises(SessionClosed, match="memory limit"):
+            session.run("print(1)")
+
+
+@pytest.mark.parametrize(
+    ("language", "write", "read"),
+    [
+        (
+            "javascript",
+            "require('fs').writeFileSync('k.txt', 'js'); console.log('w')",
+            "console.log(require('fs').readFileSync('k.txt', 'utf8'))",
+        ),
+        (
+            "typescript",
+            "import { writeFileSync } from 'fs';\nconst v: string = 'ts';\n"
+            "writeFileSync('k.txt', v);",
+            "import { readFileSync } from 'fs';\nconsole.log(readFileSync('k.txt', 'utf8'));",
+        ),
+        (
+            "go",
+            'package main\nimport "os"\nfunc main() { os.WriteFile("k.txt", []byte("go"), 0o600) }',
+            'package main\nimport ("fmt"; "os")\n'
+            'func main() { b, _ := os.ReadFile("k.txt"); fmt.Println(string(b)) }',
+        ),
+    ],
+)
+def test_other_languages_keep_their_files(
+    sb: Sandbox, language: str, write: str, read: str
+) -> None:
+    with sb.session(language, trust="trusted", runtime="runc") as session:
+        assert session.run(write).outcome is Outcome.OK
+        result = session.run(read)
+        assert result.outcome is Outcome.OK, result.stderr
+        assert result.stdout.strip() == {"javascript": "js", "typescript": "ts", "go": "go"}[
+            language
+        ]
+
+
+def test_an_esm_call_after_a_commonjs_one_runs_the_new_source(sb: Sandbox) -> None:
+    with sb.session("javascript", trust="trusted", runtime="runc") as session:
+        assert session.run("console.log('cjs')").stdout == "cjs\n"
+        esm = session.run("const x = await Promise.resolve('esm');\nconsole.log(x)")
+        assert esm.stdout == "esm\n", esm.stderr
+        assert session.run("console.log(typeof require)").stdout == "function\n"
+
+
+def test_blocked_code_is_refused_and_the_session_goes_on(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        session.run("z = 3")
+        blocked = session.run("().__class__.__base__.__subclasses__()")
+        assert blocked.outcome is Outcome.BLOCKED
+        assert session.run("z").stdout == "3\n"
+
+
+def test_options_fixed_at_opening_are_refused_per_call(sb: Sandbox) -> None:
+    with sb.session("python") as session:
+        with pytest.raises(InputError, match="fixed when the session opened"):
+            session.run("print(1)", trust="trusted")  # type: ignore[call-arg]
+        with pytest.raises(InputError, match="fixed when the session opened"):
+            session.run("print(1)", memory_mb=64)  # type: ignore[call-arg]
+
+
+def test_every_call_and_file_transfer_is_recorded(sb: Sandbox, audit_dir: Path) -> None:
+    with sb.session("python", caller="tester") as session:
+        session.run("a = 1")
+        session.upload({"up.txt": b"u"})
+        session.download(["up.txt"])
+        sid = session.id
+    every = records(audit_dir)
+    mine = [r for r in every if r["data"].get("session") == sid]  # type: ignore[attr-defined]
+    kinds = [r["kind"] for r in mine]
+    assert kinds == [
+        "session.opened",
+        "run.started",
+        "session.files",
+        "session.files",
+        "session.ended",
+    ]
+    data = [r["data"] for r in mine]
+    started = data[1]
+    assert started["caller"] == "tester"  # type: ignore[index]
+    finished = [r for r in every if r["kind"] == "run.finished"]
+    assert any(r["data"]["run"] == started["run"] for r in finished)  # type: ignore[index]
+    assert list(data[2]["uploaded"]) == ["up.txt"]  # type: ignore[index]
+    assert list(data[3]["downloaded"]) == ["up.txt"]  # type: ignore[index]
+    assert data[4]["why"] == "it was closed"  # type: ignore[index]
+
+
+def _sandbox(engine: Engine, tmp_path: Path, sessions: dict[str, object]) -> Sandbox:
+    policy = parse_policy({"sessions": sessions})
+    return Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path))
+
+
+def test_idle_and_lifetime_expiry_end_a_session(engine: Engine, tmp_path: Path) -> None:
+    with _sandbox(engine, tmp_path, {"idle_s": 30, "lifetime_s": 120}) as sandbox:
+        idle = sandbox.session("python")
+        old = sandbox.session("python")
+        idle.last_used -= 31
+        old.opened -= 121
+        old.last_used = old.opened + 200  # used recently: only the lifetime is past
+        sandbox.sessions.sweep()  # the janitor thread may have done it first: same result
+        assert sandbox.sessions.all() == []
+        with pytest.raises(SessionClosed, match="idle for 30 s"):
+            idle.run("print(1)")
+        with pytest.raises(SessionClosed, match="lifetime"):
+            old.run("print(1)")
+        assert session_containers(engine) == []
+
+
+def test_the_cpu_budget_ends_a_session(engine: Engine, tmp_path: Path) -> None:
+    with _sandbox(engine, tmp_path, {"cpu_s": 1}) as sandbox:
+        session = sandbox.session("python", trust="trusted", runtime="runc")
+        session.run(
+            "import time\nend = time.process_time() + 1.2\nwhile time.process_time() < end:\n"
+            "    pass",
+            timeout=30,
+        )
+        sandbox.sessions.sweep()  # or the janitor thread, once a second
+        assert session.ended == "it used its CPU budget (1 s)"
+        with pytest.raises(SessionClosed, match="CPU budget"):
+            session.run("print(1)")
+
+
+def test_at_most_max_open_sessions(engine: Engine, tmp_path: Path) -> None:
+    with _sandbox(engine, tmp_path, {"max_open": 1}) as sandbox:
+        first = sandbox.session("python")
+        with pytest.raises(InputError, match="sessions.max_open"):
+            sandbox.session("python")
+        first.close()
+        sandbox.session("python").close()
+
+
+def test_closing_the_sandbox_ends_its_sessions(engine: Engine, tmp_path: Path) -> None:
+    sandbox = _sandbox(engine, tmp_path, {})
+    session = sandbox.session("python")
+    sandbox.close()
+    assert session.ended == "its sandbox closed"
+    assert session_containers(engine) == []
+
+
+def test_a_missing_image_fails_the_opening_clearly(engine: Engine, tmp_path: Path) -> None:
+    with _sandbox(engine, tmp_path, {}) as sandbox:
+        with pytest.raises(Exception, match="hazmat/nothing:0"):
+            sandbox.session("python", image="hazmat/nothing:0")
+        assert sandbox.sessions.all() == []
+
+
+def test_a_killed_session_container_is_reported_not_hung(sb: Sandbox, engine: Engine) -> None:
+    session = sb.session("python")
+    cid = session._backend.container_id
+    engine.api.kill(cid)
+    result = session.run("print(1)")
+    assert result.outcome is Outcome.INFRA_ERROR or any(
+        "the session ended" in note for note in result.notes
+    )
+    with pytest.raises(SessionClosed):
+        session.run("print(1)")
+
