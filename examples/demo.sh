@@ -77,7 +77,7 @@ echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 
 echo
-echo "== The service: a tenant's key, the HTTP API, the CLI through it, MCP tools =="
+echo "== The service: a tenant's key, the HTTP API, the CLI through it, a session, MCP tools =="
 svc=$(mktemp -d)
 export HAZMAT_KEYS="$svc/keys.json"
 step "hazmat keys create --tenant demo --trust untrusted"

@@ -1,5 +1,6 @@
-"""The service from a program: a POST to `hazmat serve` over its unix socket (httpx), and the
-MCP tools through the official SDK's client starting `hazmat mcp`. Used by examples/demo.sh.
+"""The service from a program: a POST to `hazmat serve` over its unix socket (httpx), a session
+(state and files kept between calls), and the MCP tools (a run and a session) through the
+official SDK's client starting `hazmat mcp`. Used by examples/demo.sh.
 
     python examples/service.py SOCKET_PATH   (with HAZMAT_API_KEY set)
 """
@@ -27,8 +28,22 @@ def over_http(socket_path: str, key: str) -> None:
             headers={"Authorization": f"Bearer {key}"},
             json={"code": "console.log([3, 1, 2].toSorted())", "language": "javascript"},
         )
-    result = answer.json()
-    print(f"HTTP {answer.status_code}: {result['outcome']}, stdout {result['stdout']!r}")
+        result = answer.json()
+        print(f"HTTP {answer.status_code}: {result['outcome']}, stdout {result['stdout']!r}")
+        in_a_session(client, key)
+
+
+def in_a_session(client: httpx.Client, key: str) -> None:
+    """A session: variables and files kept between calls, then closed."""
+    auth = {"Authorization": f"Bearer {key}"}
+    sid = client.post("/v1/sessions", headers=auth, json={"language": "python"}).json()["id"]
+    at = f"/v1/sessions/{sid}"
+    client.put(f"{at}/files", headers=auth, json={"files": {"prices.csv": "3\n5\n8\n"}})
+    for code in ("prices = [int(x) for x in open('prices.csv')]", "sum(prices) / len(prices)"):
+        result = client.post(f"{at}/runs", headers=auth, json={"code": code}).json()
+        print(f"session {sid} ({code!r}): {result['outcome']}, stdout {result['stdout']!r}")
+    closed = client.delete(at, headers=auth).json()
+    print(f"session {sid}: ended ({closed['ended']})")
 
 
 async def over_mcp() -> None:
@@ -44,6 +59,15 @@ async def over_mcp() -> None:
             )
             result = answer.structuredContent or {}
             print(f"MCP run_code: {result.get('outcome')}, stdout {result.get('stdout')!r}")
+            opened = await session.call_tool("open_session", {"language": "python"})
+            sid = (opened.structuredContent or {})["id"]
+            for code in ("n = 20", "n * 2 + 2"):
+                answer = await session.call_tool(
+                    "run_in_session", {"session_id": sid, "code": code}
+                )
+                result = answer.structuredContent or {}
+                print(f"MCP run_in_session ({code!r}): stdout {result.get('stdout')!r}")
+            await session.call_tool("close_session", {"session_id": sid})
 
 
 def main() -> None:

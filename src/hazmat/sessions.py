@@ -24,6 +24,7 @@ import functools
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
@@ -34,7 +35,7 @@ from hazmat.backends.base import Job, Spec
 from hazmat.image_choice import resolve_image
 from hazmat.intake import build_request, parse_runtime
 from hazmat.languages import get_language
-from hazmat.models import ExecutionResult
+from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Runtime, SessionSettings, TrustLevel, parse_trust
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_OPTIONS", "Session", "SessionBook", "open_session"]
 
+ENDED_KEPT = 1000  # how many ended sessions' reasons are kept, for a clear error
 # What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
 CALL_OPTIONS = frozenset(
     {"stdin", "files", "output_files", "env", "args", "timeout", "override_reason", "module"}
@@ -145,7 +147,16 @@ class Session:
         """Run `code` in the session (through the whole pipeline) and return its result.
         Options: `stdin`, `files`, `output_files`, `env`, `args`, `timeout`, `module`,
         `override_reason`; the rest was fixed when the session opened."""
-        request = self._request(code, dict[str, Any](options))
+        return self.execute(self.request(code, **options))
+
+    def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest:
+        """Build and check a call's request without running it (`InputError` if it is bad,
+        `SessionClosed` if the session has ended)."""
+        return self._request(code, dict[str, Any](options))
+
+    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+        """Run a request made by `request` in the session."""
+        self._check_open()
         self._touch()
         result = self._sandbox.execute_in(request, self._backend)
         self._after_call()
@@ -213,7 +224,7 @@ class Session:
         cpu = self._backend.cpu_seconds()
         return cpu is not None and cpu >= self._settings.cpu_s
 
-    def _request(self, code: str | bytes, options: dict[str, Any]) -> Any:
+    def _request(self, code: str | bytes, options: dict[str, Any]) -> ExecutionRequest:
         unknown = sorted(set(options) - CALL_OPTIONS)
         if unknown:
             raise InputError(
@@ -295,6 +306,7 @@ class SessionBook:
     def __init__(self, settings: SessionSettings) -> None:
         self.settings = settings
         self._open: dict[str, Session] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
@@ -324,9 +336,13 @@ class SessionBook:
     def get(self, session_id: str) -> Session:
         with self._lock:
             session = self._open.get(session_id)
-        if session is None:
-            raise SessionNotFound(f"no open session {session_id!r}")
-        return session
+        if session is not None:
+            return session
+        with self._lock:
+            why = self._ended.get(session_id)
+        if why is not None:
+            raise SessionClosed(f"session {session_id} has ended: {why}")
+        raise SessionNotFound(f"no open session {session_id!r}")
 
     def all(self) -> list[Session]:
         with self._lock:
@@ -335,6 +351,9 @@ class SessionBook:
     def forget(self, session: Session) -> None:
         with self._lock:
             self._open.pop(session.id, None)
+            self._ended[session.id] = session.ended or "it ended"
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
 
     def sweep(self) -> list[str]:
         """End every session past its idle time, lifetime or CPU budget; their ids."""

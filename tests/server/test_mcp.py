@@ -52,7 +52,7 @@ def test_tools_run_code_in_every_language(tmp_path: Path) -> None:
     calls.append(("run_code", {"code": "import time\ntime.sleep(5)\n", "timeout": 0.5}))
     calls.append(("assess_code", {"code": "import os\nos.system('id')\n"}))
     tools, answers = anyio.run(session_calls, tmp_path, key, calls)
-    assert {tool.name for tool in tools.tools} == {"run_code", "assess_code"}
+    assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
     for answer in answers[:4]:
         assert not answer.isError, answer.content
         result = answer.structuredContent
@@ -124,7 +124,7 @@ def test_tools_over_streamable_http(live_server: LiveServer) -> None:
         ("assess_code", {"code": "print(1)"}),
     ]
     tools, answers = anyio.run(over_http, live_server.url, live_server.keys["untrusted"], calls)
-    assert {tool.name for tool in tools.tools} == {"run_code", "assess_code"}
+    assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
     assert [a.structuredContent["stdout"] for a in answers[:2]] == ["42\n", "42\n"]
     assert answers[2].structuredContent["decision"] == "run"
     callers = [

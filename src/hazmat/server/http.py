@@ -35,6 +35,8 @@ from hazmat.server.keys import Key, KeyStore
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.quotas import QuotaBook
+from hazmat.server.session_routes import SessionRoutes
+from hazmat.sessions import Session
 
 __all__ = ["create_app"]
 
@@ -50,6 +52,7 @@ def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starle
         Route("/v1/openapi.json", service.openapi, methods=["GET"]),
         Route("/v1/runs", service.endpoint("runs", service.run), methods=["POST"]),
         Route("/v1/assess", service.endpoint("assess", service.assess), methods=["POST"]),
+        *_session_routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
@@ -57,6 +60,19 @@ def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starle
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
     app.state.wait_idle = service.wait_idle  # serve.py: before the sandbox closes
     return app
+
+
+def _session_routes(service: _Service) -> list[Route]:
+    s, at = service.sessions, "/v1/sessions/{session}"
+    return [
+        Route("/v1/sessions", service.endpoint("sessions", s.open), methods=["POST"]),
+        Route("/v1/sessions", service.endpoint("sessions", s.index), methods=["GET"]),
+        Route(at, service.endpoint("sessions", s.show), methods=["GET"]),
+        Route(at, service.endpoint("sessions", s.close), methods=["DELETE"]),
+        Route(f"{at}/runs", service.endpoint("session_runs", s.run), methods=["POST"]),
+        Route(f"{at}/files", service.endpoint("session_files", s.upload), methods=["PUT"]),
+        Route(f"{at}/files", service.endpoint("session_files", s.download), methods=["GET"]),
+    ]
 
 
 class _Service:
@@ -71,7 +87,9 @@ class _Service:
         self._idle = threading.Condition()
         from hazmat.server.mcp import build_mcp
 
-        self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute)
+        self.sessions = SessionRoutes(sandbox, self.quotas, _body, self._execute)
+        owners = self.sessions.owners
+        self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute, owners)
 
     def wait_idle(self) -> None:
         """Block until no run is inside the pipeline. A run always ends (its own timeout is
@@ -162,7 +180,9 @@ class _Service:
         body["trust"] = trust.value
         return JSONResponse(body)
 
-    async def _execute(self, prepared: ExecutionRequest) -> ExecutionResult:
+    async def _execute(
+        self, prepared: ExecutionRequest, session: Session | None = None
+    ) -> ExecutionResult:
         began = time.monotonic()
         started = False
 
@@ -174,6 +194,8 @@ class _Service:
             with self._idle:
                 self._running += 1
             try:
+                if session is not None:
+                    return session.execute(prepared)
                 return self.sandbox.execute(prepared)
             finally:
                 self.metrics.in_progress.dec()

@@ -7,6 +7,7 @@ from typing import Any
 
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
+from hazmat.server.openapi_sessions import SESSION_PATHS, SESSION_SCHEMAS
 
 __all__ = ["OPENAPI"]
 
@@ -138,6 +139,7 @@ OPENAPI: dict[str, Any] = {
             "RunResult": _RUN_RESULT,
             "AssessRequest": _ASSESS_REQUEST,
             "Error": _ERROR,
+            **SESSION_SCHEMAS,
         },
     },
     "paths": {
@@ -168,6 +170,7 @@ OPENAPI: dict[str, Any] = {
                 },
             }
         },
+        **SESSION_PATHS,
         "/v1/health": {
             "get": {
                 "summary": "Whether the service answers (no key needed)",

@@ -1,0 +1,158 @@
+"""The session endpoints' part of the OpenAPI document (server/openapi.py merges it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SESSION_PATHS", "SESSION_SCHEMAS"]
+
+_STR = {"type": "string"}
+_STR_MAP = {"type": "object", "additionalProperties": _STR}
+_AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
+_ID = {"name": "session", "in": "path", "required": True, "schema": _STR}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_ERROR = _ref("Error")
+_ERRORS = {
+    "400": _json(_ERROR, "The request is wrong (the message says how)"),
+    "401": _json(_ERROR, "No API key, or one the service does not know or revoked"),
+    "403": _json(_ERROR, "The key may not ask for this, or its tenant holds its most sessions"),
+    "404": _json(_ERROR, "No open session of this tenant has that id"),
+    "410": _json(_ERROR, "The session has ended (closed, expired, a call timed out)"),
+    "413": _json(_ERROR, "The body, the code or a file is over its cap"),
+    "429": _json(_ERROR, "Over the tenant's quota; see the Retry-After header"),
+    "503": _json(_ERROR, "The engine, the audit log or the sandbox is unavailable"),
+}
+
+SESSION_SCHEMAS: dict[str, Any] = {
+    "SessionRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "language": {"type": "string", "default": "python"},
+            "trust": {"type": "string", "enum": ["untrusted", "unknown", "trusted"]},
+            "runtime": {"type": "string", "enum": ["runc", "runsc"]},
+        },
+    },
+    "Session": {
+        "type": "object",
+        "required": ["id", "language", "trust", "expires_at"],
+        "properties": {
+            "id": _STR,
+            "language": _STR,
+            "trust": _STR,
+            "runtime": _STR,
+            "image": _STR,
+            "opened_at": {"type": "number"},
+            "expires_at": {"type": "number", "description": "Unix time, if not called again"},
+            "calls": {"type": "integer"},
+            "idle_s": {"type": "number"},
+            "lifetime_s": {"type": "number"},
+            "cpu_s": {"type": "number"},
+        },
+    },
+    "SessionRun": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["code"],
+        "properties": {
+            "code": _STR,
+            "stdin": _STR,
+            "stdin_base64": _STR,
+            "files": _STR_MAP,
+            "files_base64": _STR_MAP,
+            "output_files": {"type": "array", "items": _STR},
+            "env": _STR_MAP,
+            "args": {"type": "array", "items": _STR},
+            "timeout": {"type": "number", "exclusiveMinimum": 0},
+            "module": {"type": "string", "enum": ["esm", "commonjs"]},
+            "override_reason": _STR,
+        },
+    },
+    "SessionFiles": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"files": _STR_MAP, "files_base64": _STR_MAP},
+    },
+}
+
+SESSION_PATHS: dict[str, Any] = {
+    "/v1/sessions": {
+        "post": {
+            "summary": "Open a session: a container kept between calls",
+            "operationId": "openSession",
+            "security": _AUTH,
+            "requestBody": _body(_ref("SessionRequest")),
+            "responses": {"201": _json(_ref("Session"), "The session"), **_ERRORS},
+        },
+        "get": {
+            "summary": "The tenant's open sessions",
+            "operationId": "listSessions",
+            "security": _AUTH,
+            "responses": {"200": _json({"type": "object"}, "{sessions: [...]}"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}": {
+        "parameters": [_ID],
+        "get": {
+            "summary": "One session",
+            "operationId": "getSession",
+            "security": _AUTH,
+            "responses": {"200": _json(_ref("Session"), "The session"), **_ERRORS},
+        },
+        "delete": {
+            "summary": "Close a session and remove its container",
+            "operationId": "closeSession",
+            "security": _AUTH,
+            "responses": {"200": _json({"type": "object"}, "{id, ended}"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/runs": {
+        "parameters": [_ID],
+        "post": {
+            "summary": "Run code in the session (the whole pipeline, recorded)",
+            "operationId": "runInSession",
+            "security": _AUTH,
+            "requestBody": _body(_ref("SessionRun")),
+            "responses": {"200": _json(_ref("RunResult"), "The call's result"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/files": {
+        "parameters": [_ID],
+        "put": {
+            "summary": "Write files into the session's working directory",
+            "operationId": "uploadToSession",
+            "security": _AUTH,
+            "requestBody": _body(_ref("SessionFiles")),
+            "responses": {"200": _json({"type": "object"}, "{uploaded: [...]}"), **_ERRORS},
+        },
+        "get": {
+            "summary": "Read files from the session's working directory",
+            "operationId": "downloadFromSession",
+            "security": _AUTH,
+            "parameters": [
+                {
+                    "name": "name",
+                    "in": "query",
+                    "required": True,
+                    "schema": {"type": "array", "items": _STR},
+                    "style": "form",
+                    "explode": True,
+                }
+            ],
+            "responses": {"200": _json({"type": "object"}, "{files_base64: {...}}"), **_ERRORS},
+        },
+    },
+}

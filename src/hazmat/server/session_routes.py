@@ -1,0 +1,148 @@
+"""The session endpoints of the HTTP API (docs/api.md): thin layers over `Sandbox.session()`.
+
+A session belongs to the tenant whose key opened it: any other key gets 404, as for an id that
+never existed. A tenant may hold as many open sessions as its key's `concurrent` quota; each
+call is admitted by the same quotas as a run, and goes through the whole pipeline
+(sessions.py). Opening a session starts its container, so it runs in a worker thread too.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from hazmat._exceptions import InputError, NotPermitted, SessionNotFound
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.sandbox import Sandbox
+from hazmat.server.fields import RUN_FIELDS, check_fields, parse_body, run_arguments
+from hazmat.server.keys import Key
+from hazmat.server.quotas import QuotaBook
+from hazmat.sessions import CALL_OPTIONS, Session
+
+__all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
+
+OPEN_FIELDS = ("language", "trust", "runtime")
+OWNERS_KEPT = 2000
+CALL_FIELDS = tuple(
+    name
+    for name, option in RUN_FIELDS.items()
+    if option in CALL_OPTIONS or (option is None and name != "language")
+)
+Body = Callable[[Request, int], Awaitable[bytes]]
+Execute = Callable[[ExecutionRequest, Session | None], Awaitable[ExecutionResult]]
+
+
+class SessionOwners:
+    """Which tenant opened which session (shared by the HTTP routes and the MCP tools)."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self._owner: dict[str, str] = {}  # session id -> tenant
+        self._lock = threading.Lock()
+
+    def open(self, key: Key, language: str, options: dict[str, Any]) -> Session:
+        """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread)."""
+        held = len(self.mine(key))
+        if held >= key.quotas.concurrent:
+            raise NotPermitted(
+                f"tenant {key.tenant!r} has {held} open sessions, its key's most "
+                "(its concurrent-runs quota); close one first"
+            )
+        session = self.sandbox.session(
+            language, trust=options["trust"], runtime=options.get("runtime"), caller=key.caller
+        )
+        with self._lock:
+            self._owner[session.id] = key.tenant
+            if len(self._owner) > OWNERS_KEPT:  # forget the oldest ended sessions
+                live = {s.id for s in self.sandbox.sessions.all()}
+                for sid in [sid for sid in self._owner if sid not in live][: OWNERS_KEPT // 2]:
+                    del self._owner[sid]
+        return session
+
+    def mine(self, key: Key) -> list[Session]:
+        with self._lock:
+            owned = {sid for sid, tenant in self._owner.items() if tenant == key.tenant}
+        return [s for s in self.sandbox.sessions.all() if s.id in owned]
+
+    def get(self, sid: str, key: Key) -> Session:
+        """The open session `sid` if `key`'s tenant owns it (404 otherwise, 410 if ended)."""
+        with self._lock:
+            owner = self._owner.get(sid)
+        if owner != key.tenant:
+            raise SessionNotFound(f"no open session {sid!r}")
+        return self.sandbox.sessions.get(sid)
+
+
+class SessionRoutes:
+    """The handlers; `execute` runs a call in a worker thread with the service's slots and
+    metrics, `body` reads a request body within the key's cap."""
+
+    def __init__(self, sandbox: Sandbox, quotas: QuotaBook, body: Body, execute: Execute) -> None:
+        self.sandbox = sandbox
+        self.quotas = quotas
+        self.body = body
+        self.execute = execute
+        self.owners = SessionOwners(sandbox)
+
+    async def open(self, request: Request, key: Key) -> Response:
+        data = await self._json(request, key)
+        unknown = sorted(set(data) - set(OPEN_FIELDS))
+        if unknown:
+            raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(OPEN_FIELDS)})")
+        _, language, options = run_arguments({**data, "code": ""}, key, self.sandbox.policy)
+        session = await anyio.to_thread.run_sync(lambda: self.owners.open(key, language, options))
+        return JSONResponse(session.info(), status_code=201)
+
+    async def index(self, request: Request, key: Key) -> Response:
+        return JSONResponse({"sessions": [s.info() for s in self.owners.mine(key)]})
+
+    async def show(self, request: Request, key: Key) -> Response:
+        return JSONResponse(self._get(request, key).info())
+
+    async def close(self, request: Request, key: Key) -> Response:
+        session = self._get(request, key)
+        await anyio.to_thread.run_sync(session.close)
+        return JSONResponse({"id": session.id, "ended": session.ended})
+
+    async def run(self, request: Request, key: Key) -> Response:
+        session = self._get(request, key)
+        data = await self._json(request, key)
+        check_fields(data, CALL_FIELDS)
+        code, _, options = run_arguments(data, key, self.sandbox.policy)
+        options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
+        prepared: ExecutionRequest = session.request(code, **options)  # bad input: 400 here
+        with self.quotas.admit(key.tenant, key.quotas):
+            result = await self.execute(prepared, session)
+        return JSONResponse(result.to_dict())
+
+    async def upload(self, request: Request, key: Key) -> Response:
+        session = self._get(request, key)
+        data = await self._json(request, key)
+        if set(data) - {"files", "files_base64"} or not data:
+            raise InputError("give 'files' (name -> text) and/or 'files_base64' (name -> base64)")
+        _, _, options = run_arguments({**data, "code": ""}, key, self.sandbox.policy)
+        files = options.get("files")
+        if not isinstance(files, dict):
+            raise InputError("field 'files' must be an object of file name -> text")
+        await anyio.to_thread.run_sync(lambda: session.upload(files))
+        return JSONResponse({"uploaded": sorted(files)})
+
+    async def download(self, request: Request, key: Key) -> Response:
+        session = self._get(request, key)
+        names = request.query_params.getlist("name")
+        got = await anyio.to_thread.run_sync(lambda: session.download(names))
+        encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
+        return JSONResponse({"files_base64": encoded})
+
+    def _get(self, request: Request, key: Key) -> Session:
+        return self.owners.get(str(request.path_params["session"]), key)
+
+    async def _json(self, request: Request, key: Key) -> dict[str, Any]:
+        return parse_body(await self.body(request, key.quotas.max_request_bytes))
+

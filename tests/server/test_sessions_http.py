@@ -1,0 +1,167 @@
+"""Sessions through the service: httpx against a live `hazmat serve`, and the MCP SDK's own
+client over stdio, on the real engine."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from server_helpers import LiveServer
+from test_mcp import session_calls
+
+from hazmat.server.keys import KeyStore
+
+pytestmark = pytest.mark.docker
+
+
+def test_a_session_keeps_state_and_files(live_server: LiveServer) -> None:
+    with live_server.client() as client:
+        opened = client.post("/v1/sessions", json={"language": "python"})
+        assert opened.status_code == 201, opened.text
+        sid = opened.json()["id"]
+        assert opened.json()["trust"] == "untrusted"
+        at = f"/v1/sessions/{sid}"
+        first = client.post(f"{at}/runs", json={"code": "x = 6 * 7\nprint('set')"}).json()
+        assert (first["outcome"], first["stdout"]) == ("ok", "set\n")
+        assert client.post(f"{at}/runs", json={"code": "x"}).json()["stdout"] == "42\n"
+        up = client.put(
+            f"{at}/files",
+            json={"files": {"in.txt": "hi"}, "files_base64": {"b.bin": "AAE="}},
+        )
+        assert up.json() == {"uploaded": ["b.bin", "in.txt"]}, up.text
+        client.post(
+            f"{at}/runs", json={"code": "open('out.txt','w').write(open('in.txt').read()*2)"}
+        )
+        down = client.get(f"{at}/files", params=[("name", "out.txt"), ("name", "b.bin")])
+        assert down.status_code == 200, down.text
+        got = {k: base64.b64decode(v) for k, v in down.json()["files_base64"].items()}
+        assert got == {"out.txt": b"hihi", "b.bin": b"\x00\x01"}
+        listed = client.get("/v1/sessions").json()["sessions"]
+        assert [s["id"] for s in listed] == [sid] and listed[0]["calls"] == 5
+        closed = client.delete(at)
+        assert closed.json() == {"id": sid, "ended": "it was closed"}
+        gone = client.post(f"{at}/runs", json={"code": "x"})
+        assert gone.status_code == 410 and "it was closed" in gone.json()["error"]["message"]
+    records = live_server.audit_records()
+    mine = [r for r in records if r["data"].get("session") == sid]  # type: ignore[attr-defined]
+    assert [r["kind"] for r in mine].count("run.started") == 3
+    assert mine[0]["data"]["caller"].startswith("tenant:acme key:")  # type: ignore[index]
+
+
+def test_another_tenant_cannot_see_or_use_a_session(live_server: LiveServer) -> None:
+    with live_server.client() as owner, live_server.client("trusted") as other:
+        sid = owner.post("/v1/sessions", json={}).json()["id"]
+        try:
+            for answer in (
+                other.get(f"/v1/sessions/{sid}"),
+                other.post(f"/v1/sessions/{sid}/runs", json={"code": "print(1)"}),
+                other.delete(f"/v1/sessions/{sid}"),
+                other.get(f"/v1/sessions/{sid}/files", params={"name": "x"}),
+            ):
+                assert answer.status_code == 404, answer.text
+                assert answer.json()["error"]["type"] == "SessionNotFound"
+            assert other.get("/v1/sessions").json() == {"sessions": []}
+            assert owner.get(f"/v1/sessions/{sid}").status_code == 200
+        finally:
+            owner.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_tenant_holds_at_most_its_concurrent_quota_of_sessions(live_server: LiveServer) -> None:
+    with live_server.client("tiny") as client:  # concurrent=1
+        sid = client.post("/v1/sessions", json={}).json()["id"]
+        second = client.post("/v1/sessions", json={})
+        assert second.status_code == 403 and "open sessions" in second.json()["error"]["message"]
+        client.delete(f"/v1/sessions/{sid}")
+        again = client.post("/v1/sessions", json={})
+        assert again.status_code == 201
+        client.delete(f"/v1/sessions/{again.json()['id']}")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "says"),
+    [
+        ("/v1/sessions", {"code": "print(1)"}, 400, "unknown field 'code'"),
+        ("/v1/sessions", {"language": "cobol"}, 400, "cobol"),
+        ("/v1/sessions", {"trust": "trusted"}, 403, "at most"),
+        ("/v1/sessions", {"runtime": "runc"}, 403, "runsc"),
+        ("/v1/sessions/s-0000000000000000/runs", {"code": "1"}, 404, "no open session"),
+    ],
+)
+def test_bad_session_requests(
+    live_server: LiveServer, path: str, body: dict[str, Any], status: int, says: str
+) -> None:
+    with live_server.client() as client:
+        answer = client.post(path, json=body)
+    assert answer.status_code == status, answer.text
+    assert says in answer.json()["error"]["message"]
+
+
+def test_a_call_may_not_change_what_the_session_fixed(live_server: LiveServer) -> None:
+    with live_server.client() as client:
+        sid = client.post("/v1/sessions", json={}).json()["id"]
+        try:
+            for field in ({"trust": "untrusted"}, {"memory_mb": 64}, {"language": "go"}):
+                answer = client.post(f"/v1/sessions/{sid}/runs", json={"code": "1", **field})
+                assert answer.status_code == 400, answer.text
+            missing = client.get(f"/v1/sessions/{sid}/files", params={"name": "nope.txt"})
+            assert missing.status_code == 400 and "nope.txt" in missing.text
+        finally:
+            client.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_timeout_ends_the_session(live_server: LiveServer) -> None:
+    with live_server.client() as client:
+        sid = client.post("/v1/sessions", json={}).json()["id"]
+        slow = client.post(
+            f"/v1/sessions/{sid}/runs", json={"code": "while True:\n    pass", "timeout": 1}
+        ).json()
+        assert slow["outcome"] == "timeout"
+        after = client.post(f"/v1/sessions/{sid}/runs", json={"code": "1"})
+        assert after.status_code == 410 and "ran out of time" in after.text
+
+
+def test_mcp_session_tools_over_stdio(tmp_path: Path) -> None:
+    key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
+
+    async def scenario() -> list[Any]:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+        from test_mcp import params
+
+        async with stdio_client(params(tmp_path, key)) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                opened = await client.call_tool("open_session", {"language": "python"})
+                sid = opened.structuredContent["id"]
+                answers = [opened]
+                for code in ("total = 40", "total + 2"):
+                    answers.append(
+                        await client.call_tool("run_in_session", {"session_id": sid, "code": code})
+                    )
+                answers.append(await client.call_tool("close_session", {"session_id": sid}))
+                answers.append(
+                    await client.call_tool("run_in_session", {"session_id": sid, "code": "1"})
+                )
+                return answers
+
+    opened, first, second, closed, after = anyio.run(scenario)
+    assert not opened.isError and opened.structuredContent["language"] == "python"
+    assert first.structuredContent["outcome"] == "ok"
+    assert second.structuredContent["stdout"] == "42\n"
+    assert closed.structuredContent["ended"] == "it was closed"
+    assert after.isError and "has ended" in after.content[0].text
+
+
+def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:
+    key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
+    tools, _ = anyio.run(session_calls, tmp_path, key, [])
+    assert {tool.name for tool in tools.tools} == {
+        "run_code",
+        "assess_code",
+        "open_session",
+        "run_in_session",
+        "close_session",
+    }
