@@ -20,7 +20,6 @@ out of time or output (the policy's `sessions` section). Sessions have no networ
 from __future__ import annotations
 
 import dataclasses
-import functools
 import secrets
 import threading
 import time
@@ -127,6 +126,8 @@ class Session:
         self._fixed = {**fixed, "session": self.id, "network": []}
         self._settings = settings
         self._on_end = on_end
+        self._end_reported = False
+        self._report_lock = threading.Lock()
         self.calls = 0
 
     @property
@@ -166,13 +167,8 @@ class Session:
         """`run`, without blocking the event loop."""
         import asyncio
 
-        request = self._request(code, dict[str, Any](options))
-        self._touch()
-        result = await asyncio.to_thread(
-            functools.partial(self._sandbox.execute_in, request, self._backend)
-        )
-        self._after_call()
-        return result
+        request = self.request(code, **options)  # bad input raises here, at once
+        return await asyncio.to_thread(self.execute, request)
 
     def upload(self, files: Mapping[str, str | bytes]) -> None:
         """Write `files` (relative path -> content) into the working directory; recorded."""
@@ -213,7 +209,7 @@ class Session:
         container is removed under it, and the call's result says so)."""
         if self._backend.ended is None:
             self._backend.end(why, now=now)
-            self._on_end(self)
+        self._report_end()
 
     def busy(self) -> bool:
         """Whether a call is running."""
@@ -271,7 +267,15 @@ class Session:
     def _after_call(self) -> None:
         self.last_used = time.time()
         if self._backend.ended is not None:
-            self._on_end(self)
+            self._report_end()
+
+    def _report_end(self) -> None:
+        """Tell the book (and the audit log) once that the session ended."""
+        with self._report_lock:
+            if self._end_reported or self._backend.ended is None:
+                return
+            self._end_reported = True
+        self._on_end(self)
 
     def _check_open(self) -> None:
         why = self._backend.ended

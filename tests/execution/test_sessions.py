@@ -171,8 +171,10 @@ def test_a_timeout_ends_the_session_and_removes_its_container(
     assert cid not in session_containers(engine)
     with pytest.raises(SessionClosed, match="ran out of time"):
         session.run("print(1)")
+    with pytest.raises(SessionClosed, match="ran out of time"):
+        sb.sessions.get(session.id)  # the book remembers why, for the service's 410
     with pytest.raises(SessionNotFound):
-        sb.sessions.get(session.id)
+        sb.sessions.get("s-0000000000000000")
 
 
 def test_the_memory_limit(sb: Sandbox, runtime: str) -> None:
@@ -345,3 +347,14 @@ def test_a_killed_session_container_is_reported_not_hung(sb: Sandbox, engine: En
     with pytest.raises(SessionClosed):
         session.run("print(1)")
 
+
+
+def test_arun_keeps_state_too(sb: Sandbox) -> None:
+    import asyncio
+
+    async def calls() -> list[str]:
+        with sb.session("python") as session:
+            await session.arun("n = 2")
+            return [(await session.arun(code)).stdout for code in ("n * 21", "n + 1")]
+
+    assert asyncio.run(calls()) == ["42\n", "3\n"]

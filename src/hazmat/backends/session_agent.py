@@ -185,7 +185,7 @@ cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
 
 # The interpreter kept between calls of a Python session, as the session's uid.
 REPL = r"""
-import ast, builtins, importlib.machinery, io, json, os, sys, traceback, types
+import ast, builtins, importlib.machinery, io, json, os, sys, types
 def _preload(path="/etc/hazmat/preload.py"):
     try:
         with open(path, "rb") as f:

@@ -111,7 +111,9 @@ def build_mcp(
         _, language, options = run_arguments(
             {"code": "", "language": language}, key, sandbox.policy
         )
-        session = await anyio.to_thread.run_sync(lambda: book.open(key, language, options))
+        book.check_room(key)  # before the quota counts it
+        with quotas.admit(key.tenant, key.quotas):  # a container start, like a run
+            session = await anyio.to_thread.run_sync(lambda: book.open(key, language, options))
         return session.info()
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))

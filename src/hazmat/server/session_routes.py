@@ -1,9 +1,10 @@
 """The session endpoints of the HTTP API (docs/api.md): thin layers over `Sandbox.session()`.
 
 A session belongs to the tenant whose key opened it: any other key gets 404, as for an id that
-never existed. A tenant may hold as many open sessions as its key's `concurrent` quota; each
-call is admitted by the same quotas as a run, and goes through the whole pipeline
-(sessions.py). Opening a session starts its container, so it runs in a worker thread too.
+never existed. A tenant may hold as many open sessions as its key's `concurrent` quota.
+Opening one (a container start), each call and each file transfer are admitted by the same
+quotas as a run; a call goes through the whole pipeline (sessions.py). Everything that waits on
+the engine runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -46,14 +47,18 @@ class SessionOwners:
         self._owner: dict[str, str] = {}  # session id -> tenant
         self._lock = threading.Lock()
 
-    def open(self, key: Key, language: str, options: dict[str, Any]) -> Session:
-        """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread)."""
+    def check_room(self, key: Key) -> None:
+        """Raise `NotPermitted` if `key`'s tenant holds its most sessions."""
         held = len(self.mine(key))
         if held >= key.quotas.concurrent:
             raise NotPermitted(
                 f"tenant {key.tenant!r} has {held} open sessions, its key's most "
                 "(its concurrent-runs quota); close one first"
             )
+
+    def open(self, key: Key, language: str, options: dict[str, Any]) -> Session:
+        """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread)."""
+        self.check_room(key)
         session = self.sandbox.session(
             language, trust=options["trust"], runtime=options.get("runtime"), caller=key.caller
         )
@@ -96,7 +101,11 @@ class SessionRoutes:
         if unknown:
             raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(OPEN_FIELDS)})")
         _, language, options = run_arguments({**data, "code": ""}, key, self.sandbox.policy)
-        session = await anyio.to_thread.run_sync(lambda: self.owners.open(key, language, options))
+        self.owners.check_room(key)  # before the quota counts it
+        with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
+            session = await anyio.to_thread.run_sync(
+                lambda: self.owners.open(key, language, options)
+            )
         return JSONResponse(session.info(), status_code=201)
 
     async def index(self, request: Request, key: Key) -> Response:
@@ -130,13 +139,15 @@ class SessionRoutes:
         files = options.get("files")
         if not isinstance(files, dict):
             raise InputError("field 'files' must be an object of file name -> text")
-        await anyio.to_thread.run_sync(lambda: session.upload(files))
+        with self.quotas.admit(key.tenant, key.quotas):
+            await anyio.to_thread.run_sync(lambda: session.upload(files))
         return JSONResponse({"uploaded": sorted(files)})
 
     async def download(self, request: Request, key: Key) -> Response:
         session = self._get(request, key)
         names = request.query_params.getlist("name")
-        got = await anyio.to_thread.run_sync(lambda: session.download(names))
+        with self.quotas.admit(key.tenant, key.quotas):
+            got = await anyio.to_thread.run_sync(lambda: session.download(names))
         encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         return JSONResponse({"files_base64": encoded})
 
