@@ -150,6 +150,12 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             "the program was stopped at its time limit of 15 s",
         ),
         (
+            {"exit_code": 137, "cancelled": True, "oom_killed": True},  # the caller came first
+            Outcome.CANCELLED,
+            130,
+            "the run was stopped by its caller",
+        ),
+        (
             {"exit_code": 137, "oom_killed": True},
             Outcome.MEMORY_LIMIT,
             137,
@@ -202,6 +208,7 @@ def test_outcome_exit_status_is_the_one_mapping() -> None:
         Outcome.OUTPUT_LIMIT: 141,
         Outcome.BLOCKED: 126,
         Outcome.INFRA_ERROR: 125,
+        Outcome.CANCELLED: 130,  # as a program stopped by SIGINT
     }
 
 

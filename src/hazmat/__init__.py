@@ -76,6 +76,9 @@ if TYPE_CHECKING:
     from hazmat.sessions import (
         Session,
     )
+    from hazmat.watch import (
+        Watch,
+    )
 
 __version__ = "0.1.0"
 
@@ -106,6 +109,7 @@ _LAZY = {
     "Severity": "hazmat.models",
     "TrustLevel": "hazmat.policy",
     "TrustSettings": "hazmat.policy",
+    "Watch": "hazmat.watch",
     "get_language": "hazmat.languages",
     "load_policy": "hazmat.policy",
     "parse_policy": "hazmat.policy",
@@ -158,6 +162,7 @@ __all__ = [
     "TrustSettings",
     "UnknownLanguage",
     "UnsafeFileName",
+    "Watch",
     "__version__",
     "get_language",
     "load_policy",

@@ -30,6 +30,7 @@ _MEANING = {
     Outcome.OUTPUT_LIMIT: "output_limit: stopped after the output cap",
     Outcome.BLOCKED: "blocked: the assessment and the policy refused it",
     Outcome.INFRA_ERROR: "infra_error: engine unreachable, image or runtime missing",
+    Outcome.CANCELLED: "cancelled: stopped by its caller while it ran",
 }
 RUN_EXITS = "\n".join(
     [

@@ -34,6 +34,7 @@ class MetricsSnapshot:
     blocked: int
     infra_errors: int
     settings_mismatches: int
+    cancelled: int
     pool_hits: int
     pool_misses: int
     latency_p50_ms: float | None
@@ -75,6 +76,7 @@ _OUTCOME_FIELD = {
     Outcome.PIDS_LIMIT: "pids_limit_hits",
     Outcome.BLOCKED: "blocked",
     Outcome.INFRA_ERROR: "infra_errors",
+    Outcome.CANCELLED: "cancelled",
 }
 
 
@@ -116,6 +118,7 @@ class Metrics:
             blocked=counts.get("blocked", 0),
             infra_errors=counts.get("infra_errors", 0),
             settings_mismatches=counts.get("settings_mismatches", 0),
+            cancelled=counts.get("cancelled", 0),
             pool_hits=counts.get("pool_hits", 0),
             pool_misses=counts.get("pool_misses", 0),
             latency_p50_ms=_percentile(latency, 50),

@@ -40,6 +40,7 @@ class Outcome(enum.StrEnum):
     PIDS_LIMIT = "pids_limit"  # failed after a fork or thread was refused at the pids limit
     BLOCKED = "blocked"  # refused before running (static assessment)
     INFRA_ERROR = "infra_error"  # engine down, image missing: not the code's fault
+    CANCELLED = "cancelled"  # the caller stopped it while it ran (watch.py); killed
 
     @property
     def exit_status(self) -> int | None:
@@ -53,6 +54,7 @@ _EXIT_STATUS = {
     Outcome.OUTPUT_LIMIT: 141,
     Outcome.BLOCKED: 126,
     Outcome.INFRA_ERROR: 125,
+    Outcome.CANCELLED: 130,
 }
 
 

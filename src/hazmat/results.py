@@ -38,6 +38,8 @@ class Plan:
 
 def derive_outcome(report: RunReport) -> Outcome:
     """The outcome, from the facts the host and the engine observed, most decisive first."""
+    if report.cancelled:
+        return Outcome.CANCELLED
     if report.compile_timed_out:
         return Outcome.COMPILE_TIMEOUT
     if report.timed_out:
@@ -102,6 +104,8 @@ def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str
             f"the program was stopped after writing more than its output limit of "
             f"{limits.output_bytes} bytes"
         )
+    if outcome is Outcome.CANCELLED:
+        return "the run was stopped by its caller"
     if outcome is Outcome.ERROR and exit_code is None:
         return "the program ended without an exit status the host could read"
     if outcome is Outcome.ERROR:

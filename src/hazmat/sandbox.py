@@ -51,6 +51,7 @@ from hazmat.policy import (
 )
 from hazmat.results import Plan, blocked_result, derive_outcome, infra_result, report_result
 from hazmat.sessions import SessionBook, open_session
+from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
     from hazmat.assess.assessor import Assessor
@@ -183,7 +184,12 @@ class Sandbox:
         return self._metrics.snapshot()
 
     def run(
-        self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
+        self,
+        code: str | bytes,
+        language: str = "python",
+        *,
+        on_output: OnOutput | Watch | None = None,
+        **options: Unpack[RunOptions],
     ) -> ExecutionResult:
         """Run `code` once in a new container and return what happened.
 
@@ -192,17 +198,27 @@ class Sandbox:
         for the program), `args` (its command-line arguments), `timeout` (seconds),
         `memory_mb`, `runtime` ("runc" or "runsc"), `caller` and `session` (recorded in the
         audit log), `override_reason` (lets code the policy blocks run; recorded).
+
+        `on_output(stream, data)` gets the program's output while it runs, or give a `Watch`
+        to be able to cancel the run too (hazmat/watch.py).
         """
-        return self.execute(self.request(code, language, **options))
+        return self.execute(self.request(code, language, **options), on_output=on_output)
 
     async def arun(
-        self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
+        self,
+        code: str | bytes,
+        language: str = "python",
+        *,
+        on_output: OnOutput | Watch | None = None,
+        **options: Unpack[RunOptions],
     ) -> ExecutionResult:
-        """`run`, without blocking the event loop (the run happens in a worker thread)."""
+        """`run`, without blocking the event loop (the run happens in a worker thread, which
+        is also where `on_output` is called)."""
         import asyncio  # here: most callers never need it, and it costs 20 ms to import
 
         request = self.request(code, language, **options)  # bad input raises here, at once
-        return await asyncio.to_thread(functools.partial(self.execute, request))
+        run = functools.partial(self.execute, request, on_output=on_output)
+        return await asyncio.to_thread(run)
 
     def request(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
@@ -211,20 +227,28 @@ class Sandbox:
         self._check_open()
         return build_request(self.policy, code, language, dict[str, Any](options))
 
-    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult:
         """Run a request through every stage and return its result.
 
         The program reaches a container only after the decision and once the `run.started`
         record (with the assessment) is durable; `run.finished` is durable before the result is
         returned; a refused run is recorded as `run.blocked`. A cold backend may start the
         empty container while the code is assessed (`Backend.prepare`). If the audit log
-        cannot record, `AuditError` is raised and nothing runs.
+        cannot record, `AuditError` is raised and nothing runs. `on_output`: see `run`.
         """
-        return self.execute_in(request, self.backend)
+        return self.execute_in(request, self.backend, on_output)
 
-    def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult:
+    def execute_in(
+        self,
+        request: ExecutionRequest,
+        backend: Backend,
+        on_output: OnOutput | Watch | None = None,
+    ) -> ExecutionResult:
         """`execute` on `backend` (a session's kept container: sessions.py)."""
         self._check_open()
+        watch = as_watch(on_output)
         began = time.monotonic()
         limits = check_request(self.policy, request)  # also a request built by hand
         plan, notes = self._resolve(request, limits, backend)
@@ -232,7 +256,7 @@ class Sandbox:
         reason = check_override_reason(request.override_reason, settings.assess)
         allow = narrowed(settings.network, request.network)
         gate = self._gates.open(allow, settings.network.ports)
-        job = _job(plan, gate)
+        job = _job(plan, gate, watch)
         backend.prepare(job)
         try:
             assessment = self._assess(plan)
@@ -373,7 +397,7 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     return PoolBackend(docker, policy.pool)
 
 
-def _job(plan: Plan, gate: Gate | None) -> Job:
+def _job(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
     request = plan.request
     lang = get_language(request.language)
     source = lang.source_for(module_for(lang, request.code, request.module))
@@ -386,7 +410,7 @@ def _job(plan: Plan, gate: Gate | None) -> Job:
         args=tuple(request.args),
     )
     egress = str(gate.directory) if gate else None
-    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress)
+    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress, watch)
 
 
 def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:

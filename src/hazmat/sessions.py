@@ -36,6 +36,7 @@ from hazmat.intake import build_request, parse_runtime
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Runtime, SessionSettings, TrustLevel, parse_trust
+from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
@@ -144,31 +145,48 @@ class Session:
         """Why the session ended, or None while it is open."""
         return self._backend.ended
 
-    def run(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionResult:
+    def run(
+        self,
+        code: str | bytes,
+        *,
+        on_output: OnOutput | Watch | None = None,
+        **options: Unpack[RunOptions],
+    ) -> ExecutionResult:
         """Run `code` in the session (through the whole pipeline) and return its result.
         Options: `stdin`, `files`, `output_files`, `env`, `args`, `timeout`, `module`,
-        `override_reason`; the rest was fixed when the session opened."""
-        return self.execute(self.request(code, **options))
+        `override_reason`; the rest was fixed when the session opened. `on_output` as for
+        `Sandbox.run`; cancelling a call ends the session, as a timeout does."""
+        return self.execute(self.request(code, **options), on_output=on_output)
 
     def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest:
         """Build and check a call's request without running it (`InputError` if it is bad,
         `SessionClosed` if the session has ended)."""
         return self._request(code, dict[str, Any](options))
 
-    def execute(self, request: ExecutionRequest) -> ExecutionResult:
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult:
         """Run a request made by `request` in the session."""
         self._check_open()
         self._touch()
-        result = self._sandbox.execute_in(request, self._backend)
+        result = self._sandbox.execute_in(request, self._backend, on_output)
         self._after_call()
         return result
 
-    async def arun(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionResult:
+    async def arun(
+        self,
+        code: str | bytes,
+        *,
+        on_output: OnOutput | Watch | None = None,
+        **options: Unpack[RunOptions],
+    ) -> ExecutionResult:
         """`run`, without blocking the event loop."""
         import asyncio
+        import functools
 
         request = self.request(code, **options)  # bad input raises here, at once
-        return await asyncio.to_thread(self.execute, request)
+        run = functools.partial(self.execute, request, on_output=on_output)
+        return await asyncio.to_thread(run)
 
     def upload(self, files: Mapping[str, str | bytes]) -> None:
         """Write `files` (relative path -> content) into the working directory; recorded."""
@@ -384,4 +402,3 @@ class SessionBook:
             session.end("its sandbox closed")
         if self._janitor is not None:
             self._janitor.join(timeout=5)
-

@@ -36,7 +36,7 @@ A language with a build step (Go, TypeScript) has it run by the stage script in 
 phase; the agent then prints a marker with the build's status, which ends the host's compile
 budget (`compile_timeout_s`) and starts the program's own time limit::
 
-    \\n--hazmat-built-<nonce>-- <status>\\n
+    --hazmat-built-<nonce>-- <status>\\n
 
 and, when the build succeeded and there is no runner, runs the stage script again in its `run`
 phase. Before saying it is ready the agent also runs the language's own setup as the program
@@ -50,13 +50,13 @@ and PID 1, all of them the program's uid); if output files were asked for, it wr
 the program's stdout a marker carrying the nonce, and `COLLECT_SCRIPT`, run as the program's
 uid once nothing of the program runs, writes one record per file (paths may contain `/`)::
 
-    \\n--hazmat-files-<nonce>--\\n
+    --hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
 
 and last the end marker with the program's exit status (128 + signal when killed by one), on
 stdout and on stderr::
 
-    \\n--hazmat-end-<nonce>-- <status>\\n
+    --hazmat-end-<nonce>-- <status>\\n
 
 The host stops reading at the end marker, takes its last reading of the container's cgroup
 (the agent stops itself after the marker, so the container is still there to read) and
@@ -165,7 +165,7 @@ if [ -z "$runner" ] || [ -n "$build" ]; then
     rc=$?
     if [ -n "$build" ]; then
         # the host's compile budget ends here, and the program's own time limit starts
-        printf '\n--hazmat-built-%s-- %s\n' "$nonce" "$rc"
+        printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
         if [ "$rc" -eq 0 ] && [ -z "$runner" ]; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run 2>&3
             rc=$?
@@ -183,12 +183,12 @@ kill -9 -1
 i=0
 while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
 if [ "$nwant" -gt 0 ]; then
-    printf '\n--hazmat-files-%s--\n' "$nonce"
+    printf -- '--hazmat-files-%s--\n' "$nonce"
     printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
 fi
 # on both streams: the engine forwards them independently, and the host reads until both end
-printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
+printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 # Stay, stopped, until the host removes the container: its cgroup, and the figures the host
 # reads from it (refused forks, peak memory, CPU time), must outlive the run.
 kill -STOP $$
@@ -258,17 +258,17 @@ done
 
 def file_marker(nonce: str) -> bytes:
     """The line the agent prints between the program's stdout and the output files."""
-    return f"\n--hazmat-files-{nonce}--\n".encode()
+    return f"--hazmat-files-{nonce}--\n".encode()
 
 
 def built_marker(nonce: str) -> bytes:
     """What the agent prints once a build step has ended, before its exit status."""
-    return f"\n--hazmat-built-{nonce}-- ".encode()
+    return f"--hazmat-built-{nonce}-- ".encode()
 
 
 def end_marker(nonce: str) -> bytes:
     """What the agent prints before the exit status, once everything else is written."""
-    return f"\n--hazmat-end-{nonce}-- ".encode()
+    return f"--hazmat-end-{nonce}-- ".encode()
 
 
 _STATUS = re.compile(rb"[0-9]{1,3}")

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 from hazmat.backends.agent import Payload
 from hazmat.languages import Language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
+from hazmat.watch import Watch
 
 __all__ = ["Backend", "Job", "Lease", "Leaser", "RunReport", "Spec", "local_resources"]
 
@@ -68,6 +69,7 @@ class Job:
     trust: TrustLevel
     payload: Payload
     egress: str | None = None  # see Spec.egress
+    watch: Watch | None = field(default=None, compare=False)  # output as it comes (watch.py)
 
     @property
     def spec(self) -> Spec:
@@ -95,6 +97,7 @@ class RunReport:
     build_ms: float | None = None
     oom_killed: bool = False
     output_exceeded: bool = False
+    cancelled: bool = False  # the caller's watch stopped the run
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     notes: tuple[str, ...] = ()
     peak_memory_bytes: int | None = None  # the container's cgroup, read on the host

@@ -269,6 +269,8 @@ class DockerBackend(Backend):
             exit_code, engine_oom = self._final_state(started, job)
         base = monitor.baseline if monitor is not None else None
         files, notes = self._files(capture, job)
+        if capture.cancelled and job.watch is not None:
+            notes.append(f"cancelled: {job.watch.reason}")
         report = RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
@@ -281,6 +283,7 @@ class DockerBackend(Backend):
             build_ms=capture.build_ms,
             oom_killed=engine_oom or _oom_since(base, figures),
             output_exceeded=capture.output_exceeded,
+            cancelled=capture.cancelled,
             files=files,
             notes=tuple(notes),
             peak_memory_bytes=figures.memory_peak if figures else None,
@@ -315,6 +318,7 @@ class DockerBackend(Backend):
             compile_s=job.limits.compile_timeout_s,
             keep_open=keep,
             pending=pending,
+            watch=job.watch,
         )
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:

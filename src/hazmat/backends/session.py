@@ -113,6 +113,8 @@ class SessionBackend(Backend):
 
 def _ended_by(report: RunReport) -> str:
     """Why a call's container is gone (the host killed it, or it died)."""
+    if report.cancelled:
+        return "was cancelled"
     if report.timed_out or report.compile_timed_out:
         return "ran out of time"
     if report.output_exceeded:

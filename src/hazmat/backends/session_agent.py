@@ -140,7 +140,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode; do
             setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
                 build "$workdir" "$build" </dev/null 2>&3
             rc=$?
-            printf '\n--hazmat-built-%s-- %s\n' "$nonce" "$rc"
+            printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
         fi
         if [ "$rc" -eq 0 ] && [ "$mode" = run ]; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
@@ -151,11 +151,11 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode; do
     : >"$job"
     sweep
     if [ "$nwant" -gt 0 ]; then
-        printf '\n--hazmat-files-%s--\n' "$nonce"
+        printf -- '--hazmat-files-%s--\n' "$nonce"
         printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
     fi
-    printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-    printf '\n--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
+    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 done
 exit 0
 """

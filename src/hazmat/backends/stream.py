@@ -6,7 +6,8 @@ same time, so a large stdin and a large output cannot deadlock each other. The h
 authority: when the wall clock runs out or the output passes its cap, `stop()` kills the
 container through the engine. Reading ends at the agent's end marker, once it has come on both
 stdout and stderr (the engine forwards the two pipes independently, so only then is all of the
-program's output in); whatever follows it is discarded.
+program's output in); whatever follows it is discarded. With a `Watch` (hazmat/watch.py) the
+program's output also goes to the caller as it comes, and the caller can stop the run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hazmat.backends.agent import parse_end
+from hazmat.watch import Tap, Watch
 
 __all__ = ["Capture", "NotReady", "pump", "wait_ready"]
 
@@ -26,6 +28,8 @@ _HEADER = struct.Struct(">BxxxL")
 _CHUNK = 256 * 1024
 # After the container is killed, how long to keep reading for frames already on their way.
 _DRAIN_SECONDS = 2.0
+# With a watch, how often the pump looks whether its caller has cancelled the run.
+_CANCEL_POLL_SECONDS = 0.1
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Capture:
     timed_out: bool = False
     compile_timed_out: bool = False  # the build step outlasted its own budget
     output_exceeded: bool = False
+    cancelled: bool = False  # the caller's watch stopped the run
     files_exceeded: bool = False
     stdin_unsent: int = 0  # bytes the program exited without reading
     duration_ms: float = 0.0
@@ -58,8 +63,10 @@ class _Demux:
         files_cap: int,
         end: bytes | None,
         built: bytes | None = None,
+        tap: Tap | None = None,
     ) -> None:
         self.capture = capture
+        self.tap = tap
         self.built = built
         self.cap = cap
         self.marker = marker
@@ -80,6 +87,20 @@ class _Demux:
             chunk = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
             del self.buffer[: _HEADER.size + length]
             self._route(stream_id, chunk)
+            self.pass_on()
+
+    def pass_on(self, final: bool = False) -> None:
+        """Hand the watch, if any, what is settled of the program's output."""
+        if self.tap is None:
+            return
+        c = self.capture
+        ends = (self.end,) if self.end else ()
+        out = ends + ((self.marker,) if self.marker else ())
+        if self.built is not None and c.build_status is None:
+            out += (self.built,)
+        done = final or 1 in self.status or c.files_blob is not None
+        self.tap.update(1, c.stdout, done, out)
+        self.tap.update(2, c.stderr, final or 2 in self.status, ends)
 
     def _route(self, stream_id: int, chunk: bytes) -> None:
         c = self.capture
@@ -186,6 +207,7 @@ def pump(
     compile_s: float = 0.0,
     keep_open: bool = False,
     pending: bytes = b"",
+    watch: Watch | None = None,
 ) -> Capture:
     """Send `payload` then EOF, read until the end marker (`end`) has come on both streams, the
     container closes the stream, or a limit is hit.
@@ -200,9 +222,13 @@ def pump(
     With `keep_open` (a session's kept container) no EOF is sent after the payload, and
     `pending` (the previous call's `Capture.rest`) is read first: the stream stays framed
     across calls, and what came between calls counts as this call's output.
+
+    With a `watch`, the program's output goes to it as it comes, and its `cancel()` stops the
+    run as a timeout would (`Capture.cancelled`).
     """
     capture = Capture()
-    demux = _Demux(capture, output_cap, marker, files_cap, end, built)
+    tap = Tap(watch, output_cap) if watch is not None else None
+    demux = _Demux(capture, output_cap, marker, files_cap, end, built, tap)
     if pending:
         demux.feed(pending)
     started = time.monotonic()
@@ -220,14 +246,19 @@ def pump(
             if drain_until is None and now >= deadline:
                 capture.timed_out = True
                 capture.compile_timed_out = built is not None and capture.build_status is None
-            if drain_until is None and (capture.timed_out or demux.must_stop):
+            if drain_until is None and watch is not None and watch.cancelled:
+                capture.cancelled = True
+            if drain_until is None and (capture.timed_out or capture.cancelled or demux.must_stop):
                 stop()
                 drain_until = now + _DRAIN_SECONDS
                 capture.duration_ms = (now - started) * 1000
             limit = drain_until if drain_until is not None else deadline
             if now >= limit:
                 break
-            for _key, events in sel.select(timeout=max(0.0, limit - now)):
+            wait = max(0.0, limit - now)
+            if watch is not None and drain_until is None:
+                wait = min(wait, _CANCEL_POLL_SECONDS)
+            for _key, events in sel.select(timeout=wait):
                 if events & selectors.EVENT_WRITE and outgoing:
                     outgoing = _send_some(sock, outgoing, sel, keep_open)
                 if events & selectors.EVENT_READ:
@@ -253,6 +284,7 @@ def pump(
             capture.duration_ms = (time.monotonic() - started) * 1000
         sel.close()
         demux.finish()
+        demux.pass_on(final=True)
     capture.stdin_unsent = len(outgoing)
     return capture
 

@@ -1,0 +1,110 @@
+"""Output as it comes: a `Watch` gets a run's stdout and stderr while it runs, and can stop it.
+
+`Sandbox.run(..., on_output=fn)` (and `execute`, and a session's `run`) takes a function
+called as `fn(stream, data)` with `stream` "stdout" or "stderr" and `data` the bytes just
+written, or a `Watch`, which can also `cancel()` the run from any thread: the container is
+killed within about 0.1 s and the result's outcome is `cancelled`. The function is called on
+the thread that runs the job, in the order the bytes arrived; if it raises, the run is
+cancelled the same way and the result carries a note saying so.
+
+What a watch sees is exactly what the result will hold: never a byte of the agent's markers
+(the tail of a stream that could be the start of one is held back until the next bytes show
+that it is not, or the run ends), never the output files' section, and at most the output cap
+in all. Only where a run goes over its cap can the two differ: the result keeps the first
+bytes of stderr in preference to stdout, while the watch saw the bytes in the order they came.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+__all__ = ["OnOutput", "Tap", "Watch", "as_watch"]
+
+log = logging.getLogger(__name__)
+
+OnOutput = Callable[[str, bytes], None]
+STREAMS = {1: "stdout", 2: "stderr"}
+
+
+class Watch:
+    """A run's output as it comes (`on_output(stream, data)`), and `cancel()` to stop it."""
+
+    def __init__(self, on_output: OnOutput | None = None) -> None:
+        self.on_output = on_output
+        self._cancelled = threading.Event()
+        self.reason: str | None = None  # why the run was cancelled, once it was
+
+    def cancel(self, reason: str = "the caller cancelled it") -> None:
+        """Stop the run (from any thread); idempotent, the first reason is kept."""
+        if not self._cancelled.is_set():
+            self.reason = reason
+            self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def write(self, stream: str, data: bytes) -> None:
+        """Hand `data` to `on_output`; an exception there cancels the run."""
+        if self.on_output is None or self.cancelled:
+            return
+        try:
+            self.on_output(stream, data)
+        except Exception as exc:
+            log.debug("on_output raised; cancelling the run", exc_info=True)
+            self.cancel(f"on_output raised {type(exc).__name__}: {exc}")
+
+
+def as_watch(on_output: OnOutput | Watch | None) -> Watch | None:
+    """A `Watch` for what the caller gave: a function, a watch, or nothing."""
+    if on_output is None or isinstance(on_output, Watch):
+        return on_output
+    if not callable(on_output):
+        from hazmat._exceptions import InputError
+
+        raise InputError("on_output must be a function (stream, data) or a hazmat.Watch")
+    return Watch(on_output)
+
+
+class Tap:
+    """Passes the settled part of the captured streams to a `Watch` (backends/stream.py).
+
+    `update` is given, per stream, the bytes captured so far, whether they are final (the
+    stream's end or files marker has been taken out), and the markers that may still come
+    on it; it hands the watch what lies before any marker or start of one, within `cap`.
+    """
+
+    def __init__(self, watch: Watch, cap: int) -> None:
+        self.watch = watch
+        self.cap = cap
+        self.sent = {1: 0, 2: 0}
+
+    def update(
+        self, stream_id: int, buf: bytes | bytearray, final: bool, markers: tuple[bytes, ...]
+    ) -> None:
+        done = self.sent[stream_id]
+        safe = len(buf) if final else _settled(buf, done, markers)
+        room = self.cap - self.sent[1] - self.sent[2]
+        safe = min(safe, done + max(0, room))
+        if safe > done:
+            self.sent[stream_id] = safe
+            self.watch.write(STREAMS[stream_id], bytes(buf[done:safe]))
+
+
+def _settled(buf: bytes | bytearray, done: int, markers: tuple[bytes, ...]) -> int:
+    """How much of `buf` cannot be part of a marker: up to the first whole marker after
+    `done` (it is taken out once its status line is complete), or up to a tail that is the
+    start of one."""
+    safe = len(buf)
+    for marker in markers:
+        at = buf.find(marker, max(0, done - len(marker)))
+        if at >= 0:
+            safe = min(safe, at)
+            continue
+        for size in range(min(len(marker) - 1, len(buf)), 0, -1):
+            if buf.endswith(marker[:size]):
+                safe = min(safe, len(buf) - size)
+                break
+    return max(safe, done)
