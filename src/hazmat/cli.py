@@ -157,19 +157,46 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "session": session,
         "override_reason": args.override_reason,
     }
+    live = None if args.json else _Live()  # plain output is written as it comes
     service = None if args.local or args.policy or args.caller else find_service()
     if service is not None:
-        remote = run_remote(service, code, language.name, options)
-        return _finish(args, remote.files, remote.to_dict, remote.print_plain, remote.status)
+        remote = run_remote(service, code, language.name, options, live)
+        shown = live is not None
+        return _finish(
+            args, remote.files, remote.to_dict, lambda: remote.print_plain(shown), remote.status
+        )
     from hazmat.sandbox import Sandbox
 
     policy = load_policy(args.policy) if args.policy else Policy()
     # one run: a warm pool would only start containers nobody uses
     with Sandbox(policy, pool=False) as sandbox:
-        result = sandbox.run(code, language.name, caller=args.caller, **options)
+        result = sandbox.run(code, language.name, caller=args.caller, on_output=live, **options)
+    if live is not None and live.broken:
+        raise BrokenPipeError  # main ends quietly, as for any reader gone away
     return _finish(
-        args, result.files, result.to_dict, lambda: _print_plain(result), result.exit_status
+        args,
+        result.files,
+        result.to_dict,
+        lambda: _print_plain(result, live is not None),
+        result.exit_status,
     )
+
+
+class _Live:
+    """The program's stdout and stderr written as they come. A reader that has gone away
+    (`| head`) cancels the run."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def __call__(self, stream: str, data: bytes) -> None:
+        out = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
+        try:
+            out.write(data)
+            out.flush()
+        except BrokenPipeError:
+            self.broken = True
+            raise
 
 
 def _finish(
@@ -241,12 +268,14 @@ def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None
         print(f"  (and {hidden} informational finding(s); --json shows them)")
 
 
-def _print_plain(result: ExecutionResult) -> None:
-    """The program's output as it was, then hazmat's remarks on stderr, prefixed `hazmat:`."""
-    sys.stdout.buffer.write(result.stdout_bytes)
-    sys.stdout.buffer.flush()
-    sys.stderr.buffer.write(result.stderr_bytes)
-    sys.stderr.buffer.flush()
+def _print_plain(result: ExecutionResult, output_shown: bool = False) -> None:
+    """The program's output as it was (unless it was shown as it came), then hazmat's remarks
+    on stderr, prefixed `hazmat:`."""
+    if not output_shown:
+        sys.stdout.buffer.write(result.stdout_bytes)
+        sys.stdout.buffer.flush()
+        sys.stderr.buffer.write(result.stderr_bytes)
+        sys.stderr.buffer.flush()
     # a program that failed by itself has said why, on its own stderr, and in its status
     if result.error and result.outcome is not Outcome.ERROR:
         print(f"hazmat: {result.error}", file=sys.stderr)

@@ -3,13 +3,16 @@ own audit log and key store; keys for a few tenants."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,25 +32,36 @@ class LiveServer:
         headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=120)
 
-    def audit_records(self) -> list[dict[str, object]]:
-        import json
+    def audit_records(self) -> list[dict[str, Any]]:
+        return audit_records(self.audit_dir)
 
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hazmat",
-                "audit",
-                "show",
-                "--json",
-                "--log",
-                str(self.audit_dir),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return [json.loads(line) for line in out.splitlines()]
+
+def audit_records(audit_dir: Path) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [sys.executable, "-m", "hazmat", "audit", "show", "--json", "--log", str(audit_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def finished_record(audit_dir: Path, name: str) -> dict[str, Any]:
+    """The run.finished record of the run started with session name `name`, once it is written
+    (a bounded wait on a condition: the run may still be ending when the caller has left)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        records = audit_records(audit_dir)
+        ids = {
+            r["data"]["run"]
+            for r in records
+            if r["kind"] == "run.started" and r["data"]["session"] == name
+        }
+        for r in records:
+            if r["kind"] == "run.finished" and r["data"]["run"] in ids:
+                return r
+        time.sleep(0.2)
+    raise AssertionError(f"no run.finished record for {name} within 60 s")
 
 
 def start_server(tmp: Path, *extra: str) -> LiveServer:

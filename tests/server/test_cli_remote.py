@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from server_helpers import LiveServer
+from server_helpers import LiveServer, finished_record
 
 pytestmark = pytest.mark.docker
 
@@ -91,3 +91,36 @@ def test_a_service_that_does_not_answer(tmp_path: Path) -> None:
     assert "does not answer" in done.stderr and "Traceback" not in done.stderr
     done = hazmat(None, "run", "-c", "print(1)", url="ftp://x")
     assert done.returncode == 2 and "HAZMAT_URL" in done.stderr
+
+
+TICKS = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)\n"
+
+
+@pytest.mark.parametrize("where", ["in-process", "through the server"])
+def test_plain_output_comes_as_it_is_written_and_a_reader_leaving_cancels_the_run(
+    live_server: LiveServer, tmp_path: Path, where: str
+) -> None:
+    """`hazmat run | head -1`: the first line comes while the program runs (it never ends by
+    itself within its 60 s), the reader leaves, and the run is recorded as cancelled."""
+    program = tmp_path / "ticks.py"
+    program.write_text(TICKS)
+    local = where == "in-process"
+    env = {**os.environ, "HAZMAT_API_KEY": live_server.keys["untrusted"]}
+    env["HAZMAT_URL"] = "" if local else live_server.url
+    if local:
+        env["HAZMAT_AUDIT_DIR"] = str(tmp_path / "audit")
+    args = ["run", str(program), "--timeout", "60", *(["--local"] if local else [])]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hazmat", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline() == b"tick\n"
+    process.stdout.close()  # as `head -1` does
+    assert process.wait(timeout=120) == 141  # quietly, as a tool killed by SIGPIPE
+    assert b"Traceback" not in process.stderr.read()
+    process.stderr.close()
+    audit = tmp_path / "audit" if local else live_server.audit_dir
+    assert finished_record(audit, str(program))["data"]["outcome"] == "cancelled"

@@ -3,7 +3,8 @@ whole `hazmat run` through a server stays a few tens of milliseconds of Python.
 
 Where the service is: `HAZMAT_URL` (`http://HOST:PORT` or `unix:/path/to.sock`), else the
 default socket (`default_socket_path()`), which `hazmat serve` listens on unless told otherwise.
-The key is `HAZMAT_API_KEY`.
+The key is `HAZMAT_API_KEY`. With `live`, the run is asked for as server-sent events and the
+program's output is handed to `live(stream, data)` as it comes (docs/api.md, "Streaming").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,24 +96,66 @@ class Service:
             raise InputError(f"HAZMAT_URL {self.url!r}: expected http://HOST:PORT or unix:/path")
         return _TCPConnection(parts.netloc, timeout=TIMEOUT_S)
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def post(
+        self, path: str, body: dict[str, Any], live: Live | None = None
+    ) -> dict[str, Any]:
+        """POST `body` as JSON; the JSON answer. With `live`, ask for events and hand it each
+        output chunk; the answer is then the `result` event's data."""
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
+        if live is not None:
+            headers["Accept"] = "text/event-stream"
         connection = self._connection()
         try:
             try:
                 connection.request("POST", path, body=data, headers=headers)
                 response = connection.getresponse()
+                if live is not None and response.status == 200:
+                    return _events(response, live, self.url)
                 raw = response.read()
+            except _ReaderGone:
+                raise BrokenPipeError from None  # the CLI ends quietly, as for `| head`
             except OSError as exc:
                 raise ServiceUnavailable(
                     f"the hazmat service at {self.url} does not answer: {exc}"
                 ) from None
         finally:
-            connection.close()
+            connection.close()  # before the result, this cancels the run on the server
         return _answer(response, raw, self.url)
+
+
+Live = Callable[[str, bytes], None]
+
+
+class _ReaderGone(Exception):
+    """`live` could not write (its reader went away): told apart from the service's failures."""
+
+
+def _events(response: http.client.HTTPResponse, live: Live, url: str) -> dict[str, Any]:
+    """Read server-sent events until the result: output chunks go to `live` (base64 asked
+    for, so the bytes are exact), an `error` event raises its error."""
+    name, data = "", ""
+    while line := response.readline():
+        text = line.decode("utf-8").rstrip("\r\n")
+        if text.startswith("event: "):
+            name = text[len("event: ") :]
+        elif text.startswith("data: "):
+            data = text[len("data: ") :]
+        elif not text and name:
+            event = json.loads(data)
+            if name in ("stdout", "stderr"):
+                try:
+                    live(name, base64.b64decode(event.get("base64", "")))
+                except OSError:
+                    raise _ReaderGone from None
+            elif name == "result":
+                return dict(event)
+            elif name == "error":
+                raise _error(int(event.get("status", 503)), event, url, None)
+            name, data = "", ""
+    raise ServiceUnavailable(f"{url} closed the stream before the run's result")
 
 
 def _answer(response: http.client.HTTPResponse, raw: bytes, url: str) -> dict[str, Any]:
@@ -122,11 +165,17 @@ def _answer(response: http.client.HTTPResponse, raw: bytes, url: str) -> dict[st
         raise ServiceUnavailable(f"{url} answered {response.status} without JSON") from None
     if response.status == 200 and isinstance(data, dict):
         return data
-    error = data.get("error", {}) if isinstance(data, dict) else {}
-    message = f"{error.get('message', raw[:200].decode(errors='replace'))} (from {url})"
-    if response.status == 429:
-        raise QuotaExceeded(message, float(response.headers.get("Retry-After") or 1))
-    raise _ERRORS.get(response.status, InfraError)(message)
+    retry = response.headers.get("Retry-After")
+    raise _error(response.status, data if isinstance(data, dict) else {"raw": raw}, url, retry)
+
+
+def _error(status: int, data: dict[str, Any], url: str, retry: str | None) -> HazmatError:
+    error = data.get("error") or {}
+    said = error.get("message") or bytes(data.get("raw", b""))[:200].decode(errors="replace")
+    message = f"{said} (from {url})"
+    if status == 429:
+        return QuotaExceeded(message, float(retry or 1))
+    return _ERRORS.get(status, InfraError)(message)
 
 
 def find_service() -> Service | None:
@@ -165,11 +214,12 @@ class RemoteResult:
         code = self.data.get("exit_code") or 0
         return code if 0 <= code <= 255 else 1
 
-    def print_plain(self) -> None:
-        sys.stdout.buffer.write(self.stdout)
-        sys.stdout.buffer.flush()
-        sys.stderr.buffer.write(self.stderr)
-        sys.stderr.buffer.flush()
+    def print_plain(self, output_shown: bool = False) -> None:
+        if not output_shown:
+            sys.stdout.buffer.write(self.stdout)
+            sys.stdout.buffer.flush()
+            sys.stderr.buffer.write(self.stderr)
+            sys.stderr.buffer.flush()
         if self.data.get("error") and self.data.get("outcome") != "error":
             print(f"hazmat: {self.data['error']}", file=sys.stderr)
         for note in self.data.get("notes") or ():
@@ -178,9 +228,14 @@ class RemoteResult:
 
 
 def run_remote(
-    service: Service, code: str | bytes, language: str, options: Mapping[str, Any]
+    service: Service,
+    code: str | bytes,
+    language: str,
+    options: Mapping[str, Any],
+    live: Live | None = None,
 ) -> RemoteResult:
-    """`Sandbox.run`'s arguments as a request to the service (bytes as base64)."""
+    """`Sandbox.run`'s arguments as a request to the service (bytes as base64); with `live`,
+    the output goes to it as it comes."""
     body: dict[str, Any] = {"language": language}
     if isinstance(code, bytes):
         try:
@@ -199,4 +254,4 @@ def run_remote(
             }
         else:
             body[name] = list(value) if isinstance(value, list | tuple) else value
-    return RemoteResult(service.post("/v1/runs?output=base64", body))
+    return RemoteResult(service.post("/v1/runs?output=base64", body, live))

@@ -4,17 +4,17 @@ Each endpoint is a thin layer over the pipeline: the key is checked first (no ke
 no body read), the body is read up to the key's cap (413 as soon as it is over, from the
 Content-Length alone when there is one), the tenant's quota admits the run or answers 429 with
 Retry-After, and the run itself goes through `Sandbox.execute` in a worker thread, at most
-`max_running` at once. Errors are hazmat's own exceptions, mapped by their `http_status`.
+`max_running` at once. Errors are hazmat's own exceptions, mapped by their `http_status`. A
+run asked for with `Accept: text/event-stream` is answered as server-sent events (sse.py).
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -36,7 +36,9 @@ from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.quotas import QuotaBook
 from hazmat.server.session_routes import SessionRoutes
+from hazmat.server.sse import EventStream, result_body, wants_events
 from hazmat.sessions import Session
+from hazmat.watch import Watch
 
 __all__ = ["create_app"]
 
@@ -87,7 +89,7 @@ class _Service:
         self._idle = threading.Condition()
         from hazmat.server.mcp import build_mcp
 
-        self.sessions = SessionRoutes(sandbox, self.quotas, _body, self._execute)
+        self.sessions = SessionRoutes(sandbox, self.quotas, _body, self.answer)
         owners = self.sessions.owners
         self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute, owners)
 
@@ -149,13 +151,23 @@ class _Service:
         data = parse_body(await _body(request, key.quotas.max_request_bytes))
         code, language, options = run_arguments(data, key, self.sandbox.policy)
         prepared = self.sandbox.request(code, language, **options)  # bad input: 400 here
+        return await self.answer(request, key, prepared, None)
+
+    async def answer(
+        self, request: Request, key: Key, prepared: ExecutionRequest, session: Session | None
+    ) -> Response:
+        """Run `prepared` (in `session`, if given) within the tenant's quotas: one JSON body,
+        or server-sent events when the client accepts them. With `?output=base64` the output
+        comes exactly as written, as base64, too."""
+        exact = request.query_params.get("output") == "base64"
+        if wants_events(request.headers.get("accept", "")):
+            admitted = ExitStack()
+            admitted.enter_context(self.quotas.admit(key.tenant, key.quotas))  # 429 here
+            run = functools.partial(self._execute, prepared, session)
+            return EventStream(lambda watch: run(watch), admitted.close, exact)
         with self.quotas.admit(key.tenant, key.quotas):
-            result = await self._execute(prepared)
-        body = result.to_dict()
-        if request.query_params.get("output") == "base64":  # the output exactly as written
-            body["stdout_base64"] = base64.b64encode(result.stdout_bytes).decode("ascii")
-            body["stderr_base64"] = base64.b64encode(result.stderr_bytes).decode("ascii")
-        return JSONResponse(body)
+            result = await self._execute(prepared, session)
+        return JSONResponse(result_body(result, exact))
 
     async def assess(self, request: Request, key: Key) -> Response:
         data = parse_body(await _body(request, key.quotas.max_request_bytes))
@@ -181,7 +193,7 @@ class _Service:
         return JSONResponse(body)
 
     async def _execute(
-        self, prepared: ExecutionRequest, session: Session | None = None
+        self, prepared: ExecutionRequest, session: Session | None = None, watch: Watch | None = None
     ) -> ExecutionResult:
         began = time.monotonic()
         started = False
@@ -195,8 +207,8 @@ class _Service:
                 self._running += 1
             try:
                 if session is not None:
-                    return session.execute(prepared)
-                return self.sandbox.execute(prepared)
+                    return session.execute(prepared, on_output=watch)
+                return self.sandbox.execute(prepared, on_output=watch)
             finally:
                 self.metrics.in_progress.dec()
                 with self._idle:

@@ -7,7 +7,12 @@ from typing import Any
 
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
-from hazmat.server.openapi_sessions import SESSION_PATHS, SESSION_SCHEMAS
+from hazmat.server.openapi_sessions import (
+    OUTPUT_PARAMETER,
+    SESSION_PATHS,
+    SESSION_SCHEMAS,
+    run_answer,
+)
 
 __all__ = ["OPENAPI"]
 
@@ -148,11 +153,12 @@ OPENAPI: dict[str, Any] = {
                 "summary": "Run code: assess, decide, execute, verify, audit",
                 "operationId": "createRun",
                 "security": _AUTH,
+                "parameters": [OUTPUT_PARAMETER],
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": _ref("RunRequest")}},
                 },
-                "responses": {"200": _json(_ref("RunResult"), "The run's result"), **_ERRORS},
+                "responses": {"200": run_answer("The run's result"), **_ERRORS},
             }
         },
         "/v1/assess": {

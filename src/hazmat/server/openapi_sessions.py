@@ -1,10 +1,11 @@
-"""The session endpoints' part of the OpenAPI document (server/openapi.py merges it)."""
+"""The session endpoints' part of the OpenAPI document (server/openapi.py merges it), and how a
+run is answered (shared by `/v1/runs` and a session's `/runs`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SESSION_PATHS", "SESSION_SCHEMAS"]
+__all__ = ["OUTPUT_PARAMETER", "SESSION_PATHS", "SESSION_SCHEMAS", "run_answer"]
 
 _STR = {"type": "string"}
 _STR_MAP = {"type": "object", "additionalProperties": _STR}
@@ -23,6 +24,31 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
+
+def run_answer(description: str) -> dict[str, Any]:
+    """A run's 200: one JSON result, or server-sent events when the client accepts them."""
+    return {
+        "description": f"{description}; with Accept: text/event-stream, server-sent events",
+        "content": {
+            "application/json": {"schema": _ref("RunResult")},
+            "text/event-stream": {
+                "schema": {
+                    **_STR,
+                    "description": "events 'stdout' and 'stderr' ({text} or {base64}) while "
+                    "the run goes, then 'result' (the RunResult) or 'error' ({error, status})",
+                }
+            },
+        },
+    }
+
+
+OUTPUT_PARAMETER = {
+    "name": "output",
+    "in": "query",
+    "required": False,
+    "description": "base64: the output exactly as written, as base64, too",
+    "schema": {"type": "string", "enum": ["base64"]},
+}
 
 _ERROR = _ref("Error")
 _ERRORS = {
@@ -125,8 +151,9 @@ SESSION_PATHS: dict[str, Any] = {
             "summary": "Run code in the session (the whole pipeline, recorded)",
             "operationId": "runInSession",
             "security": _AUTH,
+            "parameters": [OUTPUT_PARAMETER],
             "requestBody": _body(_ref("SessionRun")),
-            "responses": {"200": _json(_ref("RunResult"), "The call's result"), **_ERRORS},
+            "responses": {"200": run_answer("The call's result"), **_ERRORS},
         },
     },
     "/v1/sessions/{session}/files": {

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, NotPermitted, SessionNotFound
-from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.models import ExecutionRequest
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import RUN_FIELDS, check_fields, parse_body, run_arguments
 from hazmat.server.keys import Key
@@ -36,7 +36,7 @@ CALL_FIELDS = tuple(
     if option in CALL_OPTIONS or (option is None and name != "language")
 )
 Body = Callable[[Request, int], Awaitable[bytes]]
-Execute = Callable[[ExecutionRequest, Session | None], Awaitable[ExecutionResult]]
+Answer = Callable[[Request, Key, ExecutionRequest, Session | None], Awaitable[Response]]
 
 
 class SessionOwners:
@@ -85,14 +85,15 @@ class SessionOwners:
 
 
 class SessionRoutes:
-    """The handlers; `execute` runs a call in a worker thread with the service's slots and
-    metrics, `body` reads a request body within the key's cap."""
+    """The handlers; `answer` runs a call within the tenant's quotas in a worker thread with
+    the service's slots and metrics (JSON or server-sent events, as for a run), `body` reads a
+    request body within the key's cap."""
 
-    def __init__(self, sandbox: Sandbox, quotas: QuotaBook, body: Body, execute: Execute) -> None:
+    def __init__(self, sandbox: Sandbox, quotas: QuotaBook, body: Body, answer: Answer) -> None:
         self.sandbox = sandbox
         self.quotas = quotas
         self.body = body
-        self.execute = execute
+        self.answer = answer
         self.owners = SessionOwners(sandbox)
 
     async def open(self, request: Request, key: Key) -> Response:
@@ -126,9 +127,7 @@ class SessionRoutes:
         code, _, options = run_arguments(data, key, self.sandbox.policy)
         options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
         prepared: ExecutionRequest = session.request(code, **options)  # bad input: 400 here
-        with self.quotas.admit(key.tenant, key.quotas):
-            result = await self.execute(prepared, session)
-        return JSONResponse(result.to_dict())
+        return await self.answer(request, key, prepared, session)
 
     async def upload(self, request: Request, key: Key) -> Response:
         session = self._get(request, key)
@@ -156,4 +155,3 @@ class SessionRoutes:
 
     async def _json(self, request: Request, key: Key) -> dict[str, Any]:
         return parse_body(await self.body(request, key.quotas.max_request_bytes))
-
