@@ -1,4 +1,5 @@
-"""The service from a program: a POST to `hazmat serve` over its unix socket (httpx), a session
+"""The service from a program: a POST to `hazmat serve` over its unix socket (httpx), the same
+run streamed as server-sent events, a session
 (state and files kept between calls), and the MCP tools (a run and a session) through the
 official SDK's client starting `hazmat mcp`. Used by examples/demo.sh.
 
@@ -7,8 +8,10 @@ official SDK's client starting `hazmat mcp`. Used by examples/demo.sh.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 import warnings
 
 import anyio
@@ -30,7 +33,26 @@ def over_http(socket_path: str, key: str) -> None:
         )
         result = answer.json()
         print(f"HTTP {answer.status_code}: {result['outcome']}, stdout {result['stdout']!r}")
+        streamed(client, key)
         in_a_session(client, key)
+
+
+def streamed(client: httpx.Client, key: str) -> None:
+    """The same endpoint as server-sent events: each line as the program prints it."""
+    code = "import time\nfor n in range(3):\n    print('step', n, flush=True)\n    time.sleep(0.3)"
+    headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
+    began = time.monotonic()
+    with client.stream("POST", "/v1/runs", headers=headers, json={"code": code}) as response:
+        event = ""
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line[len("event: ") :]
+            elif line.startswith("data: ") and event == "stdout":
+                text = json.loads(line[len("data: ") :])["text"]
+                print(f"  SSE at {time.monotonic() - began:4.1f} s: stdout {text!r}")
+            elif line.startswith("data: ") and event == "result":
+                outcome = json.loads(line[len("data: ") :])["outcome"]
+                print(f"  SSE at {time.monotonic() - began:4.1f} s: result, {outcome}")
 
 
 def in_a_session(client: httpx.Client, key: str) -> None:

@@ -143,6 +143,7 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             "the program exited with status 1: TypeError: x",
         ),
         ({"exit_code": 3}, Outcome.ERROR, 3, "the program exited with status 3"),
+        ({"exit_code": 130}, Outcome.ERROR, 130, "the program exited with status 130"),
         (
             {"exit_code": 137, "timed_out": True},
             Outcome.TIMEOUT,

@@ -58,6 +58,24 @@ def test_sigterm_lets_a_run_in_flight_finish(tmp_path: Path) -> None:
     assert owned_by(server.process.pid) == []
 
 
+def test_sigterm_lets_a_streamed_run_finish_its_stream(tmp_path: Path) -> None:
+    server = start_server(tmp_path)
+    code = "import time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')\n"
+    headers = {"Accept": "text/event-stream"}
+    with server.client("trusted") as client:
+        with client.stream("POST", "/v1/runs", json={"code": code}, headers=headers) as response:
+            lines = response.iter_lines()
+            assert next(lines) == "event: stdout"
+            assert next(lines) == 'data: {"text":"started\\n"}'  # the run is in flight
+            server.process.send_signal(signal.SIGTERM)
+            rest = list(lines)
+    assert 'data: {"text":"done\\n"}' in rest
+    assert rest[-3] == "event: result" and '"outcome":"ok"' in rest[-2], rest
+    leftover, _ = server.process.communicate(timeout=120)
+    assert server.process.returncode == 0 and "every container removed" in leftover
+    assert owned_by(server.process.pid) == []
+
+
 def test_a_killed_servers_containers_are_reaped_by_the_next(tmp_path: Path) -> None:
     first = start_server(tmp_path / "first")
     with first.client("trusted") as client:
