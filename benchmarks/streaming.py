@@ -3,8 +3,8 @@ does, in process (`on_output`) and through `hazmat serve` as server-sent events;
 streaming costs a short run. Medians, under runc and runsc.
 
 The program prints a line, works for about half a second, and prints another. One Sandbox
-(warm pool) and one server (its own warm pool, TCP on loopback); the methods alternate run by
-run.
+(warm pool) and one server (its own warm pool, TCP on loopback); the methods run in a new
+random order every round.
 
     .venv/bin/python benchmarks/streaming.py --runs 20 --write
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -108,8 +109,9 @@ def main() -> None:
             f"`benchmarks/streaming.py --runs {args.runs}`, {datetime.now(UTC):%Y-%m-%d}: the "
             "program prints `first`, works 0.5 s, prints `done`; a short run is `print(1)`. From "
             "the call to the first output chunk and to the result, end to end (assessment and "
-            f"audit included), warm pools, the methods alternating ({WARMUP} warm-up rounds not "
-            "counted). HTTP is httpx over TCP on loopback to `hazmat serve`.",
+            "audit included), warm pools, the methods in a new random order every round "
+            f"({WARMUP} warm-up rounds not counted). HTTP is httpx over TCP on loopback to "
+            "`hazmat serve`.",
             "",
             "| how | first output, median ms | result, median ms |",
             "|---|---:|---:|",
@@ -134,8 +136,13 @@ def measure(runs: int, sandbox: hazmat.Sandbox, client: httpx.Client) -> dict[st
                     lambda c=code, r=runtime, s=stream: over_http(client, c, r, s)
                 )
     times: dict[str, list[Timing]] = {name: [] for name in methods}
+    order = list(methods.items())
+    shuffle = random.Random(0).shuffle
     for round_ in range(WARMUP + runs):
-        for name, call in methods.items():
+        # a new order every round: no method always follows the same one (a run right after
+        # another of the same kind can find that kind's warm pool still refilling)
+        shuffle(order)
+        for name, call in order:
             got = call()
             if round_ >= WARMUP:
                 times[name].append(got)

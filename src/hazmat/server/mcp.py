@@ -71,9 +71,12 @@ def build_mcp(
     run = execute or in_thread
     book = owners or SessionOwners(sandbox)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # keys guard it
-    mcp = FastMCP(
-        "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
-    )
+    with warnings.catch_warnings():
+        # the SDK's settings model warns about its own annotations on every start
+        warnings.filterwarnings("ignore", message=".*has an incomplete definition")
+        mcp = FastMCP(
+            "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
+        )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
     async def run_code(
@@ -191,10 +194,7 @@ def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:
     if not secret:
         raise AccessDenied("hazmat mcp needs the tenant's key in HAZMAT_API_KEY")
     keys.check(secret)  # refused now rather than at the first call
-    with warnings.catch_warnings():
-        # the SDK's settings model warns about its own annotations on every start
-        warnings.filterwarnings("ignore", message=".*has an incomplete definition")
-        server = build_mcp(sandbox, lambda ctx: keys.check(secret), QuotaBook())
+    server = build_mcp(sandbox, lambda ctx: keys.check(secret), QuotaBook())
     try:
         server.run("stdio")
     finally:
