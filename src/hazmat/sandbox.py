@@ -28,18 +28,17 @@ from hazmat.assess.decision import Decision, check_override_reason, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Review, RunRecorder
-from hazmat.backends.agent import RELAY_PORT, Payload
 from hazmat.backends.base import Backend, Job, Spec
 from hazmat.egress.gates import Gates
-from hazmat.egress.proxy import EgressProxy, Gate, proxy_env
+from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.egress.settings import narrowed
 from hazmat.image_choice import default_image, resolve_image
 from hazmat.intake import build_request, check_request, parse_runtime
+from hazmat.jobs import clamp_notes, job_for
 from hazmat.languages import get_language
 from hazmat.late_semgrep import LateSemgrep
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
-from hazmat.modules import module_for
 from hazmat.policy import (
     Limits,
     Policy,
@@ -50,7 +49,8 @@ from hazmat.policy import (
     parse_trust,
 )
 from hazmat.results import Plan, blocked_result, derive_outcome, infra_result, report_result
-from hazmat.sessions import SessionBook, open_session
+from hazmat.session_book import SessionBook
+from hazmat.sessions import open_session
 from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
@@ -256,7 +256,7 @@ class Sandbox:
         reason = check_override_reason(request.override_reason, settings.assess)
         allow = narrowed(settings.network, request.network)
         gate = self._gates.open(allow, settings.network.ports)
-        job = _job(plan, gate, watch)
+        job = job_for(plan, gate, watch)
         backend.prepare(job)
         try:
             assessment = self._assess(plan)
@@ -297,7 +297,7 @@ class Sandbox:
             applied = limits.clamped(backend.resources())
         except InfraError:
             applied = limits  # the run itself will report the engine's state
-        return Plan(request, applied, runtime, image), _clamp_notes(limits, applied)
+        return Plan(request, applied, runtime, image), clamp_notes(limits, applied)
 
     def _assess(self, plan: Plan) -> Assessment:
         settings = self.policy.settings(plan.request.trust)
@@ -395,30 +395,3 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.pool import PoolBackend
 
     return PoolBackend(docker, policy.pool)
-
-
-def _job(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
-    request = plan.request
-    lang = get_language(request.language)
-    source = lang.source_for(module_for(lang, request.code, request.module))
-    payload = Payload(
-        files={source: request.code.encode(), **request.files},
-        want=tuple(request.output_files),
-        stdin=request.stdin,
-        max_file_bytes=plan.limits.max_file_bytes,
-        env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
-        args=tuple(request.args),
-    )
-    egress = str(gate.directory) if gate else None
-    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress, watch)
-
-
-def _clamp_notes(asked: Limits, applied: Limits) -> list[str]:
-    notes = []
-    if applied.memory_mb < asked.memory_mb:
-        notes.append(
-            f"memory lowered from {asked.memory_mb} MB to {applied.memory_mb} MB (host share)"
-        )
-    if applied.cpus < asked.cpus:
-        notes.append(f"cpus lowered from {asked.cpus:g} to {applied.cpus:g} (host has no more)")
-    return notes

@@ -164,7 +164,7 @@ class _Service:
             admitted = ExitStack()
             admitted.enter_context(self.quotas.admit(key.tenant, key.quotas))  # 429 here
             run = functools.partial(self._execute, prepared, session)
-            return EventStream(lambda watch: run(watch), admitted.close, exact)
+            return EventStream(run, admitted.close, exact)
         with self.quotas.admit(key.tenant, key.quotas):
             result = await self._execute(prepared, session)
         return JSONResponse(result_body(result, exact))

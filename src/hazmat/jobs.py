@@ -1,0 +1,43 @@
+"""From a checked request and its plan to what a backend runs: the `Job` (the program's files,
+its environment with the allowlist's proxy, the output files wanted, the watch), and the notes
+on limits the host lowered."""
+
+from __future__ import annotations
+
+from hazmat.backends.agent import RELAY_PORT, Payload
+from hazmat.backends.base import Job
+from hazmat.egress.proxy import Gate, proxy_env
+from hazmat.languages import get_language
+from hazmat.modules import module_for
+from hazmat.policy import Limits
+from hazmat.results import Plan
+from hazmat.watch import Watch
+
+__all__ = ["clamp_notes", "job_for"]
+
+
+def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
+    request = plan.request
+    lang = get_language(request.language)
+    source = lang.source_for(module_for(lang, request.code, request.module))
+    payload = Payload(
+        files={source: request.code.encode(), **request.files},
+        want=tuple(request.output_files),
+        stdin=request.stdin,
+        max_file_bytes=plan.limits.max_file_bytes,
+        env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
+        args=tuple(request.args),
+    )
+    egress = str(gate.directory) if gate else None
+    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress, watch)
+
+
+def clamp_notes(asked: Limits, applied: Limits) -> list[str]:
+    notes = []
+    if applied.memory_mb < asked.memory_mb:
+        notes.append(
+            f"memory lowered from {asked.memory_mb} MB to {applied.memory_mb} MB (host share)"
+        )
+    if applied.cpus < asked.cpus:
+        notes.append(f"cpus lowered from {asked.cpus:g} to {applied.cpus:g} (host has no more)")
+    return notes

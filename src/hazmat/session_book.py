@@ -1,0 +1,103 @@
+"""A sandbox's book of open sessions (sessions.py): at most the policy's `max_open`, found by
+id, and a janitor thread that ends those past their idle time, lifetime or CPU budget. An id
+that has ended is remembered for a while, so that using it says why it ended."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from hazmat._exceptions import InputError, SessionClosed, SessionNotFound
+from hazmat.policy import SessionSettings
+
+if TYPE_CHECKING:
+    from hazmat.sessions import Session
+
+__all__ = ["SessionBook"]
+
+ENDED_KEPT = 1000  # how many ended sessions' reasons are kept, for a clear error
+
+
+class SessionBook:
+    """A sandbox's open sessions, by id: at most `max_open`; a janitor thread ends those past
+    their idle time, lifetime or CPU budget."""
+
+    def __init__(self, settings: SessionSettings) -> None:
+        self.settings = settings
+        self._open: dict[str, Session] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+
+    def reserve(self) -> None:
+        """Raise unless another session may open (checked again by `add`)."""
+        with self._lock:
+            self._check_room()
+
+    def add(self, session: Session) -> None:
+        with self._lock:
+            self._check_room()
+            self._open[session.id] = session
+            if self._janitor is None:
+                self._janitor = threading.Thread(
+                    target=self._sweep_loop, name="hazmat-sessions", daemon=True
+                )
+                self._janitor.start()
+
+    def _check_room(self) -> None:
+        if len(self._open) >= self.settings.max_open:
+            raise InputError(
+                f"{len(self._open)} sessions are open, the policy's most "
+                f"(sessions.max_open = {self.settings.max_open}); close one first"
+            )
+
+    def get(self, session_id: str) -> Session:
+        with self._lock:
+            session = self._open.get(session_id)
+        if session is not None:
+            return session
+        with self._lock:
+            why = self._ended.get(session_id)
+        if why is not None:
+            raise SessionClosed(f"session {session_id} has ended: {why}")
+        raise SessionNotFound(f"no open session {session_id!r}")
+
+    def all(self) -> list[Session]:
+        with self._lock:
+            return list(self._open.values())
+
+    def forget(self, session: Session) -> None:
+        with self._lock:
+            self._open.pop(session.id, None)
+            self._ended[session.id] = session.ended or "it ended"
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
+
+    def sweep(self) -> list[str]:
+        """End every session past its idle time, lifetime or CPU budget; their ids."""
+        ended = []
+        now = time.time()
+        for session in self.all():
+            if session.over_cpu():
+                session.end(f"it used its CPU budget ({self.settings.cpu_s:g} s)", now=True)
+            elif now >= session.expires_at and not session.busy():
+                session.end(session.expiry())
+            else:
+                continue
+            ended.append(session.id)
+        return ended
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.sweep()
+
+    def close(self) -> None:
+        """End every open session (the sandbox is closing)."""
+        self._stop.set()
+        for session in self.all():
+            session.end("its sandbox closed")
+        if self._janitor is not None:
+            self._janitor.join(timeout=5)
