@@ -156,8 +156,19 @@ def test_the_watch_gets_at_most_the_output_cap() -> None:
     frames = [frame(1, b"o" * 700), frame(2, b"e" * 700)]
     capture = run_pump(frames, seen, output_cap=1000)
     assert capture.output_exceeded
-    assert len(seen.joined("stdout")) + len(seen.joined("stderr")) == 1000
-    assert seen.joined("stdout") == b"o" * 700
+    out, err = seen.joined("stdout"), seen.joined("stderr")
+    assert len(out) + len(err) == 1000
+    assert out == b"o" * len(out) and err == b"e" * len(err)
+
+
+def test_a_byte_per_frame_costs_the_watch_no_more_than_the_capture() -> None:
+    """A program can write one byte per frame: the watch is handed what each read brings at
+    once (here a handful of calls for 20,000 frames), not a call per frame."""
+    seen = Seen()
+    written = b"".join(frame(1, b"-") for _ in range(20_000))  # one write: big reads
+    capture = run_pump([written, frame(1, END + b"0\n"), frame(2, END + b"0\n")], seen)
+    assert seen.joined("stdout") == bytes(capture.stdout) == b"-" * 20_000
+    assert len(seen.chunks) < 1000
 
 
 def test_cancel_stops_the_run_at_once() -> None:

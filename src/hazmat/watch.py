@@ -96,15 +96,18 @@ class Tap:
 def _settled(buf: bytes | bytearray, done: int, markers: tuple[bytes, ...]) -> int:
     """How much of `buf` cannot be part of a marker: up to the first whole marker after
     `done` (it is taken out once its status line is complete), or up to a tail that is the
-    start of one."""
+    start of one. Only the tail's bytes equal to a marker's first byte are tried, so the cost
+    does not grow with what the program writes."""
     safe = len(buf)
     for marker in markers:
         at = buf.find(marker, max(0, done - len(marker)))
         if at >= 0:
             safe = min(safe, at)
             continue
-        for size in range(min(len(marker) - 1, len(buf)), 0, -1):
-            if buf.endswith(marker[:size]):
-                safe = min(safe, len(buf) - size)
+        at = buf.find(marker[:1], max(done, len(buf) - len(marker) + 1))
+        while at >= 0:
+            if marker.startswith(buf[at:]):
+                safe = min(safe, at)
                 break
+            at = buf.find(marker[:1], at + 1)
     return max(safe, done)

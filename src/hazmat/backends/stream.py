@@ -87,7 +87,7 @@ class _Demux:
             chunk = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
             del self.buffer[: _HEADER.size + length]
             self._route(stream_id, chunk)
-            self.pass_on()
+        self.pass_on()  # once per read, not per frame: a program can write a byte per frame
 
     def pass_on(self, final: bool = False) -> None:
         """Hand the watch, if any, what is settled of the program's output."""
