@@ -13,8 +13,9 @@ errors; from the first byte of the stream on, everything is an event:
 The text of the chunks is decoded incrementally (a character split between two chunks is
 whole in the second), so joined they equal the result's `stdout` and `stderr` exactly (except
 past the output cap: hazmat/watch.py). A comment line is sent after 15 s without an event, so
-that proxies keep the connection. A client that goes away cancels the run: its container is
-killed and the run is recorded with outcome `cancelled`. The response ends only once the
+that proxies keep the connection. A client that goes away, or takes no bytes for 60 s (it
+stopped reading), cancels the run: its container is killed and the run is recorded with
+outcome `cancelled`. The response ends only once the
 pipeline has returned (the run recorded, the quota released), so a server shutting down
 gracefully waits for streamed runs as for plain ones; this is why it is not sse-starlette's
 response, which cuts its streams when the server is told to stop.
@@ -42,6 +43,7 @@ from hazmat.watch import Watch
 __all__ = ["EventStream", "result_body", "wants_events"]
 
 KEEPALIVE_S = 15.0
+SEND_TIMEOUT_S = 60.0  # a client that takes no bytes for this long is treated as gone
 GONE = "the client went away"
 
 
@@ -70,6 +72,7 @@ class EventStream(Response):
         run: Callable[[Watch], Awaitable[ExecutionResult]],
         release: Callable[[], object],
         exact: bool,
+        send_timeout_s: float = SEND_TIMEOUT_S,
     ) -> None:
         super().__init__(
             status_code=200,
@@ -81,6 +84,7 @@ class EventStream(Response):
         self.run = run
         self.release = release
         self.exact = exact
+        self.send_timeout_s = send_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sender, events = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
@@ -118,7 +122,7 @@ class EventStream(Response):
         self, events: anyio.abc.ObjectReceiveStream[tuple[str, Any]], send: Send, watch: Watch
     ) -> None:
         """Send every event to the client; if it is gone, cancel the run and drain."""
-        writer = _Writer(send)
+        writer = _Writer(send, self.send_timeout_s)
         await writer.start(self.raw_headers)
         decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in _STREAMS}
         async with events:
@@ -160,10 +164,12 @@ _STREAMS = ("stdout", "stderr")
 
 
 class _Writer:
-    """The response's body messages; after the client has gone, writes are dropped."""
+    """The response's body messages; after the client has gone (a send failed, or took no
+    bytes for `timeout_s`), writes are dropped."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, timeout_s: float) -> None:
         self.send = send
+        self.timeout_s = timeout_s
         self.gone = False
 
     async def start(self, headers: list[tuple[bytes, bytes]]) -> None:
@@ -184,6 +190,9 @@ class _Writer:
         if self.gone:
             return
         try:
-            await self.send(message)
+            with anyio.move_on_after(self.timeout_s) as stalled:
+                await self.send(message)
         except OSError:
+            self.gone = True
+        if stalled.cancelled_caught:
             self.gone = True
