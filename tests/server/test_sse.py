@@ -74,6 +74,25 @@ async def test_a_client_that_leaves_cancels_the_run() -> None:
     assert log == ["cancelled=True reason=the client went away", "released"]
 
 
+@pytest.mark.anyio
+async def test_every_event_is_one_ascii_line_whatever_the_program_wrote() -> None:
+    body = bytearray()
+
+    async def send(message: dict[str, Any]) -> None:
+        body.extend(message.get("body", b""))
+
+    async def run(watch: Watch) -> FakeResult:
+        nasty = "a\nevent: result\r\ndata: {}\u2028\u0085\x1c\u2029é".encode()
+        await anyio.to_thread.run_sync(lambda: watch.write("stdout", nasty))
+        return FakeResult()
+
+    await EventStream(run, lambda: None, False)({"type": "http"}, never, send)
+    events = bytes(body).decode("ascii").split("\n\n")
+    assert events[-1] == ""
+    assert [e.split("\n")[0] for e in events[:-1]] == ["event: stdout", "event: result"]
+    assert all(len(e.split("\n")) == 2 for e in events[:-1])  # one data line each
+
+
 def test_accept_headers() -> None:
     assert wants_events("text/event-stream")
     assert wants_events("application/json, text/event-stream;q=0.9")

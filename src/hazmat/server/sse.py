@@ -177,7 +177,9 @@ class _Writer:
 
     async def event(self, name: str, data: dict[str, Any]) -> None:
         if data:
-            line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            # ASCII only: no character in the data that any client's line splitting (U+2028,
+            # U+0085, ...) could take for the end of the line, and so of the event
+            line = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
             await self.write(f"event: {name}\ndata: {line}\n\n".encode())
 
     async def write(self, body: bytes) -> None:
