@@ -171,6 +171,29 @@ def test_a_byte_per_frame_costs_the_watch_no_more_than_the_capture() -> None:
     assert len(seen.chunks) < 1000
 
 
+def test_a_slow_on_output_does_not_hold_up_the_time_limit() -> None:
+    """The host's limits do not wait for the caller: the watch hands over output on a thread
+    of its own, so a callback that blocks until the run is stopped still sees it stopped."""
+    stopped = threading.Event()
+    released: list[bool] = []
+
+    def stuck(stream: str, data: bytes) -> None:
+        released.append(stopped.wait(10))  # blocks until the pump's time limit fires
+
+    def container(s: socket.socket) -> None:
+        s.sendall(frame(1, b"x"))
+        stopped.wait(10)  # never ends by itself
+
+    sock, thread = far_end(container)
+    with sock:
+        capture = pump(
+            sock, b"", timeout_s=0.5, output_cap=100, stop=stopped.set, end=END, watch=Watch(stuck)
+        )
+    thread.join()
+    assert capture.timed_out and released == [True]
+    assert bytes(capture.stdout) == b"x"
+
+
 def test_cancel_stops_the_run_at_once() -> None:
     watch = Watch()
     watch.on_output = lambda stream, data: watch.cancel("enough")

@@ -212,8 +212,7 @@ class Sandbox:
         on_output: OnOutput | Watch | None = None,
         **options: Unpack[RunOptions],
     ) -> ExecutionResult:
-        """`run`, without blocking the event loop (the run happens in a worker thread, which
-        is also where `on_output` is called)."""
+        """`run`, without blocking the event loop (the run happens in a worker thread)."""
         import asyncio  # here: most callers never need it, and it costs 20 ms to import
 
         request = self.request(code, language, **options)  # bad input raises here, at once

@@ -4,8 +4,12 @@
 called as `fn(stream, data)` with `stream` "stdout" or "stderr" and `data` the bytes just
 written, or a `Watch`, which can also `cancel()` the run from any thread: the container is
 killed within about 0.1 s and the result's outcome is `cancelled`. The function is called on
-the thread that runs the job, in the order the bytes arrived; if it raises, the run is
-cancelled the same way and the result carries a note saying so.
+a thread of the watch's own, in the order the bytes arrived, so a slow function never holds up
+the host's reading of the container or its limits (the run still ends at its time limit); the
+run's result comes back once every chunk has been handed over. If the function raises, the run
+is cancelled the same way and the result carries a note saying so. Once a run is cancelled,
+nothing more of its output is handed over. Use one watch per run: a cancelled watch cancels
+any run it is given at once.
 
 What a watch sees is exactly what the result will hold: never a byte of the agent's markers
 (the tail of a stream that could be the start of one is held back until the next bytes show
@@ -17,6 +21,7 @@ bytes of stderr in preference to stdout, while the watch saw the bytes in the or
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 
@@ -35,6 +40,8 @@ class Watch:
         self.on_output = on_output
         self._cancelled = threading.Event()
         self.reason: str | None = None  # why the run was cancelled, once it was
+        self._queue: queue.SimpleQueue[tuple[str, bytes] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
     def cancel(self, reason: str = "the caller cancelled it") -> None:
         """Stop the run (from any thread); idempotent, the first reason is kept."""
@@ -47,14 +54,30 @@ class Watch:
         return self._cancelled.is_set()
 
     def write(self, stream: str, data: bytes) -> None:
-        """Hand `data` to `on_output`; an exception there cancels the run."""
+        """Queue `data` for `on_output` (the pump's side: never blocks)."""
         if self.on_output is None or self.cancelled:
             return
-        try:
-            self.on_output(stream, data)
-        except Exception as exc:
-            log.debug("on_output raised; cancelling the run", exc_info=True)
-            self.cancel(f"on_output raised {type(exc).__name__}: {exc}")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._deliver, name="hazmat-watch", daemon=True)
+            self._thread.start()
+        self._queue.put((stream, data))
+
+    def flush(self) -> None:
+        """Wait until everything written has been handed over (the run has ended)."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+
+    def _deliver(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self.cancelled or self.on_output is None:
+                continue  # after a cancel, nothing more is handed over
+            try:
+                self.on_output(*item)
+            except Exception as exc:
+                log.debug("on_output raised; cancelling the run", exc_info=True)
+                self.cancel(f"on_output raised {type(exc).__name__}: {exc}")
 
 
 def as_watch(on_output: OnOutput | Watch | None) -> Watch | None:

@@ -27,6 +27,7 @@ def run_until_cancelled(log: list[str]) -> Any:
         def pipeline() -> FakeResult:
             watch.write("stdout", b"x")
             cancelled = watch._cancelled.wait(30)  # the pump's own check, in short
+            watch.flush()  # as the pump does before it returns
             log.append(f"cancelled={cancelled} reason={watch.reason}")
             return FakeResult()
 
@@ -83,7 +84,7 @@ async def test_every_event_is_one_ascii_line_whatever_the_program_wrote() -> Non
 
     async def run(watch: Watch) -> FakeResult:
         nasty = "a\nevent: result\r\ndata: {}\u2028\u0085\x1c\u2029é".encode()
-        await anyio.to_thread.run_sync(lambda: watch.write("stdout", nasty))
+        await anyio.to_thread.run_sync(lambda: (watch.write("stdout", nasty), watch.flush()))
         return FakeResult()
 
     await EventStream(run, lambda: None, False)({"type": "http"}, never, send)

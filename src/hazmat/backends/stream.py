@@ -285,6 +285,8 @@ def pump(
         sel.close()
         demux.finish()
         demux.pass_on(final=True)
+        if watch is not None:
+            watch.flush()  # every chunk handed over before the result goes back
     capture.stdin_unsent = len(outgoing)
     return capture
 

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.from_thread
+import anyio.lowlevel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -89,8 +90,10 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sender, events = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
 
-        def on_output(stream: str, data: bytes) -> None:  # on the run's worker thread
-            anyio.from_thread.run_sync(sender.send_nowait, (stream, data))
+        loop = anyio.lowlevel.current_token()
+
+        def on_output(stream: str, data: bytes) -> None:  # on the watch's thread
+            anyio.from_thread.run_sync(sender.send_nowait, (stream, data), token=loop)
 
         watch = Watch(on_output)
 
