@@ -36,7 +36,22 @@ def add_server_commands(sub: Any) -> None:
         help="on SIGTERM, seconds for requests in flight to be answered "
         "(default: the policy's longest run, compile included, plus 10)",
     )
+    serve.add_argument(
+        "--redis", metavar="URL", help="run on the cluster's workers (docs/scale.md), not here"
+    )
     serve.set_defaults(handler=_serve)
+
+    worker = sub.add_parser("worker", help="take runs for this Docker engine from the cluster")
+    worker.add_argument("--redis", required=True, metavar="URL", help="the cluster's Redis")
+    worker.add_argument("--name", metavar="NAME", help="this worker's name (default: hostname)")
+    worker.add_argument("--slots", type=int, default=4, metavar="N", help="runs at once (4)")
+    worker.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
+    worker.add_argument(
+        "--retry-lost",
+        action="store_true",
+        help="run again a run whose worker died (default: answer it as lost)",
+    )
+    worker.set_defaults(handler=_worker)
 
     mcp = sub.add_parser(
         "mcp", help="serve MCP tools (run_code, assess_code) over stdio, for HAZMAT_API_KEY"
@@ -99,7 +114,34 @@ def _serve(args: argparse.Namespace) -> int:
         max_running=args.max_running,
         grace_s=grace,
         progress=lambda line: print(line, flush=True),
+        redis_url=args.redis,
     )
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import signal
+    import socket
+    import threading
+
+    from hazmat.cluster.worker import ClusterWorker
+    from hazmat.policy import Policy, load_policy
+    from hazmat.sandbox import Sandbox
+
+    if args.slots < 1:
+        raise InputError("--slots must be at least 1")
+    policy = load_policy(args.policy) if args.policy else Policy()
+    name = args.name or socket.gethostname()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with Sandbox(policy) as sandbox:
+        worker = ClusterWorker(args.redis, name, args.slots, sandbox, args.retry_lost)
+        worker.start()
+        print(f"hazmat worker: {name} taking runs ({args.slots} at once)", flush=True)
+        stop.wait()
+        worker.stop()
+    print(f"hazmat worker: {name} stopped; every container removed", flush=True)
     return 0
 
 

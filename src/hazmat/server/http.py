@@ -11,11 +11,12 @@ run asked for with `Accept: text/event-stream` is answered as server-sent events
 from __future__ import annotations
 
 import functools
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -40,14 +41,20 @@ from hazmat.server.sse import EventStream, result_body, wants_events
 from hazmat.sessions import Session
 from hazmat.watch import Watch
 
+if TYPE_CHECKING:
+    from hazmat.cluster.dispatch import Dispatcher
+
 __all__ = ["create_app"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def create_app(sandbox: Sandbox, keys: KeyStore, max_running: int = 8) -> Starlette:
-    """The service's ASGI app. The sandbox stays the caller's: the app never closes it."""
-    service = _Service(sandbox, keys, max_running)
+def create_app(
+    sandbox: Sandbox, keys: KeyStore, max_running: int = 8, dispatcher: Dispatcher | None = None
+) -> Starlette:
+    """The service's ASGI app. The sandbox stays the caller's: the app never closes it. With a
+    `dispatcher`, runs (not session calls, yet) go to the cluster's workers."""
+    service = _Service(sandbox, keys, max_running, dispatcher)
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -78,8 +85,11 @@ def _session_routes(service: _Service) -> list[Route]:
 
 
 class _Service:
-    def __init__(self, sandbox: Sandbox, keys: KeyStore, max_running: int) -> None:
+    def __init__(
+        self, sandbox: Sandbox, keys: KeyStore, max_running: int, dispatcher: Dispatcher | None
+    ) -> None:
         self.sandbox = sandbox
+        self.dispatcher = dispatcher
         self.keys = keys
         self.quotas = QuotaBook()
         self.metrics = ServiceMetrics(sandbox.metrics)
@@ -208,6 +218,9 @@ class _Service:
             try:
                 if session is not None:
                     return session.execute(prepared, on_output=watch)
+                if self.dispatcher is not None:
+                    run_id = secrets.token_hex(8)
+                    return self.dispatcher.execute(prepared, run_id, watch)  # type: ignore[return-value]
                 return self.sandbox.execute(prepared, on_output=watch)
             finally:
                 self.metrics.in_progress.dec()

@@ -117,6 +117,7 @@ def serve(
     max_running: int = 8,
     grace_s: float = 30.0,
     progress: Callable[[str], None] = print,
+    redis_url: str | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT; then close the sandbox (no container left)."""
     import uvicorn
@@ -129,7 +130,12 @@ def serve(
     try:
         _reap(progress)
         with Sandbox(policy) as sandbox:
-            app = create_app(sandbox, keys, max_running)
+            dispatcher = None
+            if redis_url:
+                from hazmat.cluster.dispatch import Dispatcher
+
+                dispatcher = Dispatcher(redis_url)
+            app = create_app(sandbox, keys, max_running, dispatcher)
             config = uvicorn.Config(
                 app,
                 log_level="warning",
