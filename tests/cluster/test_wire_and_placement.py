@@ -47,7 +47,8 @@ def test_a_malformed_message_is_an_input_error(change: dict[str, Any]) -> None:
 
 def announce(client: Any, name: str, slots: int, busy: int, languages: str = "go,python") -> None:
     client.sadd(WORKERS, name)
-    client.hset(worker_key(name), mapping={"slots": slots, "busy": busy, "languages": languages})
+    entry = {"slots": slots, "busy": busy, "languages": languages, "epoch": f"epoch-{name}"}
+    client.hset(worker_key(name), mapping=entry)
 
 
 def test_placement_takes_the_freest_worker_and_refuses_when_all_are_full(
@@ -60,6 +61,24 @@ def test_placement_takes_the_freest_worker_and_refuses_when_all_are_full(
     announce(redis_client, "gone", 9, 0)
     redis_client.delete(worker_key("gone"))  # its heartbeat expired
     chosen = [place([WORKERS], ["python"]) for _ in range(4)]
-    assert sorted(c.decode() for c in chosen) == ["a", "b", "b", "b"]
+    assert sorted(c[0].decode() for c in chosen) == ["a", "b", "b", "b"]
     assert place([WORKERS], ["python"]) is None  # every slot taken: the service answers 429
-    assert place([WORKERS], ["javascript"]) == b"c"
+    assert place([WORKERS], ["javascript"]) == [b"c", b"epoch-c"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--slots", "0"], 2, "--slots must be at least 1"),
+        (["--redis", "redis-ish://x"], 2, "--redis 'redis-ish://x'"),
+        (["--redis", "unix:///nonexistent/redis.sock"], 125, "cannot reach the cluster's Redis"),
+    ],
+)
+def test_worker_command_errors_are_clear(args: list[str], code: int, message: str) -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "hazmat", "worker", "--redis", "unix:///x.sock", *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr

@@ -4,11 +4,14 @@ with no free slot answers 429."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +73,52 @@ def test_output_streams_back_through_the_worker_and_a_full_cluster_says_429(
             full = client.post("/v1/runs", json={"code": "print(1)"})
             assert full.status_code == 429, full.text
         # leaving cancels the run on the worker; its slot comes back with the result
+
+
+def test_a_worker_killed_mid_run_is_reported_and_its_run_never_runs_again(
+    tmp_path: Path, redis_url: str, redis_client: Any
+) -> None:
+    """SIGKILL while the program runs: the caller is told the worker died (once its heartbeat
+    has stopped), and when a worker of that name comes back and the broker hands it the run
+    again, it is not executed: one run.started in the worker's audit log, no container left."""
+    worker = start_worker(tmp_path, redis_url, "w1", 1)
+    server = start_server(tmp_path / "service", "--redis", redis_url)
+    spin = "print('first', flush=True)\nwhile True:\n    pass\n"
+    try:
+        with server.client("trusted") as client:
+            body = {"code": spin, "timeout": 60, "session": "doomed"}
+            with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
+                lines = response.iter_lines()
+                assert next(lines) == "event: stdout"
+                assert next(lines) == 'data: {"text":"first\\n"}'
+                worker.kill()
+                worker.communicate(timeout=60)
+                rest = list(lines)
+        assert "event: error" in rest, rest
+        error = json.loads(rest[rest.index("event: error") + 1][len("data: ") :])
+        assert error["status"] == 503 and "worker w1 stopped answering" in error["error"]["message"]
+        back = start_worker(tmp_path, redis_url, "w1", 1)  # reaps what the dead one left
+        try:
+            events = wait_for_event(redis_client, "skipped")
+            assert json.loads(events["data"])["why"] == "already answered"
+        finally:
+            back.terminate()
+            back.communicate(timeout=120)
+    finally:
+        stop_server(server)
+    records = audit_records(tmp_path / "audit-w1")
+    doomed = [r for r in records if r["kind"] == "run.started" and r["data"]["session"] == "doomed"]
+    assert len(doomed) == 1
+
+
+def wait_for_event(client: Any, kind: str) -> dict[str, bytes]:
+    """The first entry of `kind` in any run's stream (a bounded wait on a condition: the broker
+    gives a dead worker's run back once its heartbeat is 5 s old)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for key in client.scan_iter("hazmat:run:*:events"):
+            for _id, fields in client.xrange(key):
+                if fields[b"kind"].decode() == kind:
+                    return {k.decode(): v for k, v in fields.items()}
+        time.sleep(0.2)
+    raise AssertionError(f"no {kind!r} event within 60 s")

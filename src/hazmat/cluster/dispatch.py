@@ -5,6 +5,11 @@ workers whose catalogue entry is alive and that know the run's language, the one
 most free slots gets the run and one of its slots is taken; with no free slot anywhere the
 run is refused with `QuotaExceeded` (the service's 429), never queued. The worker gives the
 slot back when it has written the result.
+
+While it waits for the result, the service watches the worker's catalogue entry: if the
+worker's heartbeat stops (it died, its host went away), the run is marked answered and the
+caller gets `InfraError` saying so (503, or an `error` event); the broker may later give the
+run back to a worker of that name, which then does not execute it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,15 @@ import time
 from typing import Any
 
 from hazmat._exceptions import InfraError, QuotaExceeded
-from hazmat.cluster.keys import ACTOR, RUN_TTL_S, WORKERS, broker, queue_of, run_key
+from hazmat.cluster.keys import (
+    ACTOR,
+    RUN_TTL_S,
+    WORKERS,
+    broker,
+    queue_of,
+    run_key,
+    worker_key,
+)
 from hazmat.cluster.wire import request_to_wire
 from hazmat.models import ExecutionRequest, Outcome
 from hazmat.watch import Watch
@@ -25,22 +38,24 @@ __all__ = ["Dispatcher", "WireResult"]
 READ_BLOCK_MS = 200  # how long one read of the run's stream waits (then the cancel is looked at)
 RESULT_WAIT_S = 3600.0  # a run's own limits end it long before this
 
-# KEYS[1] the workers set; ARGV[1] the language. Returns the chosen worker's name or false.
+# KEYS[1] the workers set; ARGV[1] the language. Returns {name, epoch} of the chosen worker
+# (the epoch names the worker's current process: only it gives the slot back), or false.
 _PLACE = """
-local best, best_free = false, 0
+local best, best_free, epoch = false, 0, false
 for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local key = 'hazmat:worker:' .. name
-  local entry = redis.call('HMGET', key, 'slots', 'busy', 'languages')
+  local entry = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch')
   if entry[1] then
     local free = tonumber(entry[1]) - tonumber(entry[2] or '0')
     local langs = ',' .. (entry[3] or '') .. ','
     if free > best_free and string.find(langs, ',' .. ARGV[1] .. ',', 1, true) then
-      best, best_free = name, free
+      best, best_free, epoch = name, free, entry[4]
     end
   end
 end
-if best then redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1) end
-return best
+if not best then return false end
+redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
+return {best, epoch}
 """
 
 
@@ -71,28 +86,33 @@ class Dispatcher:
         self._place = self.redis.register_script(_PLACE)
 
     def execute(self, request: ExecutionRequest, run_id: str, watch: Watch | None) -> WireResult:
-        worker = self._place([WORKERS], [request.language])
-        if not worker:
+        placed = self._place([WORKERS], [request.language])
+        if not placed:
             raise QuotaExceeded("every worker of the cluster is busy (or none is alive)", 1.0)
-        name = worker.decode() if isinstance(worker, bytes) else str(worker)
+        name, epoch = (_text(part) for part in placed)
         queue = queue_of(name)
         self.broker.declare_queue(queue)
         message: Any = self._message(
             queue_name=queue,
             actor_name=ACTOR,
-            args=(run_id, request_to_wire(request)),
+            args=(run_id, request_to_wire(request), epoch),
             kwargs={},
             options={},
         )
         self.broker.enqueue(message)
-        return self._follow(run_id, watch)
+        return self._follow(run_id, name, watch)
 
-    def _follow(self, run_id: str, watch: Watch | None) -> WireResult:
+    def _follow(self, run_id: str, worker: str, watch: Watch | None) -> WireResult:
         events, last = run_key(run_id, "events"), "0-0"
         deadline = time.monotonic() + RESULT_WAIT_S
         while time.monotonic() < deadline:
             if watch is not None and watch.cancelled:
                 self.redis.set(run_key(run_id, "cancel"), 1, ex=RUN_TTL_S)
+            if not self.redis.exists(worker_key(worker)) and self._lost(run_id):
+                raise InfraError(
+                    f"worker {worker} stopped answering (its heartbeat ended) while it ran "
+                    "this; the run was not retried"
+                )
             got: Any = self.redis.xread({events: last}, block=READ_BLOCK_MS, count=100)
             for _stream, entries in got or ():
                 for entry_id, fields in entries:
@@ -108,3 +128,11 @@ class Dispatcher:
                     else:
                         raise InfraError(f"the worker could not run it ({kind}): {data!r}")
         raise InfraError(f"no result from the cluster within {RESULT_WAIT_S:g} s")
+
+    def _lost(self, run_id: str) -> bool:
+        """Mark the run answered as lost, unless its worker answered it first."""
+        return bool(self.redis.set(run_key(run_id, "answered"), "lost", nx=True, ex=RUN_TTL_S))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

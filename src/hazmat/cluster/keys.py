@@ -5,6 +5,8 @@
     hazmat:run:<id>:events          stream: the run's output chunks, then its result
     hazmat:run:<id>:attempts        counter: executions started (a redelivery makes it 2)
     hazmat:run:<id>:cancel          set when the caller has gone or cancelled
+    hazmat:run:<id>:answered        set once the run has its answer (a result, or "lost"): a
+                                    redelivery of an answered run is not executed
     hazmat.<name>                   the Dramatiq queue of one worker
 """
 
@@ -15,7 +17,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dramatiq.brokers.redis import RedisBroker
 
-__all__ = ["ACTOR", "HEARTBEAT_MS", "RUN_TTL_S", "broker", "queue_of", "run_key", "worker_key"]
+__all__ = [
+    "ACTOR",
+    "HEARTBEAT_MS",
+    "RUN_TTL_S",
+    "broker",
+    "queue_of",
+    "reachable",
+    "run_key",
+    "worker_key",
+]
 
 ACTOR = "hazmat_run"
 # A worker not heard from for this long is dead: the broker gives its unacknowledged runs back
@@ -37,6 +48,19 @@ def queue_of(worker: str) -> str:
     return f"hazmat.{worker}"
 
 
+def reachable(found: RedisBroker, url: str) -> RedisBroker:
+    """`found`, once its Redis has answered a ping; `InfraError` naming the URL if not."""
+    import redis
+
+    from hazmat._exceptions import InfraError
+
+    try:
+        found.client.ping()
+    except (redis.exceptions.RedisError, OSError) as exc:
+        raise InfraError(f"cannot reach the cluster's Redis at {url}: {exc}") from None
+    return found
+
+
 def broker(url: str) -> RedisBroker:
     """Dramatiq's Redis broker with the heartbeat above and maintenance on every fetch (the
     defaults, 60 s and one fetch in a thousand, left a dead worker's run unseen for minutes),
@@ -45,9 +69,15 @@ def broker(url: str) -> RedisBroker:
     run's thread (the host enforces the run's own limits), no age limit."""
     from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 
-    return RedisBroker(  # type: ignore[no-untyped-call]
-        url=url,
-        middleware=[],
-        heartbeat_timeout=HEARTBEAT_MS,
-        maintenance_chance=MAINTENANCE_SCALE,
-    )
+    from hazmat._exceptions import InputError
+
+    try:
+        made = RedisBroker(  # type: ignore[no-untyped-call]
+            url=url,
+            middleware=[],
+            heartbeat_timeout=HEARTBEAT_MS,
+            maintenance_chance=MAINTENANCE_SCALE,
+        )
+    except ValueError as exc:  # redis-py's words on a URL it cannot use
+        raise InputError(f"--redis {url!r}: {exc}") from None
+    return reachable(made, url)

@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from typing import Any
 
 from hazmat.cluster.keys import (
@@ -54,6 +55,7 @@ class ClusterWorker:
         self.broker = broker(url)
         self.redis = self.broker.client
         self._stop = threading.Event()
+        self.epoch = uuid.uuid4().hex  # this process: only its own placements free its slots
         declare = dramatiq.actor(actor_name=ACTOR, queue_name=queue_of(name), broker=self.broker)
         self.actor = declare(self._run)
         self._worker = dramatiq.Worker(
@@ -86,6 +88,7 @@ class ClusterWorker:
             key,
             mapping={
                 "slots": self.slots,
+                "epoch": self.epoch,
                 "languages": ",".join(sorted(LANGUAGES)),
                 "seen": time.time(),
             },
@@ -93,10 +96,14 @@ class ClusterWorker:
         self.redis.hsetnx(key, "busy", 0)
         self.redis.pexpire(key, HEARTBEAT_MS)
 
-    def _run(self, run_id: str, request: dict[str, Any]) -> None:
+    def _run(self, run_id: str, request: dict[str, Any], epoch: str) -> None:
         """The actor: one run, its output and result into the run's stream."""
         events = run_key(run_id, "events")
         try:
+            if self.redis.exists(run_key(run_id, "answered")):
+                log.warning("worker %s: run %s already answered; not run again", self.name, run_id)
+                self._send(events, "skipped", {"worker": self.name, "why": "already answered"})
+                return
             attempt = int(self.redis.incr(run_key(run_id, "attempts")))
             self.redis.expire(run_key(run_id, "attempts"), RUN_TTL_S)
             if attempt > 1 and not self.retry:
@@ -113,13 +120,15 @@ class ClusterWorker:
             finally:
                 done.set()
                 poller.join()
+            self.redis.set(run_key(run_id, "answered"), "result", nx=True, ex=RUN_TTL_S)
             self._send(events, "result", result_body(result, exact=True))
         except Exception as exc:  # the run gets an answer whatever went wrong here
             log.exception("worker %s: run %s failed", self.name, run_id)
             self._send(events, "error", {"type": type(exc).__name__, "message": str(exc)})
         finally:
             self.redis.expire(events, RUN_TTL_S)
-            self.redis.hincrby(worker_key(self.name), "busy", -1)
+            if epoch == self.epoch:  # a run placed on a dead process of this name took no slot
+                self.redis.hincrby(worker_key(self.name), "busy", -1)
 
     def _send(self, events: str, kind: str, data: bytes | dict[str, Any]) -> None:
         body = data if isinstance(data, bytes) else json.dumps(data).encode()

@@ -124,9 +124,11 @@ def _worker(args: argparse.Namespace) -> int:
     import socket
     import threading
 
+    from hazmat.cluster.keys import broker
     from hazmat.cluster.worker import ClusterWorker
     from hazmat.policy import Policy, load_policy
     from hazmat.sandbox import Sandbox
+    from hazmat.server.serve import reap
 
     if args.slots < 1:
         raise InputError("--slots must be at least 1")
@@ -135,6 +137,8 @@ def _worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    broker(args.redis).client.close()  # Redis answers (or a clear error) before anything starts
+    reap(lambda line: print(line, flush=True))  # what a killed worker on this engine left
     with Sandbox(policy) as sandbox:
         worker = ClusterWorker(args.redis, name, args.slots, sandbox, args.retry_lost)
         worker.start()

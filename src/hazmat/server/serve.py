@@ -26,7 +26,7 @@ from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.server.keys import KeyStore
 
-__all__ = ["bind", "longest_run_s", "serve"]
+__all__ = ["bind", "longest_run_s", "reap", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def serve(
     where = sock.getsockname()
     address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
     try:
-        _reap(progress)
+        reap(progress)
         with Sandbox(policy) as sandbox:
             dispatcher = None
             if redis_url:
@@ -153,7 +153,7 @@ def serve(
             Path(where).unlink(missing_ok=True)
 
 
-def _reap(progress: Callable[[str], None]) -> None:
+def reap(progress: Callable[[str], None]) -> None:
     """Remove the containers of hazmat processes that are gone (a killed server's)."""
     from hazmat.backends.docker import DockerBackend
 
