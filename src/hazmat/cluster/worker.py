@@ -2,12 +2,12 @@
 pipeline, with its own warm pool and its own audit log (docs/scale.md).
 
 A run arrives as a Dramatiq message on the worker's own queue (the service chose the worker).
-Before the program starts, the run's attempt counter goes up: a first attempt runs; a later
-one (the broker gave back the run of a worker that died) runs again only under the `retry`
-rule, and is otherwise answered as lost, so that no run executes twice without both executions
-in an audit log. The output goes to the run's Redis stream as it comes, the result last; a
-cancel key set by the service stops the run. The worker says every second, in its catalogue
-entry, how many slots it has and how many are busy.
+A run already answered (its result written, or the service gave it up as lost when its worker
+died) is not executed again. Otherwise the run's attempt counter goes up before the program
+starts: a first attempt runs; a later one (the broker gave back the run of a worker that died,
+and nobody answered it) is answered as lost, so that no run executes twice. The output goes to
+the run's Redis stream as it comes, the result last; a cancel key set by the service stops the
+run. The worker says every second, in its catalogue entry, how many slots it has.
 """
 
 from __future__ import annotations
@@ -45,13 +45,12 @@ CANCEL_POLL_S = 0.2
 class ClusterWorker:
     """One worker: `start()` announces it and starts taking runs, `stop()` ends both."""
 
-    def __init__(self, url: str, name: str, slots: int, sandbox: Sandbox, retry: bool) -> None:
+    def __init__(self, url: str, name: str, slots: int, sandbox: Sandbox) -> None:
         import dramatiq
 
         self.name = name
         self.slots = slots
         self.sandbox = sandbox
-        self.retry = retry
         self.broker = broker(url)
         self.redis = self.broker.client
         self._stop = threading.Event()
@@ -106,7 +105,8 @@ class ClusterWorker:
                 return
             attempt = int(self.redis.incr(run_key(run_id, "attempts")))
             self.redis.expire(run_key(run_id, "attempts"), RUN_TTL_S)
-            if attempt > 1 and not self.retry:
+            if attempt > 1:  # started before, by a worker that died, and nobody answered it
+                self.redis.set(run_key(run_id, "answered"), "lost", nx=True, ex=RUN_TTL_S)
                 self._send(events, "lost", {"attempt": attempt, "worker": self.name})
                 return
             watch = Watch(lambda stream, data: self._send(events, stream, data))

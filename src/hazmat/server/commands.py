@@ -46,11 +46,6 @@ def add_server_commands(sub: Any) -> None:
     worker.add_argument("--name", metavar="NAME", help="this worker's name (default: hostname)")
     worker.add_argument("--slots", type=int, default=4, metavar="N", help="runs at once (4)")
     worker.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
-    worker.add_argument(
-        "--retry-lost",
-        action="store_true",
-        help="run again a run whose worker died (default: answer it as lost)",
-    )
     worker.set_defaults(handler=_worker)
 
     mcp = sub.add_parser(
@@ -140,7 +135,7 @@ def _worker(args: argparse.Namespace) -> int:
     broker(args.redis).client.close()  # Redis answers (or a clear error) before anything starts
     reap(lambda line: print(line, flush=True))  # what a killed worker on this engine left
     with Sandbox(policy) as sandbox:
-        worker = ClusterWorker(args.redis, name, args.slots, sandbox, args.retry_lost)
+        worker = ClusterWorker(args.redis, name, args.slots, sandbox)
         worker.start()
         print(f"hazmat worker: {name} taking runs ({args.slots} at once)", flush=True)
         stop.wait()
