@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
@@ -58,6 +59,19 @@ def test_a_run_goes_through_the_worker(cluster: LiveServer, tmp_path: Path) -> N
     assert answer.json()["outcome"] == "ok" and answer.json()["stdout"] == "42\n"
     started = [r for r in audit_records(tmp_path / "audit-w1") if r["kind"] == "run.started"]
     assert len(started) == 1 and "worker:w1 attempt:1" in started[0]["data"]["caller"]
+
+
+def test_mcp_run_code_over_http_goes_through_the_worker(
+    cluster: LiveServer, tmp_path: Path
+) -> None:
+    from test_mcp import over_http
+
+    calls = [("run_code", {"code": "print(6 * 7)"})]
+    _, answers = anyio.run(over_http, cluster.url, cluster.keys["untrusted"], calls)
+    assert answers[0].structuredContent["stdout"] == "42\n"
+    assert answers[0].structuredContent["risk"] == "LOW"
+    started = [r for r in audit_records(tmp_path / "audit-w1") if r["kind"] == "run.started"]
+    assert len(started) == 1 and "worker:w1" in started[0]["data"]["caller"]
 
 
 def test_output_streams_back_through_the_worker_and_a_full_cluster_says_429(

@@ -181,9 +181,9 @@ def build_mcp(
 
 
 def _summary(result: ExecutionResult) -> dict[str, Any]:
-    full = result.to_dict()
+    full = result.to_dict()  # also a cluster worker's result (cluster/dispatch.py)
     summary = {name: full[name] for name in SUMMARY}
-    summary["risk"] = result.assessment.level.value if result.assessment else None
+    summary["risk"] = (full.get("assessment") or {}).get("level")
     return summary
 
 
