@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import InputError
+from hazmat import InputError, QuotaExceeded
 from hazmat.cluster.dispatch import _PLACE
 from hazmat.cluster.keys import WORKERS, worker_key
 from hazmat.cluster.wire import request_from_wire, request_to_wire
@@ -45,9 +45,24 @@ def test_a_malformed_message_is_an_input_error(change: dict[str, Any]) -> None:
         request_from_wire({**wire, **change})
 
 
-def announce(client: Any, name: str, slots: int, busy: int, languages: str = "go,python") -> None:
+def announce(
+    client: Any,
+    name: str,
+    slots: int,
+    busy: int,
+    languages: str = "go,python",
+    runtimes: str = "runc,runsc",
+    warm: str = "",
+) -> None:
     client.sadd(WORKERS, name)
-    entry = {"slots": slots, "busy": busy, "languages": languages, "epoch": f"epoch-{name}"}
+    entry = {
+        "slots": slots,
+        "busy": busy,
+        "languages": languages,
+        "epoch": f"epoch-{name}",
+        "runtimes": runtimes,
+        "warm": warm,
+    }
     client.hset(worker_key(name), mapping=entry)
 
 
@@ -60,16 +75,54 @@ def test_placement_takes_the_freest_worker_and_refuses_when_all_are_full(
     announce(redis_client, "c", 9, 0, languages="javascript")  # knows no python
     announce(redis_client, "gone", 9, 0)
     redis_client.delete(worker_key("gone"))  # its heartbeat expired
-    chosen = [place([WORKERS], ["python"]) for _ in range(4)]
+    chosen = [place([WORKERS], ["python", "", ""]) for _ in range(4)]
     assert sorted(c[0].decode() for c in chosen) == ["a", "b", "b", "b"]
-    assert place([WORKERS], ["python"]) is None  # every slot taken: the service answers 429
-    assert place([WORKERS], ["javascript"]) == [b"c", b"epoch-c"]
+    assert place([WORKERS], ["python", "", ""]) is None  # every slot taken: a 429
+    assert place([WORKERS], ["javascript", "", ""]) == [b"c", b"epoch-c"]
+
+
+def test_placement_honours_runtime_warmth_and_workers_to_avoid(redis_client: Any) -> None:
+    place = redis_client.register_script(_PLACE)
+    announce(redis_client, "roomy", 8, 0, runtimes="runc")
+    announce(redis_client, "warm", 2, 0, warm="python/runsc,go/runc")
+    announce(redis_client, "down", 0, 0, runtimes="")  # its engine does not answer
+    # only "warm" has runsc; it is chosen while it has a slot, then nobody
+    assert place([WORKERS], ["python", "runsc", ""])[0] == b"warm"
+    # a warm container beats more free slots
+    assert place([WORKERS], ["python", "runsc", ""])[0] == b"warm"
+    assert place([WORKERS], ["python", "runsc", ""]) is None
+    announce(redis_client, "warm", 2, 0, warm="python/runsc,go/runc")
+    assert place([WORKERS], ["go", "runc", ""])[0] == b"warm"
+    assert place([WORKERS], ["python", "runc", ""])[0] == b"roomy"  # warm only under runsc
+    # a retry avoids the workers already tried
+    assert place([WORKERS], ["go", "", "warm"])[0] == b"roomy"
+    assert place([WORKERS], ["go", "", "warm,roomy"]) is None
+
+
+def test_an_unused_placement_gives_its_slot_back_to_the_same_process_only(
+    redis_url: str, redis_client: Any
+) -> None:
+    from hazmat.cluster.dispatch import Dispatcher
+
+    announce(redis_client, "a", 1, 0)
+    dispatcher = Dispatcher(redis_url)
+    placed = dispatcher.place("python", "runc")
+    with pytest.raises(QuotaExceeded, match="every worker of the cluster for python"):
+        dispatcher.place("python", "runc")
+    dispatcher.release(placed)
+    dispatcher.release(placed)  # twice: once only
+    assert redis_client.hget(worker_key("a"), "busy") == b"0"
+    again = dispatcher.place("python")
+    redis_client.hset(worker_key("a"), "epoch", "a-new-process")  # the worker restarted
+    dispatcher.release(again)
+    assert redis_client.hget(worker_key("a"), "busy") == b"1"  # not the new process's slot
 
 
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (["--slots", "0"], 2, "--slots must be at least 1"),
+        (["--name", "../up"], 2, "a worker's name is 1-63 letters"),
         (["--redis", "redis-ish://x"], 2, "--redis 'redis-ish://x'"),
         (["--redis", "unix:///nonexistent/redis.sock"], 125, "cannot reach the cluster's Redis"),
     ],

@@ -86,6 +86,11 @@ def test_output_streams_back_through_the_worker_and_a_full_cluster_says_429(
             assert next(lines) == 'data: {"text":"first\\n"}'  # the worker's one slot is busy
             full = client.post("/v1/runs", json={"code": "print(1)"})
             assert full.status_code == 429, full.text
+            # streamed too: placed before the stream starts, so a plain 429, not an event
+            refused = client.post("/v1/runs", json={"code": "print(1)"}, headers=EVENTS)
+            assert refused.status_code == 429, refused.text
+            assert refused.headers["content-type"].startswith("application/json")
+            assert "every worker of the cluster for python" in refused.json()["error"]["message"]
         # leaving cancels the run on the worker; its slot comes back with the result
 
 
@@ -136,3 +141,60 @@ def wait_for_event(client: Any, kind: str) -> dict[str, bytes]:
                     return {k.decode(): v for k, v in fields.items()}
         time.sleep(0.2)
     raise AssertionError(f"no {kind!r} event within 60 s")
+
+
+def started_on(tmp: Path, names: list[str], session: str) -> str:
+    """The worker whose audit log has the run's start (a bounded wait on a condition)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for name in names:
+            folder = tmp / f"audit-{name}"
+            if (folder / "origin").exists() and any(
+                r["kind"] == "run.started" and r["data"]["session"] == session
+                for r in audit_records(folder)
+            ):
+                return name
+        time.sleep(0.1)
+    raise AssertionError(f"run {session} did not start within 60 s")
+
+
+def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
+    tmp_path: Path, redis_url: str, redis_client: Any
+) -> None:
+    """`--on-lost retry`: the worker running it is SIGKILLed; the run is placed again on the
+    other worker and the caller gets its result. Both attempts are in the audit logs."""
+    workers = {name: start_worker(tmp_path, redis_url, name, 1) for name in ("w1", "w2")}
+    server = start_server(tmp_path / "service", "--redis", redis_url, "--on-lost", "retry")
+    code = "import time\nprint('begun', flush=True)\ntime.sleep(2)\nprint('done')\n"
+    try:
+        with (
+            server.client("trusted") as client,
+            anyio.from_thread.start_blocking_portal() as portal,
+        ):
+            body = {"code": code, "timeout": 60, "session": "twice"}
+            answer = portal.start_task_soon(lambda: client.post("/v1/runs", json=body))
+            first = started_on(tmp_path, ["w1", "w2"], "twice")
+            workers[first].kill()
+            workers[first].communicate(timeout=60)
+            result = answer.result(timeout=120)
+        assert result.status_code == 200, result.text
+        assert result.json()["stdout"] == "begun\ndone\n"
+    finally:
+        stop_server(server)
+        for process in workers.values():
+            if process.poll() is None:
+                process.terminate()
+                process.communicate(timeout=120)
+    other = "w2" if first == "w1" else "w1"
+    callers = {
+        name: [
+            r["data"]["caller"]
+            for r in audit_records(tmp_path / f"audit-{name}")
+            if r["kind"] == "run.started" and r["data"]["session"] == "twice"
+        ]
+        for name in (first, other)
+    }
+    assert len(callers[first]) == 1 and "attempt:1" in callers[first][0]
+    assert len(callers[other]) == 1 and "attempt:2" in callers[other][0]
+    run_ids = {c.split("run:")[1].split()[0] for cs in callers.values() for c in cs}
+    assert len(run_ids) == 1  # one run of the service's, two attempts

@@ -135,6 +135,12 @@ class PoolBackend(Backend, Generic[L]):
         with self._cond:
             return list(self._ready.get(spec, ()))
 
+    def ready_kinds(self) -> set[tuple[str, str]]:
+        """(language, runtime) of every kind with a lease ready now (a cluster worker says
+        which runs it can start warm)."""
+        with self._cond:
+            return {(s.language, s.runtime.value) for s, q in self._ready.items() if q}
+
     def wait_ready(self, spec: Spec, count: int, timeout_s: float = 120.0) -> bool:
         """Block until `count` leases of `spec` are ready; False at the timeout or on close."""
         deadline = time.monotonic() + timeout_s

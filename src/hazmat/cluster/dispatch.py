@@ -1,21 +1,26 @@
 """The service's side of the cluster: place a run on a worker, send it, relay what comes back.
 
 Placement is one Lua script, so that two services never give the last slot twice: among the
-workers whose catalogue entry is alive and that know the run's language, the one with the
-most free slots gets the run and one of its slots is taken; with no free slot anywhere the
-run is refused with `QuotaExceeded` (the service's 429), never queued. The worker gives the
-slot back when it has written the result.
+workers whose catalogue entry is alive, that know the run's language and have its runtime, and
+that have a free slot, one with a warm container for the run comes first, then the one with the
+most free slots; its slot is taken. With no such worker the run is refused with `QuotaExceeded`
+(the service's 429), never queued. The worker gives the slot back when it has written the
+result.
 
 While it waits for the result, the service watches the worker's catalogue entry: if the
-worker's heartbeat stops (it died, its host went away), the run is marked answered and the
-caller gets `InfraError` saying so (503, or an `error` event); the broker may later give the
-run back to a worker of that name, which then does not execute it.
+worker's heartbeat stops (it died, its host or its link to Redis went away) or a new process has
+taken its name, the attempt is marked answered as lost. So is an attempt its worker could not
+run for a fault of its own (its Docker engine stopped). Then, by the service's rule (`on_lost`):
+`report` answers `InfraError` (503, or an `error` event) saying what happened; `retry` places
+the run again, as a new attempt, on another worker, unless output of the lost attempt already
+reached the caller. Every attempt is in the audit log of the worker that ran it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from typing import Any
 
@@ -25,31 +30,49 @@ from hazmat.cluster.keys import (
     RUN_TTL_S,
     WORKERS,
     broker,
+    patiently,
     queue_of,
     run_key,
     worker_key,
 )
 from hazmat.cluster.wire import request_to_wire
+from hazmat.cluster.worker import attempt_id
 from hazmat.models import ExecutionRequest, Outcome
 from hazmat.watch import Watch
 
-__all__ = ["Dispatcher", "WireResult"]
+__all__ = ["ON_LOST", "Dispatcher", "Placement", "WireResult"]
 
+log = logging.getLogger(__name__)
+
+ON_LOST = ("report", "retry")
 READ_BLOCK_MS = 200  # how long one read of the run's stream waits (then the cancel is looked at)
 RESULT_WAIT_S = 3600.0  # a run's own limits end it long before this
+# A catalogue entry missing for this long means its worker is gone. An entry expires 5 s after
+# the worker's last beat; this covers the second after a Redis restart before workers re-announce.
+GONE_AFTER_S = 2.0
+RETRY_WAIT_S = 60.0
+WORKER_FAULTS = ("InfraError", "RuntimeUnavailable", "lost", "skipped")
 
-# KEYS[1] the workers set; ARGV[1] the language. Returns {name, epoch} of the chosen worker
-# (the epoch names the worker's current process: only it gives the slot back), or false.
+# KEYS[1] the workers set; ARGV: language, runtime ('' for any), names not to use (commas).
+# Returns {name, epoch} of the chosen worker (the epoch names its current process: only that
+# process gives the slot back), or false.
 _PLACE = """
-local best, best_free, epoch = false, 0, false
+local lang, runtime, skip = ARGV[1], ARGV[2], ',' .. ARGV[3] .. ','
+local best, best_score, epoch = false, 0, false
 for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local key = 'hazmat:worker:' .. name
-  local entry = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch')
-  if entry[1] then
-    local free = tonumber(entry[1]) - tonumber(entry[2] or '0')
-    local langs = ',' .. (entry[3] or '') .. ','
-    if free > best_free and string.find(langs, ',' .. ARGV[1] .. ',', 1, true) then
-      best, best_free, epoch = name, free, entry[4]
+  local e = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch', 'runtimes', 'warm')
+  if e[1] and not string.find(skip, ',' .. name .. ',', 1, true) then
+    local free = tonumber(e[1]) - tonumber(e[2] or '0')
+    local knows = string.find(',' .. (e[3] or '') .. ',', ',' .. lang .. ',', 1, true)
+    local rts = ',' .. (e[5] or '') .. ','
+    local has = runtime == '' or string.find(rts, ',' .. runtime .. ',', 1, true)
+    if free > 0 and knows and has then
+      local warm = ',' .. (e[6] or '') .. ','
+      local hot = runtime ~= '' and string.find(warm, ',' .. lang .. '/' .. runtime .. ',', 1, true)
+      hot = hot or (runtime == '' and string.find(warm, ',' .. lang .. '/', 1, true))
+      local score = free + (hot and 100000 or 0)
+      if score > best_score then best, best_score, epoch = name, score, e[4] end
     end
   end
 end
@@ -57,6 +80,23 @@ if not best then return false end
 redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
 return {best, epoch}
 """
+
+
+# KEYS[1] a worker's entry; ARGV[1] the epoch a placement was made with: its slot back.
+_RELEASE = """
+if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
+  redis.call('HINCRBY', KEYS[1], 'busy', -1)
+end
+"""
+
+
+class Placement:
+    """A slot taken on a worker for a run not yet sent (`Dispatcher.place`)."""
+
+    def __init__(self, worker: str, epoch: str) -> None:
+        self.worker = worker
+        self.epoch = epoch
+        self.used = False
 
 
 class WireResult:
@@ -74,46 +114,132 @@ class WireResult:
         return dict(self.data)
 
 
-class Dispatcher:
-    """Runs requests on the cluster's workers (blocking: call it from a worker thread)."""
+class _Lost(Exception):
+    """An attempt that ended without a result because of its worker; `shown`: output of it
+    already reached the caller (a retry would show output twice)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, message: str, shown: bool) -> None:
+        super().__init__(message)
+        self.shown = shown
+
+
+class Dispatcher:
+    """Runs requests on the cluster's workers (blocking: call it from a worker thread).
+    `on_lost`: "report" or "retry" a run whose worker died; `attempts`: at most this many."""
+
+    def __init__(self, url: str, on_lost: str = "report", attempts: int = 3) -> None:
         from dramatiq import Message
 
+        if on_lost not in ON_LOST:
+            raise ValueError(f"on_lost must be one of {', '.join(ON_LOST)}, not {on_lost!r}")
         self._message = Message
+        self.on_lost = on_lost
+        self.attempts = attempts if on_lost == "retry" else 1
         self.broker = broker(url)
         self.redis = self.broker.client
         self._place = self.redis.register_script(_PLACE)
+        self._release = self.redis.register_script(_RELEASE)
 
-    def execute(self, request: ExecutionRequest, run_id: str, watch: Watch | None) -> WireResult:
-        placed = self._place([WORKERS], [request.language])
+    def place(self, language: str, runtime: str = "", tried: tuple[str, ...] = ()) -> Placement:
+        """Take a slot for a run (`QuotaExceeded` when there is none): the service places a
+        streamed run before its stream starts, so that a full cluster is a plain 429."""
+        placed = patiently(lambda: self._place([WORKERS], [language, runtime, ",".join(tried)]))
         if not placed:
-            raise QuotaExceeded("every worker of the cluster is busy (or none is alive)", 1.0)
+            others = " other" if tried else ""
+            raise QuotaExceeded(
+                f"every{others} worker of the cluster for {language}"
+                f"{' under ' + runtime if runtime else ''} is busy (or none is alive)",
+                1.0,
+            )
         name, epoch = (_text(part) for part in placed)
+        return Placement(name, epoch)
+
+    def _again(self, language: str, runtime: str, tried: tuple[str, ...]) -> Placement:
+        """The first placement, or a retry's: another worker if one is free, else any (a
+        worker of a dead one's name is a new process), waiting up to `RETRY_WAIT_S` for a
+        slot rather than answering 429 for a run already accepted."""
+        if not tried:
+            return self.place(language, runtime)
+        deadline = time.monotonic() + RETRY_WAIT_S
+        while True:
+            for avoid in (tried, ()):
+                try:
+                    return self.place(language, runtime, avoid)
+                except QuotaExceeded:
+                    pass
+            if time.monotonic() >= deadline:
+                raise InfraError(
+                    f"no worker had a free slot for {RETRY_WAIT_S:g} s to retry the run on"
+                )
+            time.sleep(0.2)  # back off until a slot frees
+
+    def release(self, placement: Placement) -> None:
+        """Give back the slot of a placement that was never used (its client went away)."""
+        if not placement.used:
+            placement.used = True
+            key = worker_key(placement.worker)
+            patiently(lambda: self._release([key], [placement.epoch]))
+
+    def execute(
+        self,
+        request: ExecutionRequest,
+        run_id: str,
+        watch: Watch | None,
+        runtime: str = "",
+        placed: Placement | None = None,
+    ) -> WireResult:
+        tried: list[str] = []
+        for attempt in range(1, self.attempts + 1):
+            if placed is None or placed.used:
+                placed = self._again(request.language, runtime, tuple(tried))
+            placed.used = True
+            name, epoch = placed.worker, placed.epoch
+            tried.append(name)
+            self._send(name, run_id, attempt, request, epoch)
+            try:
+                return self._follow(attempt_id(run_id, attempt), name, epoch, watch)
+            except _Lost as lost:
+                last = attempt == self.attempts or lost.shown
+                log.warning("run %s attempt %d on %s lost: %s", run_id, attempt, name, lost)
+                if last:
+                    again = "" if self.on_lost == "report" else f" (attempt {attempt}, not retried)"
+                    raise InfraError(f"{lost}{again}") from None
+        raise AssertionError("unreachable")
+
+    def _send(
+        self, name: str, run_id: str, attempt: int, request: ExecutionRequest, epoch: str
+    ) -> None:
         queue = queue_of(name)
         self.broker.declare_queue(queue)
         message: Any = self._message(
             queue_name=queue,
             actor_name=ACTOR,
-            args=(run_id, request_to_wire(request), epoch),
+            args=(run_id, attempt, request_to_wire(request), epoch),
             kwargs={},
             options={},
         )
-        self.broker.enqueue(message)
-        return self._follow(run_id, name, watch)
+        patiently(lambda: self.broker.enqueue(message))
 
-    def _follow(self, run_id: str, worker: str, watch: Watch | None) -> WireResult:
-        events, last = run_key(run_id, "events"), "0-0"
+    def _follow(self, aid: str, worker: str, epoch: str, watch: Watch | None) -> WireResult:
+        events, last, shown = run_key(aid, "events"), "0-0", False
         deadline = time.monotonic() + RESULT_WAIT_S
+        gone_since: float | None = None
         while time.monotonic() < deadline:
             if watch is not None and watch.cancelled:
-                self.redis.set(run_key(run_id, "cancel"), 1, ex=RUN_TTL_S)
-            if not self.redis.exists(worker_key(worker)) and self._lost(run_id):
-                raise InfraError(
-                    f"worker {worker} stopped answering (its heartbeat ended) while it ran "
-                    "this; the run was not retried"
-                )
-            got: Any = self.redis.xread({events: last}, block=READ_BLOCK_MS, count=100)
+                patiently(lambda: self.redis.set(run_key(aid, "cancel"), 1, ex=RUN_TTL_S))
+            now = time.monotonic()
+            if _text(patiently(lambda: self.redis.hget(worker_key(worker), "epoch"))) != epoch:
+                gone_since = gone_since or now
+                if now - gone_since >= GONE_AFTER_S and self._lost(aid):
+                    raise _Lost(
+                        f"worker {worker} stopped answering (its heartbeat ended) while it ran "
+                        "this",
+                        shown,
+                    )
+            else:
+                gone_since = None
+            since: dict[Any, Any] = {events: last}
+            got: Any = patiently(lambda: self.redis.xread(since, block=READ_BLOCK_MS))  # noqa: B023
             for _stream, entries in got or ():
                 for entry_id, fields in entries:
                     last = entry_id
@@ -121,17 +247,36 @@ class Dispatcher:
                     if kind in ("stdout", "stderr"):
                         if watch is not None:
                             watch.write(kind, data)
+                            shown = True
                     elif kind == "result":
                         if watch is not None:
                             watch.flush()
                         return WireResult(json.loads(data))
                     else:
-                        raise InfraError(f"the worker could not run it ({kind}): {data!r}")
+                        raise self._failed(aid, worker, kind, data, shown)
         raise InfraError(f"no result from the cluster within {RESULT_WAIT_S:g} s")
 
-    def _lost(self, run_id: str) -> bool:
-        """Mark the run answered as lost, unless its worker answered it first."""
-        return bool(self.redis.set(run_key(run_id, "answered"), "lost", nx=True, ex=RUN_TTL_S))
+    def _failed(self, aid: str, worker: str, kind: str, data: bytes, shown: bool) -> Exception:
+        """What a worker's `error`, `lost` or `skipped` event becomes: `_Lost` for a fault of
+        the worker's (retried by the rule), else the error the worker met, as an InfraError."""
+        try:
+            detail = json.loads(data)
+        except ValueError:
+            detail = {"message": data.decode(errors="replace")}
+        name = detail.get("type", kind) if kind == "error" else kind
+        message = detail.get("message") or json.dumps(detail)
+        if name in WORKER_FAULTS:
+            self._lost(aid)
+            return _Lost(f"worker {worker} could not run it ({name}): {message}", shown)
+        return InfraError(f"worker {worker} could not run it ({name}): {message}")
+
+    def _lost(self, aid: str) -> bool:
+        """Mark the attempt answered as lost, unless its worker answered it first."""
+        return bool(
+            patiently(
+                lambda: self.redis.set(run_key(aid, "answered"), "lost", nx=True, ex=RUN_TTL_S)
+            )
+        )
 
 
 def _text(value: Any) -> str:

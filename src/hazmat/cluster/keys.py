@@ -1,32 +1,49 @@
 """The names hazmat uses in Redis, and the Dramatiq broker both sides build from one URL.
 
     hazmat:workers                  set of worker names that have announced themselves
-    hazmat:worker:<name>            hash: slots, busy, languages, runtimes, seen (expires)
-    hazmat:run:<id>:events          stream: the run's output chunks, then its result
-    hazmat:run:<id>:attempts        counter: executions started (a redelivery makes it 2)
-    hazmat:run:<id>:cancel          set when the caller has gone or cancelled
-    hazmat:run:<id>:answered        set once the run has its answer (a result, or "lost"): a
-                                    redelivery of an answered run is not executed
+    hazmat:worker:<name>            hash: slots, busy, epoch, languages, runtimes, warm, seen
+                                    (expires: the worker's heartbeat)
+    hazmat:run:<id>.<n>:events      stream: attempt n's output chunks, then its result
+    hazmat:run:<id>.<n>:deliveries  counter: how often attempt n was handed to a worker (a
+                                    redelivery by the broker makes it 2)
+    hazmat:run:<id>.<n>:cancel      set when the caller has gone or cancelled
+    hazmat:run:<id>.<n>:answered    set once attempt n has its answer (a result, or "lost"): a
+                                    redelivery of an answered attempt is not executed
+    hazmat:checkpoints              stream: the workers' signed audit checkpoints, for the
+                                    service to anchor (cluster/anchors.py)
+    hazmat:audit-key:<name>         a worker's audit verifier key
     hazmat.<name>                   the Dramatiq queue of one worker
+
+Every Redis call of the cluster waits out a short outage (a restart, a partition that heals):
+`patiently` retries for `REDIS_GRACE_S` before giving up with `InfraError`. The cluster's Redis
+must keep what it is told across a restart (appendonly, docs/scale.md), or queued runs are lost.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from dramatiq.brokers.redis import RedisBroker
 
 __all__ = [
     "ACTOR",
+    "CHECKPOINTS",
     "HEARTBEAT_MS",
+    "REDIS_GRACE_S",
     "RUN_TTL_S",
+    "audit_key",
     "broker",
+    "patiently",
     "queue_of",
     "reachable",
     "run_key",
     "worker_key",
 ]
+
+T = TypeVar("T")
 
 ACTOR = "hazmat_run"
 # A worker not heard from for this long is dead: the broker gives its unacknowledged runs back
@@ -34,14 +51,39 @@ ACTOR = "hazmat_run"
 HEARTBEAT_MS = 5000
 RUN_TTL_S = 3600  # how long a run's stream and counters outlive it
 WORKERS = "hazmat:workers"
+CHECKPOINTS = "hazmat:checkpoints"
+REDIS_GRACE_S = 30.0  # a Redis away for longer than this fails the calls that need it
+SOCKET_TIMEOUT_S = 10.0  # a partition shows as a timeout, never as a call blocked for ever
 
 
 def worker_key(name: str) -> str:
     return f"hazmat:worker:{name}"
 
 
-def run_key(run_id: str, part: str) -> str:
-    return f"hazmat:run:{run_id}:{part}"
+def run_key(attempt_id: str, part: str) -> str:
+    return f"hazmat:run:{attempt_id}:{part}"
+
+
+def audit_key(worker: str) -> str:
+    return f"hazmat:audit-key:{worker}"
+
+
+def patiently(call: Callable[[], T], grace_s: float = REDIS_GRACE_S) -> T:
+    """`call()`, retried while Redis does not answer (a restart, a partition), for `grace_s`."""
+    import redis
+
+    from hazmat._exceptions import InfraError
+
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            return call()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            if time.monotonic() >= deadline:
+                raise InfraError(
+                    f"the cluster's Redis has not answered for {grace_s:g} s: {exc}"
+                ) from None
+            time.sleep(0.25)  # back off: Redis is restarting or out of reach
 
 
 def queue_of(worker: str) -> str:
@@ -67,13 +109,17 @@ def broker(url: str) -> RedisBroker:
     and none of Dramatiq's default middleware: no retries on an exception (a run's failures are
     results; a redelivered run is handled by its attempt count), no time limit raised into the
     run's thread (the host enforces the run's own limits), no age limit."""
+    import redis
     from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 
     from hazmat._exceptions import InputError
 
     try:
+        client = redis.Redis.from_url(
+            url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S
+        )
         made = RedisBroker(  # type: ignore[no-untyped-call]
-            url=url,
+            client=client,
             middleware=[],
             heartbeat_timeout=HEARTBEAT_MS,
             maintenance_chance=MAINTENANCE_SCALE,

@@ -1,45 +1,63 @@
 """`hazmat worker`: takes runs for one Docker engine from Redis and runs them through the same
 pipeline, with its own warm pool and its own audit log (docs/scale.md).
 
-A run arrives as a Dramatiq message on the worker's own queue (the service chose the worker).
-A run already answered (its result written, or the service gave it up as lost when its worker
-died) is not executed again. Otherwise the run's attempt counter goes up before the program
-starts: a first attempt runs; a later one (the broker gave back the run of a worker that died,
-and nobody answered it) is answered as lost, so that no run executes twice. The output goes to
-the run's Redis stream as it comes, the result last; a cancel key set by the service stops the
-run. The worker says every second, in its catalogue entry, how many slots it has.
+A run arrives as a Dramatiq message on the worker's own queue (the service chose the worker),
+naming the run and the service's attempt at it. An attempt already answered (its result
+written, or the service gave it up as lost when its worker died) is not executed again.
+Otherwise the attempt's delivery counter goes up before the program starts: a first delivery
+runs; a later one (the broker gave back the run of a worker that died, and nobody answered it)
+is answered as lost, so that the broker never makes a run execute twice. The output goes to the
+attempt's Redis stream as it comes, the result last; a cancel key set by the service stops the
+run. Every audit record of the run names the run, the worker and the attempt.
+
+Every second the worker says in its catalogue entry how many slots it has (none while its
+Docker engine does not answer), which runtimes and which warm containers, and publishes its
+audit log's newest signed checkpoint for the service to anchor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
+from hazmat.backends.engine import Engine
 from hazmat.cluster.keys import (
     ACTOR,
+    CHECKPOINTS,
     HEARTBEAT_MS,
     RUN_TTL_S,
     WORKERS,
+    audit_key,
     broker,
+    patiently,
     queue_of,
     run_key,
     worker_key,
 )
 from hazmat.cluster.wire import request_from_wire
 from hazmat.languages import LANGUAGES
+from hazmat.models import ExecutionRequest
 from hazmat.sandbox import Sandbox
 from hazmat.server.sse import result_body
 from hazmat.watch import Watch
 
-__all__ = ["ClusterWorker"]
+__all__ = ["ClusterWorker", "attempt_id"]
 
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_S = 0.2
+ENGINE_TIMEOUT_S = 3
+CHECKPOINTS_KEPT = 100_000  # entries of the checkpoint stream (the service copies them out)
+
+
+def attempt_id(run_id: str, attempt: int) -> str:
+    return f"{run_id}.{attempt}"
 
 
 class ClusterWorker:
@@ -53,7 +71,11 @@ class ClusterWorker:
         self.sandbox = sandbox
         self.broker = broker(url)
         self.redis = self.broker.client
+        self.engine = Engine(timeout=ENGINE_TIMEOUT_S)
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._running = 0  # runs this process is executing (its busy count after a Redis loss)
+        self._published: str | None = None
         self.epoch = uuid.uuid4().hex  # this process: only its own placements free its slots
         declare = dramatiq.actor(actor_name=ACTOR, queue_name=queue_of(name), broker=self.broker)
         self.actor = declare(self._run)
@@ -63,7 +85,6 @@ class ClusterWorker:
         self._beat = threading.Thread(target=self._heartbeat, name="hazmat-beat", daemon=True)
 
     def start(self) -> None:
-        self.redis.sadd(WORKERS, self.name)
         self._announce()
         self._beat.start()
         self._worker.start()
@@ -72,79 +93,127 @@ class ClusterWorker:
         """Stop taking runs; those running finish (their messages are then acknowledged)."""
         self._stop.set()
         self._worker.stop(timeout=600_000)
+        self._publish_checkpoint()
         self.redis.delete(worker_key(self.name))
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(1.0):
             try:
                 self._announce()
+                self._publish_checkpoint()
             except Exception:  # Redis away: the next beat tries again
                 log.warning("worker %s: heartbeat failed", self.name, exc_info=True)
 
     def _announce(self) -> None:
+        runtimes = self._runtimes()  # empty while the engine does not answer
+        warm: set[tuple[str, str]] = getattr(self.sandbox.backend, "ready_kinds", set)()
         key = worker_key(self.name)
-        self.redis.hset(
+        with self._lock:
+            running = self._running
+        pipe = self.redis.pipeline()
+        pipe.sadd(WORKERS, self.name)
+        pipe.hset(
             key,
             mapping={
-                "slots": self.slots,
+                "slots": self.slots if runtimes else 0,
                 "epoch": self.epoch,
                 "languages": ",".join(sorted(LANGUAGES)),
+                "runtimes": ",".join(sorted(runtimes)),
+                "warm": ",".join(sorted(f"{lang}/{rt}" for lang, rt in warm)),
+                "engine": "ok" if runtimes else "down",
                 "seen": time.time(),
             },
         )
-        self.redis.hsetnx(key, "busy", 0)
-        self.redis.pexpire(key, HEARTBEAT_MS)
+        pipe.hsetnx(key, "busy", running)  # the entry expired (Redis was away): runs still go on
+        pipe.pexpire(key, HEARTBEAT_MS)
+        pipe.execute()
 
-    def _run(self, run_id: str, request: dict[str, Any], epoch: str) -> None:
-        """The actor: one run, its output and result into the run's stream."""
-        events = run_key(run_id, "events")
+    def _runtimes(self) -> set[str]:
         try:
-            if self.redis.exists(run_key(run_id, "answered")):
-                log.warning("worker %s: run %s already answered; not run again", self.name, run_id)
-                self._send(events, "skipped", {"worker": self.name, "why": "already answered"})
-                return
-            attempt = int(self.redis.incr(run_key(run_id, "attempts")))
-            self.redis.expire(run_key(run_id, "attempts"), RUN_TTL_S)
-            if attempt > 1:  # started before, by a worker that died, and nobody answered it
-                self.redis.set(run_key(run_id, "answered"), "lost", nx=True, ex=RUN_TTL_S)
-                self._send(events, "lost", {"attempt": attempt, "worker": self.name})
-                return
-            watch = Watch(lambda stream, data: self._send(events, stream, data))
-            done = threading.Event()
-            poller = threading.Thread(target=self._watch_cancel, args=(run_id, watch, done))
-            poller.start()
-            try:
-                prepared = request_from_wire(request)
-                prepared = _with_attempt(prepared, attempt, self.name)
-                result = self.sandbox.execute(prepared, on_output=watch)
-            finally:
-                done.set()
-                poller.join()
-            self.redis.set(run_key(run_id, "answered"), "result", nx=True, ex=RUN_TTL_S)
-            self._send(events, "result", result_body(result, exact=True))
+            self.engine.api.ping()
+            return set(self.engine.info().runtimes) & {"runc", "runsc"}
+        except Exception:
+            return set()
+
+    def _publish_checkpoint(self) -> None:
+        """The audit log's newest signed checkpoint, once, into the cluster's stream."""
+        folder = Path(self.sandbox.audit.dir)
+        try:
+            note = (folder / "checkpoint").read_text()
+            pubkey = (folder / "pubkey").read_text().strip()
+        except FileNotFoundError:
+            return  # no checkpoint yet
+        if note == self._published:
+            return
+        pipe = self.redis.pipeline()
+        pipe.set(audit_key(self.name), pubkey)
+        pipe.xadd(CHECKPOINTS, {"worker": self.name, "note": note}, maxlen=CHECKPOINTS_KEPT)
+        pipe.execute()
+        self._published = note
+
+    def _run(self, run_id: str, attempt: int, request: dict[str, Any], epoch: str) -> None:
+        """The actor: one attempt at a run, its output and result into the attempt's stream."""
+        aid = attempt_id(run_id, attempt)
+        events = run_key(aid, "events")
+        with self._lock:
+            self._running += 1
+        try:
+            self._attempt(run_id, attempt, aid, request)
         except Exception as exc:  # the run gets an answer whatever went wrong here
-            log.exception("worker %s: run %s failed", self.name, run_id)
+            log.exception("worker %s: run %s failed", self.name, aid)
             self._send(events, "error", {"type": type(exc).__name__, "message": str(exc)})
         finally:
-            self.redis.expire(events, RUN_TTL_S)
+            patiently(lambda: self.redis.expire(events, RUN_TTL_S))
             if epoch == self.epoch:  # a run placed on a dead process of this name took no slot
-                self.redis.hincrby(worker_key(self.name), "busy", -1)
+                patiently(lambda: self.redis.hincrby(worker_key(self.name), "busy", -1))
+            with self._lock:
+                self._running -= 1
+
+    def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
+        events, answered = run_key(aid, "events"), run_key(aid, "answered")
+        if patiently(lambda: self.redis.exists(answered)):
+            log.warning("worker %s: run %s already answered; not run again", self.name, aid)
+            self._send(events, "skipped", {"worker": self.name, "why": "already answered"})
+            return
+        deliveries = run_key(aid, "deliveries")
+        delivery = int(patiently(lambda: self.redis.incr(deliveries)))
+        patiently(lambda: self.redis.expire(deliveries, RUN_TTL_S))
+        if delivery > 1:  # started before, by a worker that died, and nobody answered it
+            patiently(lambda: self.redis.set(answered, "lost", nx=True, ex=RUN_TTL_S))
+            self._send(events, "lost", {"delivery": delivery, "worker": self.name})
+            return
+        watch = Watch(lambda stream, data: self._send(events, stream, data))
+        done = threading.Event()
+        poller = threading.Thread(target=self._watch_cancel, args=(aid, watch, done))
+        poller.start()
+        try:
+            prepared = _named(request_from_wire(request), run_id, attempt, self.name)
+            result = self.sandbox.execute(prepared, on_output=watch)
+        finally:
+            done.set()
+            poller.join()
+        if patiently(lambda: self.redis.set(answered, "result", nx=True, ex=RUN_TTL_S)):
+            self._send(events, "result", result_body(result, exact=True))
+        else:  # the service gave it up meanwhile (this worker was out of reach): audit only
+            log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
 
     def _send(self, events: str, kind: str, data: bytes | dict[str, Any]) -> None:
         body = data if isinstance(data, bytes) else json.dumps(data).encode()
-        self.redis.xadd(events, {"kind": kind, "data": body})
+        patiently(lambda: self.redis.xadd(events, {"kind": kind, "data": body}))
 
-    def _watch_cancel(self, run_id: str, watch: Watch, done: threading.Event) -> None:
+    def _watch_cancel(self, aid: str, watch: Watch, done: threading.Event) -> None:
         while not done.wait(CANCEL_POLL_S):
-            if self.redis.exists(run_key(run_id, "cancel")):
+            try:
+                cancelled = self.redis.exists(run_key(aid, "cancel"))
+            except Exception:  # Redis away for a moment: look again at the next poll
+                continue
+            if cancelled:
                 watch.cancel("the caller cancelled it (through the service)")
                 return
 
 
-def _with_attempt(request: Any, attempt: int, worker: str) -> Any:
-    """The run's audit records name the worker and the attempt (in the caller field, which
-    every record carries)."""
-    import dataclasses
-
-    caller = f"{request.caller or 'service'} worker:{worker} attempt:{attempt}"
+def _named(request: ExecutionRequest, run_id: str, attempt: int, worker: str) -> ExecutionRequest:
+    """The run's audit records name the service's run, the worker and the attempt (in the
+    caller field, which every record carries)."""
+    caller = f"{request.caller or 'service'} run:{run_id} worker:{worker} attempt:{attempt}"
     return dataclasses.replace(request, caller=caller)

@@ -10,9 +10,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError
+
+if TYPE_CHECKING:
+    from hazmat.cluster.front import ClusterOptions
 
 __all__ = ["add_server_commands"]
 
@@ -38,6 +41,23 @@ def add_server_commands(sub: Any) -> None:
     )
     serve.add_argument(
         "--redis", metavar="URL", help="run on the cluster's workers (docs/scale.md), not here"
+    )
+    serve.add_argument(
+        "--on-lost",
+        choices=("report", "retry"),
+        default="report",
+        help="with --redis, a run whose worker died: answer 503 saying so (default), or run "
+        "it again on another worker (both attempts are in the workers' audit logs)",
+    )
+    serve.add_argument(
+        "--attempts", type=int, default=3, metavar="N", help="with --on-lost retry: at most N (3)"
+    )
+    serve.add_argument(
+        "--anchors",
+        type=Path,
+        metavar="DIR",
+        help="with --redis, where the workers' signed checkpoints are kept "
+        "(default: beside the key store, in cluster-anchors/)",
     )
     serve.set_defaults(handler=_serve)
 
@@ -109,9 +129,23 @@ def _serve(args: argparse.Namespace) -> int:
         max_running=args.max_running,
         grace_s=grace,
         progress=lambda line: print(line, flush=True),
-        redis_url=args.redis,
+        cluster=_cluster_options(args, store.path),
     )
     return 0
+
+
+def _cluster_options(args: argparse.Namespace, keys: Path) -> ClusterOptions | None:
+    from hazmat.cluster.front import ClusterOptions
+
+    if not args.redis:
+        for given, flag in ((args.anchors, "--anchors"), (args.on_lost != "report", "--on-lost")):
+            if given:
+                raise InputError(f"{flag} needs --redis (it is about the cluster's workers)")
+        return None
+    if args.attempts < 1:
+        raise InputError("--attempts must be at least 1")
+    anchors = args.anchors or keys.parent / "cluster-anchors"
+    return ClusterOptions(args.redis, anchors, args.on_lost, args.attempts)
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -119,6 +153,7 @@ def _worker(args: argparse.Namespace) -> int:
     import socket
     import threading
 
+    from hazmat.cluster.anchors import WORKER_NAME
     from hazmat.cluster.keys import broker
     from hazmat.cluster.worker import ClusterWorker
     from hazmat.policy import Policy, load_policy
@@ -127,8 +162,13 @@ def _worker(args: argparse.Namespace) -> int:
 
     if args.slots < 1:
         raise InputError("--slots must be at least 1")
-    policy = load_policy(args.policy) if args.policy else Policy()
     name = args.name or socket.gethostname()
+    if not WORKER_NAME.fullmatch(name):
+        raise InputError(
+            f"--name {name!r}: a worker's name is 1-63 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    policy = load_policy(args.policy) if args.policy else Policy()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -42,7 +42,7 @@ from hazmat.sessions import Session
 from hazmat.watch import Watch
 
 if TYPE_CHECKING:
-    from hazmat.cluster.dispatch import Dispatcher
+    from hazmat.cluster.dispatch import Dispatcher, Placement
 
 __all__ = ["create_app"]
 
@@ -50,11 +50,16 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(
-    sandbox: Sandbox, keys: KeyStore, max_running: int = 8, dispatcher: Dispatcher | None = None
+    sandbox: Sandbox,
+    keys: KeyStore,
+    max_running: int = 8,
+    dispatcher: Dispatcher | None = None,
+    quotas: QuotaBook | None = None,
 ) -> Starlette:
     """The service's ASGI app. The sandbox stays the caller's: the app never closes it. With a
-    `dispatcher`, runs (not session calls, yet) go to the cluster's workers."""
-    service = _Service(sandbox, keys, max_running, dispatcher)
+    `dispatcher`, runs (not session calls, yet) go to the cluster's workers; `quotas` (default:
+    counted in this process) may be a cluster-wide `RedisQuotaBook`."""
+    service = _Service(sandbox, keys, max_running, dispatcher, quotas or QuotaBook())
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -86,12 +91,17 @@ def _session_routes(service: _Service) -> list[Route]:
 
 class _Service:
     def __init__(
-        self, sandbox: Sandbox, keys: KeyStore, max_running: int, dispatcher: Dispatcher | None
+        self,
+        sandbox: Sandbox,
+        keys: KeyStore,
+        max_running: int,
+        dispatcher: Dispatcher | None,
+        quotas: QuotaBook,
     ) -> None:
         self.sandbox = sandbox
         self.dispatcher = dispatcher
         self.keys = keys
-        self.quotas = QuotaBook()
+        self.quotas = quotas
         self.metrics = ServiceMetrics(sandbox.metrics)
         self.max_running = max_running
         self._limiter: anyio.CapacityLimiter | None = None
@@ -173,7 +183,17 @@ class _Service:
         if wants_events(request.headers.get("accept", "")):
             admitted = ExitStack()
             admitted.enter_context(self.quotas.admit(key.tenant, key.quotas))  # 429 here
-            run = functools.partial(self._execute, prepared, session)
+            placed = None
+            if self.dispatcher is not None and session is None:  # a full cluster: 429 here too
+                try:
+                    placed = await anyio.to_thread.run_sync(
+                        self.dispatcher.place, prepared.language, self._runtime(prepared)
+                    )
+                except BaseException:
+                    admitted.close()
+                    raise
+                admitted.callback(self.dispatcher.release, placed)  # unless it was used
+            run = functools.partial(self._execute, prepared, session, placed=placed)
             return EventStream(run, admitted.close, exact)
         with self.quotas.admit(key.tenant, key.quotas):
             result = await self._execute(prepared, session)
@@ -202,8 +222,17 @@ class _Service:
         body["trust"] = trust.value
         return JSONResponse(body)
 
+    def _runtime(self, prepared: ExecutionRequest) -> str:
+        """The runtime the run needs (its own, else its trust level's), for placement."""
+        runtime = prepared.runtime or self.sandbox.policy.settings(prepared.trust).runtime
+        return runtime.value
+
     async def _execute(
-        self, prepared: ExecutionRequest, session: Session | None = None, watch: Watch | None = None
+        self,
+        prepared: ExecutionRequest,
+        session: Session | None = None,
+        watch: Watch | None = None,
+        placed: Placement | None = None,
     ) -> ExecutionResult:
         began = time.monotonic()
         started = False
@@ -220,7 +249,9 @@ class _Service:
                     return session.execute(prepared, on_output=watch)
                 if self.dispatcher is not None:
                     run_id = secrets.token_hex(8)
-                    return self.dispatcher.execute(prepared, run_id, watch)  # type: ignore[return-value]
+                    runtime = self._runtime(prepared)
+                    found = self.dispatcher.execute(prepared, run_id, watch, runtime, placed)
+                    return found  # type: ignore[return-value]
                 return self.sandbox.execute(prepared, on_output=watch)
             finally:
                 self.metrics.in_progress.dec()

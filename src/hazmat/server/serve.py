@@ -21,10 +21,14 @@ import signal
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.server.keys import KeyStore
+
+if TYPE_CHECKING:
+    from hazmat.cluster.front import ClusterOptions
 
 __all__ = ["bind", "longest_run_s", "reap", "serve"]
 
@@ -117,9 +121,10 @@ def serve(
     max_running: int = 8,
     grace_s: float = 30.0,
     progress: Callable[[str], None] = print,
-    redis_url: str | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> None:
-    """Serve until SIGTERM/SIGINT; then close the sandbox (no container left)."""
+    """Serve until SIGTERM/SIGINT; then close the sandbox (no container left). With `cluster`,
+    runs go to the cluster's workers (docs/scale.md)."""
     import uvicorn
 
     from hazmat.sandbox import Sandbox
@@ -129,13 +134,14 @@ def serve(
     address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
     try:
         reap(progress)
-        with Sandbox(policy) as sandbox:
-            dispatcher = None
-            if redis_url:
-                from hazmat.cluster.dispatch import Dispatcher
+        with Sandbox(policy) as sandbox, contextlib.ExitStack() as stack:
+            dispatcher = quotas = None
+            if cluster is not None:
+                from hazmat.cluster.front import cluster_front
 
-                dispatcher = Dispatcher(redis_url)
-            app = create_app(sandbox, keys, max_running, dispatcher)
+                lease = longest_run_s(policy) + 60
+                dispatcher, quotas = stack.enter_context(cluster_front(cluster, lease))
+            app = create_app(sandbox, keys, max_running, dispatcher, quotas)
             config = uvicorn.Config(
                 app,
                 log_level="warning",

@@ -1,0 +1,82 @@
+"""Per-tenant quotas kept in the cluster's Redis, so that they hold across every service in
+front of the workers: the same two limits as `server/quotas.py` (runs at once, runs started in
+the last minute), counted in two sorted sets per tenant by one Lua script on Redis's clock.
+
+A run holds a lease in the tenant's running set until it ends; a service that dies leaves its
+leases behind, and they stop counting when they expire (`lease_s`, the longest a run can take).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+from hazmat._exceptions import QuotaExceeded
+from hazmat.cluster.keys import patiently
+from hazmat.server.keys import Quotas
+from hazmat.server.quotas import WINDOW_S, QuotaBook
+
+__all__ = ["RedisQuotaBook"]
+
+# KEYS: running, started; ARGV: token, concurrent, per_minute, lease_s, window_s.
+# Returns {0, 0} when admitted, {1, retry_after} when at the concurrent limit, {2, retry_after}
+# when at the per-minute limit.
+_ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local window = tonumber(ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return {1, 1} end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {2, math.max(1, math.ceil(tonumber(oldest[2]) + window - now))}
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4])))
+redis.call('EXPIRE', KEYS[2], math.ceil(window) + 1)
+return {0, 0}
+"""
+
+
+def _keys(tenant: str) -> list[str]:
+    return [f"hazmat:quota:{tenant}:running", f"hazmat:quota:{tenant}:started"]
+
+
+class RedisQuotaBook(QuotaBook):
+    def __init__(self, client: Any, lease_s: float = 3600.0) -> None:
+        super().__init__()
+        self.redis = client
+        self.lease_s = lease_s
+        self._admit = client.register_script(_ADMIT)
+
+    @contextlib.contextmanager
+    def admit(self, tenant: str, quotas: Quotas) -> Iterator[None]:
+        token = secrets.token_hex(8)
+        args = [token, quotas.concurrent, quotas.per_minute, self.lease_s, WINDOW_S]
+        why, wait = (int(v) for v in patiently(lambda: self._admit(_keys(tenant), args)))
+        if why == 1:
+            raise QuotaExceeded(
+                f"tenant {tenant!r} already has {quotas.concurrent} run(s) going in the cluster "
+                "(its concurrent quota)",
+                1.0,
+            )
+        if why == 2:
+            raise QuotaExceeded(
+                f"tenant {tenant!r} started {quotas.per_minute} runs in the cluster in the last "
+                "minute (its per-minute quota)",
+                float(wait),
+            )
+        try:
+            yield
+        finally:
+            running = _keys(tenant)[0]
+            patiently(lambda: self.redis.zrem(running, token))
+
+    def active(self, tenant: str) -> int:
+        running = _keys(tenant)[0]
+        now = float(patiently(lambda: self.redis.time())[0])
+        return int(patiently(lambda: self.redis.zcount(running, now, "+inf")))
