@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
 
-.PHONY: setup venv engine images demo test lint typecheck unit doctor clean
+.PHONY: setup venv engine images demo test cluster-test lint typecheck unit doctor clean
 
 setup: venv engine images
 
@@ -26,7 +26,7 @@ demo: setup
 	bash examples/demo.sh $(HAZMAT)
 
 lint: venv
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks scripts
 
 typecheck: venv
 	$(VENV)/bin/mypy
@@ -37,6 +37,11 @@ unit: venv
 
 test: setup lint typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# A real cluster on this machine (root): Redis, three Docker engines, a worker each, the
+# service; 520 mixed runs with faults injected (scripts/cluster_test.py, docs/scale.md).
+cluster-test: setup
+	$(PY) scripts/cluster_test.py
 
 doctor: venv engine
 	$(HAZMAT) doctor

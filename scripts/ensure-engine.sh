@@ -27,13 +27,15 @@ need_packages() {
     command -v npm >/dev/null 2>&1 || missing+=(npm)
     # The cluster's tests start a Redis of their own (tests/cluster); none runs as a service.
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    # `make cluster-test` puts a worker in a network namespace of its own (ip netns, veth).
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
     printf '%s\n' "${missing[@]}" | sort -u | grep -v '^$' || true
 }
 
 install_packages() {
     local pkgs
     pkgs=$(need_packages | tr '\n' ' ')
-    [ -z "${pkgs// }" ] && { say "docker.io, runsc, debootstrap, npm and redis-server are installed"; return; }
+    [ -z "${pkgs// }" ] && { say "docker.io, runsc, debootstrap, npm, redis-server and iproute2 are installed"; return; }
     [ "$(id -u)" = 0 ] || die "missing packages ($pkgs) and not root: install them, or run as root"
     command -v apt-get >/dev/null 2>&1 || die "missing packages ($pkgs) and no apt-get: this script knows only Debian"
     say "installing $pkgs(apt-get update first)"

@@ -97,6 +97,9 @@ def test_placement_honours_runtime_warmth_and_workers_to_avoid(redis_client: Any
     # a retry avoids the workers already tried
     assert place([WORKERS], ["go", "", "warm"])[0] == b"roomy"
     assert place([WORKERS], ["go", "", "warm,roomy"]) is None
+    # name=epoch avoids only that process: a new process of the name may take the retry
+    assert place([WORKERS], ["go", "", "warm=epoch-warm,roomy"]) is None
+    assert place([WORKERS], ["go", "", "warm=an-older-process,roomy"])[0] == b"warm"
 
 
 def test_an_unused_placement_gives_its_slot_back_to_the_same_process_only(

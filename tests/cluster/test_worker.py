@@ -198,3 +198,35 @@ def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
     assert len(callers[other]) == 1 and "attempt:2" in callers[other][0]
     run_ids = {c.split("run:")[1].split()[0] for cs in callers.values() for c in cs}
     assert len(run_ids) == 1  # one run of the service's, two attempts
+
+
+def test_with_retry_a_streamed_run_says_retry_before_the_new_attempts_output(
+    tmp_path: Path, redis_url: str, redis_client: Any
+) -> None:
+    """Output of the lost attempt had reached the client: a `retry` event tells it so, then
+    the new attempt's output and its result follow."""
+    workers = {name: start_worker(tmp_path, redis_url, name, 1) for name in ("w1", "w2")}
+    server = start_server(tmp_path / "service", "--redis", redis_url, "--on-lost", "retry")
+    code = "import time\nprint('begun', flush=True)\ntime.sleep(2)\nprint('done')\n"
+    try:
+        with server.client("trusted") as client:
+            body = {"code": code, "timeout": 60, "session": "streamed"}
+            with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
+                lines = response.iter_lines()
+                assert next(lines) == "event: stdout"
+                assert next(lines) == 'data: {"text":"begun\\n"}'
+                first = started_on(tmp_path, ["w1", "w2"], "streamed")
+                workers[first].kill()
+                workers[first].communicate(timeout=60)
+                rest = [line for line in lines if line]
+    finally:
+        stop_server(server)
+        for process in workers.values():
+            if process.poll() is None:
+                process.terminate()
+                process.communicate(timeout=120)
+    retry = json.loads(rest[rest.index("event: retry") + 1][len("data: ") :])
+    assert retry["attempt"] == 2 and f"worker {first} stopped answering" in retry["reason"]
+    after = rest[rest.index("event: retry") + 2 :]
+    result = json.loads(after[after.index("event: result") + 1][len("data: ") :])
+    assert result["outcome"] == "ok" and result["stdout"] == "begun\ndone\n"

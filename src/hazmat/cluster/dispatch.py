@@ -12,8 +12,9 @@ worker's heartbeat stops (it died, its host or its link to Redis went away) or a
 taken its name, the attempt is marked answered as lost. So is an attempt its worker could not
 run for a fault of its own (its Docker engine stopped). Then, by the service's rule (`on_lost`):
 `report` answers `InfraError` (503, or an `error` event) saying what happened; `retry` places
-the run again, as a new attempt, on another worker, unless output of the lost attempt already
-reached the caller. Every attempt is in the audit log of the worker that ran it.
+the run again, as a new attempt, on another worker; a streamed run whose output already reached
+the caller gets a `retry` event first (what came before it is from the lost attempt). Every
+attempt is in the audit log of the worker that ran it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ GONE_AFTER_S = 2.0
 RETRY_WAIT_S = 60.0
 WORKER_FAULTS = ("InfraError", "RuntimeUnavailable", "lost", "skipped")
 
-# KEYS[1] the workers set; ARGV: language, runtime ('' for any), names not to use (commas).
+# KEYS[1] the workers set; ARGV: language, runtime ('' for any), workers not to use (commas:
+# a name, or name=epoch for only that process of the name).
 # Returns {name, epoch} of the chosen worker (the epoch names its current process: only that
 # process gives the slot back), or false.
 _PLACE = """
@@ -62,7 +64,9 @@ local best, best_score, epoch = false, 0, false
 for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local key = 'hazmat:worker:' .. name
   local e = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch', 'runtimes', 'warm')
-  if e[1] and not string.find(skip, ',' .. name .. ',', 1, true) then
+  local avoid = string.find(skip, ',' .. name .. ',', 1, true)
+  avoid = avoid or (e[4] and string.find(skip, ',' .. name .. '=' .. e[4] .. ',', 1, true))
+  if e[1] and not avoid then
     local free = tonumber(e[1]) - tonumber(e[2] or '0')
     local knows = string.find(',' .. (e[3] or '') .. ',', ',' .. lang .. ',', 1, true)
     local rts = ',' .. (e[5] or '') .. ','
@@ -115,12 +119,14 @@ class WireResult:
 
 
 class _Lost(Exception):
-    """An attempt that ended without a result because of its worker; `shown`: output of it
-    already reached the caller (a retry would show output twice)."""
+    """An attempt that ended without a result because of its worker, or with the result
+    `infra_error` (its engine failed it); `shown`: output of it already reached the caller (a
+    retry would show output twice)."""
 
-    def __init__(self, message: str, shown: bool) -> None:
+    def __init__(self, message: str, shown: bool, result: WireResult | None = None) -> None:
         super().__init__(message)
         self.shown = shown
+        self.result = result
 
 
 class Dispatcher:
@@ -154,15 +160,17 @@ class Dispatcher:
         name, epoch = (_text(part) for part in placed)
         return Placement(name, epoch)
 
-    def _again(self, language: str, runtime: str, tried: tuple[str, ...]) -> Placement:
-        """The first placement, or a retry's: another worker if one is free, else any (a
-        worker of a dead one's name is a new process), waiting up to `RETRY_WAIT_S` for a
-        slot rather than answering 429 for a run already accepted."""
+    def _again(
+        self, language: str, runtime: str, tried: tuple[tuple[str, str], ...]
+    ) -> Placement:
+        """The first placement, or a retry's: a worker not tried yet if one is free, else a
+        new process of a tried worker's name (a killed worker that came back), waiting up to
+        `RETRY_WAIT_S` for a slot rather than answering 429 for a run already accepted."""
         if not tried:
             return self.place(language, runtime)
         deadline = time.monotonic() + RETRY_WAIT_S
         while True:
-            for avoid in (tried, ()):
+            for avoid in (tuple(name for name, _ in tried), tuple(f"{n}={e}" for n, e in tried)):
                 try:
                     return self.place(language, runtime, avoid)
                 except QuotaExceeded:
@@ -188,19 +196,26 @@ class Dispatcher:
         runtime: str = "",
         placed: Placement | None = None,
     ) -> WireResult:
-        tried: list[str] = []
+        tried: list[tuple[str, str]] = []
         for attempt in range(1, self.attempts + 1):
             if placed is None or placed.used:
                 placed = self._again(request.language, runtime, tuple(tried))
             placed.used = True
             name, epoch = placed.worker, placed.epoch
-            tried.append(name)
+            tried.append((name, epoch))
             self._send(name, run_id, attempt, request, epoch)
             try:
                 return self._follow(attempt_id(run_id, attempt), name, epoch, watch)
             except _Lost as lost:
-                last = attempt == self.attempts or lost.shown
+                last = attempt == self.attempts
                 log.warning("run %s attempt %d on %s lost: %s", run_id, attempt, name, lost)
+                if not last and lost.shown and watch is not None:  # the client must know
+                    retry = {"attempt": attempt + 1, "reason": str(lost)}
+                    watch.write("retry", json.dumps(retry).encode())
+                if last and lost.result is not None:
+                    if watch is not None:
+                        watch.flush()
+                    return lost.result  # as a run in-process answers: outcome infra_error
                 if last:
                     again = "" if self.on_lost == "report" else f" (attempt {attempt}, not retried)"
                     raise InfraError(f"{lost}{again}") from None
@@ -249,9 +264,13 @@ class Dispatcher:
                             watch.write(kind, data)
                             shown = True
                     elif kind == "result":
+                        result = WireResult(json.loads(data))
+                        if result.outcome is Outcome.INFRA_ERROR and self.on_lost == "retry":
+                            why = result.data.get("error") or "infra_error"
+                            raise _Lost(f"worker {worker} could not run it: {why}", shown, result)
                         if watch is not None:
                             watch.flush()
-                        return WireResult(json.loads(data))
+                        return result
                     else:
                         raise self._failed(aid, worker, kind, data, shown)
         raise InfraError(f"no result from the cluster within {RESULT_WAIT_S:g} s")

@@ -42,7 +42,7 @@ from hazmat.cluster.keys import (
 )
 from hazmat.cluster.wire import request_from_wire
 from hazmat.languages import LANGUAGES
-from hazmat.models import ExecutionRequest
+from hazmat.models import ExecutionRequest, Outcome
 from hazmat.sandbox import Sandbox
 from hazmat.server.sse import result_body
 from hazmat.watch import Watch
@@ -93,6 +93,7 @@ class ClusterWorker:
         """Stop taking runs; those running finish (their messages are then acknowledged)."""
         self._stop.set()
         self._worker.stop(timeout=600_000)
+        self.sandbox.audit.checkpoint()  # the log's last state, signed, for the service
         self._publish_checkpoint()
         self.redis.delete(worker_key(self.name))
 
@@ -192,6 +193,8 @@ class ClusterWorker:
         finally:
             done.set()
             poller.join()
+        if result.outcome is Outcome.INFRA_ERROR:
+            self._announce()  # no slots while the engine does not answer: not the next beat
         if patiently(lambda: self.redis.set(answered, "result", nx=True, ex=RUN_TTL_S)):
             self._send(events, "result", result_body(result, exact=True))
         else:  # the service gave it up meanwhile (this worker was out of reach): audit only

@@ -150,6 +150,13 @@ def _events(response: http.client.HTTPResponse, live: Live, url: str) -> dict[st
                     live(name, base64.b64decode(event.get("base64", "")))
                 except OSError:
                     raise _ReaderGone from None
+            elif name == "retry":  # the cluster runs it again: what came so far was lost
+                print(
+                    f"\nhazmat: {event.get('reason')}; running it again "
+                    f"(attempt {event.get('attempt')}): output above came from the lost attempt",
+                    file=sys.stderr,
+                    flush=True,
+                )
             elif name == "result":
                 return dict(event)
             elif name == "error":

@@ -127,7 +127,7 @@ class EventStream(Response):
         """Send every event to the client; if it is gone, cancel the run and drain."""
         writer = _Writer(send, self.send_timeout_s)
         await writer.start(self.raw_headers)
-        decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in _STREAMS}
+        decoders = {name: _decoder() for name in _STREAMS}
         async with events:
             while True:
                 with anyio.move_on_after(KEEPALIVE_S) as idle:
@@ -139,6 +139,9 @@ class EventStream(Response):
                     await writer.write(b": still running\n\n")
                 elif kind in _STREAMS:
                     await writer.event(kind, self._chunk(decoders[kind], value, final=False))
+                elif kind == "retry":  # the cluster starts the run again (cluster/dispatch.py)
+                    decoders = {name: _decoder() for name in _STREAMS}
+                    await writer.event(kind, json.loads(value))
                 else:
                     for name, decoder in decoders.items():  # a split character at the end
                         tail = self._chunk(decoder, b"", final=True)
@@ -164,6 +167,10 @@ class EventStream(Response):
 
 
 _STREAMS = ("stdout", "stderr")
+
+
+def _decoder() -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")("replace")
 
 
 class _Writer:

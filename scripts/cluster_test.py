@@ -1,0 +1,281 @@
+"""`make cluster-test`: a real cluster on this machine (scripts/cluster_lab.py: redis-server,
+three Docker engines, a worker per engine, the service), at least 500 mixed runs from
+concurrent clients, and every fault of docs/scale.md injected while they go:
+
+    a worker SIGKILLed mid-run          (w0; a new w0 then reaps what the dead one left)
+    a worker's Docker engine stopped    (e1, started again later)
+    Redis restarted                     (appendonly: what it was told survives)
+    a network partition                 (w2, in its own network namespace, cut from Redis for
+                                        longer than a heartbeat, then healed)
+
+Each fault is injected when a given share of the runs has been answered, so the schedule follows
+the load, not the clock. Then every worker's audit log is read and checked against what the
+clients got, and against the checkpoints the service anchored. The last line is
+
+    cluster: N submitted, N completed, 0 lost, 0 duplicated
+
+and the exit status is non-zero if anything is off. "Completed": the client got the result its
+run must give (output, outcome). "Lost": a run the service accepted and did not complete.
+"Duplicated": an attempt executed more than once, or a run executed under a run id the client
+never got an answer for; a run retried after its worker's fault has each attempt in the audit log
+of the worker that ran it, and is counted (and listed) as retried, not duplicated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_lab import Lab, say  # noqa: E402
+
+
+@dataclass
+class Job:
+    index: int
+    kind: str
+    body: dict[str, Any]
+    expect: dict[str, Any]
+    stream: bool = False
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    refusals: int = 0
+    problem: str = ""
+
+
+def make_jobs(count: int, seed: int) -> list[Job]:
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(count):
+        tag = f"lab-{i}"
+        kind = rng.choices(
+            ["py", "py-slow", "js", "py-error", "py-timeout", "py-stream"],
+            weights=[40, 20, 20, 8, 2, 10],
+        )[0]
+        body: dict[str, Any] = {"session": tag, "timeout": 20}
+        if kind == "py":
+            body |= {"code": f"print({i} * 2)"}
+            expect: dict[str, Any] = {"outcome": "ok", "stdout": f"{i * 2}\n"}
+        elif kind == "py-slow":
+            body |= {"code": f"import time\ntime.sleep({rng.uniform(0.3, 1.5):.2f})\nprint({i})"}
+            expect = {"outcome": "ok", "stdout": f"{i}\n"}
+        elif kind == "js":
+            body |= {"code": f"console.log({i} * 3)", "language": "javascript"}
+            expect = {"outcome": "ok", "stdout": f"{i * 3}\n"}
+        elif kind == "py-error":
+            body |= {"code": "raise SystemExit(3)"}
+            expect = {"outcome": "error", "exit_code": 3}
+        elif kind == "py-timeout":
+            body |= {"code": "while True:\n    pass", "timeout": 1}
+            expect = {"outcome": "timeout"}
+        else:
+            body |= {"code": f"print('a', flush=True)\nimport time\ntime.sleep(0.3)\nprint({i})"}
+            expect = {"outcome": "ok", "stdout": f"a\n{i}\n"}
+        jobs.append(Job(i, kind, body, expect, stream=kind == "py-stream"))
+    return jobs
+
+
+class Load:
+    def __init__(self, lab: Lab, jobs: list[Job], clients: int) -> None:
+        self.lab, self.jobs, self.clients = lab, jobs, clients
+        self.queue = collections.deque(jobs)
+        self.lock = threading.Lock()
+        self.answered = 0
+        self.progress = threading.Condition(self.lock)
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self._client) for _ in range(self.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def wait_answered(self, share: float) -> None:
+        target = int(len(self.jobs) * share)
+        with self.progress:
+            self.progress.wait_for(lambda: self.answered >= target, timeout=900)
+
+    def _client(self) -> None:
+        transport = httpx.HTTPTransport(uds=str(self.lab.socket))
+        headers = {"Authorization": f"Bearer {self.lab.key}"}
+        with httpx.Client(transport=transport, base_url="http://lab", headers=headers) as client:
+            while True:
+                with self.lock:
+                    if not self.queue:
+                        return
+                    job = self.queue.popleft()
+                self._submit(client, job)
+                with self.progress:
+                    self.answered += 1
+                    self.progress.notify_all()
+
+    def _submit(self, client: httpx.Client, job: Job) -> None:
+        while True:
+            try:
+                answer = self._post(client, job)
+            except httpx.HTTPError as exc:
+                job.problem = f"{type(exc).__name__}: {exc}"
+                return
+            if answer.get("status") == 429:  # back-pressure: the run was never placed
+                job.refusals += 1
+                time.sleep(0.05 * min(job.refusals, 10))  # back off, then submit again
+                continue
+            job.answers.append(answer)
+            return
+
+    def _post(self, client: httpx.Client, job: Job) -> dict[str, Any]:
+        if not job.stream:
+            response = client.post("/v1/runs", json=job.body, timeout=300)
+            body = response.json()
+            return body if response.status_code == 200 else {"status": response.status_code, **body}
+        events = {"Accept": "text/event-stream"}
+        with client.stream("POST", "/v1/runs", json=job.body, headers=events, timeout=300) as r:
+            if r.status_code != 200:
+                r.read()
+                return {"status": r.status_code, **r.json()}
+            name, result = "", dict[str, Any]()
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: ") and name in ("result", "error"):
+                    data = json.loads(line[6:])
+                    result = data if name == "result" else {"status": data["status"], **data}
+            return result
+
+
+def faults(lab: Lab, load: Load, log: list[str]) -> None:
+    def note(line: str) -> None:
+        log.append(line)
+        say(line)
+
+    load.wait_answered(0.15)
+    note("fault: SIGKILL worker w0 mid-run")
+    lab.kill_worker(0)
+    load.wait_answered(0.30)
+    note("fault: stop the Docker engine of worker w1")
+    lab.stop_engine(1)
+    load.wait_answered(0.40)
+    note("fault: engine e1 started again")
+    lab.start_engine(1)
+    load.wait_answered(0.55)
+    note("fault: restart Redis")
+    lab.restart_redis()
+    load.wait_answered(0.70)
+    note("fault: cut worker w2 off from Redis (network partition)")
+    lab.cut()
+    time.sleep(8)  # longer than a heartbeat's 5 s: the service must see the worker gone
+    lab.heal()
+    note("fault: partition healed")
+
+
+def audit(lab: Lab) -> dict[str, list[dict[str, Any]]]:
+    records: dict[str, list[dict[str, Any]]] = {}
+    for index in range(len(lab.engines)):
+        out = subprocess.run(
+            [sys.executable, "-m", "hazmat", "audit", "show", "--json"]
+            + ["--log", str(lab.audit_dir(index))],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        records[f"w{index}"] = [json.loads(line) for line in out.splitlines()]
+    return records
+
+
+def verify_anchors(lab: Lab) -> list[str]:
+    problems = []
+    for index in range(len(lab.engines)):
+        anchor = lab.root / "anchors" / f"w{index}"
+        argv = [sys.executable, "-m", "hazmat", "audit", "verify", "--json"]
+        argv += ["--log", str(lab.audit_dir(index)), "--pubkey", str(anchor / "pubkey")]
+        argv += ["--anchor", str(anchor)]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        report = json.loads(done.stdout) if done.stdout else {}
+        report.setdefault("verdict", report.get("error", {}).get("message", done.stderr.strip()))
+        notes = anchor / "checkpoints"
+        anchored = len(notes.read_text().splitlines()) if notes.exists() else 0
+        say(f"audit w{index}: {report['verdict']} against {anchored} anchored checkpoints")
+        if report["verdict"] != "intact" or anchored == 0:
+            problems.append(f"w{index}: audit {report['verdict']}, {anchored} anchored")
+    return problems
+
+
+def judge(jobs: list[Job], records: dict[str, list[dict[str, Any]]]) -> tuple[int, int, int, int]:
+    started: dict[str, list[tuple[str, str, str]]] = collections.defaultdict(list)
+    for worker, rows in records.items():
+        for r in rows:
+            if r["kind"] == "run.started" and str(r["data"].get("session", "")).startswith("lab-"):
+                caller = dict(p.split(":", 1) for p in r["data"]["caller"].split() if ":" in p)
+                started[r["data"]["session"]].append((worker, caller["run"], caller["attempt"]))
+    completed = lost = duplicated = retried = 0
+    for job in jobs:
+        tag = job.body["session"]
+        answer = job.answers[0] if job.answers else {}
+        ok = all(answer.get(k) == v for k, v in job.expect.items())
+        executions = started.get(tag, [])
+        attempts = collections.Counter((run, attempt) for _w, run, attempt in executions)
+        runs = {run for run, _a in attempts}
+        if ok:
+            completed += 1
+        else:
+            lost += 1
+            say(f"lost: job {job.index} ({job.kind}): {job.problem or answer}")
+        if len(job.answers) > 1 or any(n > 1 for n in attempts.values()) or len(runs) > 1:
+            duplicated += 1
+            say(f"duplicated: job {job.index}: executions {executions}")
+        elif len(attempts) > 1:
+            retried += 1
+            say(f"retried: job {job.index}: {sorted(executions)} (each attempt recorded)")
+    return completed, lost, duplicated, retried
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=520)
+    parser.add_argument("--clients", type=int, default=12)
+    parser.add_argument("--engines", type=int, default=3)
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=16)
+    args = parser.parse_args()
+    jobs = make_jobs(args.runs, args.seed)
+    root = Path(tempfile.gettempdir()) / "hazmat-cluster-test"  # kept after, to look into
+    shutil.rmtree(root, ignore_errors=True)
+    began = time.monotonic()
+    with Lab(root, args.engines, args.slots, partition=True) as lab:
+        say(f"cluster up: {args.engines} engines, {args.slots} slots each, on {lab.socket}")
+        load = Load(lab, jobs, args.clients)
+        injected: list[str] = []
+        injector = threading.Thread(target=faults, args=(lab, load, injected))
+        injector.start()
+        load.run()
+        injector.join()
+        took = time.monotonic() - began
+    records = audit(lab)
+    problems = verify_anchors(lab)
+    problems += [f"{n} container(s) left on engine {e}" for e, n in lab.leftovers.items() if n]
+    completed, lost, duplicated, retried = judge(jobs, records)
+    refused = sum(job.refusals for job in jobs)
+    say(f"{len(jobs)} runs from {args.clients} clients in {took:.0f} s; {refused} refusals (429)")
+    say(f"faults injected: {len(injected)}; runs retried after a fault: {retried}")
+    for problem in problems:
+        say(f"problem: {problem}")
+    counts = f"{completed} completed, {lost} lost, {duplicated} duplicated"
+    print(f"cluster: {len(jobs)} submitted, {counts}")
+    good = completed == len(jobs) and not lost and not duplicated and not problems
+    return 0 if good and len(injected) == 6 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
