@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat.backends.engine import Engine
+from hazmat.backends.owners import LABEL, owner_labels
 from hazmat.cluster.keys import (
     ACTOR,
     CHECKPOINTS,
@@ -76,6 +77,7 @@ class ClusterWorker:
         self._lock = threading.Lock()
         self._running = 0  # runs this process is executing (its busy count after a Redis loss)
         self._published: str | None = None
+        self._down_seen: float | None = None  # when the engine was last seen not answering
         self.epoch = uuid.uuid4().hex  # this process: only its own placements free its slots
         declare = dramatiq.actor(actor_name=ACTOR, queue_name=queue_of(name), broker=self.broker)
         self.actor = declare(self._run)
@@ -132,9 +134,35 @@ class ClusterWorker:
     def _runtimes(self) -> set[str]:
         try:
             self.engine.api.ping()
-            return set(self.engine.info().runtimes) & {"runc", "runsc"}
+            found = set(self.engine.info().runtimes) & {"runc", "runsc"}
         except Exception:
+            self._down_seen = time.time()
             return set()
+        if self._down_seen is not None:
+            self._sweep(self._down_seen)
+            self._down_seen = None
+        return found
+
+    def _sweep(self, down_seen: float) -> None:
+        """The engine is back: remove this process's containers that died with it (the pool
+        could not remove them while the engine was away). Only those created before the engine
+        was last seen down: no run can be using them."""
+        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
+        try:
+            found = self.engine.api.containers(all=True, filters={"label": mine})
+        except Exception:
+            return  # the next start of a worker on this engine reaps them
+        removed = 0
+        for c in found:
+            if int(c.get("Created", down_seen)) < int(down_seen):
+                try:
+                    self.engine.api.remove_container(c["Id"], force=True, v=True)
+                    removed += 1
+                except Exception:
+                    log.warning("worker %s: could not remove %s", self.name, c["Id"][:12])
+        log.warning(
+            "worker %s: its engine is back; %d dead container(s) removed", self.name, removed
+        )
 
     def _publish_checkpoint(self) -> None:
         """The audit log's newest signed checkpoint, once, into the cluster's stream."""
