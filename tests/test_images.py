@@ -11,7 +11,13 @@ import pytest
 
 from hazmat._exceptions import ImageBuildError
 from hazmat.backends.custom_images import CustomImage, host_pip_index, rebuild_command
-from hazmat.backends.recipes import ESBUILD_INTEGRITY, RECIPES, check_integrity
+from hazmat.backends.recipes import (
+    DEFAULT_SUITE,
+    ESBUILD_INTEGRITY,
+    RECIPES,
+    SUITES,
+    check_integrity,
+)
 
 
 def _integrity(data: bytes) -> str:
@@ -66,14 +72,14 @@ def test_a_custom_image_spec_is_checked_before_anything_is_fetched(
 def test_a_custom_image_adds_to_its_base_recipe() -> None:
     image = CustomImage.of("stats", "python-data", ["python3-yaml"], ["six>=1.16,<2"])
     recipe = image.recipe()
-    assert recipe.ref == "hazmat/stats:2"
+    assert recipe.ref == f"hazmat/stats:{SUITES[DEFAULT_SUITE]}"
     assert (
         recipe.packages[: len(RECIPES["python-data"].packages)] == RECIPES["python-data"].packages
     )
     assert recipe.packages[-1] == "python3-yaml" and recipe.packages.count("python3-pip") == 1
     assert recipe.env == RECIPES["python-data"].env  # the Agg backend carries over
     assert recipe.languages == ("python",)
-    assert image.recipe("bookworm").ref == "hazmat/stats:1"
+    assert image.recipe("bookworm").ref == f"hazmat/stats:{SUITES['bookworm']}"
 
 
 def test_the_rebuild_command_pins_what_was_installed() -> None:
@@ -98,3 +104,39 @@ def test_the_build_uses_the_hosts_network_indexes_but_not_its_local_ones(
     assert settings["PIP_EXTRA_INDEX_URL"] == "https://extra.invalid/simple"
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///opt/wheels")
     assert "PIP_EXTRA_INDEX_URL" not in host_pip_index()
+
+
+def _other_step(rootfs: Path, scratch: Path, progress: object) -> None:
+    """A build step that differs from every recipe's own."""
+
+
+def test_the_recipe_digest_changes_with_anything_that_changes_the_image() -> None:
+    from dataclasses import replace
+
+    from hazmat.backends.images import recipe_digest
+
+    node = RECIPES["node"]
+    digest = recipe_digest(node)
+    assert len(digest) == 24 and digest == recipe_digest(replace(node))  # stable
+    changed = {
+        "packages": replace(node, packages=(*node.packages, "jq")),
+        "suite": node.on("bookworm"),
+        "step": replace(node, extra=_other_step),
+        "inputs": replace(node, inputs=("esbuild 0.0.1",)),
+        "env": replace(node, env=("A=1",)),
+    }
+    digests = {what: recipe_digest(recipe) for what, recipe in changed.items()}
+    assert digest not in digests.values()
+    assert len(set(digests.values())) == len(digests)
+    # the host tools only build it: the image is the same
+    assert recipe_digest(replace(node, host_tools=("npm", "tar"))) == digest
+
+
+def test_every_language_runs_in_an_image_that_images_build_makes() -> None:
+    """The language table names its images itself (languages.IMAGE_VERSION); the recipes make
+    them (recipes.SUITES). The two must agree, or runs ask for a tag nothing builds."""
+    from hazmat.languages import LANGUAGES
+
+    built = {recipe.ref for recipe in RECIPES.values()}
+    assert {language.image for language in LANGUAGES.values()} <= built
+    assert {name for recipe in RECIPES.values() for name in recipe.languages} == set(LANGUAGES)

@@ -310,10 +310,10 @@ def _cmd_images_build(args: argparse.Namespace) -> int:
         return 0
     names = args.lang or list(RECIPES)
     for recipe in recipes_for(names, args.suite):
-        if args.missing and builder.status(recipe).present:
-            print(f"[{recipe.name}] {recipe.ref} is present; skipped")
-            continue
-        builder.build(recipe)
+        if args.missing:
+            builder.ensure(recipe)  # kept if current, else from the image cache, else built
+        else:
+            builder.build(recipe)
     return 0
 
 
@@ -332,6 +332,7 @@ def _cmd_images_list(args: argparse.Namespace) -> int:
                 "size_mb": round(s.size_mb, 1),
                 "built": s.built,
                 "version": s.version,
+                "current": s.current if not s.base else None,
                 "languages": list(s.languages),
                 "from": s.base or None,
                 "adds": s.adds or None,
@@ -347,10 +348,12 @@ def _cmd_images_list(args: argparse.Namespace) -> int:
             print(f"{s.recipe.ref:<24} {langs:<24} {s.image_id:<13} {s.size_mb:>6.0f}MB  {s.built}")
             if s.base:
                 print(f"{'':<24} from {s.base}, adds {s.adds}")
+            elif not s.current:
+                print(f"{'':<24} (stale: built from another recipe; hazmat images build --missing)")
         else:
             hint = f"(missing: hazmat images build --lang {s.recipe.name})"
             print(f"{s.recipe.ref:<24} {langs:<24} {hint}")
-    return 0 if all(s.present for s in statuses) else 1
+    return 0 if all(s.current for s in statuses) else 1
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:

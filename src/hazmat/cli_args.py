@@ -214,7 +214,12 @@ def _add_images(sub: Any, build_handler: Handler, list_handler: Handler) -> None
         metavar="L",
         help="only the image for this language or image name (repeatable)",
     )
-    build.add_argument("--missing", action="store_true", help="skip images that are present")
+    build.add_argument(
+        "--missing",
+        action="store_true",
+        help="only images that are absent or built from another recipe (from the image cache "
+        "in /var/cache/hazmat/images when it has them)",
+    )
     build.add_argument(
         "--suite",
         choices=("trixie", "bookworm"),

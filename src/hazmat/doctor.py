@@ -161,6 +161,9 @@ def _image_check(builder: ImageBuilder, name: str) -> Check:
     if not status.present:
         return Check(label, False, "not built", f"hazmat images build --lang {name}")
     detail = f"{status.image_id}, {status.size_mb:.0f} MB, built {status.built or '?'}"
+    if not status.current:
+        stale = f"{detail}, from another recipe than this hazmat's (an older build)"
+        return Check(label, False, stale, f"hazmat images build --missing --lang {name}")
     return Check(label, True, detail)
 
 

@@ -8,6 +8,8 @@ with labels. Needs root and debootstrap; the node image also needs `npm` on the 
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -23,6 +25,7 @@ from hazmat._exceptions import ImageBuildError, InfraError
 from hazmat.backends.custom_images import MANIFEST
 from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.backends.image_cache import DEFAULT_CACHE, ImageCache
 from hazmat.backends.recipes import (
     RECIPES,
     SUITES,
@@ -39,10 +42,14 @@ __all__ = [
     "ImageRecipe",
     "ImageStatus",
     "check_integrity",
+    "recipe_digest",
     "recipes_for",
 ]
 
 LABEL_PREFIX = "org.hazmat.image"
+DIGEST_LABEL = f"{LABEL_PREFIX}.recipe"
+# Saving, loading and importing an image of several hundred MB is one API call each.
+IMAGE_API_TIMEOUT_S = 900
 _PHASES = {
     "Retrieving": "downloading packages",
     "Extracting": "extracting",
@@ -71,6 +78,12 @@ class ImageStatus:
     version: str = ""
     base: str = ""  # an image of the user's: the hazmat image it was built from
     adds: str = ""  # ... and the packages it adds
+    digest: str = ""  # the recipe digest it was built from (its label; "" before labels)
+
+    @property
+    def current(self) -> bool:
+        """Present and built from the recipe as it is now (not only under the same tag)."""
+        return self.present and self.digest == recipe_digest(self.recipe)
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -85,11 +98,13 @@ class ImageBuilder:
         engine: Engine | None = None,
         *,
         cache_dir: Path = Path("/var/cache/hazmat/debootstrap"),
+        image_cache: Path | None = DEFAULT_CACHE,
         work_dir: Path = Path("/var/tmp"),
         progress: Progress = print,
     ) -> None:
-        self.engine = engine or Engine()
+        self.engine = engine or Engine(timeout=IMAGE_API_TIMEOUT_S)
         self.cache_dir = cache_dir
+        self.image_cache = ImageCache(image_cache) if image_cache else None
         self.work_dir = work_dir
         self.progress = progress
 
@@ -106,7 +121,34 @@ class ImageBuilder:
             size_mb=found[0].get("Size", 0) / 1e6,
             built=labels.get(f"{LABEL_PREFIX}.built", ""),
             version=labels.get(f"{LABEL_PREFIX}.version", ""),
+            digest=labels.get(DIGEST_LABEL, ""),
         )
+
+    def ensure(self, recipe: ImageRecipe) -> str:
+        """Make the engine hold the image of this recipe as it is now: keep it when current,
+        else load it from the image cache, else build it. Returns what was done."""
+        status = self.status(recipe)
+        if status.current:
+            self._say(recipe, f"{recipe.ref} is present and current; skipped")
+            return "present"
+        if status.present:
+            self._say(recipe, f"{recipe.ref} was built from another recipe: replacing it")
+        digest = recipe_digest(recipe)
+        cache = self.image_cache
+        if cache is not None and cache.has(_cache_key(recipe), digest):
+            started = time.monotonic()
+            try:
+                key, label = _cache_key(recipe), lambda: self.status(recipe).digest
+                cache.load(self.engine, key, digest, label)
+            except ImageBuildError as exc:
+                self._say(recipe, f"{exc}; building instead")
+            else:
+                took = time.monotonic() - started
+                self._say(recipe, f"loaded {recipe.ref} from {cache.folder} in {took:.0f}s")
+                self._drop_replaced(recipe, status.image_id, self.status(recipe).image_id)
+                return "loaded"
+        self.build(recipe)
+        return "built"
 
     def custom(self) -> list[ImageStatus]:
         """The images of the user's (built with --name/--from) on this engine."""
@@ -161,7 +203,21 @@ class ImageBuilder:
         self._say(
             recipe, f"built {recipe.ref} ({image_id[:19]}) in {time.monotonic() - started:.0f}s"
         )
+        self._keep(recipe)
         return image_id
+
+    def _keep(self, recipe: ImageRecipe) -> None:
+        """Save a new image of one of hazmat's own recipes to the image cache."""
+        if self.image_cache is None or recipe.name not in RECIPES:
+            return
+        try:
+            path = self.image_cache.save(
+                self.engine, recipe.ref, _cache_key(recipe), recipe_digest(recipe)
+            )
+        except (OSError, InfraError) as exc:  # the image is built; only the cache failed
+            self._say(recipe, f"not cached: {exc}")
+            return
+        self._say(recipe, f"cached as {path} ({path.stat().st_size / 1e6:.0f} MB)")
 
     def _drop_replaced(self, recipe: ImageRecipe, previous: str, new_id: str) -> None:
         """Remove the image the new build replaced, unless a container still uses it."""
@@ -244,6 +300,7 @@ class ImageBuilder:
             f'LABEL {LABEL_PREFIX}.built="{datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
             f'LABEL {LABEL_PREFIX}.packages="{" ".join(recipe.packages)}"',
             f'LABEL {LABEL_PREFIX}.suite="{recipe.suite}"',
+            f'LABEL {DIGEST_LABEL}="{recipe_digest(recipe)}"',
             "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
             "USER 65534:65534",
             "WORKDIR /work",
@@ -260,6 +317,31 @@ class ImageBuilder:
         if not found:
             raise ImageBuildError(f"docker import did not produce {recipe.ref}: {result}")
         return str(found[0]["Id"])
+
+
+def recipe_digest(recipe: ImageRecipe) -> str:
+    """What an image is made of, as a hash: the recipe's fields, the code of its own build
+    step and what that step reads, and the code of the steps every image goes through. An
+    image labelled with another digest was built by another hazmat (an older recipe under the
+    same tag) and must not stand in for this one."""
+    shared = (ImageBuilder._debootstrap, ImageBuilder._harden, ImageBuilder._import)
+    parts = {
+        "name": recipe.name,
+        "packages": recipe.packages,
+        "suite": recipe.suite,
+        "env": recipe.env,
+        "variant_of": recipe.variant_of,
+        "summary": recipe.summary,
+        "inputs": recipe.inputs,
+        "extra": inspect.getsource(recipe.extra) if recipe.extra else "",
+        "shared": [inspect.getsource(step) for step in (*shared, _manifest_labels)],
+        "strip": _STRIP,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _cache_key(recipe: ImageRecipe) -> str:
+    return f"{recipe.name}-{recipe.suite}"
 
 
 def _manifest_labels(rootfs: Path) -> list[str]:

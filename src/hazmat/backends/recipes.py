@@ -62,6 +62,7 @@ class ImageRecipe:
     env: tuple[str, ...] = ()  # NAME=value, set in the image
     summary: str = ""
     variant_of: str = ""  # a variant of another image (python-data of python): same languages
+    inputs: tuple[str, ...] = ()  # what `extra` reads besides its own code: it is in the digest
 
     @property
     def ref(self) -> str:
@@ -220,18 +221,21 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
             ("nodejs", *RELAY),
             extra=install_esbuild,
             host_tools=("npm",),
+            inputs=(ESBUILD_VERSION, *sorted(ESBUILD_INTEGRITY.values())),
             summary="Node.js and esbuild (JavaScript, TypeScript)",
         ),
         "go": ImageRecipe(
             "go",
             ("golang-go", *RELAY),
             extra=prebuild_go,
+            inputs=(GO_CACHE, *sorted(f"{k}={v}" for k, v in LANGUAGES["go"].env.items())),
             summary="Go, std prebuilt for CGO_ENABLED=0",
         ),
         "python-data": ImageRecipe(
             "python-data",
             ("python3", "python3-pip", *DATA_PACKAGES, *RELAY),
             extra=prepare_data,
+            inputs=(PRELOAD_FILE, DATA_PRELOAD),
             env=("MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.matplotlib"),
             summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",
             variant_of="python",
