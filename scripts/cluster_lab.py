@@ -28,11 +28,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-DATA = Path("/var/lib/hazmat-lab")
+from hazmat.languages import LANGUAGES
+
+# HAZMAT_LAB_DIR (CI sets it inside its fresh engine's folder): the extra engines' data roots.
+DATA = Path(os.environ.get("HAZMAT_LAB_DIR") or "/var/lib/hazmat-lab")
 RUN = Path("/run/hazmat-lab")
 NETNS, HOST_IF, NS_IF = "hzlab", "hzlab-h", "hzlab-n"
 HOST_IP, NS_IP = "10.213.0.1", "10.213.0.2"
-IMAGES = ("hazmat/python:2", "hazmat/node:2")
+IMAGES = tuple(dict.fromkeys(LANGUAGES[name].image for name in ("python", "javascript")))
 
 
 def say(line: str) -> None:
@@ -102,14 +105,20 @@ class Engine:
             self.process.wait(timeout=60)
         self.process = None
 
+    def image_id(self, image: str) -> str:
+        done = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Id}}", image],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
     def copy_images(self) -> None:
-        missing = [
-            image
-            for image in IMAGES
-            if subprocess.run(
-                ["docker", "image", "inspect", image], capture_output=True, env=self.env()
-            ).returncode
-        ]
+        """Give this engine the main engine's images, unless it holds the very same ones (by
+        id: an older image left under the same tag is replaced)."""
+        main = Engine(0)
+        missing = [image for image in IMAGES if self.image_id(image) != main.image_id(image)]
         if not missing:
             return
         say(f"copying {', '.join(missing)} into engine e{self.index} (docker save | docker load)")

@@ -12,8 +12,10 @@ import pytest
 from hazmat import Policy, Sandbox
 from hazmat.backends.base import Backend
 from hazmat.backends.docker import LABEL, DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.engine import Engine, missing_image_message
+from hazmat.backends.images import RECIPES, ImageBuilder, recipe_digest
 from hazmat.backends.pool import PoolBackend
+from hazmat.languages import LANGUAGES
 from hazmat.policy import PoolSettings
 
 # Every run is audited: keep the test session's records out of the real state directory. The
@@ -27,7 +29,7 @@ os.environ.pop("HAZMAT_API_KEY", None)
 
 
 def _labelled_containers() -> list[str]:
-    client = docker.APIClient(version="auto")
+    client = docker.APIClient(version="auto", **docker.utils.kwargs_from_env())  # DOCKER_HOST
     try:
         return [c["Id"][:12] for c in client.containers(all=True, filters={"label": LABEL})]
     finally:
@@ -45,11 +47,47 @@ def no_containers_left(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def stale_images() -> list[str]:
+    """What is wrong with hazmat's own images on the engine: absent, or built from another
+    recipe than this checkout's (an older image under the same tag)."""
+    builder = ImageBuilder(Engine())
+    try:
+        return [
+            missing_image_message(s.recipe.ref)
+            if not s.present
+            else f"image {s.recipe.ref} was built from another recipe than this checkout's "
+            f"(label {s.digest or 'none'}, want {recipe_digest(s.recipe)}); rebuild it with "
+            f"`hazmat images build --missing --lang {s.recipe.name}`"
+            for s in map(builder.status, RECIPES.values())
+            if not s.current
+        ]
+    finally:
+        builder.engine.close()
+
+
+@pytest.fixture(autouse=True)
+def images_are_current(request: pytest.FixtureRequest) -> None:
+    """A test on the engine runs only with the images of this checkout's recipes; otherwise it
+    fails saying what to run, never with the engine's 404 or a stale image's behaviour."""
+    if request.node.get_closest_marker("docker") is None:
+        return
+    wrong: list[str] = request.getfixturevalue("stale_images")
+    if wrong:
+        pytest.fail("; ".join(wrong) + " (`make test` does this itself)", pytrace=False)
+
+
+@pytest.fixture(scope="session")
 def engine() -> Iterator[Engine]:
     eng = Engine()
     eng.info()  # fail loudly (not skip) when the engine is down: `make test` starts it
     yield eng
     eng.close()
+
+
+@pytest.fixture(scope="session")
+def python_image() -> str:
+    """The tag of the image Python runs in, as hazmat derives it (never written in a test)."""
+    return LANGUAGES["python"].image
 
 
 @pytest.fixture(scope="session", params=["cold", "pool"])

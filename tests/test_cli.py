@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hazmat.backends.recipes import RECIPES
+
 HAZMAT = [sys.executable, "-m", "hazmat"]
 
 
@@ -213,12 +215,9 @@ def test_images_list_and_doctor() -> None:
     listing = hazmat("images", "list", "--json")
     assert listing.returncode == 0
     rows = json.loads(listing.stdout)
-    assert {row["image"] for row in rows if row["from"] is None} == {
-        "hazmat/python:2",
-        "hazmat/python-data:2",
-        "hazmat/node:2",
-        "hazmat/go:2",
-    }
+    ours = [row for row in rows if row["from"] is None]
+    assert {row["image"] for row in ours} == {recipe.ref for recipe in RECIPES.values()}
+    assert all(row["present"] and row["current"] for row in ours), ours
     assert {row["languages"][0] for row in rows if row["from"] is None} == {
         "python",
         "javascript",

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from hazmat.backends.recipes import RECIPES
 from hazmat.hints import missing_package_note
+
+PYTHON, DATA = RECIPES["python"].ref, RECIPES["python-data"].ref
+NODE, GO_IMAGE = RECIPES["node"].ref, RECIPES["go"].ref
 
 PY_TRACE = (
     'Traceback (most recent call last):\n  File "/work/main.py", line 1, in <module>\n'
@@ -18,9 +22,9 @@ GO = 'main.go:2:8: cannot find package "github.com/google/uuid" in any of:\n\t/u
 
 
 def test_a_data_library_on_the_plain_image_points_at_python_data() -> None:
-    note = missing_package_note("python", "hazmat/python:2", PY_TRACE.format(mod="pandas"))
+    note = missing_package_note("python", PYTHON, PY_TRACE.format(mod="pandas"))
     assert note == (
-        "'pandas' is not in hazmat/python:2 (Python's standard library only); the python-data "
+        f"'pandas' is not in {PYTHON} (Python's standard library only); the python-data "
         "image has it (image='python-data', or --image python-data)"
     )
 
@@ -30,26 +34,26 @@ def test_a_data_library_on_the_plain_image_points_at_python_data() -> None:
     [
         (
             "python",
-            "hazmat/python:2",
+            PYTHON,
             PY_TRACE.format(mod="requests"),
             "'requests'",
             "--from python --pip requests",
         ),
         (
             "python",
-            "hazmat/python-data:2",
+            DATA,
             PY_TRACE.format(mod="torch"),
-            "'torch' is not in hazmat/python-data:2 (numpy",
+            f"'torch' is not in {DATA} (numpy",
             "--from python-data --pip torch",
         ),
         (
             "javascript",
-            "hazmat/node:2",
+            NODE,
             NODE_CJS,
-            "'lodash' is not in hazmat/node:2",
+            f"'lodash' is not in {NODE}",
             "--from node --npm lodash",
         ),
-        ("typescript", "hazmat/node:2", NODE_ESM, "'@scope/pkg'", "--from node --npm @scope/pkg"),
+        ("typescript", NODE, NODE_ESM, "'@scope/pkg'", "--from node --npm @scope/pkg"),
     ],
 )
 def test_other_packages_get_the_command_that_builds_an_image_with_them(
@@ -62,13 +66,13 @@ def test_other_packages_get_the_command_that_builds_an_image_with_them(
 
 
 def test_go_and_unrelated_failures() -> None:
-    note = missing_package_note("go", "hazmat/go:2", GO)
+    note = missing_package_note("go", GO_IMAGE, GO)
     assert note == (
-        "package github.com/google/uuid is not in hazmat/go:2 (Go's standard library only "
+        f"package github.com/google/uuid is not in {GO_IMAGE} (Go's standard library only "
         "(modules are not fetched))"
     )
-    assert missing_package_note("javascript", "hazmat/node:2", "Cannot find module './lib'") is None
-    assert missing_package_note("python", "hazmat/python:2", "ValueError: no module") is None
+    assert missing_package_note("javascript", NODE, "Cannot find module './lib'") is None
+    assert missing_package_note("python", PYTHON, "ValueError: no module") is None
     assert missing_package_note("python", "own/image:1", PY_TRACE.format(mod="x")) == (
         "'x' is not in own/image:1; build an image with it once: `hazmat images build --name "
         "NAME --from python --pip x`, and allow NAME in the policy "

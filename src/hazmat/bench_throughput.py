@@ -17,6 +17,7 @@ from hazmat.backends.engine import Engine
 from hazmat.backends.pool import PoolBackend
 from hazmat.backends.uids import UID_BASE
 from hazmat.bench import Report, _full, _hazmat, median
+from hazmat.languages import LANGUAGES
 from hazmat.policy import Policy, PoolSettings, Runtime
 from hazmat.sandbox import Sandbox
 
@@ -36,7 +37,8 @@ def throughput(
     drift over minutes hits all three alike; the ratio is given per round and as the median."""
     engine = Engine()
     backend = DockerBackend(engine)
-    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, Policy().settings("untrusted").limits)
+    limits = Policy().settings("untrusted").limits
+    spec = Spec.of("python", LANGUAGES["python"].image, Runtime.RUNC, limits)
     config = container_config(spec, {}, engine.api.api_version, backend.seccomp, UID_BASE)
     config["labels"] = backend._labels(spec, time.time() + 3600, False)
     settings = PoolSettings(size=callers, refill_concurrency=callers, max_containers=2 * callers)

@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from hazmat import Outcome, Sandbox
+from hazmat.backends.recipes import RECIPES
 
 pytestmark = pytest.mark.docker
 
@@ -33,7 +34,7 @@ def test_a_pandas_and_matplotlib_program_returns_a_png(sandbox: Sandbox, runtime
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
     assert (width, height) == (200, 150)
-    assert result.image == "hazmat/python-data:2"
+    assert result.image == RECIPES["python-data"].ref
 
 
 def test_scipy_and_scikit_learn_are_there_too(sandbox: Sandbox) -> None:
@@ -49,16 +50,21 @@ def test_scipy_and_scikit_learn_are_there_too(sandbox: Sandbox) -> None:
 @pytest.mark.parametrize(
     ("language", "code", "image", "says"),
     [
-        ("python", "import numpy\n", None, "'numpy' is not in hazmat/python:2"),
+        ("python", "import numpy\n", None, "'numpy' is not in " + RECIPES["python"].ref),
         ("python", "import numpy\n", None, "the python-data image has it"),
         ("python", "import requests\n", "python-data", "--from python-data --pip requests"),
         ("javascript", "require('lodash')\n", None, "--from node --npm lodash"),
-        ("javascript", "import _ from 'lodash';\n", None, "'lodash' is not in hazmat/node:2"),
+        (
+            "javascript",
+            "import _ from 'lodash';\n",
+            None,
+            "'lodash' is not in " + RECIPES["node"].ref,
+        ),
         (
             "go",
             'package main\n\nimport "example.invalid/x"\n\nfunc main() { x.Y() }\n',
             None,
-            "not in hazmat/go:2",
+            "not in " + RECIPES["go"].ref,
         ),
     ],
 )

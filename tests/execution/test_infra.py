@@ -18,6 +18,7 @@ from hazmat import Outcome, Policy, Sandbox, parse_policy
 from hazmat.backends.docker import LABEL, DockerBackend, container_config
 from hazmat.backends.engine import Engine, EngineInfo
 from hazmat.backends.seccomp import load_profile
+from hazmat.languages import LANGUAGES
 
 pytestmark = pytest.mark.docker
 
@@ -26,18 +27,22 @@ def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> 
     policy = parse_policy({"images": {"python": "hazmat/python:does-not-exist"}})
     result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
     assert result.outcome is Outcome.INFRA_ERROR
-    assert "not one `hazmat images build` makes (hazmat/go:2" in (result.error or "")
+    from hazmat.backends.recipes import RECIPES
+
+    assert f"not one `hazmat images build` makes ({RECIPES['go'].ref}" in (result.error or "")
     assert "never pulls" in (result.error or "")
 
 
 def test_a_missing_image_hazmat_builds_names_the_command() -> None:
     from hazmat.backends.engine import missing_image_message
+    from hazmat.backends.recipes import RECIPES
 
-    message = missing_image_message("hazmat/node:2")
+    message = missing_image_message(RECIPES["node"].ref)
     assert "`hazmat images build --lang node`" in message
-    legacy = missing_image_message("hazmat/python:1")
+    legacy = missing_image_message(RECIPES["python"].on("bookworm").ref)
     assert "`hazmat images build --lang python --suite bookworm`" in legacy
-    assert "--name NAME --from BASE" in missing_image_message("hazmat/stats:2")
+    own = RECIPES["python"].ref.replace("/python:", "/stats:")  # a name no recipe has
+    assert "--name NAME --from BASE" in missing_image_message(own)
 
 
 def test_missing_foreign_image_is_never_pulled(engine: Engine) -> None:
@@ -152,7 +157,7 @@ def _container(engine: Engine, labels: dict[str, str]) -> str:
     from hazmat.backends.uids import UID_BASE
     from hazmat.policy import PRESETS, Runtime
 
-    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    spec = Spec.of("python", LANGUAGES["python"].image, Runtime.RUNC, PRESETS["strict"])
     config = container_config(spec, labels, engine.api.api_version, load_profile(), UID_BASE)
     return str(engine.api.create_container(**config)["Id"])
 
@@ -238,7 +243,7 @@ def test_a_create_that_times_out_on_our_side_leaves_no_container(
     monkeypatch.setattr(engine.api, "create_container", late)
     owner = {"label": f"{LABEL}.owner={socket.gethostname()}:{os.getpid()}"}
     before = {c["Id"] for c in engine.api.containers(all=True, filters=owner)}
-    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    spec = Spec.of("python", LANGUAGES["python"].image, Runtime.RUNC, PRESETS["strict"])
     with pytest.raises(EngineUnavailable, match="did not answer in time"):
         backend.start(spec, lifetime_s=10)
     after = {c["Id"] for c in engine.api.containers(all=True, filters=owner)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hazmat import Outcome, Sandbox
+from hazmat.backends.recipes import RECIPES
 
 pytestmark = pytest.mark.docker
 
@@ -140,7 +141,7 @@ def test_program_that_ignores_its_stdin_still_finishes(sandbox: Sandbox) -> None
 def test_results_report_the_applied_limits_image_and_container(sandbox: Sandbox) -> None:
     result = sandbox.run("print(1)", trust="unknown", timeout=7)
     assert result.limits.memory_mb == 512 and result.limits.timeout_s == 7
-    assert result.image == "hazmat/python:2"
+    assert result.image == RECIPES["python"].ref
     assert result.container_id and len(result.container_id) == 64
     assert result.duration_ms > 0
 

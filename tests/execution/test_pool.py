@@ -142,16 +142,18 @@ def test_close_removes_every_pooled_container(engine: Engine) -> None:
     assert mine == []
 
 
-def test_a_crashed_owner_leaves_nothing_after_the_next_start(engine: Engine) -> None:
+def test_a_crashed_owner_leaves_nothing_after_the_next_start(
+    engine: Engine, python_image: str
+) -> None:
     script = textwrap.dedent(
-        """
+        f"""
         import os
         from hazmat.backends.docker import DockerBackend
         from hazmat.backends.pool import PoolBackend
         from hazmat.backends.base import Spec
         from hazmat.policy import PRESETS, PoolSettings, Runtime
         pool = PoolBackend(DockerBackend(), PoolSettings(size=2))
-        spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+        spec = Spec.of("python", {python_image!r}, Runtime.RUNC, PRESETS["strict"])
         pool.warm(spec)
         assert pool.wait_ready(spec, 2)
         print(os.getpid(), flush=True)
@@ -170,12 +172,14 @@ def test_a_crashed_owner_leaves_nothing_after_the_next_start(engine: Engine) -> 
     assert engine.api.containers(all=True, filters=owner) == []
 
 
-def test_the_settings_check_finds_a_container_that_differs(engine: Engine) -> None:
-    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+def test_the_settings_check_finds_a_container_that_differs(
+    engine: Engine, python_image: str
+) -> None:
+    spec = Spec.of("python", python_image, Runtime.RUNC, PRESETS["strict"])
     config = container_config(spec, {LABEL: "1"}, engine.api.api_version, load_profile(), UID)
     want = expected(spec, UID)
     other = container_config(
-        Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["standard"]),
+        Spec.of("python", python_image, Runtime.RUNC, PRESETS["standard"]),
         {LABEL: "1"},
         engine.api.api_version,
         load_profile(),
@@ -210,10 +214,10 @@ def test_the_settings_check_finds_a_container_that_differs(engine: Engine) -> No
 
 
 def test_the_settings_check_covers_every_security_relevant_field(
-    engine: Engine, tmp_path: Path
+    engine: Engine, tmp_path: Path, python_image: str
 ) -> None:
     """Containers created (never started) with one loosened setting each: each is named."""
-    spec = Spec.of("python", "hazmat/python:1", Runtime.RUNC, PRESETS["strict"])
+    spec = Spec.of("python", python_image, Runtime.RUNC, PRESETS["strict"])
     profile = load_profile()
     want = expected(spec, UID, profile.security_opt)
     loosen: dict[str, dict[str, Any]] = {
