@@ -18,6 +18,7 @@ pytestmark = pytest.mark.docker
 
 TINY = ImageRecipe("hazmat-test-tiny", ("nothing",))
 OTHER = ImageRecipe("hazmat-test-tiny", ("something-else",))
+MADE_HERE = "org.hazmat.test.image-cache"
 
 
 def _import(engine: Engine, recipe: ImageRecipe, digest: str) -> str:
@@ -28,7 +29,7 @@ def _import(engine: Engine, recipe: ImageRecipe, digest: str) -> str:
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
     repository, tag = recipe.ref.split(":")
-    changes = [f'LABEL {DIGEST_LABEL}="{digest}"']
+    changes = [f'LABEL {DIGEST_LABEL}="{digest}"', f"LABEL {MADE_HERE}=1"]
     engine.api.import_image_from_data(data.getvalue(), repository, tag, changes=changes)
     return str(engine.api.inspect_image(recipe.ref)["Id"])
 
@@ -37,7 +38,7 @@ def _import(engine: Engine, recipe: ImageRecipe, digest: str) -> str:
 def builder(engine: Engine, tmp_path: Path) -> Iterator[ImageBuilder]:
     said: list[str] = []
     yield ImageBuilder(engine, image_cache=tmp_path / "cache", progress=said.append)
-    for found in engine.api.images(name=TINY.ref.split(":")[0]):
+    for found in engine.api.images(all=True, filters={"label": MADE_HERE}):  # untagged too
         engine.api.remove_image(found["Id"], force=True)
 
 
