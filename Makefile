@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
 
-.PHONY: setup venv engine images demo test cluster-test lint typecheck unit doctor clean
+.PHONY: setup venv engine images demo test test-fresh cluster-test lint typecheck unit doctor clean
 
 setup: venv engine images
 
@@ -37,6 +37,13 @@ unit: venv
 
 test: setup lint typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# What CI runs (.ci/run): a Docker engine of its own with nothing left over, the images built
+# there (or loaded from the cache by recipe digest), `make test` and `make cluster-test`, the
+# engine removed at the end. Run it before you push: the machine's own engine can hide a
+# missing step.
+test-fresh:
+	bash .ci/run
 
 # A real cluster on this machine (root): Redis, three Docker engines, a worker each, the
 # service; 520 mixed runs with faults injected (scripts/cluster_test.py, docs/scale.md).

@@ -6,6 +6,7 @@
 # `apt-get update` first), registers runsc as a runtime with `--network=none`, and starts dockerd
 # in the background with `--bridge=none --iptables=false`, so the engine creates no network of
 # its own. Waits until the engine answers. Logs to /var/log/hazmat-dockerd.log.
+# With --fresh DIR it starts an engine of its own in DIR instead (below, used by CI).
 set -euo pipefail
 
 say() { printf 'engine: %s\n' "$*"; }
@@ -219,7 +220,63 @@ install_seccomp_base() {
     say "installed $SECCOMP_BASE ($(cat "$SECCOMP_BASE.source"))"
 }
 
+# --- an engine of its own, with nothing left over (CI, make test-fresh) -----------------------
+# `--fresh DIR` starts a dockerd whose data root, exec root, socket, pid file and settings all
+# live in DIR (runsc registered in DIR/daemon.json, not /etc/docker), so no image, container or
+# cache of the machine's own engine can satisfy a test; it prints the DOCKER_HOST to use.
+# `--remove DIR` stops it, unmounts what it left and deletes DIR.
+fresh_engine() {
+    local dir=$1 runsc
+    mkdir -p "$dir"
+    if [ -x "$RUNSC_NEW" ]; then runsc=$RUNSC_NEW; else runsc=$(command -v runsc || true); fi
+    if [ -n "$runsc" ]; then desired_daemon_json "$runsc" > "$dir/daemon.json"; else echo '{}' > "$dir/daemon.json"; fi
+    DOCKER_HOST="unix://$dir/docker.sock"
+    export DOCKER_HOST
+    LOG="$dir/dockerd.log"
+    say "starting a fresh dockerd in $dir (--bridge=none --iptables=false; log: $LOG)"
+    setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+        --data-root="$dir/data" --exec-root="$dir/exec" --pidfile="$dir/dockerd.pid" \
+        --host="$DOCKER_HOST" --config-file="$dir/daemon.json" \
+        >>"$LOG" 2>&1 < /dev/null &
+    wait_for_engine
+    docker info --format '{{json .Runtimes}}' | grep -q runsc \
+        && say "runtimes: runc, runsc" || say "runtimes: runc only"
+    printf 'DOCKER_HOST=%s\n' "$DOCKER_HOST"
+}
+
+remove_engine() {
+    local dir=$1 pid waited=0
+    [ -d "$dir" ] || return 0
+    pid=$(cat "$dir/dockerd.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 60 ]; do sleep 1; waited=$((waited + 1)); done
+        kill -0 "$pid" 2>/dev/null && { say "dockerd $pid still running after 60s: killing it"; kill -KILL "$pid"; }
+    fi
+    # its containerd and shims, if any outlived it
+    pkill -KILL -f -- "$dir/exec" 2>/dev/null || true
+    findmnt -rn -o TARGET | { grep -F -- "$dir/" || true; } | sort -r | while read -r target; do
+        umount -l "$target" 2>/dev/null || true
+    done
+    rm -rf -- "$dir"
+    say "removed the engine in $dir"
+}
+
+prepare() {
+    if [ -n "$(need_packages)" ]; then
+        install_packages
+    fi
+    install_seccomp_base
+    install_runsc_from_trixie
+}
+
 main() {
+    case "${1:-}" in
+        --fresh) [ -n "${2:-}" ] || die "usage: $0 --fresh DIR"; prepare; fresh_engine "$2"; return ;;
+        --remove) [ -n "${2:-}" ] || die "usage: $0 --remove DIR"; remove_engine "$2"; return ;;
+        "") ;;
+        *) die "usage: $0 [--fresh DIR | --remove DIR]" ;;
+    esac
     if [ -n "$(need_packages)" ]; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             install_packages
