@@ -85,9 +85,15 @@ HAZMAT_API_KEY=$("$hazmat" keys create --tenant demo --trust untrusted)
 export HAZMAT_API_KEY
 "$hazmat" serve --socket "$svc/hazmat.sock" > "$svc/serve.log" 2>&1 &
 server=$!
-for _ in $(seq 300); do  # the server says when it listens
-    grep -q "listening on" "$svc/serve.log" 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || break
+started=$SECONDS  # the server says when it listens; a loaded machine starts it slowly
+until grep -q "listening on" "$svc/serve.log" 2>/dev/null; do
+    if ! kill -0 "$server" 2>/dev/null; then
+        echo "demo: hazmat serve stopped before it listened (its log follows)" >&2
+        break
+    elif [ $((SECONDS - started)) -ge 120 ]; then
+        echo "demo: hazmat serve is not listening after 120 s (its log follows)" >&2
+        break
+    fi
     sleep 0.1
 done
 cat "$svc/serve.log"

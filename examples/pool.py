@@ -3,6 +3,7 @@
 .venv/bin/python examples/pool.py
 """
 
+import sys
 import time
 
 import hazmat
@@ -14,7 +15,10 @@ PROGRAMS = {
 
 with hazmat.Sandbox() as sandbox:  # untrusted by default: gVisor (runsc)
     for language in PROGRAMS:
-        sandbox.warm(language, wait=120)  # start and check containers ahead of time
+        try:  # start and check containers ahead of time
+            sandbox.warm(language, wait=120)
+        except hazmat.InfraError as exc:  # a slow machine: a run that finds none starts its own
+            print(f"{language}: {exc}; the runs do not wait for it")
     seen = set()
     for _ in range(6):
         for language, code in PROGRAMS.items():
@@ -35,4 +39,5 @@ with hazmat.Sandbox() as sandbox:  # untrusted by default: gVisor (runsc)
         f"misses {stats.pool_misses}; latency p50 {stats.latency_p50_ms:.1f} ms, "
         f"p95 {stats.latency_p95_ms:.1f} ms"
     )
-    assert len(seen) == stats.runs and stats.ok == stats.runs
+    if len(seen) != stats.runs or stats.ok != stats.runs:
+        sys.exit(f"pool example: {stats.ok} of {stats.runs} runs ok, in {len(seen)} containers")
