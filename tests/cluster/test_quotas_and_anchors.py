@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,23 @@ def test_a_tenants_quota_holds_across_two_services(redis_client: Any) -> None:
 
 
 def test_a_dead_services_lease_stops_counting_when_it_expires(redis_client: Any) -> None:
-    quotas = Quotas(concurrent=1, per_minute=100, max_request_bytes=1 << 20)
-    dead = RedisQuotaBook(redis_client, lease_s=-1.0)  # its lease is over at once
-    dead.admit("acme", quotas).__enter__()  # never left: its service died holding it
-    with RedisQuotaBook(redis_client).admit("acme", quotas):
-        pass
+    quotas = Quotas(concurrent=2, per_minute=100, max_request_bytes=1 << 20)
+    # never left: its service died holding it (kept referenced, or collecting the generator
+    # would run its `finally` and give the lease back)
+    held = RedisQuotaBook(redis_client, lease_s=1.0).admit("acme", quotas)
+    held.__enter__()
+    live = RedisQuotaBook(redis_client)
+    with live.admit("acme", quotas):  # a live lease keeps the tenant's running set in Redis
+        assert live.active("acme") == 2
+        with pytest.raises(QuotaExceeded, match="already has 2 run"):  # until it expires
+            live.admit("acme", quotas).__enter__()
+        deadline = time.monotonic() + 10
+        while live.active("acme") != 1:
+            assert time.monotonic() < deadline, "the dead service's lease never expired"
+            time.sleep(0.1)
+        with live.admit("acme", quotas):  # its slot is free again
+            assert live.active("acme") == 2
+    assert live.active("acme") == 0
 
 
 def worker_log(tmp: Path, name: str, records: int) -> AuditLog:

@@ -1,0 +1,149 @@
+"""Tests that cannot fail are bugs: every test checks something, itself or through a helper that
+does, and no assertion compares an expression with itself or asserts a constant.
+
+A test checks something when its own body asserts or uses `pytest.raises` / `fail` / `warns` /
+`deprecated_call`, or calls a helper that does, transitively: a function of its own file, or one
+it imports by name from another module of tests/ or from `hazmat.testing`. A fixture asserting
+after `yield` does not count: the test must check something of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+ROOT = Path(__file__).parent.parent
+SOURCES = [ROOT / "src" / "hazmat" / "testing.py"]  # helpers that ship, when there are any
+SKIPPED = {"corpus"}  # sample programs, hostile on purpose (extend-exclude in pyproject.toml)
+CHECKS = {"raises", "fail", "warns", "deprecated_call"}  # pytest.<name> that checks
+SELF = {"self", "cls"}
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+Key = tuple[str, str]  # (file, function name)
+
+
+def functions(tree: ast.AST) -> Iterator[Function]:
+    return (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+
+
+def own_nodes(function: Function) -> Iterator[ast.AST]:
+    """The nodes of a function's body, without those of the functions defined inside it."""
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def checks_itself(function: Function) -> bool:
+    for node in own_nodes(function):
+        if isinstance(node, ast.Assert):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in CHECKS:
+            if isinstance(node.value, ast.Name) and node.value.id == "pytest":
+                return True
+    return False
+
+
+def called_names(function: Function) -> set[str]:
+    """What the function calls by name: `helper(...)` and `self.helper(...)`."""
+    calls = [n.func for n in own_nodes(function) if isinstance(n, ast.Call)]
+    names = {f.id for f in calls if isinstance(f, ast.Name)}
+    for f in calls:
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in SELF:
+            names.add(f.attr)
+    return names
+
+
+def module_name(path: str) -> str:
+    parts = PurePosixPath(path).with_suffix("").parts
+    return ".".join(parts[1:]) if parts[0] == "src" else parts[-1]  # tests import by file name
+
+
+def scope(path: str, tree: ast.AST, modules: dict[str, str]) -> dict[str, Key]:
+    """The names a file can call a helper by: what it imports from `modules`, and its own."""
+    names: dict[str, Key] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in modules:
+            names.update({a.asname or a.name: (modules[node.module], a.name) for a in node.names})
+    return names | {function.name: (path, function.name) for function in functions(tree)}
+
+
+def checking(trees: dict[str, ast.Module], scopes: dict[str, dict[str, Key]]) -> set[Key]:
+    """The functions that check something, themselves or through what they call."""
+    calls: dict[Key, set[Key]] = {}
+    found: set[Key] = set()
+    for path, function in ((p, f) for p, tree in trees.items() for f in functions(tree)):
+        callees = {scopes[path][n] for n in called_names(function) if n in scopes[path]}
+        calls.setdefault((path, function.name), set()).update(callees)
+        if checks_itself(function):
+            found.add((path, function.name))
+    while more := {key for key, callees in calls.items() if callees & found} - found:
+        found |= more
+    return found
+
+
+def vacuous_asserts(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assert)):
+        if isinstance(node.test, ast.Constant) and node.test.value:
+            yield node.lineno, "asserts a constant"
+        for compare in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+            sides = [ast.dump(side) for side in (compare.left, *compare.comparators)]
+            if any(a == b for a, b in itertools.pairwise(sides)):
+                yield compare.lineno, "compares a value with itself"
+
+
+def problems(files: dict[str, str]) -> list[str]:
+    """`file:line: what is wrong` for each check that cannot fail in the given sources."""
+    trees = {path: ast.parse(source, path) for path, source in files.items()}
+    modules = {module_name(path): path for path in trees}
+    scopes = {path: scope(path, tree, modules) for path, tree in trees.items()}
+    found = checking(trees, scopes)
+    wrong: list[str] = []
+    for path, tree in trees.items():
+        for test in (f for f in functions(tree) if f.name.startswith("test_")):
+            callees = {scopes[path][n] for n in called_names(test) if n in scopes[path]}
+            if not checks_itself(test) and not callees & found:
+                wrong.append(f"{path}:{test.lineno}: {test.name} checks nothing")
+        wrong += [f"{path}:{line}: {why}" for line, why in vacuous_asserts(tree)]
+    return wrong
+
+
+def test_every_test_can_fail() -> None:
+    paths = [p.relative_to(ROOT) for p in sorted((ROOT / "tests").rglob("*.py")) + SOURCES]
+    kept = [p for p in paths if not SKIPPED & set(p.parts) and (ROOT / p).exists()]
+    sources = {str(p): (ROOT / p).read_text() for p in kept}
+    assert len(sources) > 50  # the suite was found
+    assert problems(sources) == []
+
+
+HELPERS = "def expect(x):\n    assert x\ndef verify(x):\n    assert x\n"
+BAD = """
+from helpers import expect
+def verify(x):  # this file's own verify asserts nothing, whatever helpers.verify does
+    return x
+def indirect(x):
+    expect(x)
+def test_nothing():
+    verify(1)
+def test_itself():
+    value = 1
+    assert value == value
+    assert "always"
+class TestGroup:
+    def test_through_helpers(self):
+        self.check()
+    def check(self):
+        indirect(1)
+"""
+
+
+def test_the_checker_finds_a_test_that_checks_nothing_and_a_vacuous_assert() -> None:
+    assert problems({"tests/helpers.py": HELPERS, "tests/bad.py": BAD}) == [
+        "tests/bad.py:7: test_nothing checks nothing",
+        "tests/bad.py:11: compares a value with itself",
+        "tests/bad.py:12: asserts a constant",
+    ]
