@@ -6,7 +6,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 
-import docker
 import pytest
 
 from hazmat import Policy, Sandbox
@@ -29,11 +28,11 @@ os.environ.pop("HAZMAT_API_KEY", None)
 
 
 def _labelled_containers() -> list[str]:
-    client = docker.APIClient(version="auto", **docker.utils.kwargs_from_env())  # DOCKER_HOST
+    engine = Engine()  # the engine hazmat uses: DOCKER_HOST's (CI's own fresh engine)
     try:
-        return [c["Id"][:12] for c in client.containers(all=True, filters={"label": LABEL})]
+        return [c["Id"][:12] for c in engine.api.containers(all=True, filters={"label": LABEL})]
     finally:
-        client.close()
+        engine.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,5 +1,7 @@
 """Tests that cannot fail are bugs: every test checks something, itself or through a helper that
-does, and no assertion compares an expression with itself or asserts a constant.
+does, no assertion compares an expression with itself or asserts a constant, and no test makes
+a Docker client of its own (it would look at the default socket's engine, not DOCKER_HOST's:
+on CI's fresh engine such a check passes for nothing).
 
 A test checks something when its own body asserts or uses `pytest.raises` / `fail` / `warns` /
 `deprecated_call`, or calls a helper that does, transitively: a function of its own file, or one
@@ -19,6 +21,7 @@ SOURCES = [ROOT / "src" / "hazmat" / "testing.py"]  # helpers that ship, when th
 SKIPPED = {"corpus"}  # sample programs, hostile on purpose (extend-exclude in pyproject.toml)
 CHECKS = {"raises", "fail", "warns", "deprecated_call"}  # pytest.<name> that checks
 SELF = {"self", "cls"}
+DOCKER_CLIENTS = {"APIClient", "DockerClient", "from_env"}
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Key = tuple[str, str]  # (file, function name)
@@ -96,6 +99,16 @@ def vacuous_asserts(tree: ast.AST) -> Iterator[tuple[int, str]]:
                 yield compare.lineno, "compares a value with itself"
 
 
+def own_engines(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """A Docker client made by a test: `docker.APIClient()` talks to the default socket, not
+    to DOCKER_HOST's engine (CI's fresh one), so its checks look at another engine."""
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in DOCKER_CLIENTS:
+            if isinstance(func.value, ast.Name) and func.value.id == "docker":
+                yield node.lineno, f"makes its own docker.{func.attr} (use hazmat's Engine)"
+
+
 def problems(files: dict[str, str]) -> list[str]:
     """`file:line: what is wrong` for each check that cannot fail in the given sources."""
     trees = {path: ast.parse(source, path) for path, source in files.items()}
@@ -109,6 +122,7 @@ def problems(files: dict[str, str]) -> list[str]:
             if not checks_itself(test) and not callees & found:
                 wrong.append(f"{path}:{test.lineno}: {test.name} checks nothing")
         wrong += [f"{path}:{line}: {why}" for line, why in vacuous_asserts(tree)]
+        wrong += [f"{path}:{line}: {why}" for line, why in own_engines(tree)]
     return wrong
 
 
@@ -138,6 +152,8 @@ class TestGroup:
         self.check()
     def check(self):
         indirect(1)
+def test_another_engine():
+    assert docker.APIClient(version="auto").containers() == []
 """
 
 
@@ -146,4 +162,5 @@ def test_the_checker_finds_a_test_that_checks_nothing_and_a_vacuous_assert() -> 
         "tests/bad.py:7: test_nothing checks nothing",
         "tests/bad.py:11: compares a value with itself",
         "tests/bad.py:12: asserts a constant",
+        "tests/bad.py:19: makes its own docker.APIClient (use hazmat's Engine)",
     ]

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import docker
 import httpx
 import pytest
 from server_helpers import start_server, stop_server
 
+from hazmat.backends.engine import Engine
 from hazmat.backends.owners import LABEL
 
 pytestmark = pytest.mark.docker
@@ -28,11 +28,11 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 12
 
 
 def owned_by(pid: int) -> list[str]:
-    client = docker.APIClient(version="auto")
+    engine = Engine()  # the engine hazmat uses: DOCKER_HOST's, as in CI's fresh engine
     try:
-        found = client.containers(all=True, filters={"label": LABEL})
+        found = engine.api.containers(all=True, filters={"label": LABEL})
     finally:
-        client.close()
+        engine.close()
     return [c["Id"] for c in found if c["Labels"].get(f"{LABEL}.owner", "").endswith(f":{pid}")]
 
 
@@ -78,12 +78,14 @@ def test_sigterm_lets_a_streamed_run_finish_its_stream(tmp_path: Path) -> None:
 
 def test_a_killed_servers_containers_are_reaped_by_the_next(tmp_path: Path) -> None:
     first = start_server(tmp_path / "first")
-    with first.client("trusted") as client:
-        assert client.post("/v1/runs", json={"code": "print(1)"}).json()["outcome"] == "ok"
-    # the pool refills after a run; wait until the dead-to-be server holds warm containers
-    wait_until(lambda: owned_by(first.process.pid), "the pool to refill")
-    first.process.send_signal(signal.SIGKILL)
-    first.process.communicate()
+    try:
+        with first.client("trusted") as client:
+            assert client.post("/v1/runs", json={"code": "print(1)"}).json()["outcome"] == "ok"
+        # the pool refills after a run; wait until the dead-to-be server holds warm containers
+        wait_until(lambda: owned_by(first.process.pid), "the pool to refill")
+    finally:  # killed whatever happened: its pipe closed, its containers for the next start
+        first.process.send_signal(signal.SIGKILL)
+        first.process.communicate()
     assert owned_by(first.process.pid)
     second = start_server(tmp_path / "second")
     try:
