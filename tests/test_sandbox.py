@@ -108,10 +108,36 @@ def test_run_resolves_the_job_from_the_policy() -> None:
 
 def test_caller_overrides_and_host_clamping_are_reported() -> None:
     backend = RecordingBackend(host=HostResources(cpus=1, memory_mb=1024))
-    result = Sandbox(Policy(), backend=backend).run("x=1", timeout=2.5, memory_mb=4096)
+    policy = parse_policy({"trust": {"trusted": {"memory_mb": 4096}}})
+    result = Sandbox(policy, backend=backend).run(
+        "x=1", trust="trusted", timeout=2.5, memory_mb=4096
+    )
     assert result.limits.timeout_s == 2.5
     assert result.limits.memory_mb == 512  # half of the host's 1024 MB
     assert any("memory lowered from 4096 MB to 512 MB" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("trust", "options", "says"),
+    [
+        ("untrusted", {"timeout": 15.5}, "timeout 15.5 s is over the limit of trust level "
+         "'untrusted': at most 15 s (policy key trust.untrusted.timeout_s)"),
+        ("untrusted", {"memory_mb": 257}, "memory_mb 257 MB is over the limit of trust level "
+         "'untrusted': at most 256 MB (policy key trust.untrusted.memory_mb)"),
+        ("trusted", {"timeout": 60}, "timeout 60 s is over the limit of trust level 'trusted': "
+         "at most 30 s (policy key trust.trusted.timeout_s)"),
+    ],
+)
+def test_a_caller_cannot_raise_its_levels_limits(
+    trust: str, options: dict[str, float], says: str
+) -> None:
+    backend = RecordingBackend()
+    with Sandbox(Policy(), backend=backend) as sandbox:
+        with pytest.raises(InputError) as refused:
+            sandbox.run("x=1", trust=trust, **options)
+        lower = sandbox.run("x=1", trust=trust, timeout=1, memory_mb=64)  # less is fine
+    assert str(refused.value) == says
+    assert backend.jobs and lower.limits.timeout_s == 1 and lower.limits.memory_mb == 64
 
 
 def test_infrastructure_failure_is_a_result_not_an_exception() -> None:

@@ -119,18 +119,34 @@ def _check_files(request: ExecutionRequest) -> None:
     check_paths_distinct(list(request.output_files), "output file")
 
 
+# A request's own limits: (its field, the option that sets it, the unit)
+_OWN_LIMITS = (("timeout_s", "timeout", "s"), ("memory_mb", "memory_mb", "MB"))
+
+
 def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
-    """The trust level's limits with the request's own timeout and memory, if it gave any."""
+    """The trust level's limits with the request's own timeout and memory, if it gave any.
+
+    The level's values are the ceiling on every path (the Python API, the service's keys,
+    sessions, MCP, a cluster worker): a request may ask for less, never for more."""
     limits = policy.settings(request.trust).limits
-    changes: dict[str, object] = {}
-    if request.timeout_s is not None:
-        changes["timeout_s"] = request.timeout_s
-    if request.memory_mb is not None:
-        changes["memory_mb"] = request.memory_mb
+    changes = {
+        field: getattr(request, field)
+        for field, _, _ in _OWN_LIMITS
+        if getattr(request, field) is not None
+    }
     try:
-        return limits.replace(**changes) if changes else limits
+        asked = limits.replace(**changes) if changes else limits
     except PolicyError as exc:
         raise InputError(str(exc)) from None
+    for field, option, unit in _OWN_LIMITS:
+        ceiling = getattr(limits, field)
+        if getattr(asked, field) > ceiling:
+            raise InputError(
+                f"{option} {getattr(asked, field):g} {unit} is over the limit of trust level "
+                f"{request.trust.value!r}: at most {ceiling:g} {unit} "
+                f"(policy key trust.{request.trust.value}.{field})"
+            )
+    return asked
 
 
 def _check_sizes(

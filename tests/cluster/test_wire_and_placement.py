@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +139,28 @@ def test_worker_command_errors_are_clear(args: list[str], code: int, message: st
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == code, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_worker_rechecks_the_limits_of_what_it_receives(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    """A message over its trust level's ceiling (a buggy or hostile service) is answered with
+    an error by the worker, and nothing reaches its engine."""
+    from hazmat import Policy, Sandbox
+    from hazmat.audit.log import AuditLog
+    from hazmat.cluster.keys import run_key
+    from hazmat.cluster.worker import ClusterWorker
+    from test_sandbox import RecordingBackend
+
+    backend = RecordingBackend()
+    with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sandbox:
+        worker = ClusterWorker(redis_url, "w-ceiling", 1, sandbox)
+        over = ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED, timeout_s=3600)
+        worker.actor.fn("run-1", 1, request_to_wire(over), worker.epoch)
+        worker.broker.close()
+    events = redis_client.xrange(run_key("run-1.1", "events"))
+    kinds = [fields[b"kind"] for _, fields in events]
+    assert kinds == [b"error"], events
+    error = json.loads(events[0][1][b"data"])
+    assert error["type"] == "InputError" and "at most 15 s" in error["message"]
+    assert backend.jobs == []

@@ -64,7 +64,7 @@ def test_a_run_goes_through_the_worker(cluster: LiveServer, tmp_path: Path) -> N
 def test_mcp_run_code_over_http_goes_through_the_worker(
     cluster: LiveServer, tmp_path: Path
 ) -> None:
-    from test_mcp import over_http
+    from server_helpers import over_http
 
     calls = [("run_code", {"code": "print(6 * 7)"})]
     _, answers = anyio.run(over_http, cluster.url, cluster.keys["untrusted"], calls)
@@ -79,7 +79,7 @@ def test_output_streams_back_through_the_worker_and_a_full_cluster_says_429(
 ) -> None:
     spin = "print('first', flush=True)\nwhile True:\n    pass\n"
     with cluster.client("trusted") as client:
-        body = {"code": spin, "timeout": 60}
+        body = {"code": spin, "timeout": 30}
         with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
             lines = response.iter_lines()
             assert next(lines) == "event: stdout"
@@ -105,7 +105,7 @@ def test_a_worker_killed_mid_run_is_reported_and_its_run_never_runs_again(
     spin = "print('first', flush=True)\nwhile True:\n    pass\n"
     try:
         with server.client("trusted") as client:
-            body = {"code": spin, "timeout": 60, "session": "doomed"}
+            body = {"code": spin, "timeout": 30, "session": "doomed"}
             with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
                 lines = response.iter_lines()
                 assert next(lines) == "event: stdout"
@@ -171,7 +171,7 @@ def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
             server.client("trusted") as client,
             anyio.from_thread.start_blocking_portal() as portal,
         ):
-            body = {"code": code, "timeout": 60, "session": "twice"}
+            body = {"code": code, "timeout": 30, "session": "twice"}
             answer = portal.start_task_soon(lambda: client.post("/v1/runs", json=body))
             first = started_on(tmp_path, ["w1", "w2"], "twice")
             workers[first].kill()
@@ -210,7 +210,7 @@ def test_with_retry_a_streamed_run_says_retry_before_the_new_attempts_output(
     code = "import time\nprint('begun', flush=True)\ntime.sleep(2)\nprint('done')\n"
     try:
         with server.client("trusted") as client:
-            body = {"code": code, "timeout": 60, "session": "streamed"}
+            body = {"code": code, "timeout": 30, "session": "streamed"}
             with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
                 lines = response.iter_lines()
                 assert next(lines) == "event: stdout"

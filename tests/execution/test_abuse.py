@@ -577,3 +577,18 @@ def test_io_uring_bpf_perf_userfaultfd_keyctl_and_odd_sockets_are_refused(
         "AF_UNIX": "allowed",
         "AF_INET": "allowed",
     }, result.stdout + result.stderr
+
+
+def test_hard_links_cannot_multiply_the_files_sent(sandbox: Sandbox) -> None:
+    """Sixteen names for one 1 MB file are 16 MB to send: the strict level's
+    max_download_bytes (4 MiB) stops them, whatever the disk holds."""
+    names = [f"link{i}.bin" for i in range(16)]
+    code = (
+        "import os\nopen('link0.bin', 'wb').write(b'x' * (1024 * 1024 - 1))\n"
+        "for i in range(1, 16):\n    os.link('link0.bin', f'link{i}.bin')\n"
+    )
+    result = sandbox.run(code, output_files=names)
+    assert result.outcome is Outcome.OK, result.stderr
+    assert sorted(result.files) == sorted(names[:4]), sorted(result.files)
+    assert sum(len(data) for data in result.files.values()) <= PRESETS["strict"].max_download_bytes
+    assert any("max_download_bytes" in note for note in result.notes), result.notes

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hazmat import Outcome, Policy, Sandbox, SessionClosed, Watch
+from hazmat import Outcome, Sandbox, SessionClosed, Watch, parse_policy
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 
@@ -41,7 +41,9 @@ SPIN_AFTER_FIRST = "import sys\nprint('first', flush=True)\nwhile True:\n    pas
 
 @pytest.fixture(scope="module")
 def sb(engine: Engine) -> Iterator[Sandbox]:
-    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+    """Runs that spin until cancelled may take 60 s at most: the policy lets them."""
+    policy = parse_policy({"trust": {"untrusted": {"timeout_s": 60}}})
+    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
         yield sandbox
 
 

@@ -101,7 +101,7 @@ def test_plain_output_comes_as_it_is_written_and_a_reader_leaving_cancels_the_ru
     live_server: LiveServer, tmp_path: Path, where: str
 ) -> None:
     """`hazmat run | head -1`: the first line comes while the program runs (it never ends by
-    itself within its 60 s), the reader leaves, and the run is recorded as cancelled."""
+    itself within its 15 s), the reader leaves, and the run is recorded as cancelled."""
     program = tmp_path / "ticks.py"
     program.write_text(TICKS)
     local = where == "in-process"
@@ -109,7 +109,7 @@ def test_plain_output_comes_as_it_is_written_and_a_reader_leaving_cancels_the_ru
     env["HAZMAT_URL"] = "" if local else live_server.url
     if local:
         env["HAZMAT_AUDIT_DIR"] = str(tmp_path / "audit")
-    args = ["run", str(program), "--timeout", "60", *(["--local"] if local else [])]
+    args = ["run", str(program), "--timeout", "15", *(["--local"] if local else [])]
     process = subprocess.Popen(
         [sys.executable, "-m", "hazmat", *args],
         stdout=subprocess.PIPE,
