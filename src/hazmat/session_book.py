@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from hazmat._exceptions import InputError, SessionClosed, SessionNotFound
+from hazmat._exceptions import QuotaExceeded, SessionClosed, SessionNotFound
 from hazmat.policy import SessionSettings
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionBook"]
 
 ENDED_KEPT = 1000  # how many ended sessions' reasons are kept, for a clear error
+SLOT_RETRY_S = 5.0  # Retry-After for an open refused for want of room: sessions end by calls
 
 
 class SessionBook:
@@ -29,30 +32,43 @@ class SessionBook:
         self._open: dict[str, Session] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
         self._lock = threading.Lock()
+        self._opening = 0  # places taken by sessions whose container is starting
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
 
-    def reserve(self) -> None:
-        """Raise unless another session may open (checked again by `add`)."""
+    @contextmanager
+    def slot(self) -> Iterator[Callable[[Session], None]]:
+        """A place for one more session, taken at once (a session being opened counts, so
+        parallel opens can never pass `max_open` together) or `QuotaExceeded`; the function it
+        yields enters the session into the book. Left without it, the place is given back."""
         with self._lock:
-            self._check_room()
-
-    def add(self, session: Session) -> None:
-        with self._lock:
-            self._check_room()
-            self._open[session.id] = session
-            if self._janitor is None:
-                self._janitor = threading.Thread(
-                    target=self._sweep_loop, name="hazmat-sessions", daemon=True
+            if len(self._open) + self._opening >= self.settings.max_open:
+                raise QuotaExceeded(
+                    f"{len(self._open) + self._opening} sessions are open or opening, the "
+                    f"policy's most (sessions.max_open = {self.settings.max_open})",
+                    retry_after_s=SLOT_RETRY_S,
                 )
-                self._janitor.start()
+            self._opening += 1
+        entered = False
 
-    def _check_room(self) -> None:
-        if len(self._open) >= self.settings.max_open:
-            raise InputError(
-                f"{len(self._open)} sessions are open, the policy's most "
-                f"(sessions.max_open = {self.settings.max_open}); close one first"
-            )
+        def enter(session: Session) -> None:
+            nonlocal entered
+            with self._lock:
+                self._opening -= 1
+                entered = True
+                self._open[session.id] = session
+                if self._janitor is None:
+                    self._janitor = threading.Thread(
+                        target=self._sweep_loop, name="hazmat-sessions", daemon=True
+                    )
+                    self._janitor.start()
+
+        try:
+            yield enter
+        finally:
+            if not entered:
+                with self._lock:
+                    self._opening -= 1
 
     def get(self, session_id: str) -> Session:
         with self._lock:

@@ -73,9 +73,7 @@ def open_session(
     if caller is not None and not isinstance(caller, str):
         raise InputError(f"caller must be str, not {type(caller).__name__}")
     book, rules = sandbox.sessions, policy.sessions
-    book.reserve()
     lifetime = rules.lifetime_s + limits.timeout_s + limits.compile_timeout_s
-    backend = SessionBackend(docker_of(sandbox.backend), spec, lifetime)
     fixed = {"trust": level, "runtime": spec.runtime, "image": image, "caller": caller}
 
     def ended(session: Session) -> None:
@@ -84,12 +82,14 @@ def open_session(
             "ended", {"session": session.id, "why": session.ended, "calls": session.calls}
         )
 
-    session = Session(sandbox, backend, spec, fixed, rules, ended)
-    try:
-        book.add(session)
-    except BaseException:
-        backend.close()
-        raise
+    with book.slot() as enter:  # the place is taken before the container starts
+        backend = SessionBackend(docker_of(sandbox.backend), spec, lifetime)
+        session = Session(sandbox, backend, spec, fixed, rules, ended)
+        try:
+            enter(session)
+        except BaseException:
+            backend.close()
+            raise
     recorder.session_event(
         "opened",
         {
@@ -256,7 +256,11 @@ class Session:
         )
         limits = self._sandbox.policy.settings(request.trust).limits
         payload = Payload(
-            files=request.files, want=tuple(want), stdin=b"", max_file_bytes=limits.max_file_bytes
+            files=request.files,
+            want=tuple(want),
+            stdin=b"",
+            max_file_bytes=limits.max_file_bytes,
+            max_total_bytes=limits.max_download_bytes,
         )
         job = Job(
             get_language(self.language),

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from hazmat import (
+    ImageNotFound,
     InputError,
     Outcome,
     Policy,
+    QuotaExceeded,
     Sandbox,
     SessionClosed,
     SessionNotFound,
@@ -26,6 +29,8 @@ from hazmat import (
 from hazmat.audit.log import AuditLog
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
+from hazmat.backends.owners import LABEL, owner_labels
+from hazmat.sessions import Session
 
 pytestmark = pytest.mark.docker
 OVERRIDE = "session test: the container must contain this whatever the assessment says"
@@ -50,7 +55,10 @@ def sb(engine: Engine, audit_dir: Path) -> Iterator[Sandbox]:
 
 
 def session_containers(engine: Engine) -> list[str]:
-    found = engine.api.containers(all=True, filters={"label": "hazmat"})
+    """This process's containers that are not a warm pool's (another test's session-scoped
+    pooled sandbox may hold some): its sessions' and runs' in progress."""
+    mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
+    found = engine.api.containers(all=True, filters={"label": [mine, f"{LABEL}.pooled=0"]})
     return [c["Id"] for c in found]
 
 
@@ -315,10 +323,44 @@ def test_the_cpu_budget_ends_a_session(engine: Engine, tmp_path: Path) -> None:
 def test_at_most_max_open_sessions(engine: Engine, tmp_path: Path) -> None:
     with _sandbox(engine, tmp_path, {"max_open": 1}) as sandbox:
         first = sandbox.session("python")
-        with pytest.raises(InputError, match="sessions.max_open"):
+        with pytest.raises(QuotaExceeded, match="sessions.max_open") as refused:
             sandbox.session("python")
+        assert refused.value.retry_after_s > 0
         first.close()
         sandbox.session("python").close()
+
+
+def test_parallel_opens_cannot_pass_max_open_together(engine: Engine, tmp_path: Path) -> None:
+    """max_open 2 with one open: of two opens at once exactly one starts a container; the
+    place is taken before the start and given back when an open fails."""
+    with _sandbox(engine, tmp_path, {"max_open": 2}) as sandbox:
+        first = sandbox.session("python", runtime="runc")
+
+        def try_open(_: int) -> Session | QuotaExceeded:
+            try:
+                return sandbox.session("python", runtime="runc")
+            except QuotaExceeded as exc:
+                return exc
+
+        with ThreadPoolExecutor(2) as pool:
+            got = list(pool.map(try_open, range(2)))
+        opened = [s for s in got if isinstance(s, Session)]
+        assert len(opened) == 1 and len(got) - len(opened) == 1, got
+        assert len(sandbox.sessions.all()) == 2
+        for session in (first, *opened):
+            session.close()
+    assert session_containers(engine) == []
+
+
+def test_an_open_that_fails_gives_its_place_back(engine: Engine, tmp_path: Path) -> None:
+    policy = parse_policy(
+        {"images": {"python": "hazmat-test/never-built:1"}, "sessions": {"max_open": 1}}
+    )
+    with Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path)) as sandbox:
+        for _ in range(2):  # the second would be QuotaExceeded had the first kept its place
+            with pytest.raises(ImageNotFound, match="never-built"):
+                sandbox.session("python", runtime="runc")
+        assert sandbox.sessions.all() == []
 
 
 def test_closing_the_sandbox_ends_its_sessions(engine: Engine, tmp_path: Path) -> None:

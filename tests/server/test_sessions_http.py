@@ -4,15 +4,17 @@ client over stdio, on the real engine."""
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from server_helpers import LiveServer
 from test_mcp import session_calls
 
-from hazmat.server.keys import KeyStore
+from hazmat.server.keys import KeyStore, Quotas
 
 pytestmark = pytest.mark.docker
 
@@ -73,11 +75,31 @@ def test_a_tenant_holds_at_most_its_concurrent_quota_of_sessions(live_server: Li
     with live_server.client("tiny") as client:  # concurrent=1
         sid = client.post("/v1/sessions", json={}).json()["id"]
         second = client.post("/v1/sessions", json={})
-        assert second.status_code == 403 and "open sessions" in second.json()["error"]["message"]
+        assert second.status_code == 429, second.text
+        assert "sessions open or opening" in second.json()["error"]["message"]
+        assert int(second.headers["Retry-After"]) >= 1
         client.delete(f"/v1/sessions/{sid}")
         again = client.post("/v1/sessions", json={})
         assert again.status_code == 201
         client.delete(f"/v1/sessions/{again.json()['id']}")
+
+
+def test_parallel_opens_cannot_pass_the_tenants_cap_together(live_server: LiveServer) -> None:
+    """A cap of 2 with one session open: of two opens at once, exactly one gets a session (the
+    place is taken before the slow container start, not recorded after it)."""
+    key = KeyStore(live_server.keys_path).create("pair", "untrusted", Quotas(concurrent=2))[1]
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=live_server.url, headers=headers, timeout=120) as client:
+        first = client.post("/v1/sessions", json={})
+        assert first.status_code == 201, first.text
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: client.post("/v1/sessions", json={}), range(2)))
+        statuses = sorted(answer.status_code for answer in answers)
+        opened = [a.json()["id"] for a in answers if a.status_code == 201]
+        for sid in [first.json()["id"], *opened]:
+            client.delete(f"/v1/sessions/{sid}")
+        assert statuses == [201, 429], [a.text for a in answers]
+        assert len(client.get("/v1/sessions").json()["sessions"]) == 0
 
 
 @pytest.mark.parametrize(

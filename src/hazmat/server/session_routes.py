@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,12 +19,13 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hazmat._exceptions import InputError, NotPermitted, SessionNotFound
+from hazmat._exceptions import InputError, QuotaExceeded, SessionNotFound
 from hazmat.models import ExecutionRequest
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import RUN_FIELDS, check_fields, parse_body, run_arguments
 from hazmat.server.keys import Key
 from hazmat.server.quotas import QuotaBook
+from hazmat.session_book import SLOT_RETRY_S
 from hazmat.sessions import CALL_OPTIONS, Session
 
 __all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
@@ -45,24 +47,41 @@ class SessionOwners:
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
         self._owner: dict[str, str] = {}  # session id -> tenant
+        self._opening: Counter[str] = Counter()  # tenant -> sessions whose container starts
         self._lock = threading.Lock()
 
     def check_room(self, key: Key) -> None:
-        """Raise `NotPermitted` if `key`'s tenant holds its most sessions."""
-        held = len(self.mine(key))
+        """Raise `QuotaExceeded` (429) if `key`'s tenant holds or is opening its most
+        sessions: its key's concurrent-runs quota."""
+        with self._lock:
+            self._check_room(key)
+
+    def _check_room(self, key: Key) -> None:
+        held = len(self._mine(key)) + self._opening[key.tenant]
         if held >= key.quotas.concurrent:
-            raise NotPermitted(
-                f"tenant {key.tenant!r} has {held} open sessions, its key's most "
-                "(its concurrent-runs quota); close one first"
+            raise QuotaExceeded(
+                f"tenant {key.tenant!r} has {held} sessions open or opening, its key's most "
+                "(its concurrent-runs quota); close one first",
+                retry_after_s=SLOT_RETRY_S,
             )
 
     def open(self, key: Key, language: str, options: dict[str, Any]) -> Session:
-        """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread)."""
-        self.check_room(key)
-        session = self.sandbox.session(
-            language, trust=options["trust"], runtime=options.get("runtime"), caller=key.caller
-        )
+        """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread).
+        The tenant's place is taken before the container starts, so parallel opens cannot
+        pass the cap together, and given back if the open fails."""
         with self._lock:
+            self._check_room(key)
+            self._opening[key.tenant] += 1
+        try:
+            session = self.sandbox.session(
+                language, trust=options["trust"], runtime=options.get("runtime"), caller=key.caller
+            )
+        except BaseException:
+            with self._lock:
+                self._opening[key.tenant] -= 1
+            raise
+        with self._lock:
+            self._opening[key.tenant] -= 1
             self._owner[session.id] = key.tenant
             if len(self._owner) > OWNERS_KEPT:  # forget the oldest ended sessions
                 live = {s.id for s in self.sandbox.sessions.all()}
@@ -72,7 +91,10 @@ class SessionOwners:
 
     def mine(self, key: Key) -> list[Session]:
         with self._lock:
-            owned = {sid for sid, tenant in self._owner.items() if tenant == key.tenant}
+            return self._mine(key)
+
+    def _mine(self, key: Key) -> list[Session]:
+        owned = {sid for sid, tenant in self._owner.items() if tenant == key.tenant}
         return [s for s in self.sandbox.sessions.all() if s.id in owned]
 
     def get(self, sid: str, key: Key) -> Session:
