@@ -69,7 +69,7 @@ def mutate(rng: random.Random, blob: bytes) -> bytes:
 
 
 def check_files(blob: bytes) -> None:
-    files, notes = parse_files(blob, WANT, CAP)
+    files, notes = parse_files(blob, WANT, CAP, 1 << 20)
     assert set(files) <= set(WANT)
     assert all(len(data) <= CAP for data in files.values())
     assert all(isinstance(n, str) for n in notes)
@@ -85,11 +85,11 @@ def test_parse_files_never_raises_and_never_passes_the_cap(seed: int) -> None:
 
 def test_forged_records_from_the_red_team() -> None:
     # A size in non-ASCII digits (passes str.isdigit, fails int) and a file over the cap.
-    files, notes = parse_files(b"file \xc2\xb2 out.txt\nab", WANT, CAP)
+    files, notes = parse_files(b"file \xc2\xb2 out.txt\nab", WANT, CAP, 1 << 20)
     assert files == {} and "malformed" in notes[0]
-    files, notes = parse_files(b"file 65 out.txt\n" + b"x" * 65, WANT, CAP)
+    files, notes = parse_files(b"file 65 out.txt\n" + b"x" * 65, WANT, CAP, 1 << 20)
     assert files == {} and "over the limit" in notes[0]
-    files, notes = parse_files(b"file 1 out.txt\nafile 1 out.txt\nb", WANT, CAP)
+    files, notes = parse_files(b"file 1 out.txt\nafile 1 out.txt\nb", WANT, CAP, 1 << 20)
     assert files == {"out.txt": b"a"} and "malformed" in notes[0]  # a name given twice
 
 

@@ -12,8 +12,16 @@ from collections.abc import Callable
 
 import pytest
 
-from hazmat.backends.agent import Payload, built_marker, end_marker, file_marker, parse_files
+from hazmat.backends.agent import (
+    Payload,
+    built_marker,
+    end_marker,
+    file_marker,
+    files_cap,
+    parse_files,
+)
 from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
+from hazmat.policy import PRESETS
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -118,18 +126,32 @@ def test_file_marker_split_across_frames_is_found() -> None:
     thread.join()
     assert bytes(capture.stdout) == b"program output"
     assert not capture.output_exceeded  # the marker does not count as output
-    files, notes = parse_files(capture.files_blob, ["out.txt"], 1024)
+    files, notes = parse_files(capture.files_blob, ["out.txt"], 1024, 1 << 20)
     assert files == {"out.txt": b"abc"} and notes == []
+
+
+def test_the_files_together_stop_at_the_download_cap() -> None:
+    """Sixteen names for one file (hard links) are sixteen copies sent: they count so."""
+    names = [f"link{i}" for i in range(16)]
+    blob = b"".join(b"file 1000 %s\n" % n.encode() + b"x" * 1000 for n in names)
+    files, notes = parse_files(blob, names, 1000, 4500)
+    assert sorted(files) == names[:4]
+    assert notes == [
+        "output file 'link4' not collected: the files would come to more than 4500 bytes "
+        "together (max_download_bytes)"
+    ]
+    assert files_cap(PRESETS["strict"], 16) == 4 * 1024 * 1024 + 16 * 4096  # not 16 MiB
+    assert files_cap(PRESETS["strict"], 2) == 2 * 1024 * 1024 + 2 * 4096
 
 
 def test_parse_files_reports_missing_large_and_malformed() -> None:
     blob = b"missing 0 a\ntoo_large 99 b\nfile 2 c\nxyfile 5 d\nab"
-    files, notes = parse_files(blob, ["a", "b", "c", "d"], 1024)
+    files, notes = parse_files(blob, ["a", "b", "c", "d"], 1024, 1 << 20)
     assert files == {"c": b"xy"}
     assert any("'a'" in n for n in notes) and any("99 bytes" in n for n in notes)
     assert any("malformed" in n for n in notes)
-    assert parse_files(None, ["a"], 1024)[1][0].startswith("output files not collected")
-    forged, notes = parse_files(b"file 1 not-asked\nx", ["a"], 1024)
+    assert parse_files(None, ["a"], 1024, 1 << 20)[1][0].startswith("output files not collected")
+    forged, notes = parse_files(b"file 1 not-asked\nx", ["a"], 1024, 1 << 20)
     assert forged == {} and "malformed" in notes[0]
 
 
@@ -142,7 +164,7 @@ def test_payload_header_frames_every_file() -> None:
         nonce="n",
     )
     assert payload.header() == (
-        b"hazmat 4 1 10 n\no\n"  # the agent's: the nonce and the wanted names
+        b"hazmat 5 1 10 n 10\no\n"  # the agent's: the nonce, the files' cap, the names
         b"0 0\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"  # read as the program's uid
     )
 
@@ -159,7 +181,7 @@ def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
     )
     head = payload.header()
     first, _, rest = head.partition(b"\n")
-    assert b"n" == first.split()[-1]  # no wanted names: the sizes come next
+    assert first.split()[-2:] == [b"n", b"10"]  # no wanted names: the sizes come next
     sizes, _, rest = rest.partition(b"\n")
     json_size, sh_size = (int(x) for x in sizes.split())
     as_json = json.loads(rest[:json_size])
@@ -222,7 +244,7 @@ def test_end_status_comes_after_the_files_section() -> None:
     released.set()
     thread.join()
     assert capture.end_status == 137 and bytes(capture.stdout) == b"x"
-    assert parse_files(capture.files_blob, ["o"], 1024) == ({"o": b"hi"}, [])
+    assert parse_files(capture.files_blob, ["o"], 1024, 1 << 20) == ({"o": b"hi"}, [])
 
 
 def test_wait_ready_wants_the_ready_line_first() -> None:

@@ -25,6 +25,7 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         want=tuple(request.output_files),
         stdin=request.stdin,
         max_file_bytes=plan.limits.max_file_bytes,
+        max_total_bytes=plan.limits.max_download_bytes,
         env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
         args=tuple(request.args),
     )

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError
+from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
 
 __all__ = [
@@ -78,6 +79,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "max_code_bytes": (1, 64 * MiB),
     "max_file_bytes": (1, 1024 * MiB),
     "max_files": (0, 10_000),
+    "max_download_bytes": (1, 4096 * MiB),
     "nofile": (16, 1_048_576),
 }
 
@@ -96,6 +98,9 @@ class Limits:
     max_file_bytes: int
     max_files: int = 64
     nofile: int = 256
+    # the output files of one run or session download together, as sent (hard links count
+    # once per name): bytes actually moved, not only files counted
+    max_download_bytes: int = 16 * MiB
     compile_timeout_s: float = 60.0  # the build step (Go, TypeScript), before timeout_s starts
 
     def __post_init__(self) -> None:
@@ -155,6 +160,7 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
             max_code_bytes=128 * 1024,
             max_file_bytes=1 * MiB,
             max_files=16,
+            max_download_bytes=4 * MiB,
             nofile=128,
             compile_timeout_s=30.0,
         ),
@@ -331,6 +337,8 @@ class Policy:
     source: str = "<built-in>"
     pool: PoolSettings = field(default_factory=PoolSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    # non-public ranges the allowlist proxy may connect to (`egress.reachable`: a mirror)
+    reachable: tuple[Network, ...] = ()
 
     def __post_init__(self) -> None:
         missing = set(TrustLevel) - set(self.levels)

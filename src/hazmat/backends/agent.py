@@ -10,7 +10,7 @@ program, the collection of output files) runs through `setpriv` as the run's own
 capability and an empty bounding set: it cannot read the agent's memory, signal it or learn
 the nonce, so it cannot forge the markers below. The payload is::
 
-    hazmat 4 <nwant> <max_file_bytes> <nonce>\\n   read by the agent
+    hazmat 5 <nwant> <max_file_bytes> <nonce> <max_total_bytes>\\n   read by the agent
     <name>\\n                                   one per output file the caller asked for
     <json_size> <sh_size>\\n                     from here on read as the program's uid
     <json_size bytes> <sh_size bytes>           the program's env and args, twice (may be empty)
@@ -52,6 +52,7 @@ uid once nothing of the program runs, writes one record per file (paths may cont
 
     --hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
+    |  over_total <size> <name>\\n   (the files before it came to max_total_bytes: not sent)
 
 and last the end marker with the program's exit status (128 + signal when killed by one), on
 stdout and on stderr::
@@ -76,6 +77,7 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 __all__ = [
     "AGENT_SCRIPT",
@@ -86,10 +88,14 @@ __all__ = [
     "built_marker",
     "end_marker",
     "file_marker",
+    "files_cap",
     "parse_end",
 ]
 
-PROTOCOL_VERSION = 4
+if TYPE_CHECKING:
+    from hazmat.policy import Limits
+
+PROTOCOL_VERSION = 5
 
 AGENT_SCRIPT = r"""
 set -u
@@ -148,8 +154,8 @@ fi
 # Nothing of hazmat's reaches the program: the runner (started above with its own copy) clears
 # its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
-IFS=' ' read -r magic version nwant maxfile nonce || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 4 ] || die "unknown job format"
+IFS=' ' read -r magic version nwant maxfile nonce maxtotal || die "no job on stdin"
+[ "$magic" = hazmat ] && [ "$version" = 5 ] || die "unknown job format"
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -184,7 +190,8 @@ i=0
 while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
 if [ "$nwant" -gt 0 ]; then
     printf -- '--hazmat-files-%s--\n' "$nonce"
-    printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
+    printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
+        "$maxtotal"
 fi
 # on both streams: the engine forwards them independently, and the host reads until both end
 printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
@@ -236,16 +243,22 @@ exec sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
     eval "$run \"\$@\""' run "$run"
 """
 
-# The output files, read as the program's uid once none of its processes is left.
+# The output files, read as the program's uid once none of its processes is left; each at most
+# max_file_bytes, and all together at most max_total_bytes (names of one file count each).
 COLLECT_SCRIPT = r"""
 cd "$1" || exit 125
 maxfile=$2
+maxtotal=$3
+total=0
 while IFS= read -r name; do
     if [ -f "./$name" ] && [ ! -L "./$name" ]; then
         size=$(wc -c < "./$name")
         if [ "$size" -gt "$maxfile" ]; then
             printf 'too_large %s %s\n' "$size" "$name"
+        elif [ $((total + size)) -gt "$maxtotal" ]; then
+            printf 'over_total %s %s\n' "$size" "$name"
         else
+            total=$((total + size))
             printf 'file %s %s\n' "$size" "$name"
             head -c "$size" "./$name"
         fi
@@ -272,7 +285,7 @@ def end_marker(nonce: str) -> bytes:
 
 
 _STATUS = re.compile(rb"[0-9]{1,3}")
-_RECORD = re.compile(rb"(file|missing|too_large) ([0-9]{1,15}) ([^\n]+)")
+_RECORD = re.compile(rb"(file|missing|too_large|over_total) ([0-9]{1,15}) ([^\n]+)")
 
 
 def parse_end(tail: bytes | bytearray) -> int | None:
@@ -295,6 +308,13 @@ class Payload:
     nonce: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
+    max_total_bytes: int | None = None  # the wanted files together; None: no more than each
+
+    @property
+    def total_cap(self) -> int:
+        """What the wanted files may come to together."""
+        each = self.max_file_bytes * max(1, len(self.want))
+        return each if self.max_total_bytes is None else min(each, self.max_total_bytes)
 
     def __post_init__(self) -> None:
         if not self.nonce:
@@ -305,7 +325,7 @@ class Payload:
         as_json, as_sh = self._env_args()
         parts = [
             f"hazmat {PROTOCOL_VERSION} {len(self.want)} {self.max_file_bytes} "
-            f"{self.nonce}\n".encode()
+            f"{self.nonce} {self.total_cap}\n".encode()
         ]
         parts.extend(name.encode() + b"\n" for name in self.want)
         parts.extend((f"{len(as_json)} {len(as_sh)}\n".encode(), as_json, as_sh))
@@ -325,15 +345,25 @@ class Payload:
         return as_json.encode(), ("\n".join(lines) + "\n").encode()
 
 
+def files_cap(limits: Limits, wanted: int) -> int:
+    """How many bytes of file records the host reads from a container at most: every file at
+    its largest, but never more than the download's total (plus each record's head)."""
+    return min(wanted * limits.max_file_bytes, limits.max_download_bytes) + wanted * 4096
+
+
 def parse_files(
-    blob: bytes | bytearray | None, want: Sequence[str], max_file_bytes: int
+    blob: bytes | bytearray | None,
+    want: Sequence[str],
+    max_file_bytes: int,
+    max_total_bytes: int,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Read the agent's file records. Returns the files found and notes on the rest.
 
     The program can write these bytes (it runs in the container beside the agent), so nothing
     in them is believed beyond what the host checks: sizes are ASCII digits, names are ones
-    the caller asked for (each once), and no file over `max_file_bytes` is collected, whatever
-    its record says. Any input gives a result, never an exception."""
+    the caller asked for (each once), no file over `max_file_bytes` is collected, and the files
+    together stop at `max_total_bytes` (so hard links to one file cannot multiply what is
+    sent), whatever the records say. Any input gives a result, never an exception."""
     files: dict[str, bytes] = {}
     notes: list[str] = []
     if blob is None:
@@ -343,7 +373,7 @@ def parse_files(
     view = bytes(blob)
     wanted = {name.encode(): name for name in want}
     seen: set[str] = set()
-    pos = 0
+    pos = total = 0
     while pos < len(view):
         end = view.find(b"\n", pos)
         match = _RECORD.fullmatch(view, pos, end) if end >= 0 else None
@@ -360,11 +390,23 @@ def parse_files(
                 f"({max_file_bytes})"
             )
             break  # its bytes follow and cannot be skipped safely past a lie
+        if kind == b"file" and total + size > max_total_bytes:
+            notes.append(
+                f"output file {name!r} not collected: the files would come to more than "
+                f"{max_total_bytes} bytes together (max_download_bytes)"
+            )
+            break
         if kind == b"file" and pos + size <= len(view):
             files[name] = view[pos : pos + size]
             pos += size
+            total += size
         elif kind == b"too_large":
             notes.append(f"output file {name!r} not collected: {size} bytes is over the limit")
+        elif kind == b"over_total":
+            notes.append(
+                f"output file {name!r} not collected: the files would come to more than "
+                f"{max_total_bytes} bytes together (max_download_bytes)"
+            )
         elif kind == b"missing":
             notes.append(
                 f"output file {name!r} not collected: not a regular file in the working directory"

@@ -27,7 +27,13 @@ import docker.types
 import requests.exceptions
 
 from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends.agent import built_marker, end_marker, file_marker, parse_files
+from hazmat.backends.agent import (
+    built_marker,
+    end_marker,
+    file_marker,
+    files_cap,
+    parse_files,
+)
 from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.cgroup import Cgroup, Monitor, Sample
 from hazmat.backends.engine import Engine, map_docker_errors
@@ -312,7 +318,7 @@ class DockerBackend(Backend):
             output_cap=job.limits.output_bytes,
             stop=stop,
             marker=file_marker(nonce) if want else None,
-            files_cap=len(want) * (job.limits.max_file_bytes + 4096),
+            files_cap=files_cap(job.limits, len(want)),
             end=end_marker(nonce),
             built=built_marker(nonce) if job.language.build else None,
             compile_s=job.limits.compile_timeout_s,
@@ -323,9 +329,11 @@ class DockerBackend(Backend):
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
         """The output files the agent sent, and notes on those it could not."""
-        want = job.payload.want
+        want, limits = job.payload.want, job.limits
         files, notes = (
-            parse_files(capture.files_blob, want, job.limits.max_file_bytes) if want else ({}, [])
+            parse_files(capture.files_blob, want, limits.max_file_bytes, limits.max_download_bytes)
+            if want
+            else ({}, [])
         )
         if not self.seccomp.text and job.runtime is Runtime.RUNC:
             notes.append(MISSING_NOTE)

@@ -6,7 +6,7 @@ own uid with no capability, and only the agent reads each call's nonce, so only 
 the markers the host believes. What differs is that it loops: each call is one job on the
 attached stdin, and the stream stays open between calls::
 
-    hazmat-session 1 <nwant> <max_file_bytes> <nonce> <size> <mode>\\n
+    hazmat-session 2 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes>\\n
     <name>\\n                                   one per output file the caller asked for
     and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
     root's, readable by the program) before anything runs, so the stream stays in step:
@@ -40,7 +40,7 @@ from hazmat.languages import Language
 
 __all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
 
 SESSION_SCRIPT = r"""
@@ -105,8 +105,8 @@ sweep() {
     done
 }
 printf 'hazmat-ready\n'
-while IFS=' ' read -r magic version nwant maxfile nonce size mode; do
-    [ "$magic" = hazmat-session ] && [ "$version" = 1 ] || die "unknown job format"
+while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
+    [ "$magic" = hazmat-session ] && [ "$version" = 2 ] || die "unknown job format"
     case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
     wants=''
     i=0
@@ -152,7 +152,8 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode; do
     sweep
     if [ "$nwant" -gt 0 ]; then
         printf -- '--hazmat-files-%s--\n' "$nonce"
-        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile"
+        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
+            "$maxtotal"
     fi
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
@@ -361,7 +362,7 @@ def session_header(payload: Payload, mode: str) -> bytes:
     body = payload.header().split(b"\n", 1 + len(payload.want))[-1]
     first = (
         f"hazmat-session {SESSION_VERSION} {len(payload.want)} {payload.max_file_bytes} "
-        f"{payload.nonce} {len(body) + len(payload.stdin)} {mode}\n"
+        f"{payload.nonce} {len(body) + len(payload.stdin)} {mode} {payload.total_cap}\n"
     ).encode()
     wants = b"".join(name.encode() + b"\n" for name in payload.want)
     return first + wants + body + payload.stdin
