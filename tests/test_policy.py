@@ -115,6 +115,22 @@ def test_empty_file_gives_the_default_policy(tmp_path: Path) -> None:
         ("audit:\n  checkpoint_every: 0\n", "audit.checkpoint_every: 0 is outside"),
         ("audit:\n  keep_segments: two\n", "audit.keep_segments: expected a number"),
         ("audit:\n  anchor: ''\n", "audit.anchor: expected a directory path"),
+        ("egress:\n  reachable: 10.0.0.0/8\n", "egress.reachable: expected a list"),
+        ("egress:\n  reach: []\n", "egress.reach: unknown key"),
+        ("egress:\n  reachable: [10.0.0.1/8]\n", "egress.reachable[0]: 10.0.0.1/8 has host bits"),
+        ("egress:\n  reachable: [127.0.0.0/8]\n", "reachable[0]: 127.0.0.0/8 takes in loopback"),
+        (
+            "egress:\n  reachable: [10.0.0.0/8, 169.254.169.254/32]\n",
+            "egress.reachable[1]: 169.254.169.254/32 takes in link-local",
+        ),
+        ("egress:\n  reachable: ['::/0']\n", "egress.reachable[0]: ::/0 takes in loopback"),
+        (
+            "egress:\n  reachable: [169.252.0.0/14]\n",  # neither end is link-local
+            "egress.reachable[0]: 169.252.0.0/14 takes in link-local",
+        ),
+        ("egress:\n  reachable: ['::ffff:10.0.0.0/104']\n", "takes in IPv4-mapped"),
+        ("egress:\n  reachable: [0.0.0.0/0]\n", "egress.reachable[0]: 0.0.0.0/0 takes in loopback"),
+        ("egress:\n  reachable: [224.0.0.0/4]\n", "reachable[0]: 224.0.0.0/4 takes in multicast"),
     ],
 )
 def test_bad_policy_names_the_file_and_the_key(tmp_path: Path, text: str, names: str) -> None:
@@ -178,3 +194,21 @@ def test_policy_session_keys_are_validated() -> None:
     policy = parse_policy({"sessions": {"idle_s": 60, "lifetime_s": 600.5, "max_open": 2}})
     assert (policy.sessions.idle_s, policy.sessions.lifetime_s) == (60, 600.5)
     assert (policy.sessions.max_open, policy.sessions.cpu_s) == (2, 600.0)
+
+
+def test_an_operators_reachable_ranges_reach_the_allowlist_proxy() -> None:
+    """`egress.reachable` (an internal mirror on a private address) goes to the proxy every
+    front-end's Sandbox makes; what the proxy does with it is tests/egress."""
+    import ipaddress
+
+    from hazmat import Sandbox
+    from test_sandbox import RecordingBackend
+
+    policy = parse_policy({"egress": {"reachable": ["10.20.0.0/16", "fd12::/16"]}})
+    assert policy.reachable == (
+        ipaddress.ip_network("10.20.0.0/16"),
+        ipaddress.ip_network("fd12::/16"),
+    )
+    assert Policy().reachable == ()  # nothing private is reachable unless declared
+    with Sandbox(policy, backend=RecordingBackend()) as sandbox:
+        assert sandbox._gates.proxy().reachable == policy.reachable

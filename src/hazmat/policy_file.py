@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, PolicyError
-from hazmat.egress.settings import parse_network
+from hazmat.egress.rules import Network
+from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
 from hazmat.policy import (
     AUDIT_BOUNDS,
@@ -56,7 +57,7 @@ def read_policy(path: str | Path) -> Policy:
 def policy_from_data(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
-    known = {"version", "default_trust", "trust", "images", "audit", "pool", "sessions"}
+    known = {"version", "default_trust", "trust", "images", "audit", "pool", "sessions", "egress"}
     _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
         raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
@@ -75,7 +76,17 @@ def policy_from_data(data: object, source: str = "<policy>") -> Policy:
         source=source,
         pool=_parse_pool(top.get("pool", {}), source),
         sessions=_parse_sessions(top.get("sessions", {}), source),
+        reachable=_parse_egress(top.get("egress", {}), source),
     )
+
+
+def _parse_egress(data: object, source: str) -> tuple[Network, ...]:
+    values = _mapping(data, source, "egress")
+    _no_unknown_keys(values, {"reachable"}, source, "egress")
+    try:
+        return parse_reachable(values.get("reachable", []))
+    except ValueError as exc:
+        raise PolicyError(f"{source}: egress.reachable{exc}") from None
 
 
 def _parse_pool(data: object, source: str) -> PoolSettings:

@@ -124,7 +124,7 @@ class Sandbox:
             assessor = Assessor()
         self.assessor = assessor
         self.assessor.start()
-        self._gates = Gates(egress)  # the allowlist proxy, made with the first run that has one
+        self._gates = Gates(egress, policy.reachable)  # the proxy, made when a run needs it
         self._late = LateSemgrep(self.assessor, self._recorder)
         self.sessions = SessionBook(policy.sessions)
         for name in policy.pool.prewarm:

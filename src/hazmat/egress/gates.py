@@ -9,17 +9,21 @@ from typing import Any
 
 from hazmat._exceptions import InfraError
 from hazmat.egress.proxy import EgressProxy, Gate
+from hazmat.egress.rules import Network
 
 
 class Gates:
-    def __init__(self, proxy: EgressProxy | None = None) -> None:
+    def __init__(
+        self, proxy: EgressProxy | None = None, reachable: Sequence[Network] = ()
+    ) -> None:
         self._proxy = proxy
+        self._reachable = tuple(reachable)  # the policy's egress.reachable
         self._lock = threading.Lock()
 
     def proxy(self) -> EgressProxy:
         with self._lock:
             if self._proxy is None:
-                self._proxy = EgressProxy()
+                self._proxy = EgressProxy(reachable=self._reachable)
             return self._proxy
 
     def open(self, allow: Sequence[str], ports: Sequence[int]) -> Gate | None:

@@ -15,12 +15,13 @@ level's list: a caller can narrow the policy, never widen it.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hazmat.egress.rules import check_pattern, covered_by
+from hazmat.egress.rules import Network, check_pattern, covered_by
 
-__all__ = ["NetworkSettings", "narrowed", "parse_network"]
+__all__ = ["NetworkSettings", "narrowed", "parse_network", "parse_reachable"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +78,35 @@ def narrowed(settings: NetworkSettings, requested: Sequence[str] | None) -> tupl
             )
         chosen.append(pattern)
     return tuple(dict.fromkeys(chosen))
+
+
+_NEVER: dict[str, tuple[Network, ...]] = {
+    kind: tuple(ipaddress.ip_network(n) for n in nets)
+    for kind, nets in {
+        "loopback": ("127.0.0.0/8", "::1/128"),
+        "link-local": ("169.254.0.0/16", "fe80::/10"),  # cloud metadata lives there
+        "unspecified": ("0.0.0.0/8", "::/128"),
+        "multicast": ("224.0.0.0/4", "ff00::/8"),
+        "IPv4-mapped": ("::ffff:0:0/96",),  # another spelling of any IPv4 address
+    }.items()
+}
+
+
+def parse_reachable(data: object) -> tuple[Network, ...]:
+    """The policy's `egress.reachable`: address ranges the operator declares reachable through
+    the proxy although they are not public (an internal package mirror, `10.20.0.0/16`).
+    Loopback, link-local (cloud metadata), multicast and unspecified ranges never are: the
+    proxy runs on the host. ValueError("key: problem") when invalid."""
+    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+        raise ValueError(": expected a list of address ranges (10.20.0.0/16, fd00::/8)")
+    ranges = []
+    for i, text in enumerate(data):
+        try:
+            network = ipaddress.ip_network(text, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"[{i}]: {exc}") from None
+        for kind, forbidden in _NEVER.items():
+            if any(network.overlaps(f) for f in forbidden if f.version == network.version):
+                raise ValueError(f"[{i}]: {text} takes in {kind} addresses: never reachable")
+        ranges.append(network)
+    return tuple(dict.fromkeys(ranges))
