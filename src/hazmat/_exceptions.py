@@ -6,6 +6,7 @@ HazmatError
 │   ├── UnknownLanguage
 │   ├── UnsafeFileName
 │   ├── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
+│   ├── RequestTimeout ··········· the service: a request body that did not arrive (HTTP 408)
 │   └── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
@@ -49,6 +50,7 @@ __all__ = [
     "NotPermitted",
     "PolicyError",
     "QuotaExceeded",
+    "RequestTimeout",
     "RuntimeUnavailable",
     "ServiceUnavailable",
     "SessionClosed",
@@ -85,6 +87,12 @@ class InputTooLarge(InputError):
     """Code, stdin or an input file is over the policy's limit."""
 
     http_status = 413
+
+
+class RequestTimeout(InputError):
+    """The service: a request's body did not arrive in time (a client trickling it)."""
+
+    http_status = 408
 
 
 class SessionNotFound(InputError):

@@ -125,3 +125,17 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     finally:
         if server.process.poll() is None:
             stop_server(server)
+
+
+async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """MCP over streamable HTTP at `url`/mcp with the SDK's own client: (tools, answers)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(headers=headers, timeout=120) as http:
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                return tools, [await session.call_tool(name, args) for name, args in calls]

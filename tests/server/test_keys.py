@@ -37,6 +37,30 @@ def test_unknown_keys_are_refused(tmp_path: Path, presented: str | None) -> None
         store.check(presented)
 
 
+def test_an_unknown_id_costs_the_same_check_as_a_wrong_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Timing must not tell whether a key id exists: both are hashed and compared once."""
+    import hmac
+
+    from hazmat.server import keys
+
+    store = KeyStore(tmp_path / "keys.json")
+    entry, _ = store.create("acme", "trusted")
+    compared: list[tuple[str, str]] = []
+    real = hmac.compare_digest
+
+    def counting(a: str, b: str) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(keys.hmac, "compare_digest", counting)
+    for presented in (f"hzm_{entry.id}_" + "A" * 43, "hzm_000000000000_" + "A" * 43):
+        with pytest.raises(AccessDenied, match="valid API key"):
+            store.check(presented)
+    assert len(compared) == 2 and all(len(a) == len(b) == 64 for a, b in compared)
+
+
 def test_a_revoked_key_stops_working_for_a_store_already_open(tmp_path: Path) -> None:
     path = tmp_path / "keys.json"
     server_side = KeyStore(path)

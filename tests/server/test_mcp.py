@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from server_helpers import LiveServer
+from server_helpers import LiveServer, over_http
 
 from hazmat.server.keys import KeyStore
 
@@ -102,19 +102,6 @@ def test_no_valid_key_no_server(tmp_path: Path, key: str) -> None:
     )
     assert done.returncode == 77, done.stderr
     assert "HAZMAT_API_KEY" in done.stderr or "valid API key" in done.stderr
-
-
-async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
-    import httpx
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(headers=headers, timeout=120) as http:
-        async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                tools = await session.list_tools()
-                return tools, [await session.call_tool(name, args) for name, args in calls]
 
 
 def test_tools_over_streamable_http(live_server: LiveServer) -> None:

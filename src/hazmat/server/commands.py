@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError
+from hazmat.server.guard import ConnectionLimits
 
 if TYPE_CHECKING:
     from hazmat.cluster.front import ClusterOptions
@@ -39,6 +40,16 @@ def add_server_commands(sub: Any) -> None:
         help="on SIGTERM, seconds for requests in flight to be answered "
         "(default: the policy's longest run, compile included, plus 10)",
     )
+    limits = ConnectionLimits()
+    for flag, kind, default, what in (
+        ("--max-connections", int, limits.max_connections, "connections and requests at once"),
+        ("--head-timeout", float, limits.head_timeout_s, "seconds for a request's headers"),
+        ("--body-timeout", float, limits.body_timeout_s, "seconds for a request's body (408)"),
+        ("--keep-alive", int, limits.keep_alive_s, "seconds an idle connection is kept"),
+    ):
+        serve.add_argument(
+            flag, type=kind, default=default, metavar="N", help=f"{what} (default {default:g})"
+        )
     serve.add_argument(
         "--redis", metavar="URL", help="run on the cluster's workers (docs/scale.md), not here"
     )
@@ -117,6 +128,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.max_running < 1 or (args.grace is not None and args.grace <= 0):
         raise InputError("--max-running must be at least 1 and --grace positive")
+    try:
+        connections = ConnectionLimits(
+            args.max_connections, args.head_timeout, args.body_timeout, args.keep_alive
+        )
+    except ValueError as exc:
+        raise InputError(f"hazmat serve: {exc}") from None
     policy = load_policy(args.policy) if args.policy else Policy()
     grace = args.grace if args.grace is not None else longest_run_s(policy) + 10
     store = _store(args)
@@ -130,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
         grace_s=grace,
         progress=lambda line: print(line, flush=True),
         cluster=_cluster_options(args, store.path),
+        connections=connections,
     )
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,9 @@ from hazmat.server.keys import Key
 
 __all__ = [
     "ASSESS_FIELDS",
+    "MAX_DEPTH",
     "RUN_FIELDS",
+    "check_depth",
     "check_fields",
     "parse_body",
     "run_arguments",
@@ -50,19 +53,43 @@ RUN_FIELDS: Mapping[str, str | None] = {
 }
 ASSESS_FIELDS = ("code", "language", "trust", "semgrep")
 _RANK = {TrustLevel.UNTRUSTED: 0, TrustLevel.UNKNOWN: 1, TrustLevel.TRUSTED: 2}
+MAX_DEPTH = 32  # the API's deepest body is 3 levels (files_base64: {name: data})
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth is the same; the decoder checks the kinds
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or `InputError` saying what is wrong with it."""
+    """The body as a JSON object, or `InputError` saying what is wrong with it. Its nesting is
+    measured before it is decoded: deeper than `MAX_DEPTH` is refused (a 400, never the
+    decoder's recursion error)."""
+    check_depth(body)
     try:
         data = json.loads(body)
     except UnicodeDecodeError:
         raise InputError("the request body is not UTF-8") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InputError(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
     return data
+
+
+def check_depth(body: bytes) -> None:
+    """Refuse JSON nested deeper than `MAX_DEPTH`, without decoding it, at C speed: strings are
+    cut out (a bracket inside one does not count), then each pass removes the innermost pairs;
+    brackets left after `MAX_DEPTH` passes are deeper than that (or do not match)."""
+    brackets = _STRINGS.sub(b"", body).translate(_ONE_KIND, _NOT_BRACKETS)
+    inner = brackets
+    for _ in range(MAX_DEPTH):  # one pass removes exactly one level: the innermost pairs
+        inner = brackets.replace(b"[]", b"")
+        if not inner or inner == brackets:  # all matched, or nothing more can be
+            break
+        brackets = inner
+    if inner:
+        raise InputError(
+            f"the request body is nested deeper than {MAX_DEPTH} levels (or is not JSON)"
+        )
 
 
 def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:

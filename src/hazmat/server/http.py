@@ -25,13 +25,27 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hazmat._exceptions import AccessDenied, HazmatError, InputError, InputTooLarge, QuotaExceeded
+from hazmat._exceptions import (
+    AccessDenied,
+    HazmatError,
+    InputError,
+    InputTooLarge,
+    QuotaExceeded,
+    RequestTimeout,
+)
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.sandbox import Sandbox
-from hazmat.server.fields import ASSESS_FIELDS, check_fields, parse_body, run_arguments, trust_for
+from hazmat.server.fields import (
+    ASSESS_FIELDS,
+    check_depth,
+    check_fields,
+    parse_body,
+    run_arguments,
+    trust_for,
+)
 from hazmat.server.keys import Key, KeyStore
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
@@ -47,6 +61,8 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 Handler = Callable[[Request], Awaitable[Response]]
+Body = Callable[[Request, int], Awaitable[bytes]]
+BODY_TIMEOUT_S = 30.0  # the default; `hazmat serve --body-timeout`
 
 
 def create_app(
@@ -55,11 +71,14 @@ def create_app(
     max_running: int = 8,
     dispatcher: Dispatcher | None = None,
     quotas: QuotaBook | None = None,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
     """The service's ASGI app. The sandbox stays the caller's: the app never closes it. With a
     `dispatcher`, runs (not session calls, yet) go to the cluster's workers; `quotas` (default:
-    counted in this process) may be a cluster-wide `RedisQuotaBook`."""
-    service = _Service(sandbox, keys, max_running, dispatcher, quotas or QuotaBook())
+    counted in this process) may be a cluster-wide `RedisQuotaBook`; a request body must have
+    arrived within `body_timeout_s` (else 408)."""
+    body = functools.partial(_body, timeout_s=body_timeout_s)
+    service = _Service(sandbox, keys, max_running, dispatcher, quotas or QuotaBook(), body)
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -97,8 +116,10 @@ class _Service:
         max_running: int,
         dispatcher: Dispatcher | None,
         quotas: QuotaBook,
+        body: Body,
     ) -> None:
         self.sandbox = sandbox
+        self.body = body
         self.dispatcher = dispatcher
         self.keys = keys
         self.quotas = quotas
@@ -109,7 +130,7 @@ class _Service:
         self._idle = threading.Condition()
         from hazmat.server.mcp import build_mcp
 
-        self.sessions = SessionRoutes(sandbox, self.quotas, _body, self.answer)
+        self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer)
         owners = self.sessions.owners
         self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute, owners)
 
@@ -168,7 +189,7 @@ class _Service:
         return Response(self.metrics.exposition(), media_type="text/plain; version=0.0.4")
 
     async def run(self, request: Request, key: Key) -> Response:
-        data = parse_body(await _body(request, key.quotas.max_request_bytes))
+        data = parse_body(await self.body(request, key.quotas.max_request_bytes))
         code, language, options = run_arguments(data, key, self.sandbox.policy)
         prepared = self.sandbox.request(code, language, **options)  # bad input: 400 here
         return await self.answer(request, key, prepared, None)
@@ -200,7 +221,7 @@ class _Service:
         return JSONResponse(result_body(result, exact))
 
     async def assess(self, request: Request, key: Key) -> Response:
-        data = parse_body(await _body(request, key.quotas.max_request_bytes))
+        data = parse_body(await self.body(request, key.quotas.max_request_bytes))
         language = check_fields(data, ASSESS_FIELDS)
         semgrep = data.get("semgrep", False)
         if not isinstance(semgrep, bool):
@@ -208,15 +229,16 @@ class _Service:
         trust = trust_for(data.get("trust"), key)
         prepared = self.sandbox.request(data["code"], language, trust=trust)
         settings = self.sandbox.policy.settings(trust)
-        assessment = await anyio.to_thread.run_sync(
-            functools.partial(
-                self.sandbox.assessor.assess,
-                prepared.code,
-                prepared.language,
-                semgrep=semgrep,
-                max_bytes=settings.limits.max_code_bytes,
+        with self.quotas.admit(key.tenant, key.quotas):  # a scan costs like a run (Semgrep: s)
+            assessment = await anyio.to_thread.run_sync(
+                functools.partial(
+                    self.sandbox.assessor.assess,
+                    prepared.code,
+                    prepared.language,
+                    semgrep=semgrep,
+                    max_bytes=settings.limits.max_code_bytes,
+                )
             )
-        )
         body = assessment.to_dict()
         body["decision"] = decide(assessment, settings.assess, None).value
         body["trust"] = trust.value
@@ -278,13 +300,31 @@ class _Guarded:
         self.inner = inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
         try:
-            self.service.keys.check(_bearer(Request(scope)))
+            key = self.service.keys.check(_bearer(request))
+            body = await self.service.body(request, key.quotas.max_request_bytes)  # as /v1
+            check_depth(body)
         except HazmatError as exc:
             self.service.metrics.requests.labels("mcp", str(exc.http_status)).inc()
-            await (await _error(Request(scope), exc))(scope, receive, send)
+            await (await _error(request, exc))(scope, receive, send)
             return
-        await self.inner(scope, receive, send)
+        await self.inner(scope, _replay(body, receive), send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body already read, then what the client sends next (its
+    disconnect)."""
+    given = False
+
+    async def replayed() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _bearer(request: Request) -> str | None:
@@ -292,19 +332,22 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else None
 
 
-async def _body(request: Request, cap: int) -> bytes:
-    """The body, never more than `cap` bytes of it in memory."""
+async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -> bytes:
+    """The body, never more than `cap` bytes of it in memory, all of it within `timeout_s`."""
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > cap):
         if not length.isdigit():
             raise InputError("Content-Length is not a number")
         raise InputTooLarge(f"the request body is {length} bytes; this key's cap is {cap}")
     chunks, total = [], 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > cap:
-            raise InputTooLarge(f"the request body is over this key's cap of {cap} bytes")
-        chunks.append(chunk)
+    with anyio.move_on_after(timeout_s) as deadline:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > cap:
+                raise InputTooLarge(f"the request body is over this key's cap of {cap} bytes")
+            chunks.append(chunk)
+    if deadline.cancelled_caught:
+        raise RequestTimeout(f"the request body did not arrive within {timeout_s:g} s")
     return b"".join(chunks)
 
 
@@ -315,7 +358,7 @@ async def _error(request: Request, exc: Exception) -> Response:
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
     if isinstance(exc, AccessDenied) and exc.http_status == 401:
         headers["WWW-Authenticate"] = "Bearer"
-    if isinstance(exc, InputTooLarge):
+    if isinstance(exc, InputTooLarge | RequestTimeout):
         headers["Connection"] = "close"  # the rest of the body is never read
     body = {"error": {"type": type(exc).__name__, "message": str(exc)}}
     return JSONResponse(body, status_code=exc.http_status, headers=headers)

@@ -38,6 +38,7 @@ from hazmat.policy import TrustLevel, parse_trust
 __all__ = ["Key", "KeyStore", "Quotas", "default_keys_path"]
 
 PREFIX = "hzm_"
+_NO_KEY = "0" * 64  # compared with when no key has the presented id: the same work
 _KEY = re.compile(r"hzm_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MiB = 1024 * 1024
@@ -99,7 +100,7 @@ def default_keys_path() -> Path:
 
 
 def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode("ascii")).hexdigest()
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()  # a key is ASCII
 
 
 def _now() -> str:
@@ -161,8 +162,9 @@ class KeyStore:
         was wrong, and the digests are compared in constant time)."""
         match = _KEY.fullmatch(presented or "")
         entry = self._load().get(match.group(1)) if match else None
-        digest = _digest(presented) if match and presented else ""
-        if entry is None or not hmac.compare_digest(entry.digest, digest):
+        digest = _digest(presented or "")  # the same work for an unknown id as a wrong secret
+        same = hmac.compare_digest(entry.digest if entry else _NO_KEY, digest)
+        if entry is None or not same:
             raise AccessDenied("a valid API key is needed (Authorization: Bearer hzm_...)")
         if entry.revoked is not None:
             raise AccessDenied(f"this API key was revoked at {entry.revoked}")

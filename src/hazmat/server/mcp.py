@@ -165,14 +165,15 @@ def build_mcp(
         key = key_of(ctx)
         prepared = sandbox.request(code, language, trust=key.trust)
         settings = sandbox.policy.settings(key.trust)
-        assessment = await anyio.to_thread.run_sync(
-            functools.partial(
-                sandbox.assessor.assess,
-                prepared.code,
-                prepared.language,
-                max_bytes=settings.limits.max_code_bytes,
+        with quotas.admit(key.tenant, key.quotas):  # a scan costs like a run
+            assessment = await anyio.to_thread.run_sync(
+                functools.partial(
+                    sandbox.assessor.assess,
+                    prepared.code,
+                    prepared.language,
+                    max_bytes=settings.limits.max_code_bytes,
+                )
             )
-        )
         body = assessment.to_dict()
         body["decision"] = decide(assessment, settings.assess, None).value
         return body

@@ -54,11 +54,14 @@ _ERROR = _ref("Error")
 _ERRORS = {
     "400": _json(_ERROR, "The request is wrong (the message says how)"),
     "401": _json(_ERROR, "No API key, or one the service does not know or revoked"),
-    "403": _json(_ERROR, "The key may not ask for this, or its tenant holds its most sessions"),
+    "403": _json(_ERROR, "The key may not ask for this (trust, runtime, override)"),
     "404": _json(_ERROR, "No open session of this tenant has that id"),
     "410": _json(_ERROR, "The session has ended (closed, expired, a call timed out)"),
+    "408": _json(_ERROR, "The body did not arrive within the service's body timeout"),
     "413": _json(_ERROR, "The body, the code or a file is over its cap"),
-    "429": _json(_ERROR, "Over the tenant's quota; see the Retry-After header"),
+    "429": _json(
+        _ERROR, "Over the tenant's quota or its most sessions; see the Retry-After header"
+    ),
     "503": _json(_ERROR, "The engine, the audit log or the sandbox is unavailable"),
 }
 

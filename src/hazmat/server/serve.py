@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
+from hazmat.server.guard import ConnectionLimits, guarded_h11
 from hazmat.server.keys import KeyStore
 
 if TYPE_CHECKING:
@@ -122,9 +123,11 @@ def serve(
     grace_s: float = 30.0,
     progress: Callable[[str], None] = print,
     cluster: ClusterOptions | None = None,
+    connections: ConnectionLimits | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT; then close the sandbox (no container left). With `cluster`,
-    runs go to the cluster's workers (docs/scale.md)."""
+    runs go to the cluster's workers (docs/scale.md); `connections` bounds what clients' connections
+    may hold (guard.py)."""
     import uvicorn
 
     from hazmat.sandbox import Sandbox
@@ -141,9 +144,13 @@ def serve(
 
                 lease = longest_run_s(policy) + 60
                 dispatcher, quotas = stack.enter_context(cluster_front(cluster, lease))
-            app = create_app(sandbox, keys, max_running, dispatcher, quotas)
+            limits = connections or ConnectionLimits()
+            app = create_app(sandbox, keys, max_running, dispatcher, quotas, limits.body_timeout_s)
             config = uvicorn.Config(
                 app,
+                http=guarded_h11(limits.head_timeout_s),
+                limit_concurrency=limits.max_connections,
+                timeout_keep_alive=limits.keep_alive_s,
                 log_level="warning",
                 timeout_graceful_shutdown=math.ceil(grace_s),
                 lifespan="on",
