@@ -73,3 +73,20 @@ def test_deep_or_broken_bodies_are_a_clear_400(body: bytes) -> None:
 def test_brackets_inside_strings_do_not_count() -> None:
     code = "x = " + "[" * 5000 + '"\\\\"\\"'
     assert parse_body(json.dumps({"code": code}).encode()) == {"code": code}
+
+
+def test_utf16_or_utf32_bodies_are_refused_before_the_decoder_sees_them() -> None:
+    """The decoder would take them, but their quotes are not bytes of '"': refused outright."""
+    deep = '{"a": ' + "[" * 200 + "]" * 200 + ', "b": "\u2241"}'
+    for encoding in ("utf-16-le", "utf-16", "utf-32"):
+        with pytest.raises(InputError, match="not UTF-8 JSON"):
+            parse_body(deep.encode(encoding))
+
+
+def test_an_unterminated_string_is_read_once() -> None:
+    """A quote with nothing but escaped quotes after it: every string match ends at once (it
+    was retried from each later quote: 80 KB took 12 s)."""
+    body = b'"' + b'\\"' * 2_000_000 + b"[" * 64
+    check_depth(body)  # the brackets are inside the string that never ends
+    with pytest.raises(InputError, match="not valid JSON"):
+        parse_body(body)

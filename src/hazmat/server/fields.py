@@ -54,7 +54,9 @@ RUN_FIELDS: Mapping[str, str | None] = {
 ASSESS_FIELDS = ("code", "language", "trust", "semgrep")
 _RANK = {TrustLevel.UNTRUSTED: 0, TrustLevel.UNKNOWN: 1, TrustLevel.TRUSTED: 2}
 MAX_DEPTH = 32  # the API's deepest body is 3 levels (files_base64: {name: data})
-_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# a string, or what is left of one that never ends: every attempt matches at once (no retry
+# from each later quote, which made an unterminated string quadratic)
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.?[^"\\]*)*"?', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth is the same; the decoder checks the kinds
 
@@ -65,7 +67,7 @@ def parse_body(body: bytes) -> dict[str, Any]:
     decoder's recursion error)."""
     check_depth(body)
     try:
-        data = json.loads(body)
+        data = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError("the request body is not UTF-8") from None
     except (ValueError, RecursionError) as exc:
@@ -79,6 +81,8 @@ def check_depth(body: bytes) -> None:
     """Refuse JSON nested deeper than `MAX_DEPTH`, without decoding it, at C speed: strings are
     cut out (a bracket inside one does not count), then each pass removes the innermost pairs;
     brackets left after `MAX_DEPTH` passes are deeper than that (or do not match)."""
+    if b"\x00" in body:  # UTF-16 or UTF-32, which the decoder would take: quotes fall apart
+        raise InputError("the request body is not UTF-8 JSON (it has NUL bytes)")
     brackets = _STRINGS.sub(b"", body).translate(_ONE_KIND, _NOT_BRACKETS)
     inner = brackets
     for _ in range(MAX_DEPTH):  # one pass removes exactly one level: the innermost pairs
