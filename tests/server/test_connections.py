@@ -79,6 +79,18 @@ def test_a_body_that_trickles_in_is_a_408(guarded: LiveServer) -> None:
     assert "did not arrive within 2 s" in answer
 
 
+def test_an_answer_before_the_body_came_closes_the_connection(guarded: LiveServer) -> None:
+    """A 401 for a bad key is sent before the body is read: the client may not then keep the
+    connection by trickling the rest of the body."""
+    with connect(guarded) as sock:
+        sock.sendall(
+            b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n"
+            b"Content-Length: 100000\r\n\r\n{"
+        )
+        answer = trickle_until_closed(sock).decode()
+    assert answer.startswith("HTTP/1.1 401"), answer
+
+
 def test_past_the_connection_cap_a_new_client_gets_503(guarded: LiveServer) -> None:
     held = [connect(guarded) for _ in range(CAP - 1)]
     try:
@@ -98,7 +110,13 @@ def test_past_the_connection_cap_a_new_client_gets_503(guarded: LiveServer) -> N
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--max-connections", "0"), ("--head-timeout", "-1"), ("--body-timeout", "0")],
+    [
+        ("--max-connections", "0"),
+        ("--head-timeout", "-1"),
+        ("--body-timeout", "0"),
+        ("--head-timeout", "nan"),
+        ("--body-timeout", "inf"),
+    ],
 )
 def test_bad_connection_limits_are_refused(tmp_path: Path, flag: str, value: str) -> None:
     import subprocess

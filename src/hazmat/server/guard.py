@@ -6,12 +6,15 @@ uvicorn has the last two (`limit_concurrency`, `timeout_keep_alive`) but no dead
 request's head: a client that trickles its headers a byte at a time holds a connection for
 ever. `guarded_h11` makes uvicorn's HTTP/1.1 protocol with that deadline: a connection whose
 request head is not complete `head_timeout_s` after it opened (or after its last response) is
-closed. The body's deadline is kept by the app while it reads the body (http.py).
+closed, and so is one answered before its body had come whole (a 401, a 404), whose client
+could otherwise trickle the rest for ever. The body's deadline is kept by the app while it
+reads the body (http.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +35,9 @@ class ConnectionLimits:
 
     def __post_init__(self) -> None:
         for name in ("max_connections", "head_timeout_s", "body_timeout_s", "keep_alive_s"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be positive, got {value!r}")
 
 
 def guarded_h11(head_timeout_s: float) -> type[H11Protocol]:
@@ -55,8 +59,13 @@ def guarded_h11(head_timeout_s: float) -> type[H11Protocol]:
                 self._stop_waiting()
 
         def on_response_complete(self) -> None:
+            unread = self.conn.their_state is h11.SEND_BODY  # answered before its body came
             super().on_response_complete()
-            if not self.transport.is_closing():
+            if self.transport.is_closing():
+                return
+            if unread:  # the rest of that body would keep the connection, bytes at a time
+                self.transport.close()
+            elif self.conn.their_state is h11.IDLE:
                 self._wait_for_head()  # kept alive: its next head has a deadline too
 
         def connection_lost(self, exc: Exception | None) -> None:
