@@ -118,3 +118,13 @@ def test_public_addresses_pass_and_reachable_ranges_are_exempt() -> None:
     check_address(ipaddress.ip_address("10.9.1.1"), mirror)
     with pytest.raises(Refused):
         check_address(ipaddress.ip_address("10.8.1.1"), mirror)
+
+
+def test_a_reachable_range_never_waives_an_embedded_ipv4_address() -> None:
+    """An operator's range waives the address itself, not the IPv4 address it spells: with
+    2002::/16 reachable, 2002:7f00:1:: (6to4 of 127.0.0.1) is still refused."""
+    wide = [ipaddress.ip_network("2002::/16"), ipaddress.ip_network("::ffff:0:0/96")]
+    for spelled in ("2002:7f00:1::", "2002:a9fe:a9fe::", "::ffff:127.0.0.1"):
+        with pytest.raises(Refused):
+            check_address(ipaddress.ip_address(spelled), wide)
+    check_address(ipaddress.ip_address("2002:0b00:0001::"), wide)  # 11.0.0.1: public

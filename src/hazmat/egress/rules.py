@@ -93,10 +93,12 @@ def _embedded(address: Address) -> list[Address]:
 
 
 def check_address(address: Address, reachable: Sequence[Network] = ()) -> None:
-    """Refused unless `address` is globally routable unicast, or in a `reachable` range."""
-    if any(address in network for network in reachable):
-        return
+    """Refused unless `address` is globally routable unicast, or in a `reachable` range; an
+    IPv4 address it embeds (mapped, 6to4, Teredo) must be public whatever `reachable` says."""
+    waived = any(address in network for network in reachable)
     for candidate in (address, *_embedded(address)):
+        if candidate is address and waived:
+            continue
         if (
             not candidate.is_global
             or candidate.is_multicast

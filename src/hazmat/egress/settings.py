@@ -87,7 +87,12 @@ _NEVER: dict[str, tuple[Network, ...]] = {
         "link-local": ("169.254.0.0/16", "fe80::/10"),  # cloud metadata lives there
         "unspecified": ("0.0.0.0/8", "::/128"),
         "multicast": ("224.0.0.0/4", "ff00::/8"),
-        "IPv4-mapped": ("::ffff:0:0/96",),  # another spelling of any IPv4 address
+        # spellings of any IPv4 address (loopback and metadata among them)
+        "IPv4-mapped": ("::ffff:0:0/96",),
+        "6to4": ("2002::/16",),
+        "NAT64": ("64:ff9b::/96", "64:ff9b:1::/48"),
+        "Teredo": ("2001::/32",),
+        "cloud metadata": ("fd00:ec2::254/128", "100.100.100.200/32"),  # AWS IPv6, Alibaba
     }.items()
 }
 
@@ -95,8 +100,9 @@ _NEVER: dict[str, tuple[Network, ...]] = {
 def parse_reachable(data: object) -> tuple[Network, ...]:
     """The policy's `egress.reachable`: address ranges the operator declares reachable through
     the proxy although they are not public (an internal package mirror, `10.20.0.0/16`).
-    Loopback, link-local (cloud metadata), multicast and unspecified ranges never are: the
-    proxy runs on the host. ValueError("key: problem") when invalid."""
+    Loopback, link-local (cloud metadata), multicast and unspecified ranges never are, nor the
+    IPv6 forms that embed an IPv4 address, nor known metadata addresses: the proxy runs on the
+    host. ValueError("key: problem") when invalid."""
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
         raise ValueError(": expected a list of address ranges (10.20.0.0/16, fd00::/8)")
     ranges = []
