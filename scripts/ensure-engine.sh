@@ -226,8 +226,8 @@ install_seccomp_base() {
 # cache of the machine's own engine can satisfy a test; it prints the DOCKER_HOST to use.
 # `--remove DIR` stops it, unmounts what it left and deletes DIR.
 fresh_engine() {
-    local dir=$1 runsc
-    mkdir -p "$dir"
+    local dir=${1%/} runsc
+    mkdir -p "$dir/exec"
     if [ -x "$RUNSC_NEW" ]; then runsc=$RUNSC_NEW; else runsc=$(command -v runsc || true); fi
     if [ -n "$runsc" ]; then desired_daemon_json "$runsc" > "$dir/daemon.json"; else echo '{}' > "$dir/daemon.json"; fi
     DOCKER_HOST="unix://$dir/docker.sock"
@@ -245,8 +245,11 @@ fresh_engine() {
 }
 
 remove_engine() {
-    local dir=$1 pid waited=0
+    local dir=${1%/} pid waited=0
     [ -d "$dir" ] || return 0
+    # only a folder --fresh made: never anything else someone passed by mistake
+    [ -f "$dir/daemon.json" ] && [ -d "$dir/exec" ] \
+        || die "$dir is not an engine folder made by --fresh; not removing it"
     pid=$(cat "$dir/dockerd.pid" 2>/dev/null || true)
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid"
@@ -258,7 +261,7 @@ remove_engine() {
     findmnt -rn -o TARGET | { grep -F -- "$dir/" || true; } | sort -r | while read -r target; do
         umount -l "$target" 2>/dev/null || true
     done
-    rm -rf -- "$dir"
+    rm -rf --one-file-system -- "$dir"
     say "removed the engine in $dir"
 }
 
@@ -291,7 +294,8 @@ main() {
     local changed=0
     register_runsc && changed=1
     if engine_up; then
-        if [ "$changed" = 1 ] && pgrep -x dockerd >/dev/null 2>&1; then
+        # (not an engine of DOCKER_HOST's, such as CI's own: its settings are its own file)
+        if [ "$changed" = 1 ] && [ -z "${DOCKER_HOST:-}" ] && pgrep -x dockerd >/dev/null 2>&1; then
             say "reloading dockerd so it sees the runtime settings"
             kill -HUP "$(pgrep -x dockerd | head -n 1)"
             sleep 1
