@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -333,11 +334,20 @@ def recipe_digest(recipe: ImageRecipe) -> str:
         "variant_of": recipe.variant_of,
         "summary": recipe.summary,
         "inputs": recipe.inputs,
-        "extra": inspect.getsource(recipe.extra) if recipe.extra else "",
-        "shared": [inspect.getsource(step) for step in (*shared, _manifest_labels)],
+        "extra": _code(recipe.extra) if recipe.extra else "",
+        "shared": [_code(step) for step in (*shared, _manifest_labels)],
         "strip": _STRIP,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _code(function: Any) -> str:
+    """A step's source; its compiled code where the source is not installed (a digest that
+    then changes with the Python version, which only rebuilds)."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return marshal.dumps(function.__code__).hex()
 
 
 def _cache_key(recipe: ImageRecipe) -> str:
