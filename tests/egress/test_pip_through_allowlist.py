@@ -80,7 +80,9 @@ def test_pip_installs_a_package_through_the_allowlist(engine: Engine, runtime: s
         for host in hosts
         for info in socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
     ]
-    policy = parse_policy({"trust": {"untrusted": {"network": {"allow": sorted(hosts)}}}})
+    # pip takes its time (120 s allowed) and memory: a level whose limits allow them
+    level = {"network": {"allow": sorted(hosts)}, "timeout_s": 120, "memory_mb": 512}
+    policy = parse_policy({"trust": {"untrusted": level}})
     code = (
         "import subprocess, sys\n"
         "subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-cache-dir',\n"
