@@ -164,3 +164,17 @@ def test_a_worker_rechecks_the_limits_of_what_it_receives(
     error = json.loads(events[0][1][b"data"])
     assert error["type"] == "InputError" and "at most 15 s" in error["message"]
     assert backend.jobs == []
+
+
+def test_a_claim_that_redis_carried_out_is_still_ours_when_retried(redis_client: Any) -> None:
+    """The worker's "result" and the service's "lost" mark: a SET that Redis carried out but
+    whose answer was lost (Redis restarting, a link cut) is retried; the retry must find the
+    mark its own, or the result is never sent and the service waits (CI saw it wait)."""
+    from hazmat.cluster.keys import claim
+
+    key = "hazmat:run:r1.1:answered"
+    redis_client.set(key, "result:epoch-a:1", nx=True)  # carried out; the answer never came
+    assert claim(redis_client, key, "result:epoch-a:1")  # the retry: still ours
+    assert not claim(redis_client, key, "lost:service-b")  # anyone else: answered already
+    assert redis_client.get(key) == b"result:epoch-a:1"
+    assert claim(redis_client, "hazmat:run:r2.1:answered", "lost:service-b")  # a fresh key

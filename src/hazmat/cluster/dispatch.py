@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import secrets
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ from hazmat.cluster.keys import (
     RUN_TTL_S,
     WORKERS,
     broker,
+    claim,
     patiently,
     queue_of,
     run_key,
@@ -141,6 +143,7 @@ class Dispatcher:
         self._message = Message
         self.on_lost = on_lost
         self.attempts = attempts if on_lost == "retry" else 1
+        self.token = secrets.token_hex(8)  # this service's mark on what it answers as lost
         self.broker = broker(url)
         self.redis = self.broker.client
         self._place = self.redis.register_script(_PLACE)
@@ -291,11 +294,7 @@ class Dispatcher:
 
     def _lost(self, aid: str) -> bool:
         """Mark the attempt answered as lost, unless its worker answered it first."""
-        return bool(
-            patiently(
-                lambda: self.redis.set(run_key(aid, "answered"), "lost", nx=True, ex=RUN_TTL_S)
-            )
-        )
+        return claim(self.redis, run_key(aid, "answered"), f"lost:{self.token}")
 
 
 def _text(value: Any) -> str:

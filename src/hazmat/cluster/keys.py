@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from dramatiq.brokers.redis import RedisBroker
@@ -36,6 +36,7 @@ __all__ = [
     "RUN_TTL_S",
     "audit_key",
     "broker",
+    "claim",
     "patiently",
     "queue_of",
     "reachable",
@@ -84,6 +85,17 @@ def patiently(call: Callable[[], T], grace_s: float = REDIS_GRACE_S) -> T:
                     f"the cluster's Redis has not answered for {grace_s:g} s: {exc}"
                 ) from None
             time.sleep(0.25)  # back off: Redis is restarting or out of reach
+
+
+def claim(client: Any, key: str, token: str) -> bool:
+    """Set `key` to `token` unless it is set: whether this caller holds it. Safe to retry: a
+    SET that Redis carried out but whose answer was lost (a restart, a cut link) is found by
+    its token, not taken for someone else's (a worker then kept a run's result to itself,
+    and the service waited for it for an hour)."""
+    if patiently(lambda: client.set(key, token, nx=True, ex=RUN_TTL_S)):
+        return True
+    held = patiently(lambda: client.get(key))
+    return (held.decode() if isinstance(held, bytes) else held) == token
 
 
 def queue_of(worker: str) -> str:

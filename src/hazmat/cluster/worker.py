@@ -36,6 +36,7 @@ from hazmat.cluster.keys import (
     WORKERS,
     audit_key,
     broker,
+    claim,
     patiently,
     queue_of,
     run_key,
@@ -208,7 +209,7 @@ class ClusterWorker:
         delivery = int(patiently(lambda: self.redis.incr(deliveries)))
         patiently(lambda: self.redis.expire(deliveries, RUN_TTL_S))
         if delivery > 1:  # started before, by a worker that died, and nobody answered it
-            patiently(lambda: self.redis.set(answered, "lost", nx=True, ex=RUN_TTL_S))
+            claim(self.redis, answered, f"lost:{self.epoch}")
             self._send(events, "lost", {"delivery": delivery, "worker": self.name})
             return
         watch = Watch(lambda stream, data: self._send(events, stream, data))
@@ -223,7 +224,7 @@ class ClusterWorker:
             poller.join()
         if result.outcome is Outcome.INFRA_ERROR:
             self._announce()  # no slots while the engine does not answer: not the next beat
-        if patiently(lambda: self.redis.set(answered, "result", nx=True, ex=RUN_TTL_S)):
+        if claim(self.redis, answered, f"result:{self.epoch}:{delivery}"):
             self._send(events, "result", result_body(result, exact=True))
         else:  # the service gave it up meanwhile (this worker was out of reach): audit only
             log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
