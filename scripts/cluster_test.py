@@ -28,6 +28,7 @@ import collections
 import json
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -249,6 +250,9 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--seed", type=int, default=16)
     args = parser.parse_args()
+    # stopped (CI interrupted): leave the lab through its exit, which stops every engine,
+    # worker, Redis and the network namespace it started (each in a session of its own)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     jobs = make_jobs(args.runs, args.seed)
     root = Path(tempfile.gettempdir()) / "hazmat-cluster-test"  # kept after, to look into
     shutil.rmtree(root, ignore_errors=True)

@@ -256,8 +256,12 @@ remove_engine() {
         while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 60 ]; do sleep 1; waited=$((waited + 1)); done
         kill -0 "$pid" 2>/dev/null && { say "dockerd $pid still running after 60s: killing it"; kill -KILL "$pid"; }
     fi
-    # its containerd and shims, if any outlived it
-    pkill -KILL -f -- "$dir/exec" 2>/dev/null || true
+    # anything else that lives in the folder: its containerd and shims if they outlived it, and
+    # engines started beside it with their data in it (the cluster test's, if interrupted)
+    pkill -TERM -f -- "$dir/" 2>/dev/null || true
+    waited=0
+    while pgrep -f -- "$dir/" >/dev/null 2>&1 && [ "$waited" -lt 30 ]; do sleep 1; waited=$((waited + 1)); done
+    pkill -KILL -f -- "$dir/" 2>/dev/null || true
     findmnt -rn -o TARGET | { grep -F -- "$dir/" || true; } | sort -r | while read -r target; do
         umount -l "$target" 2>/dev/null || true
     done
