@@ -372,10 +372,14 @@ def test_closing_the_sandbox_ends_its_sessions(engine: Engine, tmp_path: Path) -
 
 
 def test_a_missing_image_fails_the_opening_clearly(engine: Engine, tmp_path: Path) -> None:
-    with _sandbox(engine, tmp_path, {}) as sandbox:
-        with pytest.raises(Exception, match="hazmat/nothing:0"):
-            sandbox.session("python", image="hazmat/nothing:0")
+    policy = parse_policy({"images": {"python": "hazmat-test/never-built:1"}})
+    with Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path)) as sandbox:
+        with pytest.raises(ImageNotFound) as missing:
+            sandbox.session("python", runtime="runc")
         assert sandbox.sessions.all() == []
+    assert str(missing.value).startswith(
+        "image hazmat-test/never-built:1 is not on the Docker engine; hazmat never pulls"
+    )
 
 
 def test_a_killed_session_container_is_reported_not_hung(sb: Sandbox, engine: Engine) -> None:
