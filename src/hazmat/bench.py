@@ -74,8 +74,10 @@ def _time(
 def _docker_run(language: str, runtime: str) -> Callable[[], None]:
     """`docker run` with the same hardening flags; the program goes in on stdin."""
     lang = get_language(language)
-    build = f"{lang.build} && " if lang.build else ""
-    script = f"cat > {lang.source_name} && {build}{lang.run}"
+    build = f"({lang.build}) && " if lang.build else ""  # a subshell: a build may `exec`
+    prepare = f"(cd /tmp && {lang.prepare}); " if lang.prepare else ""  # as the pool does
+    out_dir = "mkdir -p /tmp/.hazmat-build && "
+    script = f"cat > {lang.source_name} && {prepare}{out_dir}{build}{lang.run}"
     env = [f"--env={k}={v}" for k, v in lang.env.items()]
     tmp = "exec" if lang.exec_tmp else "noexec"
     cmd = [
