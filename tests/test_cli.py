@@ -244,8 +244,9 @@ def test_assess_prints_a_table_with_level_lines_and_rules(tmp_path: Path) -> Non
 
 
 def test_assess_json_has_the_documented_keys() -> None:
-    result = hazmat("assess", "-c", "require('child_' + 'process')", "--lang", "javascript",
-                    "--json")
+    result = hazmat(
+        "assess", "-c", "require('child_' + 'process')", "--lang", "javascript", "--json"
+    )
     assert result.returncode == 126, result.stderr  # the policy would block it
     data = json.loads(result.stdout)
     assert {"level", "score", "complete", "findings", "duration_ms"} <= set(data)

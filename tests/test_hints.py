@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hazmat.backends.recipes import RECIPES
-from hazmat.hints import missing_package_note
+from hazmat.run.missing_package import missing_package_note
 
 PYTHON, DATA = RECIPES["python"].ref, RECIPES["python-data"].ref
 NODE, GO_IMAGE = RECIPES["node"].ref, RECIPES["go"].ref

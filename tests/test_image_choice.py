@@ -6,9 +6,9 @@ import pytest
 
 from hazmat import InputError, Policy, Sandbox
 from hazmat.backends.recipes import RECIPES
-from hazmat.image_choice import allowed_images, resolve_image
 from hazmat.languages import get_language
 from hazmat.policy import TrustLevel, parse_policy
+from hazmat.run.image_choice import allowed_images, resolve_image
 from test_sandbox import RecordingBackend
 
 PY = get_language("python")
@@ -32,9 +32,7 @@ def test_the_default_image_comes_from_the_level_then_the_policy_then_the_languag
 
 
 def test_a_caller_chooses_only_among_the_images_the_level_allows() -> None:
-    assert resolve_image(POLICY, TrustLevel.UNTRUSTED, PY, "python-data") == (
-        DATA
-    )
+    assert resolve_image(POLICY, TrustLevel.UNTRUSTED, PY, "python-data") == (DATA)
     assert resolve_image(POLICY, TrustLevel.TRUSTED, PY, "team-ml") == TEAM_ML
     with pytest.raises(InputError, match="'team-ml' is not allowed for python at trust level"):
         resolve_image(POLICY, TrustLevel.UNTRUSTED, PY, "team-ml")

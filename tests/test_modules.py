@@ -6,7 +6,7 @@ import pytest
 
 from hazmat import InputError, Policy, Sandbox
 from hazmat.languages import get_language
-from hazmat.modules import check_module, module_for
+from hazmat.run.module_kind import check_module, module_for
 from test_sandbox import RecordingBackend
 
 JS, TS = get_language("javascript"), get_language("typescript")

@@ -22,7 +22,7 @@ from hazmat import (
 )
 from hazmat.backends.base import Backend, Job, RunReport
 from hazmat.policy import HostResources
-from hazmat.sandbox import derive_outcome
+from hazmat.run.results import derive_outcome
 
 
 class RecordingBackend(Backend):
@@ -120,12 +120,24 @@ def test_caller_overrides_and_host_clamping_are_reported() -> None:
 @pytest.mark.parametrize(
     ("trust", "options", "says"),
     [
-        ("untrusted", {"timeout": 15.5}, "timeout 15.5 s is over the limit of trust level "
-         "'untrusted': at most 15 s (policy key trust.untrusted.timeout_s)"),
-        ("untrusted", {"memory_mb": 257}, "memory_mb 257 MB is over the limit of trust level "
-         "'untrusted': at most 256 MB (policy key trust.untrusted.memory_mb)"),
-        ("trusted", {"timeout": 60}, "timeout 60 s is over the limit of trust level 'trusted': "
-         "at most 30 s (policy key trust.trusted.timeout_s)"),
+        (
+            "untrusted",
+            {"timeout": 15.5},
+            "timeout 15.5 s is over the limit of trust level "
+            "'untrusted': at most 15 s (policy key trust.untrusted.timeout_s)",
+        ),
+        (
+            "untrusted",
+            {"memory_mb": 257},
+            "memory_mb 257 MB is over the limit of trust level "
+            "'untrusted': at most 256 MB (policy key trust.untrusted.memory_mb)",
+        ),
+        (
+            "trusted",
+            {"timeout": 60},
+            "timeout 60 s is over the limit of trust level 'trusted': "
+            "at most 30 s (policy key trust.trusted.timeout_s)",
+        ),
     ],
 )
 def test_a_caller_cannot_raise_its_levels_limits(

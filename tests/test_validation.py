@@ -4,7 +4,8 @@ import pytest
 
 from hazmat import InputError, UnknownLanguage, UnsafeFileName, get_language
 from hazmat.languages import language_for_path
-from hazmat.validation import check_code, check_file_name
+from hazmat.models import check_code
+from hazmat.run.validation import check_file_name
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from hazmat._exceptions import InputError
 from hazmat.policy import Limits, Runtime, TrustLevel
 
 __all__ = [
+    "check_code",
     "Assessment",
     "ExecutionRequest",
     "ExecutionResult",
@@ -246,3 +248,19 @@ class ExecutionResult:
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
             "connections": [dict(c) for c in self.connections],
         }
+
+
+def check_code(code: str | bytes) -> str:
+    """The code as text: UTF-8, not empty, no NUL bytes."""
+    if isinstance(code, bytes | bytearray):
+        try:
+            code = bytes(code).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    if not isinstance(code, str):
+        raise InputError(f"code must be str or bytes, not {type(code).__name__}")
+    if not code.strip():
+        raise InputError("code is empty")
+    if "\x00" in code:
+        raise InputError(f"code contains a NUL byte (at character {code.index(chr(0))})")
+    return code

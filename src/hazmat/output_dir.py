@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hazmat._exceptions import InputError
-from hazmat.validation import check_path
+from hazmat.run.validation import check_path
 
 __all__ = ["prepare", "save"]
 

@@ -231,7 +231,7 @@ class TrustSettings:
     # language -> the image its runs get at this level (over the policy's top-level `images`)
     images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # images a caller may choose per run at this level, beyond the default and hazmat's own
-    # variants of the language's image (python-data for python): see image_choice.py
+    # variants of the language's image (python-data for python): see run/image_choice.py
     allow_images: tuple[str, ...] = ()
     network: NetworkSettings = field(default_factory=NetworkSettings)  # egress/settings.py
 

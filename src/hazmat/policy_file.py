@@ -126,9 +126,7 @@ def _check_numbers(
         if wrong_type or (isinstance(defaults[key], int) and not isinstance(value, int)):
             raise PolicyError(f"{source}: {section}.{key}: expected a number, got {value!r}")
         if not low <= value <= high:
-            raise PolicyError(
-                f"{source}: {section}.{key}: {value!r} is outside {low:g}..{high:g}"
-            )
+            raise PolicyError(f"{source}: {section}.{key}: {value!r} is outside {low:g}..{high:g}")
 
 
 def _parse_audit(data: object, source: str) -> AuditSettings:

@@ -32,11 +32,7 @@ from hazmat.backends.base import Backend, Job, Spec
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.egress.settings import narrowed
-from hazmat.image_choice import default_image, resolve_image
-from hazmat.intake import build_request, check_request, parse_runtime
-from hazmat.jobs import clamp_notes, job_for
 from hazmat.languages import get_language
-from hazmat.late_semgrep import LateSemgrep
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.policy import (
@@ -48,8 +44,12 @@ from hazmat.policy import (
     load_policy,
     parse_trust,
 )
-from hazmat.results import Plan, blocked_result, derive_outcome, infra_result, report_result
-from hazmat.session_book import SessionBook
+from hazmat.run.image_choice import default_image, resolve_image
+from hazmat.run.intake import build_request, check_request, parse_runtime
+from hazmat.run.job import clamp_notes, job_for
+from hazmat.run.late_semgrep import LateSemgrep
+from hazmat.run.results import Plan, blocked_result, infra_result, report_result
+from hazmat.run.session_book import SessionBook
 from hazmat.sessions import open_session
 from hazmat.watch import OnOutput, Watch, as_watch
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from hazmat.assess.assessor import Assessor
     from hazmat.sessions import Session
 
-__all__ = ["RunOptions", "Sandbox", "derive_outcome"]
+__all__ = ["RunOptions", "Sandbox"]
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 from hazmat._exceptions import InputError, SessionClosed
 from hazmat.backends.agent import Payload
 from hazmat.backends.base import Job, Spec
-from hazmat.image_choice import resolve_image
-from hazmat.intake import build_request, parse_runtime
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Runtime, SessionSettings, TrustLevel, parse_trust
+from hazmat.run.image_choice import resolve_image
+from hazmat.run.intake import build_request, parse_runtime
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:

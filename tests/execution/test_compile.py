@@ -14,7 +14,7 @@ pytestmark = pytest.mark.docker
 # net/http links a large binary: its build takes far longer than a tenth of a second
 HEAVY_GO = (
     'package main\n\nimport (\n\t"fmt"\n\t"net/http"\n)\n\n'
-    'func main() {\n\tfmt.Println(http.StatusTeapot)\n}\n'
+    "func main() {\n\tfmt.Println(http.StatusTeapot)\n}\n"
 )
 
 
@@ -48,7 +48,7 @@ def test_a_go_run_links_its_build_cache_to_the_images_compiled_std(sandbox: Sand
         "\tfor _, l := range links {\n"
         "\t\tif fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {\n"
         "\t\t\tn++\n\t\t}\n\t}\n"
-        '\tfmt.Println(n > 1000)\n}\n'
+        "\tfmt.Println(n > 1000)\n}\n"
     )
     result = sandbox.run(probe, "go", runtime="runc")
     assert (result.outcome, result.stdout) == (Outcome.OK, "true\n"), result.stderr

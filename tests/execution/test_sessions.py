@@ -167,9 +167,7 @@ def test_output_between_calls_goes_to_the_next_call(sb: Sandbox) -> None:
         assert first.stdout.endswith("done\n") and second.stdout.endswith("next\n")
 
 
-def test_a_timeout_ends_the_session_and_removes_its_container(
-    sb: Sandbox, engine: Engine
-) -> None:
+def test_a_timeout_ends_the_session_and_removes_its_container(sb: Sandbox, engine: Engine) -> None:
     session = sb.session("python")
     cid = session._backend.container_id
     assert cid in session_containers(engine)
@@ -230,9 +228,9 @@ def test_other_languages_keep_their_files(
         assert session.run(write).outcome is Outcome.OK
         result = session.run(read)
         assert result.outcome is Outcome.OK, result.stderr
-        assert result.stdout.strip() == {"javascript": "js", "typescript": "ts", "go": "go"}[
-            language
-        ]
+        assert (
+            result.stdout.strip() == {"javascript": "js", "typescript": "ts", "go": "go"}[language]
+        )
 
 
 def test_an_esm_call_after_a_commonjs_one_runs_the_new_source(sb: Sandbox) -> None:
@@ -392,7 +390,6 @@ def test_a_killed_session_container_is_reported_not_hung(sb: Sandbox, engine: En
     )
     with pytest.raises(SessionClosed):
         session.run("print(1)")
-
 
 
 def test_arun_keeps_state_too(sb: Sandbox) -> None:

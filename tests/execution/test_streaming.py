@@ -64,9 +64,7 @@ def test_the_chunks_are_the_result_s_output(sandbox: Sandbox) -> None:
     assert len(seen.chunks) >= 2
 
 
-def test_output_comes_while_the_program_runs_and_cancel_stops_it(
-    sb: Sandbox, runtime: str
-) -> None:
+def test_output_comes_while_the_program_runs_and_cancel_stops_it(sb: Sandbox, runtime: str) -> None:
     watch = first_chunk_cancels()
     result = sb.run(SPIN_AFTER_FIRST, on_output=watch, runtime=runtime, timeout=60)
     assert result.outcome is Outcome.CANCELLED, (result.outcome, result.error)

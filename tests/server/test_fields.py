@@ -17,8 +17,9 @@ from hazmat.server.fields import MAX_DEPTH, check_depth, parse_body
 LEAVES = st.none() | st.integers() | st.text(alphabet='[]{}"\\ab\n', max_size=6)
 VALUES = st.recursive(
     LEAVES,
-    lambda inner: st.lists(inner, max_size=2)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2)
+    ),
     max_leaves=60,
 )
 

@@ -27,8 +27,7 @@ from hazmat.assess.semgrep import Semgrep
 from hazmat.assess.verdict import verdict
 from hazmat.assess.worker import MAX_FRAME, analyzers_for
 from hazmat.languages import get_language
-from hazmat.models import Assessment, Finding, Severity
-from hazmat.validation import check_code
+from hazmat.models import Assessment, Finding, Severity, check_code
 
 __all__ = ["DEFAULT_MAX_BYTES", "Assessor"]
 

@@ -47,6 +47,8 @@ _ALLOWS_ALL = frozenset({"SCMP_ACT_ALLOW", "SCMP_ACT_LOG", "SCMP_ACT_TRACE"})
 
 class UnsafeProfile(ValueError):
     """A base profile that would leave the sandbox unconfined."""
+
+
 BASE_PATHS = (
     Path("/var/lib/hazmat/seccomp/docker-default.json"),
     Path("/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json"),

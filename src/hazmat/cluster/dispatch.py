@@ -163,9 +163,7 @@ class Dispatcher:
         name, epoch = (_text(part) for part in placed)
         return Placement(name, epoch)
 
-    def _again(
-        self, language: str, runtime: str, tried: tuple[tuple[str, str], ...]
-    ) -> Placement:
+    def _again(self, language: str, runtime: str, tried: tuple[tuple[str, str], ...]) -> Placement:
         """The first placement, or a retry's: a worker not tried yet if one is free, else a
         new process of a tried worker's name (a killed worker that came back), waiting up to
         `RETRY_WAIT_S` for a slot rather than answering 429 for a run already accepted."""

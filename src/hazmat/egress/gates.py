@@ -13,9 +13,7 @@ from hazmat.egress.rules import Network
 
 
 class Gates:
-    def __init__(
-        self, proxy: EgressProxy | None = None, reachable: Sequence[Network] = ()
-    ) -> None:
+    def __init__(self, proxy: EgressProxy | None = None, reachable: Sequence[Network] = ()) -> None:
         self._proxy = proxy
         self._reachable = tuple(reachable)  # the policy's egress.reachable
         self._lock = threading.Lock()

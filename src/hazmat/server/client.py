@@ -96,9 +96,7 @@ class Service:
             raise InputError(f"HAZMAT_URL {self.url!r}: expected http://HOST:PORT or unix:/path")
         return _TCPConnection(parts.netloc, timeout=TIMEOUT_S)
 
-    def post(
-        self, path: str, body: dict[str, Any], live: Live | None = None
-    ) -> dict[str, Any]:
+    def post(self, path: str, body: dict[str, Any], live: Live | None = None) -> dict[str, Any]:
         """POST `body` as JSON; the JSON answer. With `live`, ask for events and hand it each
         output chunk; the answer is then the `result` event's data."""
         data = json.dumps(body).encode()

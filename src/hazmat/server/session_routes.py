@@ -21,11 +21,11 @@ from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionNotFound
 from hazmat.models import ExecutionRequest
+from hazmat.run.session_book import SLOT_RETRY_S
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import RUN_FIELDS, check_fields, parse_body, run_arguments
 from hazmat.server.keys import Key
 from hazmat.server.quotas import QuotaBook
-from hazmat.session_book import SLOT_RETRY_S
 from hazmat.sessions import CALL_OPTIONS, Session
 
 __all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]

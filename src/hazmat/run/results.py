@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
-from hazmat.hints import missing_package_note
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Limits, Runtime
+from hazmat.run.missing_package import missing_package_note
 
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 

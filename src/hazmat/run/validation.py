@@ -20,7 +20,6 @@ from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName
 __all__ = [
     "OPTION_TYPES",
     "check_args",
-    "check_code",
     "check_env",
     "check_file_name",
     "check_options",
@@ -96,22 +95,6 @@ def check_options(options: Mapping[str, Any]) -> None:
     memory = options.get("memory_mb")
     if memory is not None and memory <= 0:
         raise InputError(f"option 'memory_mb' must be a positive whole number, not {memory!r}")
-
-
-def check_code(code: str | bytes) -> str:
-    """The code as text: UTF-8, not empty, no NUL bytes."""
-    if isinstance(code, bytes | bytearray):
-        try:
-            code = bytes(code).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
-    if not isinstance(code, str):
-        raise InputError(f"code must be str or bytes, not {type(code).__name__}")
-    if not code.strip():
-        raise InputError("code is empty")
-    if "\x00" in code:
-        raise InputError(f"code contains a NUL byte (at character {code.index(chr(0))})")
-    return code
 
 
 def check_file_name(name: str) -> str:
@@ -217,9 +200,7 @@ def check_env_args_size(env: Mapping[str, str], args: Sequence[str]) -> None:
     size = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
     size += sum(len(a.encode()) + 1 for a in args)
     if size > MAX_ENV_ARGS_BYTES:
-        raise InputTooLarge(
-            f"env and args come to {size} bytes; the limit is {MAX_ENV_ARGS_BYTES}"
-        )
+        raise InputTooLarge(f"env and args come to {size} bytes; the limit is {MAX_ENV_ARGS_BYTES}")
 
 
 def to_bytes(data: str | bytes | bytearray, what: str) -> bytes:

@@ -15,14 +15,13 @@ from typing import Any
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError
 from hazmat.assess.decision import check_override_reason
 from hazmat.egress.settings import narrowed
-from hazmat.image_choice import resolve_image
 from hazmat.languages import get_language
-from hazmat.models import ExecutionRequest
-from hazmat.modules import check_module
+from hazmat.models import ExecutionRequest, check_code
 from hazmat.policy import Limits, Policy, Runtime, TrustLevel, parse_trust
-from hazmat.validation import (
+from hazmat.run.image_choice import resolve_image
+from hazmat.run.module_kind import check_module
+from hazmat.run.validation import (
     check_args,
-    check_code,
     check_env,
     check_env_args_size,
     check_options,
@@ -149,9 +148,7 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
     return asked
 
 
-def _check_sizes(
-    request: ExecutionRequest, source_names: tuple[str, ...], limits: Limits
-) -> None:
+def _check_sizes(request: ExecutionRequest, source_names: tuple[str, ...], limits: Limits) -> None:
     code_size = len(request.code.encode())
     if code_size > limits.max_code_bytes:
         raise InputTooLarge(

@@ -8,9 +8,9 @@ from hazmat.backends.agent import RELAY_PORT, Payload
 from hazmat.backends.base import Job
 from hazmat.egress.proxy import Gate, proxy_env
 from hazmat.languages import get_language
-from hazmat.modules import module_for
 from hazmat.policy import Limits
-from hazmat.results import Plan
+from hazmat.run.module_kind import module_for
+from hazmat.run.results import Plan
 from hazmat.watch import Watch
 
 __all__ = ["clamp_notes", "job_for"]

@@ -42,9 +42,7 @@ def allowed_images(policy: Policy, level: TrustLevel, lang: Language) -> list[st
     return list(dict.fromkeys(refs))
 
 
-def resolve_image(
-    policy: Policy, level: TrustLevel, lang: Language, requested: str | None
-) -> str:
+def resolve_image(policy: Policy, level: TrustLevel, lang: Language, requested: str | None) -> str:
     """The image for a run; `requested` (the caller's choice) must be one the level allows."""
     if requested is None:
         return default_image(policy, level, lang)

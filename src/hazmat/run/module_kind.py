@@ -47,7 +47,7 @@ def check_module(lang: Language, module: str | None) -> None:
 
 
 def module_for(lang: Language, code: str, module: str | None) -> str | None:
-    """"esm" or "commonjs" when the source file needs a name of its own, else None."""
+    """ "esm" or "commonjs" when the source file needs a name of its own, else None."""
     if not lang.module_sources:
         return None
     if module in ("esm", "commonjs"):

@@ -1,0 +1,14 @@
+"""The pipeline's stages, in the order `Sandbox.execute_in` takes them (sandbox.py):
+
+- intake.py: a caller's options -> a checked `ExecutionRequest` and its limits (validation.py
+  holds the checks on names, paths, env and args)
+- image_choice.py: the image a run gets at its trust level
+- module_kind.py: ES module or CommonJS, for JavaScript and TypeScript
+- job.py: the backend's `Job` for a plan
+- results.py: the backend's report -> an `ExecutionResult` (outcome, notes)
+- missing_package.py: the note that says how to get a missing package
+- late_semgrep.py: Semgrep after the run, when the policy asks for it
+- session_book.py: a sandbox's book of open sessions
+
+Nothing here is public; front-ends use `Sandbox` and `Session`.
+"""
