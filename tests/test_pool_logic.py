@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from hazmat import ClosedError, InfraError, Policy, SettingsMismatch
-from hazmat.backends.agent import Payload
-from hazmat.backends.base import Job, RunReport, Spec
+from hazmat.backends.base import Job, Program, RunReport, Spec
 from hazmat.backends.pool import START_ATTEMPTS, PoolBackend
 from hazmat.languages import get_language
 from hazmat.policy import HostResources, PoolSettings, Runtime, TrustLevel
@@ -89,8 +88,8 @@ def job(language: str = "python", memory_mb: int | None = None) -> Job:
     limits = Policy().settings(TrustLevel.UNTRUSTED).limits
     if memory_mb is not None:
         limits = limits.replace(memory_mb=memory_mb)
-    payload = Payload(files={"main.py": b"print(1)"}, want=(), stdin=b"", max_file_bytes=10)
-    return Job(get_language(language), "img", limits, Runtime.RUNC, TrustLevel.UNTRUSTED, payload)
+    program = Program(files={"main.py": b"print(1)"}, want=(), stdin=b"", max_file_bytes=10)
+    return Job(get_language(language), "img", limits, Runtime.RUNC, TrustLevel.UNTRUSTED, program)
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ import struct
 import pytest
 
 from hazmat.backends.agent import end_marker, file_marker, parse_end, parse_files
-from hazmat.backends.stream import Capture, _Demux
+from hazmat.backends.stream import Capture, Exchange, _Demux
 
 NONCE = "0" * 32
 WANT = ["out.txt", "data/r.csv", "ü.bin"]
@@ -112,9 +112,10 @@ def test_the_stream_demultiplexer_takes_any_frames(seed: int) -> None:
     pieces = [file_marker(NONCE), end_marker(NONCE), b"0\n", b"\xc2\xb2\n", *ALPHABET]
     for _ in range(200):
         capture = Capture()
-        demux = _Demux(
-            capture, cap=256, marker=file_marker(NONCE), files_cap=512, end=end_marker(NONCE)
+        exchange = Exchange(
+            b"", 10, 256, end=end_marker(NONCE), marker=file_marker(NONCE), files_cap=512
         )
+        demux = _Demux(capture, exchange)
         stream = b"".join(
             struct.pack(">BxxxL", rng.choice([0, 1, 2, 3, 255]), len(body)) + body
             for body in (

@@ -13,14 +13,15 @@ from collections.abc import Callable
 import pytest
 
 from hazmat.backends.agent import (
-    Payload,
     built_marker,
     end_marker,
     file_marker,
     files_cap,
+    job_header,
     parse_files,
 )
-from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
+from hazmat.backends.base import Program
+from hazmat.backends.stream import Capture, Exchange, NotReady, pump, wait_ready
 from hazmat.policy import PRESETS
 
 
@@ -52,7 +53,7 @@ def test_stdout_and_stderr_are_separated_and_stdin_arrives_whole() -> None:
     sock, thread = far_end(container)
     payload = b"x" * 3_000_000  # larger than any socket buffer
     with sock:
-        capture = pump(sock, payload, timeout_s=10, output_cap=1000, stop=lambda: None)
+        capture = pump(sock, Exchange(payload, timeout_s=10, output_cap=1000), lambda: None)
     thread.join()
     assert received == [payload]
     assert (bytes(capture.stdout), bytes(capture.stderr)) == (b"output", b"err")
@@ -67,7 +68,7 @@ def test_large_output_while_stdin_is_unread_does_not_deadlock() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"z" * 4_000_000, timeout_s=10, output_cap=8_000_000, stop=lambda: None
+            sock, Exchange(b"z" * 4_000_000, timeout_s=10, output_cap=8_000_000), lambda: None
         )
     thread.join()
     assert len(capture.stdout) == 4_000_000
@@ -83,7 +84,7 @@ def test_output_cap_stops_the_run_and_keeps_exactly_the_cap() -> None:
 
     sock, thread = far_end(container)
     with sock:
-        capture = pump(sock, b"", timeout_s=10, output_cap=2500, stop=stopped.set)
+        capture = pump(sock, Exchange(b"", timeout_s=10, output_cap=2500), stopped.set)
     thread.join()
     assert stopped.is_set()
     assert capture.output_exceeded
@@ -100,7 +101,7 @@ def test_timeout_calls_stop_and_reports_the_limit() -> None:
     sock, thread = far_end(container)
     started = time.monotonic()
     with sock:
-        capture = pump(sock, b"", timeout_s=0.5, output_cap=100, stop=stopped.set)
+        capture = pump(sock, Exchange(b"", timeout_s=0.5, output_cap=100), stopped.set)
     thread.join()
     assert capture.timed_out and stopped.is_set()
     assert 0.5 <= time.monotonic() - started < 3
@@ -121,7 +122,9 @@ def test_file_marker_split_across_frames_is_found() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"", timeout_s=5, output_cap=14, stop=lambda: None, marker=marker, files_cap=1000
+            sock,
+            Exchange(b"", timeout_s=5, output_cap=14, marker=marker, files_cap=1000),
+            lambda: None,
         )
     thread.join()
     assert bytes(capture.stdout) == b"program output"
@@ -155,22 +158,22 @@ def test_parse_files_reports_missing_large_and_malformed() -> None:
     assert forged == {} and "malformed" in notes[0]
 
 
-def test_payload_header_frames_every_file() -> None:
-    payload = Payload(
+def test_the_job_header_frames_every_file() -> None:
+    payload = Program(
         files={"main.py": b"print(1)\n", "d.bin": b"\x00\xff"},
         want=["o"],
         stdin=b"in",
         max_file_bytes=10,
         nonce="n",
     )
-    assert payload.header() == (
+    assert job_header(payload) == (
         b"hazmat 5 1 10 n 10\no\n"  # the agent's: the nonce, the files' cap, the names
         b"0 0\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"  # read as the program's uid
     )
 
 
-def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
-    payload = Payload(
+def test_the_job_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
+    payload = Program(
         files={"main.py": b"x"},
         want=[],
         stdin=b"",
@@ -179,7 +182,7 @@ def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
         env={"GREETING": "it's $HOME\n`x`"},
         args=("a b", "-c", "'"),
     )
-    head = payload.header()
+    head = job_header(payload)
     first, _, rest = head.partition(b"\n")
     assert first.split()[-2:] == [b"n", b"10"]  # no wanted names: the sizes come next
     sizes, _, rest = rest.partition(b"\n")
@@ -194,7 +197,7 @@ def test_payload_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
         env={"HOME": "/nowhere"},
     ).stdout
     assert out == b"it's $HOME\n`x`|a b|-c|'|"
-    assert len(Payload(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
+    assert len(Program(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
 
 
 def test_reading_ends_at_the_end_marker_on_both_streams_and_drops_what_follows() -> None:
@@ -212,7 +215,7 @@ def test_reading_ends_at_the_end_marker_on_both_streams_and_drops_what_follows()
 
     sock, thread = far_end(container)
     with sock:
-        capture = pump(sock, b"", timeout_s=5, output_cap=11, stop=lambda: None, end=end)
+        capture = pump(sock, Exchange(b"", timeout_s=5, output_cap=11, end=end), lambda: None)
     released.set()
     thread.join()
     assert capture.end_status == 0 and not capture.timed_out
@@ -233,13 +236,15 @@ def test_end_status_comes_after_the_files_section() -> None:
     with sock:
         capture = pump(
             sock,
-            b"",
-            timeout_s=5,
-            output_cap=100,
-            stop=lambda: None,
-            marker=file_marker(nonce),
-            files_cap=100,
-            end=end_marker(nonce),
+            Exchange(
+                b"",
+                timeout_s=5,
+                output_cap=100,
+                marker=file_marker(nonce),
+                files_cap=100,
+                end=end_marker(nonce),
+            ),
+            lambda: None,
         )
     released.set()
     thread.join()
@@ -292,13 +297,15 @@ def _pump_built(
     with sock:
         capture = pump(
             sock,
-            b"",
-            timeout_s=timeout_s,
-            output_cap=100,
-            stop=lambda: stops.append("stop"),
-            end=end_marker(nonce),
-            built=built_marker(nonce),
-            compile_s=compile_s,
+            Exchange(
+                b"",
+                timeout_s=timeout_s,
+                output_cap=100,
+                end=end_marker(nonce),
+                built=built_marker(nonce),
+                compile_s=compile_s,
+            ),
+            lambda: stops.append("stop"),
         )
     released.set()
     thread.join()
@@ -328,6 +335,6 @@ def test_a_build_without_its_marker_in_time_is_a_compile_timeout() -> None:
 def test_the_programs_time_limit_starts_after_the_build() -> None:
     nonce = "ad" * 16
     sends = [frame(1, built_marker(nonce) + b"0\nrunning")]
-    capture, stops = _pump_built(sends, timeout_s=0.2, compile_s=60, nonce=nonce)
+    capture, _stops = _pump_built(sends, timeout_s=0.2, compile_s=60, nonce=nonce)
     assert capture.timed_out and not capture.compile_timed_out
     assert (capture.build_status, bytes(capture.stdout)) == (0, b"running")

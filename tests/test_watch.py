@@ -9,12 +9,13 @@ import socket
 import struct
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from hazmat import InputError, Watch
 from hazmat.backends.agent import built_marker, end_marker, file_marker
-from hazmat.backends.stream import Capture, pump
+from hazmat.backends.stream import Capture, Exchange, pump
 from hazmat.watch import as_watch
 
 
@@ -60,8 +61,8 @@ def run_pump(frames: list[bytes], seen: Seen | Watch, **options: object) -> Capt
     watch = seen if isinstance(seen, Watch) else Watch(seen)
     sock, thread = far_end(container)
     with sock:
-        args = {"timeout_s": 5, "output_cap": 1 << 20, "stop": released.set, "end": END}
-        capture = pump(sock, b"", watch=watch, **{**args, **options})  # type: ignore[arg-type]
+        args: dict[str, Any] = {"timeout_s": 5, "output_cap": 1 << 20, "end": END}
+        capture = pump(sock, Exchange(b"", **{**args, **options}), released.set, watch)
     released.set()
     thread.join()
     return capture
@@ -123,7 +124,7 @@ def test_output_reaches_the_watch_before_the_program_ends() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"", timeout_s=10, output_cap=100, stop=lambda: None, end=END, watch=Watch(seen)
+            sock, Exchange(b"", timeout_s=10, output_cap=100, end=END), lambda: None, Watch(seen)
         )
     thread.join()
     assert in_time == [True]
@@ -144,7 +145,7 @@ def test_a_tail_that_could_start_a_marker_waits_for_the_next_bytes() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"", timeout_s=10, output_cap=100, stop=lambda: None, end=END, watch=Watch(seen)
+            sock, Exchange(b"", timeout_s=10, output_cap=100, end=END), lambda: None, Watch(seen)
         )
     thread.join()
     assert held == [[("stdout", b"a")]]
@@ -187,7 +188,7 @@ def test_a_slow_on_output_does_not_hold_up_the_time_limit() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"", timeout_s=0.5, output_cap=100, stop=stopped.set, end=END, watch=Watch(stuck)
+            sock, Exchange(b"", timeout_s=0.5, output_cap=100, end=END), stopped.set, Watch(stuck)
         )
     thread.join()
     assert capture.timed_out and released == [True]
@@ -213,7 +214,7 @@ def test_cancel_from_another_thread_stops_a_silent_run() -> None:
     sock, thread = far_end(container)
     with sock:
         capture = pump(
-            sock, b"", timeout_s=60, output_cap=100, stop=stopped.set, end=END, watch=watch
+            sock, Exchange(b"", timeout_s=60, output_cap=100, end=END), stopped.set, watch
         )
     thread.join()
     assert capture.cancelled and stopped.is_set() and not capture.timed_out

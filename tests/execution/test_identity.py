@@ -11,12 +11,12 @@ import socket
 import textwrap
 
 import pytest
-from test_abuse import lines, run
+from probes import lines, run
 
 from hazmat import PRESETS, Outcome, Sandbox
 from hazmat._exceptions import InfraError
-from hazmat.backends.agent import Payload
-from hazmat.backends.base import Job, Spec
+from hazmat.backends.agent import job_header
+from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.uids import Uids
@@ -60,8 +60,8 @@ PEEK = """
 
 def _job(runtime: str, code: str, nonce: str) -> Job:
     python = get_language("python")
-    payload = Payload({"main.py": textwrap.dedent(code).encode()}, [], b"", 1 << 20, nonce)
-    return Job(python, python.image, STRICT, Runtime(runtime), TrustLevel.UNTRUSTED, payload)
+    program = Program({"main.py": textwrap.dedent(code).encode()}, [], b"", 1 << 20, nonce)
+    return Job(python, python.image, STRICT, Runtime(runtime), TrustLevel.UNTRUSTED, program)
 
 
 def test_the_program_cannot_reach_the_agent_or_its_nonce(engine: Engine, runtime: str) -> None:
@@ -173,7 +173,7 @@ def test_per_user_budgets_are_not_shared(engine: Engine, sandbox: Sandbox, runti
     try:
         started.sock.settimeout(120)
         job = _job(runtime, HOLD, "ab" * 16)
-        started.sock.sendall(job.payload.header())
+        started.sock.sendall(job_header(job.program))
         held = _read_until(started.sock, rb"held (\d+) (\d+)\n")
         assert int(held.group(1)) > 0
         result = run(sandbox, runtime, TRY)

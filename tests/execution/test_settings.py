@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from hazmat.backends.agent import Payload
-from hazmat.backends.base import Job
+from hazmat.backends.base import Job, Program
 from hazmat.backends.docker import container_config
 from hazmat.backends.engine import Engine
 from hazmat.backends.seccomp import load_profile
@@ -29,7 +28,7 @@ def test_created_container_has_every_hardening_setting(
         limits,
         Runtime(runtime),
         TrustLevel.UNTRUSTED,
-        Payload({}, [], b"", 1),
+        Program({}, [], b"", 1),
     )
     profile = load_profile()
     assert profile.text, "the seccomp base profile is missing (scripts/ensure-engine.sh)"

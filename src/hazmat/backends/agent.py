@@ -73,57 +73,65 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 __all__ = [
     "AGENT_SCRIPT",
-    "RELAY_PORT",
     "COLLECT_SCRIPT",
+    "PROLOGUE",
+    "RELAY_PORT",
     "STAGE_SCRIPT",
-    "Payload",
     "built_marker",
     "end_marker",
     "file_marker",
     "files_cap",
+    "job_header",
     "parse_end",
 ]
 
 if TYPE_CHECKING:
+    from hazmat.backends.base import Program
     from hazmat.policy import Limits
 
 PROTOCOL_VERSION = 5
 
-AGENT_SCRIPT = r"""
+# How both agents begin (this one and the session's, session_agent.py). The program's stderr
+# is kept on fd 3; the agent's own fd 2 goes nowhere, so the shell's job messages ("Killed")
+# never mix into the program's output. `drop` is what runs anything of the program's: its own
+# uid, no capability at all, so it cannot read the agent's memory, signal it or write its
+# files, and the nonce stays with the agent. `prepare` is the language's own setup before the
+# job exists (Go seeds its build cache), run as the program.
+PROLOGUE = r"""
 set -u
-# The program's stderr is kept on fd 3; the agent's own fd 2 goes nowhere, so the shell's
-# job messages ("Killed") never mix into the program's output.
 exec 3>&2 2>/dev/null
 die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
 uid=${HAZMAT_UID:-}
+case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
+command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
+drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
+prepare() {
+    [ -z "$1" ] && return 0
+    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$1" </dev/null >/dev/null 2>&1
+}
+"""
+
+AGENT_SCRIPT = (
+    PROLOGUE
+    + r"""
 workdir=$HAZMAT_WORKDIR
 build=$HAZMAT_BUILD
 run=$HAZMAT_RUN
 warm=$HAZMAT_WARM
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
-prepare=${HAZMAT_PREPARE:-}
+setup=${HAZMAT_PREPARE:-}
 egress=${HAZMAT_EGRESS:-}
 unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT \
     HAZMAT_PREPARE HAZMAT_EGRESS
 unset OLDPWD
-case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
-command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
-# Everything of the program's runs as its own uid with no capability at all: it cannot read
-# this agent's memory, signal it or write its files, so the nonce stays with the agent.
-drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
-# the language's own setup before the job exists (Go seeds its build cache), as the program
-if [ -n "$prepare" ]; then
-    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$prepare" </dev/null >/dev/null 2>&1
-fi
+prepare "$setup"
 # a run with an allowlist: its proxy's unix socket, relayed to the loopback port the
 # program's HTTPS_PROXY names; ready once the kernel lists the port as listening
 if [ -n "$egress" ]; then
@@ -201,6 +209,7 @@ printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
 kill -STOP $$
 exit "$rc"
 """
+)
 
 RELAY_PORT = 3128  # the loopback port in the container where the allowlist proxy is reached
 AGENT_SCRIPT = AGENT_SCRIPT.replace("@RELAY_PORT@", str(RELAY_PORT)).replace(
@@ -297,52 +306,30 @@ def parse_end(tail: bytes | bytearray) -> int | None:
     return int(line) if _STATUS.fullmatch(line) else -1
 
 
-@dataclass(frozen=True)
-class Payload:
-    """One job for the agent: input files (source first), wanted output files, stdin."""
+def job_header(program: Program) -> bytes:
+    """Everything of a job before the program's stdin (the format above)."""
+    as_json, as_sh = _env_args(program)
+    parts = [
+        f"hazmat {PROTOCOL_VERSION} {len(program.want)} {program.max_file_bytes} "
+        f"{program.nonce} {program.total_cap}\n".encode()
+    ]
+    parts.extend(name.encode() + b"\n" for name in program.want)
+    parts.extend((f"{len(as_json)} {len(as_sh)}\n".encode(), as_json, as_sh))
+    parts.append(f"{len(program.files)}\n".encode())
+    for name, data in program.files.items():
+        parts.append(f"{len(data)} ".encode() + name.encode() + b"\n")
+        parts.append(data)
+    return b"".join(parts)
 
-    files: Mapping[str, bytes]
-    want: Sequence[str]
-    stdin: bytes
-    max_file_bytes: int
-    nonce: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)
-    args: Sequence[str] = ()
-    max_total_bytes: int | None = None  # the wanted files together; None: no more than each
 
-    @property
-    def total_cap(self) -> int:
-        """What the wanted files may come to together."""
-        each = self.max_file_bytes * max(1, len(self.want))
-        return each if self.max_total_bytes is None else min(each, self.max_total_bytes)
-
-    def __post_init__(self) -> None:
-        if not self.nonce:
-            object.__setattr__(self, "nonce", secrets.token_hex(16))
-
-    def header(self) -> bytes:
-        """Everything before the program's stdin."""
-        as_json, as_sh = self._env_args()
-        parts = [
-            f"hazmat {PROTOCOL_VERSION} {len(self.want)} {self.max_file_bytes} "
-            f"{self.nonce} {self.total_cap}\n".encode()
-        ]
-        parts.extend(name.encode() + b"\n" for name in self.want)
-        parts.extend((f"{len(as_json)} {len(as_sh)}\n".encode(), as_json, as_sh))
-        parts.append(f"{len(self.files)}\n".encode())
-        for name, data in self.files.items():
-            parts.append(f"{len(data)} ".encode() + name.encode() + b"\n")
-            parts.append(data)
-        return b"".join(parts)
-
-    def _env_args(self) -> tuple[bytes, bytes]:
-        """The env and args for a runner (JSON) and for the agent's shell (quoted here)."""
-        if not self.env and not self.args:
-            return b"", b""
-        as_json = json.dumps({"env": dict(self.env), "args": list(self.args)})
-        lines = [f"export {name}={shlex.quote(value)}" for name, value in self.env.items()]
-        lines.append("set -- " + " ".join(shlex.quote(arg) for arg in self.args))
-        return as_json.encode(), ("\n".join(lines) + "\n").encode()
+def _env_args(program: Program) -> tuple[bytes, bytes]:
+    """The env and args for a runner (JSON) and for the agent's shell (quoted here)."""
+    if not program.env and not program.args:
+        return b"", b""
+    as_json = json.dumps({"env": dict(program.env), "args": list(program.args)})
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in program.env.items()]
+    lines.append("set -- " + " ".join(shlex.quote(arg) for arg in program.args))
+    return as_json.encode(), ("\n".join(lines) + "\n").encode()
 
 
 def files_cap(limits: Limits, wanted: int) -> int:

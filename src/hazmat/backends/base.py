@@ -4,17 +4,28 @@ and the lease protocol the warm pool uses to talk to whatever starts its contain
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, TypeVar
 
-from hazmat.backends.agent import Payload
+from hazmat._exceptions import InfraError
 from hazmat.languages import Language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
 from hazmat.watch import Watch
 
-__all__ = ["Backend", "Job", "Lease", "Leaser", "RunReport", "Spec", "local_resources"]
+__all__ = [
+    "Backend",
+    "Job",
+    "KeptBackend",
+    "Lease",
+    "Leaser",
+    "Program",
+    "RunReport",
+    "Spec",
+    "local_resources",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,32 @@ class Spec:
 
 
 @dataclass(frozen=True)
+class Program:
+    """What a job hands the program: its input files (source first), stdin, env and args,
+    and the output files wanted back with their caps. The agent's wire format for it is
+    backends/agent.py's; nothing outside backends/ needs to know it."""
+
+    files: Mapping[str, bytes]
+    want: Sequence[str]
+    stdin: bytes
+    max_file_bytes: int
+    nonce: str = ""  # the job's secret markers (agent.py): made here when not given
+    env: Mapping[str, str] = field(default_factory=dict)
+    args: Sequence[str] = ()
+    max_total_bytes: int | None = None  # the wanted files together; None: no more than each
+
+    @property
+    def total_cap(self) -> int:
+        """What the wanted files may come to together."""
+        each = self.max_file_bytes * max(1, len(self.want))
+        return each if self.max_total_bytes is None else min(each, self.max_total_bytes)
+
+    def __post_init__(self) -> None:
+        if not self.nonce:
+            object.__setattr__(self, "nonce", secrets.token_hex(16))
+
+
+@dataclass(frozen=True)
 class Job:
     """A validated request, resolved against the policy: what exactly to run, and how."""
 
@@ -67,7 +104,7 @@ class Job:
     limits: Limits
     runtime: Runtime
     trust: TrustLevel
-    payload: Payload
+    program: Program
     egress: str | None = None  # see Spec.egress
     watch: Watch | None = field(default=None, compare=False)  # output as it comes (watch.py)
 
@@ -140,6 +177,29 @@ class Backend:
         """Do the housekeeping held back while a run's caller waited for its result (removing
         used containers, refilling a pool). `Sandbox` calls it once the run is recorded."""
 
+    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
+        """Start one container kept for a session's many calls (backends/session.py), checked
+        like any other; it is removed after `lifetime_s` by any reaper if nobody closes it."""
+        raise InfraError(f"{type(self).__name__} cannot keep a container for a session")
+
+    def ready_kinds(self) -> set[tuple[str, str]]:
+        """The (language, runtime) pairs that have a warm container ready now."""
+        return set()
+
+    def runtimes(self) -> set[str]:
+        """The runtimes that can take a job now; empty while the engine does not answer."""
+        return {runtime.value for runtime in Runtime}
+
+    def reap(self) -> list[str]:
+        """Remove what processes that died left behind (containers past their deadline);
+        what was removed."""
+        return []
+
+    def remove_leftovers(self, before: float) -> int:
+        """The engine is back after an outage: remove this process's containers made before
+        `before` (time.time()), which died with it and no run can be using; how many."""
+        return 0
+
     def close(self) -> None:
         """Release what the backend holds. Safe to call more than once."""
 
@@ -153,6 +213,32 @@ class Backend:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class KeptBackend(Backend):
+    """One container kept for a session's calls (`Backend.keep`): `execute` is a call that
+    runs a program, `call(job, "files")` one that only writes and reads files; `end` removes
+    the container, after which every call raises `SessionClosed` saying why."""
+
+    ended: str | None = None  # why the session's container is gone, once it is
+
+    @property
+    def container_id(self) -> str | None:
+        raise NotImplementedError  # pragma: no cover
+
+    def call(self, job: Job, mode: str) -> RunReport:
+        raise NotImplementedError  # pragma: no cover
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time the container has used so far (None: unknown)."""
+        return None
+
+    def busy(self) -> bool:
+        """Whether a call is running."""
+        return False
+
+    def end(self, why: str, now: bool = False) -> None:
+        raise NotImplementedError  # pragma: no cover
 
 
 class Lease(Protocol):
@@ -186,6 +272,14 @@ class Leaser(Protocol[L]):
     def discard(self, lease: L) -> None: ...
 
     def resources(self) -> HostResources: ...
+
+    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend: ...
+
+    def runtimes(self) -> set[str]: ...
+
+    def reap(self) -> list[str]: ...
+
+    def remove_leftovers(self, before: float) -> int: ...
 
     def close(self) -> None: ...
 

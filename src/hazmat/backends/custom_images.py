@@ -165,11 +165,12 @@ def host_pip_index() -> dict[str, str]:
             found[option] = env
     settings: dict[str, str] = {}
     for option, value in found.items():
+        kept = value
         if option.endswith("index-url"):
-            value = " ".join(u for u in value.split() if u.startswith(("http://", "https://")))
-            if not value:
+            kept = " ".join(u for u in value.split() if u.startswith(("http://", "https://")))
+            if not kept:
                 continue
-        settings["PIP_" + option.upper().replace("-", "_")] = value
+        settings["PIP_" + option.upper().replace("-", "_")] = kept
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY"):
         if os.environ.get(name):
             settings[name] = os.environ[name]

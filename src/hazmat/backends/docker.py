@@ -13,13 +13,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import select
 import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import docker.errors
@@ -32,6 +30,7 @@ from hazmat.backends.agent import (
     end_marker,
     file_marker,
     files_cap,
+    job_header,
     parse_files,
 )
 from hazmat.backends.base import Backend, Job, RunReport, Spec
@@ -41,7 +40,9 @@ from hazmat.backends.hardening import container_config
 from hazmat.backends.owners import LABEL, abandoned, owner_labels
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, UnsafeProfile, load_profile
-from hazmat.backends.stream import Capture, NotReady, pump, wait_ready
+from hazmat.backends.session import SessionBackend
+from hazmat.backends.started import REAP_GRACE_S, Started
+from hazmat.backends.stream import Capture, Exchange, NotReady, pump, wait_ready
 from hazmat.backends.uids import Uids
 from hazmat.backends.verify import check, expected, host_pids_limit
 from hazmat.policy import HostResources, Runtime
@@ -55,41 +56,12 @@ __all__ = [
     "host_pids_limit",
 ]
 
-# A container older than its deadline plus this is removed by any hazmat process's reaper.
-REAP_GRACE_S = 120
 log = logging.getLogger(__name__)
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 # How many uids to try before giving up on a container (each try loses only to another
 # live container holding the same uid: one in 65536 per live container)
 UID_TRIES = 8
-
-
-@dataclass
-class Started:
-    """A container that is up, checked, and waiting on its attached stdin for one job."""
-
-    spec: Spec
-    cid: str
-    uid: int  # the program's, its own among live containers (backends/uids.py)
-    attached: Any
-    sock: socket.socket
-    born: float  # time.monotonic() when it became ready
-    expires: float  # time.time() after which any hazmat process may reap it
-    cgroup: Cgroup | None
-
-    def healthy(self) -> bool:
-        """Nothing may arrive before the job: readable means it wrote or ended."""
-        try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
-
-    def covers(self, timeout_s: float) -> bool:
-        """Whether the reaper's deadline on this container leaves room for a job of
-        `timeout_s` (with the grace any reaper gives)."""
-        return time.time() + timeout_s < self.expires - REAP_GRACE_S
 
 
 class DockerBackend(Backend):
@@ -122,11 +94,11 @@ class DockerBackend(Backend):
             if self._preparer is None:
                 self._preparer = ThreadPoolExecutor(2, thread_name_prefix="hazmat-prepare")
             future = self._preparer.submit(self.start, job.spec, lifetime_s=job.wall_s)
-            self._prepared[job.payload.nonce] = (threading.get_ident(), future)
+            self._prepared[job.program.nonce] = (threading.get_ident(), future)
 
     def execute(self, job: Job) -> RunReport:
         with self._lock:
-            prepared = self._prepared.pop(job.payload.nonce, None)
+            prepared = self._prepared.pop(job.program.nonce, None)
         if prepared is not None:
             started = prepared[1].result()  # its start's own error, if it failed
         else:
@@ -236,7 +208,7 @@ class DockerBackend(Backend):
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
-        return self._run(started, job, job.payload.header() + job.payload.stdin)[0]
+        return self._run(started, job, job_header(job.program) + job.program.stdin)[0]
 
     def run_kept(
         self, started: Started, job: Job, data: bytes, pending: bytes
@@ -310,26 +282,24 @@ class DockerBackend(Backend):
         pending: bytes,
     ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits."""
-        want, nonce = job.payload.want, job.payload.nonce
-        return pump(
-            started.sock,
+        want, nonce = job.program.want, job.program.nonce
+        exchange = Exchange(
             data,
             timeout_s=job.limits.timeout_s,
             output_cap=job.limits.output_bytes,
-            stop=stop,
+            end=end_marker(nonce),
             marker=file_marker(nonce) if want else None,
             files_cap=files_cap(job.limits, len(want)),
-            end=end_marker(nonce),
             built=built_marker(nonce) if job.language.build else None,
             compile_s=job.limits.compile_timeout_s,
             keep_open=keep,
             pending=pending,
-            watch=job.watch,
         )
+        return pump(started.sock, exchange, stop, job.watch)
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
         """The output files the agent sent, and notes on those it could not."""
-        want, limits = job.payload.want, job.limits
+        want, limits = job.program.want, job.limits
         files, notes = (
             parse_files(capture.files_blob, want, limits.max_file_bytes, limits.max_download_bytes)
             if want
@@ -374,10 +344,9 @@ class DockerBackend(Backend):
         }
 
     def _kill(self, cid: str) -> None:
-        try:
+        # already stopped, or gone
+        with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
             self.engine.api.kill(cid)
-        except (docker.errors.APIError, requests.exceptions.RequestException):
-            pass  # already stopped, or gone
 
     def _remove(self, cid: str) -> None:
         try:
@@ -400,18 +369,36 @@ class DockerBackend(Backend):
     def reap(self) -> list[str]:
         """Remove hazmat containers that are abandoned (see `abandoned`); a container that
         cannot be removed is skipped, not an error."""
-        removed = []
         with map_docker_errors():
             found = self.engine.api.containers(all=True, filters={"label": LABEL})
+        return self._remove_each([c for c in found if abandoned(c.get("Labels") or {})])
+
+    def runtimes(self) -> set[str]:
+        return self.engine.runtimes_now() & {runtime.value for runtime in Runtime}
+
+    def remove_leftovers(self, before: float) -> int:
+        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
+        try:
+            with map_docker_errors():
+                found = self.engine.api.containers(all=True, filters={"label": mine})
+        except InfraError:
+            return 0  # the next start of a hazmat process on this engine reaps them
+        old = [c for c in found if int(c.get("Created", before)) < int(before)]
+        return len(self._remove_each(old))
+
+    def _remove_each(self, found: list[dict[str, Any]]) -> list[str]:
+        removed = []
         for c in found:
-            if abandoned(c.get("Labels") or {}):
-                try:
-                    self._remove(c["Id"])
-                except InfraError as exc:
-                    log.warning("could not remove abandoned container: %s", exc)
-                    continue
-                removed.append(str(c["Id"]))
+            try:
+                self._remove(c["Id"])
+            except InfraError as exc:
+                log.warning("could not remove container %s: %s", str(c["Id"])[:12], exc)
+                continue
+            removed.append(str(c["Id"]))
         return removed
+
+    def keep(self, spec: Spec, lifetime_s: float) -> SessionBackend:
+        return SessionBackend(self, spec, lifetime_s)
 
     def close(self) -> None:
         """Remove containers prepared for jobs that never came, then close the connection."""

@@ -25,6 +25,7 @@ __all__ = ["Engine", "EngineInfo", "map_docker_errors"]
 
 # How long one engine API call may take before the engine counts as not answering.
 API_TIMEOUT_S = 60
+PROBE_TIMEOUT_S = 3  # a health ping (a cluster worker's every second)
 MIN_API_VERSION = "1.41"  # Docker 20.10, the oldest engine hazmat is tested on
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 
@@ -125,6 +126,7 @@ class Engine:
         self._lock = threading.Lock()
         self._api: docker.APIClient | None = None
         self._info: EngineInfo | None = None
+        self._probe: Engine | None = None
 
     @property
     def api(self) -> docker.APIClient:
@@ -150,6 +152,19 @@ class Engine:
         ours = docker.constants.DEFAULT_DOCKER_API_VERSION
         version = min(server, ours, key=lambda v: tuple(int(p) for p in v.split(".")))
         return docker.APIClient(version=version, **kwargs)
+
+    def runtimes_now(self) -> set[str]:
+        """The runtimes the engine has, if it answers a ping within PROBE_TIMEOUT_S; else
+        empty (a health probe: its own short-timeout client, so a hung engine cannot hold it)."""
+        with self._lock:
+            if self._probe is None:
+                self._probe = Engine(self._base_url, timeout=PROBE_TIMEOUT_S)
+            probe = self._probe
+        try:
+            probe.api.ping()
+            return set(probe.info().runtimes)
+        except Exception:
+            return set()
 
     def info(self) -> EngineInfo:
         if self._info is None:
@@ -180,6 +195,9 @@ class Engine:
 
     def close(self) -> None:
         with self._lock:
+            probe, self._probe = self._probe, None
+            if probe is not None:
+                probe.close()
             if self._api is not None:
                 self._api.close()
                 self._api = None

@@ -259,7 +259,7 @@ class ImageBuilder:
         ) as proc:
             assert proc.stdout is not None
             for line in proc.stdout:
-                tail = (tail + [line.rstrip()])[-20:]
+                tail = ([*tail, line.rstrip()])[-20:]
                 words = line.split()
                 phase = _PHASES.get(words[1]) if len(words) >= 2 and words[0] == "I:" else None
                 if phase and phase not in seen:

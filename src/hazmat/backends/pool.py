@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic
 
 from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
-from hazmat.backends.base import Backend, Job, L, Leaser, RunReport, Spec
+from hazmat.backends.base import Backend, Job, KeptBackend, L, Leaser, RunReport, Spec
 from hazmat.policy import HostResources, PoolSettings
 
 __all__ = ["PoolBackend", "PoolStats"]
@@ -118,6 +118,18 @@ class PoolBackend(Backend, Generic[L]):
 
     def resources(self) -> HostResources:
         return self.leaser.resources()
+
+    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
+        return self.leaser.keep(spec, lifetime_s)
+
+    def runtimes(self) -> set[str]:
+        return self.leaser.runtimes()
+
+    def reap(self) -> list[str]:
+        return self.leaser.reap()
+
+    def remove_leftovers(self, before: float) -> int:
+        return self.leaser.remove_leftovers(before)
 
     def warm(self, spec: Spec) -> None:
         """Keep the pool for `spec` full from now on, used or not (`Sandbox.warm`, and
@@ -258,7 +270,7 @@ class PoolBackend(Backend, Generic[L]):
                 lease = self.leaser.start(spec, lifetime_s=self._lifetime(), pooled=True)
             except SettingsMismatch:
                 raise  # a security finding, not a hiccup: the run reports it
-            except Exception as exc:  # noqa: BLE001 - counted, retried, then raised
+            except Exception as exc:
                 self._count("failed", exc)
                 last = exc
                 continue
@@ -324,7 +336,7 @@ class PoolBackend(Backend, Generic[L]):
         except SettingsMismatch as exc:
             self._failed(spec, exc)
             self._security_event(spec, exc)
-        except Exception as exc:  # noqa: BLE001 - any failure is counted and backed off
+        except Exception as exc:
             self._failed(spec, exc)
         finally:
             with self._cond:
@@ -359,7 +371,7 @@ class PoolBackend(Backend, Generic[L]):
         }
         try:
             self.on_security_event("settings_mismatch", details)
-        except Exception as error:  # noqa: BLE001 - the sink's failure must not kill a start
+        except Exception as error:
             log.error("hazmat pool: could not record a settings mismatch: %s", error)
             self._count("errors", error)
 
@@ -377,7 +389,7 @@ class PoolBackend(Backend, Generic[L]):
                     return
             try:
                 self._tend_once()
-            except Exception as exc:  # noqa: BLE001 - see the docstring
+            except Exception as exc:
                 log.exception("hazmat pool: janitor round failed")
                 self._count("errors", exc)
 
@@ -410,7 +422,7 @@ class PoolBackend(Backend, Generic[L]):
     def _discard(self, lease: L) -> None:
         try:
             self.leaser.discard(lease)
-        except Exception as exc:  # noqa: BLE001 - the reaper removes what is left
+        except Exception as exc:
             log.warning("hazmat pool: could not discard a container: %s", exc)
             self._count("errors", exc)
 

@@ -102,7 +102,8 @@ def derive(profile: dict[str, Any]) -> dict[str, Any]:
             names = [n for n in rule.get("names", []) if n not in DENIED and n != "socket"]
             if not names:
                 continue
-            rule = {**rule, "names": names}
+            rules.append({**rule, "names": names})
+            continue
         rules.append(rule)
     rules.extend(
         {

@@ -13,29 +13,37 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+from typing import Protocol
 
 from hazmat._exceptions import InfraError, SessionClosed
-from hazmat.backends.base import Backend, Job, RunReport, Spec
+from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
 from hazmat.backends.cgroup import Sample
-from hazmat.backends.docker import DockerBackend, Started
 from hazmat.backends.session_agent import session_header
+from hazmat.backends.started import Started
 from hazmat.policy import HostResources
 
-__all__ = ["SessionBackend", "docker_of"]
+__all__ = ["SessionBackend"]
 
 
-def docker_of(backend: Backend) -> DockerBackend:
-    """The Docker backend under `backend` (itself, or the one a warm pool starts from)."""
-    found = backend if isinstance(backend, DockerBackend) else getattr(backend, "leaser", None)
-    if not isinstance(found, DockerBackend):
-        raise InfraError(f"sessions need a Docker backend, not {type(backend).__name__}")
-    return found
+class _Host(Protocol):
+    """What a session needs of the Docker backend that starts its container (docker.py)."""
+
+    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started: ...
+
+    def run_kept(
+        self, started: Started, job: Job, data: bytes, pending: bytes
+    ) -> tuple[RunReport, bytes | None]: ...
+
+    def discard(self, started: Started) -> None: ...
+
+    def resources(self) -> HostResources: ...
 
 
-class SessionBackend(Backend):
-    """Runs each job in the session's one container; `close()` removes it."""
+class SessionBackend(KeptBackend):
+    """Runs each job in the session's one container; `close()` removes it
+    (`DockerBackend.keep` makes it)."""
 
-    def __init__(self, docker: DockerBackend, spec: Spec, lifetime_s: float) -> None:
+    def __init__(self, docker: _Host, spec: Spec, lifetime_s: float) -> None:
         self.docker = docker
         self.spec = dataclasses.replace(spec, session=True)
         self.started: Started | None = docker.start(self.spec, lifetime_s=lifetime_s)
@@ -59,7 +67,7 @@ class SessionBackend(Backend):
             raise InfraError("this call's container settings differ from its session's")
         with self._lock:
             started = self._open()
-            data = session_header(job.payload, mode)
+            data = session_header(job.program, mode)
             report, rest = self.docker.run_kept(started, job, data, self._pending)
             self._pending = rest or b""
             why = _ended_by(report) if rest is None else None

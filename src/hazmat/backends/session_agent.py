@@ -35,7 +35,8 @@ can only confuse its own session through these FIFOs: the markers still come fro
 
 from __future__ import annotations
 
-from hazmat.backends.agent import Payload
+from hazmat.backends.agent import PROLOGUE, job_header
+from hazmat.backends.base import Program
 from hazmat.languages import Language
 
 __all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
@@ -43,25 +44,20 @@ __all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
 SESSION_VERSION = 2
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
 
-SESSION_SCRIPT = r"""
-set -u
-exec 3>&2 2>/dev/null
-die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
+SESSION_SCRIPT = (
+    PROLOGUE
+    + r"""
 trap '' PIPE
 umask 022
-uid=${HAZMAT_UID:-}
 workdir=$HAZMAT_WORKDIR
 build=$HAZMAT_BUILD
 run=$HAZMAT_RUN
 unpack=$HAZMAT_UNPACK_SCRIPT
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
-prepare=${HAZMAT_PREPARE:-}
+setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
-case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
-command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
-drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
 # root's folder (the program may read it, not change it): each call's job, and for Python
 # the two FIFOs to the interpreter kept between calls
 chan=/tmp/.hazmat-session
@@ -71,9 +67,7 @@ if [ -n "$repl" ]; then
     mkfifo -m 0644 "$chan/go" && mkfifo -m 0622 "$chan/done" \
         || die "cannot make the interpreter's channels"
 fi
-if [ -n "$prepare" ]; then
-    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$prepare" </dev/null >/dev/null 2>&1
-fi
+prepare "$setup"
 pid=''
 start_repl() {
     setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&-; eval "$2"' \
@@ -160,6 +154,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
 done
 exit 0
 """
+)
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
 # and args (both forms), the input files (the language's source files from earlier calls go
@@ -357,12 +352,12 @@ def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
     return env
 
 
-def session_header(payload: Payload, mode: str) -> bytes:
+def session_header(program: Program, mode: str) -> bytes:
     """One call's job for the session agent, whole (its stdin included)."""
-    body = payload.header().split(b"\n", 1 + len(payload.want))[-1]
+    body = job_header(program).split(b"\n", 1 + len(program.want))[-1]
     first = (
-        f"hazmat-session {SESSION_VERSION} {len(payload.want)} {payload.max_file_bytes} "
-        f"{payload.nonce} {len(body) + len(payload.stdin)} {mode} {payload.total_cap}\n"
+        f"hazmat-session {SESSION_VERSION} {len(program.want)} {program.max_file_bytes} "
+        f"{program.nonce} {len(body) + len(program.stdin)} {mode} {program.total_cap}\n"
     ).encode()
-    wants = b"".join(name.encode() + b"\n" for name in payload.want)
-    return first + wants + body + payload.stdin
+    wants = b"".join(name.encode() + b"\n" for name in program.want)
+    return first + wants + body + program.stdin

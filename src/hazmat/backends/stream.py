@@ -12,6 +12,7 @@ program's output also goes to the caller as it comes, and the caller can stop th
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import struct
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from hazmat.backends.agent import parse_end
 from hazmat.watch import Tap, Watch
 
-__all__ = ["Capture", "NotReady", "pump", "wait_ready"]
+__all__ = ["Capture", "Exchange", "NotReady", "pump", "wait_ready"]
 
 _HEADER = struct.Struct(">BxxxL")
 _CHUNK = 256 * 1024
@@ -55,23 +56,14 @@ class Capture:
 class _Demux:
     """Splits frames into stdout/stderr, finds the markers, and applies the caps."""
 
-    def __init__(
-        self,
-        capture: Capture,
-        cap: int,
-        marker: bytes | None,
-        files_cap: int,
-        end: bytes | None,
-        built: bytes | None = None,
-        tap: Tap | None = None,
-    ) -> None:
+    def __init__(self, capture: Capture, exchange: Exchange, tap: Tap | None = None) -> None:
         self.capture = capture
         self.tap = tap
-        self.built = built
-        self.cap = cap
-        self.marker = marker
-        self.files_cap = files_cap
-        self.end = end
+        self.built = built = exchange.built
+        self.cap = exchange.output_cap
+        self.marker = marker = exchange.marker
+        self.files_cap = exchange.files_cap
+        self.end = end = exchange.end
         self.buffer = bytearray()
         # per stream id: where the end marker starts (once seen) and the status after it
         self.end_at: dict[int, int] = {}
@@ -193,102 +185,148 @@ class _Demux:
         return self.capture.end_status is not None
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One job's exchange over a container's socket: `payload` to send, then read within
+    `timeout_s` and `output_cap`. The agent's markers (backends/agent.py): `end` ends the
+    reading once it has come on both streams; after `marker` come the output files, at most
+    `files_cap` bytes; with `built`, the first `compile_s` seconds are the build step's and
+    `timeout_s` starts when the marker comes. With `keep_open` (a session's kept container)
+    no EOF is sent after the payload, and `pending` (the previous call's `Capture.rest`) is
+    read first: the stream stays framed across calls."""
+
+    payload: bytes
+    timeout_s: float
+    output_cap: int
+    end: bytes | None = None
+    marker: bytes | None = None
+    files_cap: int = 0
+    built: bytes | None = None
+    compile_s: float = 0.0
+    keep_open: bool = False
+    pending: bytes = b""
+
+
 def pump(
     sock: socket.socket,
-    payload: bytes,
-    *,
-    timeout_s: float,
-    output_cap: int,
+    exchange: Exchange,
     stop: Callable[[], None],
-    marker: bytes | None = None,
-    files_cap: int = 0,
-    end: bytes | None = None,
-    built: bytes | None = None,
-    compile_s: float = 0.0,
-    keep_open: bool = False,
-    pending: bytes = b"",
     watch: Watch | None = None,
 ) -> Capture:
-    """Send `payload` then EOF, read until the end marker (`end`) has come on both streams, the
-    container closes the stream, or a limit is hit.
-
-    With `built` (the agent's build marker), the first `compile_s` seconds are the build
-    step's; the program's `timeout_s` starts when the marker comes.
+    """Send the exchange's payload then EOF, read until the end marker has come on both
+    streams, the container closes the stream, or a limit is hit.
 
     `stop` must not block: the engine finishes killing a container only once its output has
     been read, so after calling it the pump goes on reading (and discarding) until the stream
     ends or a short grace period passes.
 
-    With `keep_open` (a session's kept container) no EOF is sent after the payload, and
-    `pending` (the previous call's `Capture.rest`) is read first: the stream stays framed
-    across calls, and what came between calls counts as this call's output.
-
     With a `watch`, the program's output goes to it as it comes, and its `cancel()` stops the
     run as a timeout would (`Capture.cancelled`).
     """
-    capture = Capture()
-    tap = Tap(watch, output_cap) if watch is not None else None
-    demux = _Demux(capture, output_cap, marker, files_cap, end, built, tap)
-    if pending:
-        demux.feed(pending)
-    started = time.monotonic()
-    deadline = started + (compile_s if built else timeout_s)
-    drain_until: float | None = None
-    outgoing = memoryview(payload)
-    sock.setblocking(False)
-    sel = selectors.DefaultSelector()
-    sel.register(sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if outgoing else 0))
-    if not outgoing and not keep_open:
-        _close_write(sock)
-    try:
-        while True:
+    return _Pump(sock, exchange, stop, watch).run()
+
+
+class _Pump:
+    """One exchange: a `selectors` loop that writes and reads at once, within the limits."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        exchange: Exchange,
+        stop: Callable[[], None],
+        watch: Watch | None,
+    ) -> None:
+        self.sock = sock
+        self.ex = exchange
+        self.stop = stop
+        self.watch = watch
+        self.capture = Capture()
+        tap = Tap(watch, exchange.output_cap) if watch is not None else None
+        self.demux = _Demux(self.capture, exchange, tap)
+        self.started = time.monotonic()
+        budget = exchange.compile_s if exchange.built else exchange.timeout_s
+        self.deadline = self.started + budget
+        self.drain_until: float | None = None
+        self.outgoing = memoryview(exchange.payload)
+
+    def run(self) -> Capture:
+        if self.ex.pending:
+            self.demux.feed(self.ex.pending)
+        self.sock.setblocking(False)
+        sel = selectors.DefaultSelector()
+        writing = selectors.EVENT_WRITE if self.outgoing else 0
+        sel.register(self.sock, selectors.EVENT_READ | writing)
+        if not self.outgoing and not self.ex.keep_open:
+            _close_write(self.sock)
+        try:
+            while True:
+                now = time.monotonic()
+                self._check_limits(now)
+                limit = self.drain_until if self.drain_until is not None else self.deadline
+                if now >= limit:
+                    break
+                if self._serve(sel, self._wait(now, limit)):
+                    break
+        finally:
+            if self.drain_until is None:
+                self.capture.duration_ms = (time.monotonic() - self.started) * 1000
+            sel.close()
+            self.demux.finish()
+            self.demux.pass_on(final=True)
+            if self.watch is not None:
+                self.watch.flush()  # every chunk handed over before the result goes back
+        self.capture.stdin_unsent = len(self.outgoing)
+        return self.capture
+
+    def _check_limits(self, now: float) -> None:
+        """Past the deadline, cancelled or over a cap: stop the container, then drain."""
+        if self.drain_until is not None:
+            return
+        capture = self.capture
+        if now >= self.deadline:
+            capture.timed_out = True
+            capture.compile_timed_out = self.ex.built is not None and capture.build_status is None
+        if self.watch is not None and self.watch.cancelled:
+            capture.cancelled = True
+        if capture.timed_out or capture.cancelled or self.demux.must_stop:
+            self.stop()
+            self.drain_until = now + _DRAIN_SECONDS
+            capture.duration_ms = (now - self.started) * 1000
+
+    def _wait(self, now: float, limit: float) -> float:
+        wait = max(0.0, limit - now)
+        if self.watch is not None and self.drain_until is None:
+            wait = min(wait, _CANCEL_POLL_SECONDS)
+        return wait
+
+    def _serve(self, sel: selectors.BaseSelector, wait: float) -> bool:
+        """Write and read what the socket is ready for; True once the exchange is over."""
+        for _key, events in sel.select(timeout=wait):
+            if events & selectors.EVENT_WRITE and self.outgoing:
+                self.outgoing = _send_some(self.sock, self.outgoing, sel, self.ex.keep_open)
+            if events & selectors.EVENT_READ:
+                data = _recv(self.sock)
+                if data is None:
+                    continue
+                if not data:
+                    return True  # the container closed the stream
+                if self.drain_until is None and self._take(data):
+                    return True
+        return False
+
+    def _take(self, data: bytes) -> bool:
+        """Feed what came; True once the agent's end has come (and no cap was passed)."""
+        capture = self.capture
+        building = capture.build_status is None
+        self.demux.feed(data)
+        if self.ex.built and building and capture.build_status is not None:
             now = time.monotonic()
-            if drain_until is None and now >= deadline:
-                capture.timed_out = True
-                capture.compile_timed_out = built is not None and capture.build_status is None
-            if drain_until is None and watch is not None and watch.cancelled:
-                capture.cancelled = True
-            if drain_until is None and (capture.timed_out or capture.cancelled or demux.must_stop):
-                stop()
-                drain_until = now + _DRAIN_SECONDS
-                capture.duration_ms = (now - started) * 1000
-            limit = drain_until if drain_until is not None else deadline
-            if now >= limit:
-                break
-            wait = max(0.0, limit - now)
-            if watch is not None and drain_until is None:
-                wait = min(wait, _CANCEL_POLL_SECONDS)
-            for _key, events in sel.select(timeout=wait):
-                if events & selectors.EVENT_WRITE and outgoing:
-                    outgoing = _send_some(sock, outgoing, sel, keep_open)
-                if events & selectors.EVENT_READ:
-                    data = _recv(sock)
-                    if data is None:
-                        continue
-                    if not data:
-                        capture.stdin_unsent = len(outgoing)
-                        return capture
-                    if drain_until is None:
-                        building = capture.build_status is None
-                        demux.feed(data)
-                        if built and building and capture.build_status is not None:
-                            now = time.monotonic()
-                            capture.build_ms = (now - started) * 1000
-                            deadline = now + timeout_s
-                        if demux.ended and not demux.must_stop:
-                            capture.stdin_unsent = len(outgoing)
-                            capture.rest = bytes(demux.buffer)
-                            return capture
-    finally:
-        if drain_until is None:
-            capture.duration_ms = (time.monotonic() - started) * 1000
-        sel.close()
-        demux.finish()
-        demux.pass_on(final=True)
-        if watch is not None:
-            watch.flush()  # every chunk handed over before the result goes back
-    capture.stdin_unsent = len(outgoing)
-    return capture
+            capture.build_ms = (now - self.started) * 1000
+            self.deadline = now + self.ex.timeout_s
+        if self.demux.ended and not self.demux.must_stop:
+            capture.rest = bytes(self.demux.buffer)
+            return True
+        return False
 
 
 class NotReady(Exception):
@@ -301,7 +339,7 @@ def wait_ready(sock: socket.socket, ready: bytes, timeout_s: float) -> None:
     Anything else on stdout, the stream ending, or the deadline passing raises `NotReady`
     with what the container wrote on stderr.
     """
-    demux = _Demux(Capture(), len(ready) + 64 * 1024, None, 0, None)
+    demux = _Demux(Capture(), Exchange(b"", timeout_s, output_cap=len(ready) + 64 * 1024))
     deadline = time.monotonic() + timeout_s
     sock.setblocking(False)
     with selectors.DefaultSelector() as sel:
@@ -358,7 +396,5 @@ def _recv(sock: socket.socket) -> bytes | None:
 
 
 def _close_write(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass

@@ -232,8 +232,13 @@ def check(inspected: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
     problems = []
     for name, wanted in want.items():
         got = _READ_BACK[name](inspected)
-        if got != wanted:
-            if name == "seccomp":  # the profile is long: say so, not print it
-                wanted, got = f"{len(wanted)} profile(s)", f"{len(got)} other(s)"
+        if got == wanted:
+            continue
+        if name == "seccomp":  # the profile is long: say so, not print it
+            problems.append(
+                f"seccomp: policy asked for '{len(wanted)} profile(s)', "
+                f"the engine has '{len(got)} other(s)'"
+            )
+        else:
             problems.append(f"{name}: policy asked for {wanted!r}, the engine has {got!r}")
     return problems
