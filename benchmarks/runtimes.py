@@ -24,14 +24,15 @@ from pathlib import Path
 from docs_section import write_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "egress"))
-from tls_servers import TLSServer, connect_through, start_servers  # noqa: E402
+from tls_servers import TLSServer, connect_through, start_servers
 
-from hazmat import Sandbox  # noqa: E402
-from hazmat.backends.docker import DockerBackend  # noqa: E402
-from hazmat.backends.engine import Engine  # noqa: E402
-from hazmat.backends.pool import PoolBackend  # noqa: E402
-from hazmat.egress.proxy import SOCKET_NAME, EgressProxy  # noqa: E402
-from hazmat.policy import PoolSettings, parse_policy  # noqa: E402
+from hazmat import Sandbox
+from hazmat.backends.docker import DockerBackend
+from hazmat.backends.engine import Engine
+from hazmat.backends.pool import PoolBackend
+from hazmat.egress.proxy import SOCKET_NAME, EgressProxy
+from hazmat.policy import PoolSettings
+from hazmat.policy_file import parse_policy
 
 PROGRAMS = {
     ("go", None): 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(1)\n}\n',

@@ -7,9 +7,10 @@ import pytest
 from hazmat import InputError, Policy, Sandbox
 from hazmat.backends.recipes import RECIPES
 from hazmat.languages import get_language
-from hazmat.policy import TrustLevel, parse_policy
+from hazmat.policy import TrustLevel
+from hazmat.policy_file import parse_policy
 from hazmat.run.image_choice import allowed_images, resolve_image
-from test_sandbox import RecordingBackend
+from hazmat.testing import RecordingBackend
 
 PY = get_language("python")
 PYTHON, DATA = RECIPES["python"].ref, RECIPES["python-data"].ref

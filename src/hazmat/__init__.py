@@ -67,9 +67,8 @@ if TYPE_CHECKING:
         SemgrepMode,
         TrustLevel,
         TrustSettings,
-        load_policy,
-        parse_policy,
     )
+    from hazmat.policy_file import load_policy, parse_policy
     from hazmat.sandbox import (
         RunOptions,
         Sandbox,
@@ -112,8 +111,8 @@ _LAZY = {
     "TrustSettings": "hazmat.policy",
     "Watch": "hazmat.watch",
     "get_language": "hazmat.languages",
-    "load_policy": "hazmat.policy",
-    "parse_policy": "hazmat.policy",
+    "load_policy": "hazmat.policy_file",
+    "parse_policy": "hazmat.policy_file",
 }
 
 __all__ = [

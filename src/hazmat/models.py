@@ -13,7 +13,6 @@ from hazmat._exceptions import InputError
 from hazmat.policy import Limits, Runtime, TrustLevel
 
 __all__ = [
-    "check_code",
     "Assessment",
     "ExecutionRequest",
     "ExecutionResult",
@@ -21,6 +20,7 @@ __all__ = [
     "Outcome",
     "RiskLevel",
     "Severity",
+    "check_code",
 ]
 
 
@@ -162,6 +162,12 @@ class ExecutionRequest:
     image: str | None = None  # an image the trust level allows; None: the level's default
     module: str | None = None  # JavaScript/TypeScript: "esm" or "commonjs"; None: detected
     network: Sequence[str] | None = None  # hosts to reach (within the level's); None: the level's
+    # where the run came from beyond its caller, recorded with it: a cluster run's
+    # {"run": id, "worker": name, "attempt": n}
+    origin: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
+    # the intake's check of this very request against a policy (run/intake.py), so that no
+    # stage checks it again; not a field a caller sets, and `dataclasses.replace` drops it
+    checked: object = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -45,8 +44,6 @@ __all__ = [
     "SemgrepMode",
     "TrustLevel",
     "TrustSettings",
-    "load_policy",
-    "parse_policy",
 ]
 
 MiB = 1024 * 1024
@@ -349,6 +346,10 @@ class Policy:
     def settings(self, trust: TrustLevel | str) -> TrustSettings:
         return self.levels[parse_trust(trust)]
 
+    def longest_run_s(self) -> float:
+        """The longest a run may take under this policy: a timeout plus its compile budget."""
+        return max(s.limits.timeout_s + s.limits.compile_timeout_s for s in self.levels.values())
+
     @classmethod
     def preset(cls, name: str) -> Policy:
         """A policy that gives every trust level the same preset (`standard` or `strict`)."""
@@ -364,20 +365,6 @@ def parse_trust(value: TrustLevel | str) -> TrustLevel:
     except ValueError:
         names = ", ".join(level.value for level in TrustLevel)
         raise InputError(f"unknown trust level {value!r} (expected one of: {names})") from None
-
-
-def load_policy(path: str | Path) -> Policy:
-    """Read and validate a YAML policy file."""
-    from hazmat.policy_file import read_policy
-
-    return read_policy(path)
-
-
-def parse_policy(data: object, source: str = "<policy>") -> Policy:
-    """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
-    from hazmat.policy_file import policy_from_data
-
-    return policy_from_data(data, source)
 
 
 def preset_limits(name: object, key: str) -> Limits:

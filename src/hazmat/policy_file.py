@@ -39,8 +39,10 @@ from hazmat.policy import (
     preset_limits,
 )
 
+__all__ = ["load_policy", "parse_policy"]
 
-def read_policy(path: str | Path) -> Policy:
+
+def load_policy(path: str | Path) -> Policy:
     """Read and validate a YAML policy file."""
     path = Path(path)
     try:
@@ -51,10 +53,10 @@ def read_policy(path: str | Path) -> Policy:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
-    return policy_from_data({} if data is None else data, source=str(path))
+    return parse_policy({} if data is None else data, source=str(path))
 
 
-def policy_from_data(data: object, source: str = "<policy>") -> Policy:
+def parse_policy(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
     known = {"version", "default_trust", "trust", "images", "audit", "pool", "sessions", "egress"}

@@ -18,39 +18,31 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from hazmat._exceptions import ClosedError, InfraError, SessionClosed, SettingsMismatch
-from hazmat.assess.decision import Decision, check_override_reason, decide
+from hazmat.assess.decision import Decision, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
-from hazmat.audit.runs import Review, RunRecorder
+from hazmat.audit.runs import Applied, Review, RunRecorder
 from hazmat.backends.base import Backend, Job, Spec
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
-from hazmat.egress.settings import narrowed
 from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
-from hazmat.policy import (
-    Limits,
-    Policy,
-    Runtime,
-    SemgrepMode,
-    TrustLevel,
-    load_policy,
-    parse_trust,
-)
-from hazmat.run.image_choice import default_image, resolve_image
-from hazmat.run.intake import build_request, check_request, parse_runtime
+from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
+from hazmat.policy_file import load_policy
+from hazmat.run.image_choice import default_image
+from hazmat.run.intake import Checked, RunOptions, build_request, check_request, parse_runtime
 from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.session_book import SessionBook
-from hazmat.sessions import open_session
+from hazmat.sessions import Fixed, open_session
 from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
@@ -60,27 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "Sandbox"]
 
 log = logging.getLogger(__name__)
-
-
-class RunOptions(TypedDict, total=False):
-    """The keyword options of `Sandbox.run`, `arun` and `request`. An option not listed here,
-    or of the wrong type, raises `InputError` naming the valid ones."""
-
-    trust: TrustLevel | str | None
-    stdin: str | bytes | None
-    files: Mapping[str, str | bytes] | None
-    output_files: Sequence[str]
-    env: Mapping[str, str] | None
-    args: Sequence[str] | None
-    timeout: float | None
-    memory_mb: int | None
-    runtime: Runtime | str | None
-    caller: str | None
-    session: str | None
-    override_reason: str | None
-    image: str | None
-    module: str | None
-    network: list[str] | None
 
 
 class Sandbox:
@@ -126,7 +97,7 @@ class Sandbox:
         self.assessor.start()
         self._gates = Gates(egress, policy.reachable)  # the proxy, made when a run needs it
         self._late = LateSemgrep(self.assessor, self._recorder)
-        self.sessions = SessionBook(policy.sessions)
+        self.sessions: SessionBook[Session] = SessionBook(policy.sessions)
         for name in policy.pool.prewarm:
             try:
                 self.warm(name)
@@ -170,7 +141,8 @@ class Sandbox:
         expires (the policy's `sessions` section). Use it as a context manager, or close it.
         Each call is assessed and recorded like any run (sessions.py)."""
         self._check_open()
-        return open_session(self, self._recorder, language, trust, runtime, image, caller)
+        fixed = Fixed(language, trust, runtime, image, caller)
+        return open_session(self, self.sessions, self._recorder, fixed)
 
     def record_session_files(
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
@@ -249,11 +221,10 @@ class Sandbox:
         self._check_open()
         watch = as_watch(on_output)
         began = time.monotonic()
-        limits = check_request(self.policy, request)  # also a request built by hand
-        plan, notes = self._resolve(request, limits, backend)
+        checked = check_request(self.policy, request)  # at once if `request` made it
+        plan, notes = _plan(request, checked, backend)
         settings = self.policy.settings(request.trust)
-        reason = check_override_reason(request.override_reason, settings.assess)
-        allow = narrowed(settings.network, request.network)
+        reason, allow = checked.override_reason, checked.network
         gate = self._gates.open(allow, settings.network.ports)
         job = job_for(plan, gate, watch)
         backend.prepare(job)
@@ -266,9 +237,7 @@ class Sandbox:
             if decision in (Decision.OVERRIDE, Decision.WARN):
                 suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
                 notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
-            run_id = self._recorder.started(
-                request, plan.limits, plan.runtime, plan.image, review, allow
-            )
+            run_id = self._recorder.started(request, _applied(plan, allow), review)
             ran = self._run(backend, plan, job, notes, run_id, began)
             result = self._connections(run_id, ran, gate)
             result = dataclasses.replace(
@@ -284,20 +253,6 @@ class Sandbox:
         self._metrics.record(result, (time.monotonic() - began) * 1000)
         return result
 
-    def _resolve(
-        self, request: ExecutionRequest, limits: Limits, backend: Backend
-    ) -> tuple[Plan, list[str]]:
-        """The limits, runtime and image this run really gets (limits clamped to the host)."""
-        lang = get_language(request.language)
-        settings = self.policy.settings(request.trust)
-        runtime = request.runtime or settings.runtime
-        image = resolve_image(self.policy, request.trust, lang, request.image)
-        try:
-            applied = limits.clamped(backend.resources())
-        except InfraError:
-            applied = limits  # the run itself will report the engine's state
-        return Plan(request, applied, runtime, image), clamp_notes(limits, applied)
-
     def _assess(self, plan: Plan) -> Assessment:
         settings = self.policy.settings(plan.request.trust)
         return self.assessor.assess(
@@ -311,7 +266,7 @@ class Sandbox:
         self, plan: Plan, review: Review, began: float, allow: tuple[str, ...]
     ) -> ExecutionResult:
         request = plan.request
-        self._recorder.blocked(request, plan.limits, plan.runtime, plan.image, review, allow)
+        self._recorder.blocked(request, _applied(plan, allow), review)
         elapsed = (time.monotonic() - began) * 1000
         result = blocked_result(
             plan, review.assessment, explain_assessment(review.assessment), elapsed
@@ -394,3 +349,17 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.pool import PoolBackend
 
     return PoolBackend(docker, policy.pool)
+
+
+def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tuple[Plan, list[str]]:
+    """The limits, runtime and image this run really gets (limits clamped to the host)."""
+    try:
+        applied = checked.limits.clamped(backend.resources())
+    except InfraError:
+        applied = checked.limits  # the run itself will report the engine's state
+    plan = Plan(request, applied, checked.runtime, checked.image)
+    return plan, clamp_notes(checked.limits, applied)
+
+
+def _applied(plan: Plan, allow: tuple[str, ...]) -> Applied:
+    return Applied(plan.limits, plan.runtime, plan.image, allow)

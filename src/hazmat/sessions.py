@@ -25,24 +25,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from hazmat._exceptions import InputError, SessionClosed
-from hazmat.backends.agent import Payload
-from hazmat.backends.base import Job, Spec
+from hazmat.backends.base import Backend, Job, KeptBackend, Program, Spec
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.policy import Runtime, SessionSettings, TrustLevel, parse_trust
+from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_trust
 from hazmat.run.image_choice import resolve_image
-from hazmat.run.intake import build_request, parse_runtime
+from hazmat.run.intake import RunOptions, build_request, parse_runtime
+from hazmat.run.session_book import SessionBook
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
-    from hazmat.backends.session import SessionBackend
-    from hazmat.sandbox import RunOptions, Sandbox
 
-__all__ = ["CALL_OPTIONS", "Session", "open_session"]
+__all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "open_session"]
 
 # What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
 CALL_OPTIONS = frozenset(
@@ -50,31 +48,57 @@ CALL_OPTIONS = frozenset(
 )
 
 
-def open_session(
-    sandbox: Sandbox,
-    recorder: RunRecorder,
-    language: str,
-    trust: TrustLevel | str | None,
-    runtime: Runtime | str | None,
-    image: str | None,
-    caller: str | None,
-) -> Session:
-    """Start a session's container (checked against the policy like any other), record the
-    opening, and enter it in the sandbox's book of open sessions."""
-    from hazmat.backends.session import SessionBackend, docker_of
+class Pipeline(Protocol):
+    """What a session needs of the sandbox that opened it (`Sandbox` is one)."""
 
-    policy = sandbox.policy
-    lang = get_language(language)
-    level = parse_trust(trust if trust is not None else policy.default_trust)
+    policy: Policy
+    backend: Backend
+
+    def request(
+        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
+    ) -> ExecutionRequest: ...
+
+    def execute_in(
+        self,
+        request: ExecutionRequest,
+        backend: Backend,
+        on_output: OnOutput | Watch | None = None,
+    ) -> ExecutionResult: ...
+
+    def record_session_files(
+        self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
+    ) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Fixed:
+    """What a session is opened with, fixed for all its calls (`Sandbox.session`'s arguments)."""
+
+    language: str
+    trust: TrustLevel | str | None
+    runtime: Runtime | str | None
+    image: str | None
+    caller: str | None
+
+
+def open_session(
+    pipeline: Pipeline, book: SessionBook[Session], recorder: RunRecorder, asked: Fixed
+) -> Session:
+    """Start a session's container (`Backend.keep`: checked against the policy like any
+    other), record the opening, and enter it in the book of open sessions."""
+    policy = pipeline.policy
+    lang = get_language(asked.language)
+    level = parse_trust(asked.trust if asked.trust is not None else policy.default_trust)
     settings = policy.settings(level)
-    chosen = resolve_image(policy, level, lang, image)
-    limits = settings.limits.clamped(sandbox.backend.resources())
-    spec = Spec.of(lang.name, chosen, parse_runtime(runtime) or settings.runtime, limits)
+    chosen = resolve_image(policy, level, lang, asked.image)
+    limits = settings.limits.clamped(pipeline.backend.resources())
+    spec = Spec.of(lang.name, chosen, parse_runtime(asked.runtime) or settings.runtime, limits)
+    caller = asked.caller
     if caller is not None and not isinstance(caller, str):
         raise InputError(f"caller must be str, not {type(caller).__name__}")
-    book, rules = sandbox.sessions, policy.sessions
+    rules = policy.sessions
     lifetime = rules.lifetime_s + limits.timeout_s + limits.compile_timeout_s
-    fixed = {"trust": level, "runtime": spec.runtime, "image": image, "caller": caller}
+    fixed = {"trust": level, "runtime": spec.runtime, "image": asked.image, "caller": caller}
 
     def ended(session: Session) -> None:
         book.forget(session)
@@ -83,8 +107,8 @@ def open_session(
         )
 
     with book.slot() as enter:  # the place is taken before the container starts
-        backend = SessionBackend(docker_of(sandbox.backend), spec, lifetime)
-        session = Session(sandbox, backend, spec, fixed, rules, ended)
+        backend = pipeline.backend.keep(spec, lifetime)
+        session = Session(pipeline, backend, spec, fixed, rules, ended)
         try:
             enter(session)
         except BaseException:
@@ -108,8 +132,8 @@ class Session:
 
     def __init__(
         self,
-        sandbox: Sandbox,
-        backend: SessionBackend,
+        sandbox: Pipeline,
+        backend: KeptBackend,
         spec: Spec,
         fixed: Mapping[str, Any],
         settings: SessionSettings,
@@ -255,7 +279,7 @@ class Session:
             {"files": files, "output_files": want, **self._fixed},
         )
         limits = self._sandbox.policy.settings(request.trust).limits
-        payload = Payload(
+        program = Program(
             files=request.files,
             want=tuple(want),
             stdin=b"",
@@ -268,7 +292,7 @@ class Session:
             dataclasses.replace(limits, memory_mb=self.spec.memory_mb, cpus=self.spec.cpus),
             self.spec.runtime,
             request.trust,
-            payload,
+            program,
         )
         self._touch()
         report = self._backend.call(job, "files")

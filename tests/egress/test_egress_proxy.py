@@ -81,7 +81,7 @@ def test_an_allowed_host_is_reached_over_tls(
 def test_a_wildcard_entry_allows_the_names_below_it(
     gate: tuple[EgressProxy, Gate], tls_servers: dict[str, TLSServer], connect: Connect
 ) -> None:
-    proxy, opened = gate
+    _proxy, opened = gate
     server = tls_servers["127.0.0.2"]
     sock, head = connect(opened.directory / SOCKET_NAME, f"API.Mirror.test.:{server.port}")
     assert head.startswith(b"HTTP/1.1 200 ")
@@ -181,7 +181,7 @@ def test_a_tls_hello_without_a_server_name_is_refused(
 ) -> None:
     proxy, opened = gate
     server = tls_servers["127.0.0.2"]
-    sock, head = connect(opened.directory / SOCKET_NAME, f"allowed.test:{server.port}")
+    sock, _head = connect(opened.directory / SOCKET_NAME, f"allowed.test:{server.port}")
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE

@@ -18,7 +18,7 @@ from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.egress.proxy import EgressProxy
 from hazmat.models import ExecutionResult
-from hazmat.policy import parse_policy
+from hazmat.policy_file import parse_policy
 
 pytestmark = pytest.mark.docker
 

@@ -7,7 +7,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
-from hazmat.policy import parse_policy
+from hazmat.policy_file import parse_policy
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,7 @@ from hazmat.backends.custom_images import CustomImage
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.images import ImageBuilder
-from hazmat.policy import parse_policy
+from hazmat.policy_file import parse_policy
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

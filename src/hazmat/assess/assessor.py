@@ -12,6 +12,7 @@ Semgrep, which takes seconds, runs only when asked (`semgrep=True`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import struct
@@ -241,16 +242,12 @@ class _Worker:
 def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
     for stream in (process.stdin, process.stdout):
         if stream is not None:
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
 
 
 def _finding(data: dict[str, Any]) -> Finding:

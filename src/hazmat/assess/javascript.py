@@ -319,9 +319,9 @@ def _built(node: Node | None) -> str | None:
     if node is None:
         return None
     for sub in walk(node):
-        if sub.type == "binary_expression" and text(sub.child_by_field_name("operator")) == "+":
-            if any(n.type in ("string", "template_string") for n in walk(sub)):
-                return "arithmetic"  # string concatenation; `args[i + 1]` is only an index
+        plus = sub.type == "binary_expression" and text(sub.child_by_field_name("operator")) == "+"
+        if plus and any(n.type in ("string", "template_string") for n in walk(sub)):
+            return "arithmetic"  # string concatenation; `args[i + 1]` is only an index
         if sub.type == "template_string" and any(
             c.type == "template_substitution" for c in sub.children
         ):

@@ -100,16 +100,44 @@ ATTRIBUTES: dict[str, tuple[Severity, str]] = {
 CALLS: dict[str, tuple[str, Severity, str, int | None]] = {
     **{
         f"os.{name}": ("os-process", S.HIGH, "starts, replaces or signals processes", 78)
-        for name in (
-            "system popen execl execle execlp execlpe execv execve execvp execvpe spawnl "
-            "spawnle spawnlp spawnlpe spawnv spawnve spawnvp spawnvpe posix_spawn posix_spawnp "
-            "fork forkpty kill killpg setuid setgid seteuid setegid setreuid setregid chroot "
-            "startfile"
-        ).split()
+        for name in [
+            "system",
+            "popen",
+            "execl",
+            "execle",
+            "execlp",
+            "execlpe",
+            "execv",
+            "execve",
+            "execvp",
+            "execvpe",
+            "spawnl",
+            "spawnle",
+            "spawnlp",
+            "spawnlpe",
+            "spawnv",
+            "spawnve",
+            "spawnvp",
+            "spawnvpe",
+            "posix_spawn",
+            "posix_spawnp",
+            "fork",
+            "forkpty",
+            "kill",
+            "killpg",
+            "setuid",
+            "setgid",
+            "seteuid",
+            "setegid",
+            "setreuid",
+            "setregid",
+            "chroot",
+            "startfile",
+        ]
     },
     **{
         f"os.{name}": ("file-delete", S.LOW, "deletes or re-permissions files", None)
-        for name in "remove unlink rmdir removedirs chmod chown lchown".split()
+        for name in ["remove", "unlink", "rmdir", "removedirs", "chmod", "chown", "lchown"]
     },
     "shutil.rmtree": ("file-delete", S.LOW, "deletes a file tree", None),
     "sys._getframe": ("frame-access", S.HIGH, "reaches interpreter frames", None),
@@ -342,9 +370,13 @@ class _Rules:
 
     def _subscript(self, node: ast.Subscript) -> None:
         base = node.value
-        if isinstance(base, ast.Call) and self.qualified(base.func) in _REFLECTION:
-            if not _is_literal(node.slice) and self._built_at_run_time(node.slice):
-                self.add(node, "obfuscated-name", S.CRITICAL, "globals()[...] with a built name")
+        if (
+            isinstance(base, ast.Call)
+            and self.qualified(base.func) in _REFLECTION
+            and not _is_literal(node.slice)
+            and self._built_at_run_time(node.slice)
+        ):
+            self.add(node, "obfuscated-name", S.CRITICAL, "globals()[...] with a built name")
 
     def _string(self, node: ast.Constant) -> None:
         value = str(node.value)

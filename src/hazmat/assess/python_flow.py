@@ -183,10 +183,13 @@ class PythonFlow:
         while stack and budget:
             budget -= 1
             node = stack.pop()
-            if isinstance(node, ast.Call) and (self.qualified(node.func) or "") in _HOME:
-                if not node.args or _home_name(node.args[0]):
-                    out.append("~")
-                    continue
+            if (
+                isinstance(node, ast.Call)
+                and (self.qualified(node.func) or "") in _HOME
+                and (not node.args or _home_name(node.args[0]))
+            ):
+                out.append("~")
+                continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 out.append(node.value)
             elif isinstance(node, ast.Name) and node.id in self.sources:
@@ -246,9 +249,9 @@ class PythonFlow:
         elif name == "ruamel.yaml.YAML" and _text(_keyword(node, "typ")) in ("unsafe", "full"):
             message = "ruamel.yaml with typ='unsafe' builds arbitrary objects"
             self.add(node, "unsafe-deserialization", S.HIGH, message)
-        elif name == "torch.load" and not _true(_keyword(node, "weights_only")):
-            self.add(node, "unsafe-deserialization", S.HIGH, f"{name}() unpickles its input")
-        elif name == "numpy.load" and _true(_keyword(node, "allow_pickle")):
+        elif (name == "torch.load" and not _true(_keyword(node, "weights_only"))) or (
+            name == "numpy.load" and _true(_keyword(node, "allow_pickle"))
+        ):
             self.add(node, "unsafe-deserialization", S.HIGH, f"{name}() unpickles its input")
 
     # --- calls without a call expression ------------------------------------------------

@@ -22,28 +22,47 @@ Callee = Callable[[Node], str]
 # The last part of a call's name -> (kind of access, which argument is the path).
 _JS_FILES: dict[str, tuple[str, int]] = {
     **{
-        n: ("read", 0) for n in "readFile readFileSync createReadStream readdir readdirSync".split()
+        n: ("read", 0)
+        for n in ["readFile", "readFileSync", "createReadStream", "readdir", "readdirSync"]
     },
     **{
         n: ("write", 0)
-        for n in (
-            "writeFile writeFileSync appendFile appendFileSync createWriteStream chmod chmodSync "
-            "chown chownSync mkdir mkdirSync"
-        ).split()
+        for n in [
+            "writeFile",
+            "writeFileSync",
+            "appendFile",
+            "appendFileSync",
+            "createWriteStream",
+            "chmod",
+            "chmodSync",
+            "chown",
+            "chownSync",
+            "mkdir",
+            "mkdirSync",
+        ]
     },
     **{
         n: ("delete", 0)
-        for n in "unlink unlinkSync rm rmSync rmdir rmdirSync truncate truncateSync".split()
+        for n in [
+            "unlink",
+            "unlinkSync",
+            "rm",
+            "rmSync",
+            "rmdir",
+            "rmdirSync",
+            "truncate",
+            "truncateSync",
+        ]
     },
-    **{n: ("write", 1) for n in "symlink symlinkSync link linkSync".split()},
+    **{n: ("write", 1) for n in ["symlink", "symlinkSync", "link", "linkSync"]},
 }
 _JS_PAIRS = {"copyFile": "read", "copyFileSync": "read", "rename": "delete", "renameSync": "delete"}
 _GO_FILES: dict[str, tuple[str, int]] = {
     **{f"{p}.{n}": ("read", 0) for p in ("os", "io/ioutil") for n in ("ReadFile", "ReadDir")},
     "os.Open": ("read", 0),
     **{f"{p}.WriteFile": ("write", 0) for p in ("os", "io/ioutil")},
-    **{f"os.{n}": ("write", 0) for n in "Create Chmod Chown Mkdir MkdirAll".split()},
-    **{f"os.{n}": ("delete", 0) for n in "Remove RemoveAll Truncate".split()},
+    **{f"os.{n}": ("write", 0) for n in ["Create", "Chmod", "Chown", "Mkdir", "MkdirAll"]},
+    **{f"os.{n}": ("delete", 0) for n in ["Remove", "RemoveAll", "Truncate"]},
     **{f"os.{n}": ("write", 1) for n in ("Symlink", "Link")},
 }
 _GO_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_APPEND", "O_CREATE", "O_TRUNC")

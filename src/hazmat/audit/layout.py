@@ -25,25 +25,44 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hazmat._exceptions import AuditError
 
 __all__ = [
+    "CHECKPOINT",
+    "PUBKEY",
     "Listing",
     "check_directory",
     "flocked",
     "fsync_dir",
     "io_message",
     "list_log",
+    "published",
     "segment_name",
     "write_atomic",
     "write_fully",
 ]
 
 _log = logging.getLogger(__name__)
+
+CHECKPOINT = "checkpoint"  # the latest signed checkpoint, in a log's directory or an anchor's
+PUBKEY = "pubkey"  # the verifier key
+
+
+def published(directory: Path) -> tuple[str, str] | None:
+    """A log's latest signed checkpoint and its verifier key, as written; None before the
+    first checkpoint."""
+    try:
+        note = (directory / CHECKPOINT).read_text()
+        pubkey = (directory / PUBKEY).read_text().strip()
+    except FileNotFoundError:
+        return None
+    return note, pubkey
+
+
 _SEGMENT = re.compile(r"([0-9]{6})\.(jsonl|leaves)")
 _SEAL = re.compile(r"([0-9]{6})\.json")
 _TEMP = re.compile(r"\.[^/]*\.tmp")  # our own mkstemp leftovers (a crash mid-write)
@@ -152,10 +171,8 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     fsync_dir(path.parent)
 

@@ -36,6 +36,8 @@ from hazmat.audit.anchor import append_note, last_note
 from hazmat.audit.checkpoint import Checkpoint, CheckpointError, Signer, load_or_create_key
 from hazmat.audit.index import BLOCK, BlockEntry, BlockIndex
 from hazmat.audit.layout import (
+    CHECKPOINT,
+    PUBKEY,
     check_directory,
     flocked,
     fsync_dir,
@@ -307,7 +309,7 @@ class AuditLog:
         if self.anchor:
             append_note(self.anchor, note)  # first: the anchor is never behind the log's own
         try:
-            write_atomic(self.dir / "checkpoint", note.encode())
+            write_atomic(self.dir / CHECKPOINT, note.encode())
         except OSError as exc:
             raise AuditError(
                 f"cannot write a checkpoint in {self.dir}: {io_message(exc)}"
@@ -433,7 +435,7 @@ class AuditLog:
         """Every checkpoint the writer must not contradict: the log's own, the newest seal's
         and the anchor's newest. Two different roots for one size is a fork."""
         notes: list[tuple[str, str]] = []
-        own = self.dir / "checkpoint"
+        own = self.dir / CHECKPOINT
         if own.exists():
             notes.append((str(own), own.read_text()))
         if listing.seals:
@@ -590,7 +592,7 @@ class AuditLog:
             raise self._damaged(f"{path} is not a usable key: {exc}") from None
         signer = Signer(self.origin, key)
         public = signer.verifier.encode() + "\n"
-        pubkey = self.dir / "pubkey"
+        pubkey = self.dir / PUBKEY
         if not pubkey.exists():
             write_atomic(pubkey, public.encode())
         elif pubkey.read_text() != public:
@@ -599,7 +601,7 @@ class AuditLog:
 
     def _has_history(self) -> bool:
         listing = list_log(self.dir)
-        return bool(listing.last) or (self.dir / "checkpoint").exists()
+        return bool(listing.last) or (self.dir / CHECKPOINT).exists()
 
 
 def _cut_back(fd: int, size: int) -> None:

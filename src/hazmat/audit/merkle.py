@@ -154,8 +154,8 @@ def _subproof(
         return [] if complete else [subtree(lo, hi)]
     k = _split(n)
     if m <= k:
-        return _subproof(m, lo, lo + k, complete, subtree) + [subtree(lo + k, hi)]
-    return _subproof(m - k, lo + k, hi, False, subtree) + [subtree(lo, lo + k)]
+        return [*_subproof(m, lo, lo + k, complete, subtree), subtree(lo + k, hi)]
+    return [*_subproof(m - k, lo + k, hi, False, subtree), subtree(lo, lo + k)]
 
 
 def verify_consistency(

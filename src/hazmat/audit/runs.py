@@ -11,15 +11,27 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hazmat.audit.log import AuditLog
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.policy import AuditSettings, Limits, Runtime
 
-__all__ = ["Review", "RunRecorder"]
+__all__ = ["Applied", "Review", "RunRecorder"]
 
 _SESSIONS_REMEMBERED = 256
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a run was given, as the log records it: the limits, runtime and image it really
+    got, and the hosts it may reach."""
+
+    limits: Limits
+    runtime: Runtime
+    image: str
+    network: Sequence[str] = ()
 
 
 class Review:
@@ -69,42 +81,21 @@ class RunRecorder:
         self._lock = threading.Lock()
 
     def started(
-        self,
-        request: ExecutionRequest,
-        limits: Limits,
-        runtime: Runtime,
-        image: str,
-        review: Review | None = None,
-        network: Sequence[str] = (),
+        self, request: ExecutionRequest, applied: Applied, review: Review | None = None
     ) -> str:
         """Record the start of a run (durably) and return its run id."""
-        return self._request_record("run.started", request, limits, runtime, image, review, network)
+        return self._request_record("run.started", request, applied, review)
 
-    def blocked(
-        self,
-        request: ExecutionRequest,
-        limits: Limits,
-        runtime: Runtime,
-        image: str,
-        review: Review,
-        network: Sequence[str] = (),
-    ) -> str:
+    def blocked(self, request: ExecutionRequest, applied: Applied, review: Review) -> str:
         """Record a run the policy refused (a security event); nothing was started."""
-        return self._request_record("run.blocked", request, limits, runtime, image, review, network)
+        return self._request_record("run.blocked", request, applied, review)
 
     def late_findings(self, run_id: str, data: Mapping[str, Any]) -> None:
         """Record what an analyser that ran after the run (Semgrep, async) found."""
         self.log.append("assess.semgrep", {"run": run_id, **data})
 
     def _request_record(
-        self,
-        kind: str,
-        request: ExecutionRequest,
-        limits: Limits,
-        runtime: Runtime,
-        image: str,
-        review: Review | None,
-        network: Sequence[str] = (),
+        self, kind: str, request: ExecutionRequest, applied: Applied, review: Review | None
     ) -> str:
         run_id = secrets.token_hex(8)
         code = request.code.encode()
@@ -124,10 +115,11 @@ class RunRecorder:
                 "stdin": _digest(request.stdin),
                 "files": {name: _digest(data) for name, data in request.files.items()},
                 "output_files": list(request.output_files),
-                "limits": limits.to_dict(),
-                "runtime": runtime.value,
-                "image": image,
-                "network": list(network),
+                "limits": applied.limits.to_dict(),
+                "runtime": applied.runtime.value,
+                "image": applied.image,
+                "network": list(applied.network),
+                **({"origin": dict(request.origin)} if request.origin else {}),
                 **(review.to_record() if review else {}),
             },
         )

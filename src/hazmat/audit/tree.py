@@ -22,7 +22,7 @@ from hazmat.audit.layout import Listing, list_log
 from hazmat.audit.merkle import Frontier, leaf_hash, node_hash, perfect_root
 from hazmat.audit.records import LineError, Record, parse_line_exact
 
-__all__ = ["Position", "LogTree", "TreeError"]
+__all__ = ["LogTree", "Position", "TreeError"]
 
 _CHUNK = 256 * 1024
 _RECORD_AT = len(b'{"hash":"') + 64 + len(b'","record":')

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hazmat._exceptions import AuditError
 from hazmat.audit.anchor import ANCHOR_FILE, read_notes
 from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
-from hazmat.audit.layout import flocked, list_log, segment_name
+from hazmat.audit.layout import CHECKPOINT, PUBKEY, flocked, list_log, segment_name
 from hazmat.audit.merkle import Frontier, leaf_hash
 from hazmat.audit.records import GENESIS, LineError, Record, parse_line_exact
 
@@ -120,7 +120,7 @@ def verify_log(
 
 def log_key(directory: Path, report: Report) -> VerifierKey | None:
     """The verifier key in the log's own `pubkey` file (weaker than one kept elsewhere)."""
-    path = directory / "pubkey"
+    path = directory / PUBKEY
     try:
         return VerifierKey.decode(path.read_text())
     except (OSError, CheckpointError) as exc:
@@ -161,12 +161,12 @@ def _read_snapshot(
             found = [
                 (f"{anchor / ANCHOR_FILE}#{i + 1}", n) for i, n in enumerate(read_notes(anchor))
             ]
-        if (anchor / "checkpoint").exists():  # an anchor written before the checkpoint history
-            found.append((str(anchor / "checkpoint"), (anchor / "checkpoint").read_text()))
+        if (anchor / CHECKPOINT).exists():  # an anchor written before the checkpoint history
+            found.append((str(anchor / CHECKPOINT), (anchor / CHECKPOINT).read_text()))
         if not found:
             report.fail("empty_anchor", None, None, f"the anchor {anchor} holds no checkpoint")
         notes += found
-    own = directory / "checkpoint"
+    own = directory / CHECKPOINT
     if own.exists():
         notes.append((str(own), own.read_text()))
     listing = list_log(directory)

@@ -1,16 +1,20 @@
-"""From a caller's call to a checked `ExecutionRequest`.
+"""From a caller's call to a checked request, checked once.
 
 `build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` into a
-request; `check_request` is the one validation every request passes before anything runs,
-however it was made (also a request built by hand and passed to `Sandbox.execute`). Both raise
-`InputError` (or `InputTooLarge`, `UnsafeFileName`, `UnknownLanguage`) naming what is wrong.
+request and checks it; `check_request` is the one validation every request passes before
+anything runs, however it was made (also a request built by hand and passed to
+`Sandbox.execute`). Its answer, `Checked` (the limits, image, runtime, override reason and
+hosts the run gets), is kept with the request, so that no later stage checks or resolves it
+again. Both raise `InputError` (or `InputTooLarge`, `UnsafeFileName`, `UnknownLanguage`)
+naming what is wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError
 from hazmat.assess.decision import check_override_reason
@@ -30,7 +34,14 @@ from hazmat.run.validation import (
     to_bytes,
 )
 
-__all__ = ["build_request", "check_request", "parse_runtime", "request_limits"]
+__all__ = [
+    "Checked",
+    "RunOptions",
+    "build_request",
+    "check_request",
+    "parse_runtime",
+    "request_limits",
+]
 
 
 def build_request(
@@ -42,7 +53,6 @@ def build_request(
     stdin = options.get("stdin")
     files = options.get("files") or {}
     level = parse_trust(trust if trust is not None else policy.default_trust)
-    reason = options.get("override_reason")
     request = ExecutionRequest(
         code=check_code(code),
         language=get_language(language).name,
@@ -59,20 +69,43 @@ def build_request(
         runtime=parse_runtime(options.get("runtime")),
         caller=options.get("caller"),
         session=options.get("session"),
-        override_reason=check_override_reason(reason, policy.settings(level).assess),
+        override_reason=options.get("override_reason"),
         image=options.get("image"),
         module=options.get("module"),
         network=options.get("network"),
+        origin=MappingProxyType(dict(options.get("origin") or {})),
     )
     check_request(policy, request)
     return request
 
 
-def check_request(policy: Policy, request: ExecutionRequest) -> Limits:
-    """Check every field of `request` against the rules and the policy's limits; return the
-    limits that apply to it."""
+@dataclass(frozen=True)
+class Checked:
+    """A request checked against a policy: what the run gets, which every later stage takes
+    as it is (the limits are the level's with the request's own; the host may lower them)."""
+
+    policy: Policy
+    limits: Limits
+    image: str
+    runtime: Runtime
+    override_reason: str | None  # stripped, and long enough for the level
+    network: tuple[str, ...]  # the hosts it may reach: the level's, narrowed by the request's
+
+
+def check_request(policy: Policy, request: ExecutionRequest) -> Checked:
+    """Check every field of `request` against the rules and `policy`, once: a request already
+    checked against this very policy gets the same answer without a second check."""
     if not isinstance(request, ExecutionRequest):
         raise InputError(f"expected an ExecutionRequest, not {type(request).__name__}")
+    done = request.checked
+    if isinstance(done, Checked) and done.policy is policy:
+        return done
+    checked = _check(policy, request)
+    object.__setattr__(request, "checked", checked)  # frozen: set once, by this module only
+    return checked
+
+
+def _check(policy: Policy, request: ExecutionRequest) -> Checked:
     check_code(request.code)
     lang = get_language(request.language)
     if not isinstance(request.trust, TrustLevel):
@@ -87,16 +120,20 @@ def check_request(policy: Policy, request: ExecutionRequest) -> Limits:
             raise InputError(f"{name} must be str, not {type(value).__name__}")
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
-    check_override_reason(request.override_reason, policy.settings(request.trust).assess)
-    resolve_image(policy, request.trust, lang, request.image)
+    if not isinstance(request.origin, Mapping):
+        raise InputError(f"origin must be a mapping, not {type(request.origin).__name__}")
+    settings = policy.settings(request.trust)
+    reason = check_override_reason(request.override_reason, settings.assess)
+    image = resolve_image(policy, request.trust, lang, request.image)
     check_module(lang, request.module)
     try:
-        narrowed(policy.settings(request.trust).network, request.network)
+        allow = narrowed(settings.network, request.network)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     limits = request_limits(policy, request)
     _check_sizes(request, lang.source_names, limits)
-    return limits
+    runtime = request.runtime or settings.runtime
+    return Checked(policy, limits, image, runtime, reason, allow)
 
 
 def _check_files(request: ExecutionRequest) -> None:
@@ -183,3 +220,25 @@ def parse_runtime(value: Runtime | str | None) -> Runtime | None:
         return Runtime(value)
     except ValueError:
         raise InputError(f"unknown runtime {value!r} (expected runc or runsc)") from None
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options of `Sandbox.run`, `arun` and `request`. An option not listed here,
+    or of the wrong type, raises `InputError` naming the valid ones."""
+
+    trust: TrustLevel | str | None
+    stdin: str | bytes | None
+    files: Mapping[str, str | bytes] | None
+    output_files: Sequence[str]
+    env: Mapping[str, str] | None
+    args: Sequence[str] | None
+    timeout: float | None
+    memory_mb: int | None
+    runtime: Runtime | str | None
+    caller: str | None
+    origin: Mapping[str, str | int] | None
+    session: str | None
+    override_reason: str | None
+    image: str | None
+    module: str | None
+    network: list[str] | None

@@ -4,8 +4,8 @@ on limits the host lowered."""
 
 from __future__ import annotations
 
-from hazmat.backends.agent import RELAY_PORT, Payload
-from hazmat.backends.base import Job
+from hazmat.backends.agent import RELAY_PORT
+from hazmat.backends.base import Job, Program
 from hazmat.egress.proxy import Gate, proxy_env
 from hazmat.languages import get_language
 from hazmat.policy import Limits
@@ -20,7 +20,7 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
     request = plan.request
     lang = get_language(request.language)
     source = lang.source_for(module_for(lang, request.code, request.module))
-    payload = Payload(
+    program = Program(
         files={source: request.code.encode(), **request.files},
         want=tuple(request.output_files),
         stdin=request.stdin,
@@ -30,7 +30,7 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         args=tuple(request.args),
     )
     egress = str(gate.directory) if gate else None
-    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, payload, egress, watch)
+    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch)
 
 
 def clamp_notes(asked: Limits, applied: Limits) -> list[str]:

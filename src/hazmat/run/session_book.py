@@ -9,13 +9,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from hazmat._exceptions import QuotaExceeded, SessionClosed, SessionNotFound
 from hazmat.policy import SessionSettings
-
-if TYPE_CHECKING:
-    from hazmat.sessions import Session
 
 __all__ = ["SessionBook"]
 
@@ -23,13 +20,37 @@ ENDED_KEPT = 1000  # how many ended sessions' reasons are kept, for a clear erro
 SLOT_RETRY_S = 5.0  # Retry-After for an open refused for want of room: sessions end by calls
 
 
-class SessionBook:
+class Entry(Protocol):
+    """What the book needs of a session (sessions.py)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def ended(self) -> str | None: ...
+
+    @property
+    def expires_at(self) -> float: ...
+
+    def over_cpu(self) -> bool: ...
+
+    def busy(self) -> bool: ...
+
+    def expiry(self) -> str: ...
+
+    def end(self, why: str, now: bool = False) -> None: ...
+
+
+S = TypeVar("S", bound=Entry)
+
+
+class SessionBook(Generic[S]):
     """A sandbox's open sessions, by id: at most `max_open`; a janitor thread ends those past
     their idle time, lifetime or CPU budget."""
 
     def __init__(self, settings: SessionSettings) -> None:
         self.settings = settings
-        self._open: dict[str, Session] = {}
+        self._open: dict[str, S] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
         self._lock = threading.Lock()
         self._opening = 0  # places taken by sessions whose container is starting
@@ -37,7 +58,7 @@ class SessionBook:
         self._janitor: threading.Thread | None = None
 
     @contextmanager
-    def slot(self) -> Iterator[Callable[[Session], None]]:
+    def slot(self) -> Iterator[Callable[[S], None]]:
         """A place for one more session, taken at once (a session being opened counts, so
         parallel opens can never pass `max_open` together) or `QuotaExceeded`; the function it
         yields enters the session into the book. Left without it, the place is given back."""
@@ -51,7 +72,7 @@ class SessionBook:
             self._opening += 1
         entered = False
 
-        def enter(session: Session) -> None:
+        def enter(session: S) -> None:
             nonlocal entered
             with self._lock:
                 self._opening -= 1
@@ -70,7 +91,7 @@ class SessionBook:
                 with self._lock:
                     self._opening -= 1
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str) -> S:
         with self._lock:
             session = self._open.get(session_id)
         if session is not None:
@@ -81,11 +102,11 @@ class SessionBook:
             raise SessionClosed(f"session {session_id} has ended: {why}")
         raise SessionNotFound(f"no open session {session_id!r}")
 
-    def all(self) -> list[Session]:
+    def all(self) -> list[S]:
         with self._lock:
             return list(self._open.values())
 
-    def forget(self, session: Session) -> None:
+    def forget(self, session: S) -> None:
         with self._lock:
             self._open.pop(session.id, None)
             self._ended[session.id] = session.ended or "it ended"

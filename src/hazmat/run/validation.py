@@ -51,6 +51,7 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "module": ((str,), "auto, esm or commonjs (JavaScript, TypeScript)"),
     "network": ((list, tuple), "a list of host names the policy allows (narrows its list)"),
     "caller": ((str,), "a name (str)"),
+    "origin": ((Mapping,), "a mapping of name -> str or int (recorded with the run)"),
     "session": ((str,), "a name (str)"),
     "override_reason": ((str,), "a sentence saying why blocked code may run"),
     "env": ((Mapping,), "a mapping of variable name -> str"),
