@@ -195,9 +195,25 @@ class Lab:
         sock = self.root / "redis.sock"
         sock.unlink(missing_ok=True)
         self.redis = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", *bind]
-            + ["--unixsocket", str(sock), "--dir", str(folder), "--save", ""]
-            + ["--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no"],
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                *bind,
+                "--unixsocket",
+                str(sock),
+                "--dir",
+                str(folder),
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--protected-mode",
+                "no",
+            ],
             stdout=(self.root / "redis.log").open("ab"),
         )
         wait_for("redis-server", sock.exists)

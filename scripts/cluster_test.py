@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster_lab import Lab, say  # noqa: E402
+from cluster_lab import Lab, say
 
 
 @dataclass
@@ -185,8 +185,16 @@ def audit(lab: Lab) -> dict[str, list[dict[str, Any]]]:
     records: dict[str, list[dict[str, Any]]] = {}
     for index in range(len(lab.engines)):
         out = subprocess.run(
-            [sys.executable, "-m", "hazmat", "audit", "show", "--json"]
-            + ["--log", str(lab.audit_dir(index))],
+            [
+                sys.executable,
+                "-m",
+                "hazmat",
+                "audit",
+                "show",
+                "--json",
+                "--log",
+                str(lab.audit_dir(index)),
+            ],
             capture_output=True,
             text=True,
             check=True,
@@ -218,8 +226,9 @@ def judge(jobs: list[Job], records: dict[str, list[dict[str, Any]]]) -> tuple[in
     for worker, rows in records.items():
         for r in rows:
             if r["kind"] == "run.started" and str(r["data"].get("session", "")).startswith("lab-"):
-                caller = dict(p.split(":", 1) for p in r["data"]["caller"].split() if ":" in p)
-                started[r["data"]["session"]].append((worker, caller["run"], caller["attempt"]))
+                origin = r["data"]["origin"]
+                run, attempt = str(origin["run"]), str(origin["attempt"])
+                started[r["data"]["session"]].append((worker, run, attempt))
     completed = lost = duplicated = retried = 0
     for job in jobs:
         tag = job.body["session"]

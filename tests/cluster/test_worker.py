@@ -16,8 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
-from server_helpers import LiveServer, audit_records, start_server, stop_server  # noqa: E402
+from server_helpers import LiveServer, audit_records, over_http, start_server, stop_server
 
 pytestmark = pytest.mark.docker
 EVENTS = {"Accept": "text/event-stream"}
@@ -58,20 +57,20 @@ def test_a_run_goes_through_the_worker(cluster: LiveServer, tmp_path: Path) -> N
     assert answer.status_code == 200, answer.text
     assert answer.json()["outcome"] == "ok" and answer.json()["stdout"] == "42\n"
     started = [r for r in audit_records(tmp_path / "audit-w1") if r["kind"] == "run.started"]
-    assert len(started) == 1 and "worker:w1 attempt:1" in started[0]["data"]["caller"]
+    assert len(started) == 1
+    origin = started[0]["data"]["origin"]
+    assert origin["worker"] == "w1" and origin["attempt"] == 1 and origin["run"]
 
 
 def test_mcp_run_code_over_http_goes_through_the_worker(
     cluster: LiveServer, tmp_path: Path
 ) -> None:
-    from server_helpers import over_http
-
     calls = [("run_code", {"code": "print(6 * 7)"})]
     _, answers = anyio.run(over_http, cluster.url, cluster.keys["untrusted"], calls)
     assert answers[0].structuredContent["stdout"] == "42\n"
     assert answers[0].structuredContent["risk"] == "LOW"
     started = [r for r in audit_records(tmp_path / "audit-w1") if r["kind"] == "run.started"]
-    assert len(started) == 1 and "worker:w1" in started[0]["data"]["caller"]
+    assert len(started) == 1 and started[0]["data"]["origin"]["worker"] == "w1"
 
 
 def test_output_streams_back_through_the_worker_and_a_full_cluster_says_429(
@@ -186,17 +185,18 @@ def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
                 process.terminate()
                 process.communicate(timeout=120)
     other = "w2" if first == "w1" else "w1"
-    callers = {
+    origins = {
         name: [
-            r["data"]["caller"]
+            r["data"]["origin"]
             for r in audit_records(tmp_path / f"audit-{name}")
             if r["kind"] == "run.started" and r["data"]["session"] == "twice"
         ]
         for name in (first, other)
     }
-    assert len(callers[first]) == 1 and "attempt:1" in callers[first][0]
-    assert len(callers[other]) == 1 and "attempt:2" in callers[other][0]
-    run_ids = {c.split("run:")[1].split()[0] for cs in callers.values() for c in cs}
+    assert len(origins[first]) == 1 and origins[first][0]["attempt"] == 1
+    assert len(origins[other]) == 1 and origins[other][0]["attempt"] == 2
+    assert origins[first][0]["worker"] == first and origins[other][0]["worker"] == other
+    run_ids = {o["run"] for os in origins.values() for o in os}
     assert len(run_ids) == 1  # one run of the service's, two attempts
 
 

@@ -1,4 +1,4 @@
-"""Fixtures for the service's tests (the helpers are in server_helpers.py)."""
+"""Fixtures for the service's tests (the helpers are in tests/server_helpers.py)."""
 
 from server_helpers import live_server
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from server_helpers import LiveServer, finished_record
 
 pytestmark = pytest.mark.docker

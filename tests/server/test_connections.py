@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from server_helpers import LiveServer, start_server, stop_server
 
 pytestmark = pytest.mark.docker

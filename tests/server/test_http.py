@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from server_helpers import LiveServer
 
 pytestmark = pytest.mark.docker

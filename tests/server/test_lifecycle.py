@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_helpers import start_server, stop_server
 
 from hazmat.backends.engine import Engine
 from hazmat.backends.owners import LABEL
+from server_helpers import start_server, stop_server
 
 pytestmark = pytest.mark.docker
 
@@ -62,13 +62,15 @@ def test_sigterm_lets_a_streamed_run_finish_its_stream(tmp_path: Path) -> None:
     server = start_server(tmp_path)
     code = "import time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')\n"
     headers = {"Accept": "text/event-stream"}
-    with server.client("trusted") as client:
-        with client.stream("POST", "/v1/runs", json={"code": code}, headers=headers) as response:
-            lines = response.iter_lines()
-            assert next(lines) == "event: stdout"
-            assert next(lines) == 'data: {"text":"started\\n"}'  # the run is in flight
-            server.process.send_signal(signal.SIGTERM)
-            rest = list(lines)
+    with (
+        server.client("trusted") as client,
+        client.stream("POST", "/v1/runs", json={"code": code}, headers=headers) as response,
+    ):
+        lines = response.iter_lines()
+        assert next(lines) == "event: stdout"
+        assert next(lines) == 'data: {"text":"started\\n"}'  # the run is in flight
+        server.process.send_signal(signal.SIGTERM)
+        rest = list(lines)
     assert 'data: {"text":"done\\n"}' in rest
     assert rest[-3] == "event: result" and '"outcome":"ok"' in rest[-2], rest
     leftover, _ = server.process.communicate(timeout=120)

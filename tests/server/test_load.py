@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from server_helpers import start_server, stop_server
 
-from hazmat.server.keys import KeyStore, Quotas
+from hazmat.tenant_keys import KeyStore, Quotas
+from server_helpers import start_server, stop_server
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -4,18 +4,17 @@ revoked key is refused."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession
 from mcp.client.stdio import stdio_client
-from server_helpers import LiveServer, over_http
 
-from hazmat.server.keys import KeyStore
+from hazmat.tenant_keys import KeyStore
+from server_helpers import LiveServer, over_http, params, session_calls
 
 pytestmark = pytest.mark.docker
 
@@ -25,25 +24,6 @@ PROGRAMS = {
     "typescript": "const n: number = 6 * 7;\nconsole.log(n)\n",
     "go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(6 * 7)\n}\n',
 }
-
-
-def params(tmp: Path, key: str) -> StdioServerParameters:
-    env = {
-        **os.environ,
-        "HAZMAT_API_KEY": key,
-        "HAZMAT_KEYS": str(tmp / "keys.json"),
-        "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
-    }
-    return StdioServerParameters(command=sys.executable, args=["-m", "hazmat", "mcp"], env=env)
-
-
-async def session_calls(tmp: Path, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
-    async with stdio_client(params(tmp, key)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            tools = await session.list_tools()
-            answers = [await session.call_tool(name, args) for name, args in calls]
-            return tools, answers
 
 
 def test_tools_run_code_in_every_language(tmp_path: Path) -> None:
@@ -74,13 +54,15 @@ def test_a_revoked_key_stops_the_next_call(tmp_path: Path) -> None:
     entry, key = store.create("agent", "untrusted")
 
     async def scenario() -> tuple[Any, Any]:
-        async with stdio_client(params(tmp_path, key)) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                first = await session.call_tool("run_code", {"code": "print(1)"})
-                store.revoke(entry.id)
-                second = await session.call_tool("run_code", {"code": "print(2)"})
-                return first, second
+        async with (
+            stdio_client(params(tmp_path, key)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            first = await session.call_tool("run_code", {"code": "print(1)"})
+            store.revoke(entry.id)
+            second = await session.call_tool("run_code", {"code": "print(2)"})
+            return first, second
 
     first, second = anyio.run(scenario)
     assert not first.isError and first.structuredContent["stdout"] == "1\n"

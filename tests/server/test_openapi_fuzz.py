@@ -11,6 +11,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
+
 from server_helpers import LiveServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

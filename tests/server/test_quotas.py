@@ -7,8 +7,8 @@ import contextlib
 import pytest
 
 from hazmat import QuotaExceeded
-from hazmat.server.keys import Quotas
-from hazmat.server.quotas import QuotaBook
+from hazmat.quotas import QuotaBook
+from hazmat.tenant_keys import Quotas
 
 
 class Clock:
@@ -44,9 +44,8 @@ def test_the_minute_window_slides() -> None:
         with book.admit("a", quotas):
             pass
     clock.now = 1025.0
-    with pytest.raises(QuotaExceeded, match="per-minute") as info:
-        with book.admit("a", quotas):
-            pass
+    with pytest.raises(QuotaExceeded, match="per-minute") as info, book.admit("a", quotas):
+        pass
     assert info.value.retry_after_s == 35  # the first start leaves the window at 1060
     clock.now = 1060.0
     with book.admit("a", quotas):
@@ -56,7 +55,6 @@ def test_the_minute_window_slides() -> None:
 def test_a_failing_run_gives_its_slot_back() -> None:
     book = QuotaBook(Clock())
     quotas = Quotas(concurrent=1)
-    with pytest.raises(RuntimeError):
-        with book.admit("a", quotas):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), book.admit("a", quotas):
+        raise RuntimeError("boom")
     assert book.active("a") == 0

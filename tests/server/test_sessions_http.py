@@ -11,10 +11,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from server_helpers import LiveServer
-from test_mcp import session_calls
 
-from hazmat.server.keys import KeyStore, Quotas
+from hazmat.tenant_keys import KeyStore, Quotas
+from server_helpers import LiveServer, params, session_calls
 
 pytestmark = pytest.mark.docker
 
@@ -151,23 +150,24 @@ def test_mcp_session_tools_over_stdio(tmp_path: Path) -> None:
     async def scenario() -> list[Any]:
         from mcp import ClientSession
         from mcp.client.stdio import stdio_client
-        from test_mcp import params
 
-        async with stdio_client(params(tmp_path, key)) as (read, write):
-            async with ClientSession(read, write) as client:
-                await client.initialize()
-                opened = await client.call_tool("open_session", {"language": "python"})
-                sid = opened.structuredContent["id"]
-                answers = [opened]
-                for code in ("total = 40", "total + 2"):
-                    answers.append(
-                        await client.call_tool("run_in_session", {"session_id": sid, "code": code})
-                    )
-                answers.append(await client.call_tool("close_session", {"session_id": sid}))
+        async with (
+            stdio_client(params(tmp_path, key)) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            opened = await client.call_tool("open_session", {"language": "python"})
+            sid = opened.structuredContent["id"]
+            answers = [opened]
+            for code in ("total = 40", "total + 2"):
                 answers.append(
-                    await client.call_tool("run_in_session", {"session_id": sid, "code": "1"})
+                    await client.call_tool("run_in_session", {"session_id": sid, "code": code})
                 )
-                return answers
+            answers.append(await client.call_tool("close_session", {"session_id": sid}))
+            answers.append(
+                await client.call_tool("run_in_session", {"session_id": sid, "code": "1"})
+            )
+            return answers
 
     opened, first, second, closed, after = anyio.run(scenario)
     assert not opened.isError and opened.structuredContent["language"] == "python"

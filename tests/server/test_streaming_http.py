@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from server_helpers import LiveServer, finished_record
 
 pytestmark = pytest.mark.docker

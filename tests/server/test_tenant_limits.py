@@ -9,10 +9,10 @@ import json
 import anyio
 import httpx
 import pytest
-from server_helpers import LiveServer, over_http
 
 from hazmat.server.fields import MAX_DEPTH
-from hazmat.server.keys import KeyStore, Quotas
+from hazmat.tenant_keys import KeyStore, Quotas
+from server_helpers import LiveServer, over_http
 
 pytestmark = pytest.mark.docker
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from hazmat.audit.anchor import append_note, last_note
 from hazmat.audit.checkpoint import CheckpointError, VerifierKey
-from hazmat.audit.layout import write_atomic
+from hazmat.audit.layout import PUBKEY, write_atomic
 from hazmat.cluster.keys import CHECKPOINTS, audit_key
 
 __all__ = ["WORKER_NAME", "AnchorCollector"]
@@ -92,7 +92,7 @@ class AnchorCollector:
 
     def _key(self, worker: str, anchor: Path) -> VerifierKey:
         """The worker's verifier key: pinned at first sight, never replaced."""
-        pinned = anchor / "pubkey"
+        pinned = anchor / PUBKEY
         if not pinned.exists():
             published = self.redis.get(audit_key(worker))
             if published is None:

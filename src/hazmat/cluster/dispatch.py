@@ -19,7 +19,6 @@ attempt is in the audit log of the worker that ran it.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import secrets
@@ -31,6 +30,7 @@ from hazmat.cluster.keys import (
     ACTOR,
     RUN_TTL_S,
     WORKERS,
+    attempt_id,
     broker,
     claim,
     patiently,
@@ -38,12 +38,11 @@ from hazmat.cluster.keys import (
     run_key,
     worker_key,
 )
-from hazmat.cluster.wire import request_to_wire
-from hazmat.cluster.worker import attempt_id
-from hazmat.models import ExecutionRequest, Outcome
+from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.watch import Watch
+from hazmat.wire import request_to_wire, result_from_wire
 
-__all__ = ["ON_LOST", "Dispatcher", "Placement", "WireResult"]
+__all__ = ["ON_LOST", "Dispatcher", "Placement"]
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +104,12 @@ class Placement:
         self.used = False
 
 
-class WireResult:
-    """A run's result as a worker wrote it (`ExecutionResult.to_dict()` with the output as
-    base64): what the service answers with and counts."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.stdout_bytes = base64.b64decode(data.pop("stdout_base64", ""))
-        self.stderr_bytes = base64.b64decode(data.pop("stderr_base64", ""))
-        self.data = data
-        self.outcome = Outcome(data["outcome"])
-        self.language = str(data["language"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.data)
-
-
 class _Lost(Exception):
     """An attempt that ended without a result because of its worker, or with the result
     `infra_error` (its engine failed it); `shown`: output of it already reached the caller (a
     retry would show output twice)."""
 
-    def __init__(self, message: str, shown: bool, result: WireResult | None = None) -> None:
+    def __init__(self, message: str, shown: bool, result: ExecutionResult | None = None) -> None:
         super().__init__(message)
         self.shown = shown
         self.result = result
@@ -196,7 +180,7 @@ class Dispatcher:
         watch: Watch | None,
         runtime: str = "",
         placed: Placement | None = None,
-    ) -> WireResult:
+    ) -> ExecutionResult:
         tried: list[tuple[str, str]] = []
         for attempt in range(1, self.attempts + 1):
             if placed is None or placed.used:
@@ -236,7 +220,7 @@ class Dispatcher:
         )
         patiently(lambda: self.broker.enqueue(message))
 
-    def _follow(self, aid: str, worker: str, epoch: str, watch: Watch | None) -> WireResult:
+    def _follow(self, aid: str, worker: str, epoch: str, watch: Watch | None) -> ExecutionResult:
         events, last, shown = run_key(aid, "events"), "0-0", False
         deadline = time.monotonic() + RESULT_WAIT_S
         gone_since: float | None = None
@@ -265,9 +249,9 @@ class Dispatcher:
                             watch.write(kind, data)
                             shown = True
                     elif kind == "result":
-                        result = WireResult(json.loads(data))
+                        result = result_from_wire(json.loads(data))
                         if result.outcome is Outcome.INFRA_ERROR and self.on_lost == "retry":
-                            why = result.data.get("error") or "infra_error"
+                            why = result.error or "infra_error"
                             raise _Lost(f"worker {worker} could not run it: {why}", shown, result)
                         if watch is not None:
                             watch.flush()

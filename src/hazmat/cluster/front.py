@@ -1,19 +1,26 @@
-"""What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py),
-tenants' quotas are counted in Redis across services (quotas.py), and the workers' signed
-checkpoints are copied into anchors of the service's (anchors.py)."""
+"""What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py)
+through a `ClusterRunner`, tenants' quotas are counted in Redis across services (quotas.py),
+and the workers' signed checkpoints are copied into anchors of the service's (anchors.py).
+cli/serve.py hands `cluster_front` to the service as its front (server/serve.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from hazmat.cluster.anchors import AnchorCollector
-from hazmat.cluster.dispatch import Dispatcher
+from hazmat.cluster.dispatch import Dispatcher, Placement
 from hazmat.cluster.quotas import RedisQuotaBook
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.policy import Policy
+from hazmat.watch import OnOutput, Watch, as_watch
 
-__all__ = ["ClusterOptions", "cluster_front"]
+__all__ = ["ClusterOptions", "ClusterRunner", "cluster_front"]
+
+LEASE_GRACE_S = 60  # a dead service's quota leases outlive its longest run by this
 
 
 @dataclass(frozen=True)
@@ -24,18 +31,51 @@ class ClusterOptions:
     attempts: int = 3  # with "retry": attempts in all
 
 
+class ClusterRunner:
+    """Runs go to the cluster's workers: `reserve` takes a slot on one (`QuotaExceeded` when
+    none is free), the reservation's `execute` runs it there (server/runner.py's protocols)."""
+
+    def __init__(self, dispatcher: Dispatcher, policy: Policy) -> None:
+        self.dispatcher = dispatcher
+        self.policy = policy
+
+    def reserve(self, request: ExecutionRequest) -> Placed:
+        runtime = request.runtime or self.policy.settings(request.trust).runtime
+        placement = self.dispatcher.place(request.language, runtime.value)
+        return Placed(self.dispatcher, placement, runtime.value)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A slot taken on a worker for one run."""
+
+    dispatcher: Dispatcher
+    placement: Placement
+    runtime: str
+
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult:
+        run_id = secrets.token_hex(8)
+        watch = as_watch(on_output)
+        return self.dispatcher.execute(request, run_id, watch, self.runtime, self.placement)
+
+    def release(self) -> None:
+        self.dispatcher.release(self.placement)
+
+
 @contextlib.contextmanager
 def cluster_front(
-    options: ClusterOptions, lease_s: float
-) -> Iterator[tuple[Dispatcher, RedisQuotaBook]]:
-    """The dispatcher and the quota book, with the anchor collector running meanwhile.
-    `lease_s`: how long a run's quota lease outlives a service that died holding it."""
+    options: ClusterOptions, policy: Policy
+) -> Iterator[tuple[ClusterRunner, RedisQuotaBook]]:
+    """The runner and the quota book, with the anchor collector running meanwhile. A run's
+    quota lease outlives a service that died holding it by the policy's longest run + 60 s."""
     dispatcher = Dispatcher(options.url, options.on_lost, options.attempts)
-    quotas = RedisQuotaBook(dispatcher.redis, lease_s)
+    quotas = RedisQuotaBook(dispatcher.redis, policy.longest_run_s() + LEASE_GRACE_S)
     collector = AnchorCollector(dispatcher.redis, options.anchors)
     collector.start()
     try:
-        yield dispatcher, quotas
+        yield ClusterRunner(dispatcher, policy), quotas
     finally:
         collector.stop()
         dispatcher.redis.close()

@@ -34,6 +34,7 @@ __all__ = [
     "HEARTBEAT_MS",
     "REDIS_GRACE_S",
     "RUN_TTL_S",
+    "attempt_id",
     "audit_key",
     "broker",
     "claim",
@@ -55,6 +56,10 @@ WORKERS = "hazmat:workers"
 CHECKPOINTS = "hazmat:checkpoints"
 REDIS_GRACE_S = 30.0  # a Redis away for longer than this fails the calls that need it
 SOCKET_TIMEOUT_S = 10.0  # a partition shows as a timeout, never as a call blocked for ever
+
+
+def attempt_id(run_id: str, attempt: int) -> str:
+    return f"{run_id}.{attempt}"
 
 
 def worker_key(name: str) -> str:

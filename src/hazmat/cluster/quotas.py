@@ -1,5 +1,5 @@
 """Per-tenant quotas kept in the cluster's Redis, so that they hold across every service in
-front of the workers: the same two limits as `server/quotas.py` (runs at once, runs started in
+front of the workers: the same two limits as `quotas.py` (runs at once, runs started in
 the last minute), counted in two sorted sets per tenant by one Lua script on Redis's clock.
 
 A run holds a lease in the tenant's running set until it ends; a service that dies leaves its
@@ -15,8 +15,8 @@ from typing import Any
 
 from hazmat._exceptions import QuotaExceeded
 from hazmat.cluster.keys import patiently
-from hazmat.server.keys import Quotas
-from hazmat.server.quotas import WINDOW_S, QuotaBook
+from hazmat.quotas import WINDOW_S, QuotaBook
+from hazmat.tenant_keys import Quotas
 
 __all__ = ["RedisQuotaBook"]
 
@@ -78,5 +78,5 @@ class RedisQuotaBook(QuotaBook):
 
     def active(self, tenant: str) -> int:
         running = _keys(tenant)[0]
-        now = float(patiently(lambda: self.redis.time())[0])
+        now = float(patiently(self.redis.time)[0])
         return int(patiently(lambda: self.redis.zcount(running, now, "+inf")))

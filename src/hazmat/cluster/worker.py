@@ -17,7 +17,6 @@ audit log's newest signed checkpoint for the service to anchor.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import threading
@@ -26,14 +25,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from hazmat.backends.engine import Engine
-from hazmat.backends.owners import LABEL, owner_labels
+from hazmat.audit.layout import published
 from hazmat.cluster.keys import (
     ACTOR,
     CHECKPOINTS,
     HEARTBEAT_MS,
     RUN_TTL_S,
     WORKERS,
+    attempt_id,
     audit_key,
     broker,
     claim,
@@ -42,24 +41,18 @@ from hazmat.cluster.keys import (
     run_key,
     worker_key,
 )
-from hazmat.cluster.wire import request_from_wire
 from hazmat.languages import LANGUAGES
-from hazmat.models import ExecutionRequest, Outcome
+from hazmat.models import Outcome
 from hazmat.sandbox import Sandbox
-from hazmat.server.sse import result_body
 from hazmat.watch import Watch
+from hazmat.wire import request_from_wire, result_to_wire
 
-__all__ = ["ClusterWorker", "attempt_id"]
+__all__ = ["ClusterWorker"]
 
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_S = 0.2
-ENGINE_TIMEOUT_S = 3
 CHECKPOINTS_KEPT = 100_000  # entries of the checkpoint stream (the service copies them out)
-
-
-def attempt_id(run_id: str, attempt: int) -> str:
-    return f"{run_id}.{attempt}"
 
 
 class ClusterWorker:
@@ -73,7 +66,6 @@ class ClusterWorker:
         self.sandbox = sandbox
         self.broker = broker(url)
         self.redis = self.broker.client
-        self.engine = Engine(timeout=ENGINE_TIMEOUT_S)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._running = 0  # runs this process is executing (its busy count after a Redis loss)
@@ -110,7 +102,7 @@ class ClusterWorker:
 
     def _announce(self) -> None:
         runtimes = self._runtimes()  # empty while the engine does not answer
-        warm: set[tuple[str, str]] = getattr(self.sandbox.backend, "ready_kinds", set)()
+        warm = self.sandbox.backend.ready_kinds()
         key = worker_key(self.name)
         with self._lock:
             running = self._running
@@ -133,46 +125,25 @@ class ClusterWorker:
         pipe.execute()
 
     def _runtimes(self) -> set[str]:
-        try:
-            self.engine.api.ping()
-            found = set(self.engine.info().runtimes) & {"runc", "runsc"}
-        except Exception:
+        found = self.sandbox.backend.runtimes()
+        if not found:
             self._down_seen = time.time()
-            return set()
-        if self._down_seen is not None:
-            self._sweep(self._down_seen)
+        elif self._down_seen is not None:
+            # back: remove this process's containers that died with the engine (the pool could
+            # not remove them meanwhile); only those made before it was last seen down
+            removed = self.sandbox.backend.remove_leftovers(self._down_seen)
+            log.warning(
+                "worker %s: its engine is back; %d dead container(s) removed", self.name, removed
+            )
             self._down_seen = None
         return found
 
-    def _sweep(self, down_seen: float) -> None:
-        """The engine is back: remove this process's containers that died with it (the pool
-        could not remove them while the engine was away). Only those created before the engine
-        was last seen down: no run can be using them."""
-        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
-        try:
-            found = self.engine.api.containers(all=True, filters={"label": mine})
-        except Exception:
-            return  # the next start of a worker on this engine reaps them
-        removed = 0
-        for c in found:
-            if int(c.get("Created", down_seen)) < int(down_seen):
-                try:
-                    self.engine.api.remove_container(c["Id"], force=True, v=True)
-                    removed += 1
-                except Exception:
-                    log.warning("worker %s: could not remove %s", self.name, c["Id"][:12])
-        log.warning(
-            "worker %s: its engine is back; %d dead container(s) removed", self.name, removed
-        )
-
     def _publish_checkpoint(self) -> None:
         """The audit log's newest signed checkpoint, once, into the cluster's stream."""
-        folder = Path(self.sandbox.audit.dir)
-        try:
-            note = (folder / "checkpoint").read_text()
-            pubkey = (folder / "pubkey").read_text().strip()
-        except FileNotFoundError:
+        found = published(Path(self.sandbox.audit.dir))
+        if found is None:
             return  # no checkpoint yet
+        note, pubkey = found
         if note == self._published:
             return
         pipe = self.redis.pipeline()
@@ -217,7 +188,9 @@ class ClusterWorker:
         poller = threading.Thread(target=self._watch_cancel, args=(aid, watch, done))
         poller.start()
         try:
-            prepared = _named(request_from_wire(request), run_id, attempt, self.name)
+            code, language, options = request_from_wire(request)
+            origin = {"run": run_id, "worker": self.name, "attempt": attempt}
+            prepared = self.sandbox.request(code, language, **{**options, "origin": origin})
             result = self.sandbox.execute(prepared, on_output=watch)
         finally:
             done.set()
@@ -225,7 +198,7 @@ class ClusterWorker:
         if result.outcome is Outcome.INFRA_ERROR:
             self._announce()  # no slots while the engine does not answer: not the next beat
         if claim(self.redis, answered, f"result:{self.epoch}:{delivery}"):
-            self._send(events, "result", result_body(result, exact=True))
+            self._send(events, "result", result_to_wire(result, exact=True))
         else:  # the service gave it up meanwhile (this worker was out of reach): audit only
             log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
 
@@ -242,10 +215,3 @@ class ClusterWorker:
             if cancelled:
                 watch.cancel("the caller cancelled it (through the service)")
                 return
-
-
-def _named(request: ExecutionRequest, run_id: str, attempt: int, worker: str) -> ExecutionRequest:
-    """The run's audit records name the service's run, the worker and the attempt (in the
-    caller field, which every record carries)."""
-    caller = f"{request.caller or 'service'} run:{run_id} worker:{worker} attempt:{attempt}"
-    return dataclasses.replace(request, caller=caller)

@@ -1,15 +1,14 @@
 """A JSON request body to `Sandbox.run`'s arguments, within what the caller's key may ask for.
 
-The body takes the same fields as `Sandbox.run` (docs/api.md); bytes come as text or, under a
-`_base64` name, base64. What a key may not ask for is refused with `NotPermitted` (403): a trust
-level above its own, a weaker runtime than its level's, an override without the key's leave.
+The body takes the same fields as `Sandbox.run` (docs/api.md; decoded by wire.py); bytes come
+as text or, under a `_base64` name, base64. What a key may not ask for is refused with
+`NotPermitted` (403): a trust level above its own, a weaker runtime than its level's, an
+override without the key's leave.
 The caller is always the key's tenant, never a field.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -17,12 +16,12 @@ from typing import Any
 
 from hazmat._exceptions import InputError, NotPermitted
 from hazmat.policy import Policy, Runtime, TrustLevel, parse_trust
-from hazmat.server.keys import Key
+from hazmat.tenant_keys import Key
+from hazmat.wire import options_from_wire
 
 __all__ = [
     "ASSESS_FIELDS",
     "MAX_DEPTH",
-    "RUN_FIELDS",
     "check_depth",
     "check_fields",
     "parse_body",
@@ -30,27 +29,6 @@ __all__ = [
     "trust_for",
 ]
 
-# the JSON body's fields -> `Sandbox.run`'s option names (None: handled here)
-RUN_FIELDS: Mapping[str, str | None] = {
-    "code": None,
-    "language": None,
-    "trust": "trust",
-    "stdin": "stdin",
-    "stdin_base64": None,
-    "files": "files",
-    "files_base64": None,
-    "output_files": "output_files",
-    "env": "env",
-    "args": "args",
-    "timeout": "timeout",
-    "memory_mb": "memory_mb",
-    "runtime": "runtime",
-    "image": "image",
-    "module": "module",
-    "network": "network",
-    "session": "session",
-    "override_reason": "override_reason",
-}
 ASSESS_FIELDS = ("code", "language", "trust", "semgrep")
 _RANK = {TrustLevel.UNTRUSTED: 0, TrustLevel.UNKNOWN: 1, TrustLevel.TRUSTED: 2}
 MAX_DEPTH = 32  # the API's deepest body is 3 levels (files_base64: {name: data})
@@ -112,29 +90,16 @@ def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
 def run_arguments(
     data: Mapping[str, Any], key: Key, policy: Policy
 ) -> tuple[Any, str, dict[str, Any]]:
-    """(code, language, options) for `Sandbox.run`, with the caller set from the key."""
-    language = check_fields(data, list(RUN_FIELDS))
-    options: dict[str, Any] = {}
-    for name, value in data.items():
-        option = RUN_FIELDS[name]
-        if option is not None:
-            options[option] = value
-    if "stdin_base64" in data:
-        if "stdin" in data:
-            raise InputError("give 'stdin' or 'stdin_base64', not both")
-        options["stdin"] = _unbase64(data["stdin_base64"], "stdin_base64")
-    if "files_base64" in data:
-        text = data.get("files") or {}
-        if not isinstance(text, Mapping):
-            raise InputError("field 'files' must be an object of file name -> text")
-        options["files"] = {**text, **_files(data["files_base64"])}
+    """(code, language, options) for `Sandbox.run` (wire.py decodes the body), within what the
+    key may ask for, with the caller set from the key."""
+    code, language, options = options_from_wire(data)
     trust = trust_for(data.get("trust"), key)
     options["trust"] = trust
     _check_runtime(options.get("runtime"), policy.settings(trust).runtime)
     if options.get("override_reason") is not None and not key.override:
         raise NotPermitted("this API key may not override a block (create it with --override)")
     options["caller"] = key.caller
-    return data["code"], language, options
+    return code, language, options
 
 
 def trust_for(value: object, key: Key) -> TrustLevel:
@@ -153,18 +118,3 @@ def _check_runtime(value: object, level_runtime: Runtime) -> None:
     """A caller may ask for gVisor where its level has runc, never the other way round."""
     if value == Runtime.RUNC.value and level_runtime is Runtime.RUNSC:
         raise NotPermitted("this trust level runs under runsc; a key cannot ask for runc")
-
-
-def _unbase64(value: object, name: str) -> bytes:
-    if not isinstance(value, str):
-        raise InputError(f"field {name!r} must be a base64 string, not {type(value).__name__}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise InputError(f"field {name!r} is not valid base64") from None
-
-
-def _files(value: object) -> dict[str, bytes]:
-    if not isinstance(value, Mapping):
-        raise InputError("field 'files_base64' must be an object of file name -> base64")
-    return {str(name): _unbase64(data, f"files_base64.{name}") for name, data in value.items()}

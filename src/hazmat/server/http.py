@@ -11,12 +11,11 @@ run asked for with `Accept: text/event-stream` is answered as server-sent events
 from __future__ import annotations
 
 import functools
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -37,6 +36,7 @@ from hazmat._exceptions import (
 )
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import (
     ASSESS_FIELDS,
@@ -46,17 +46,15 @@ from hazmat.server.fields import (
     run_arguments,
     trust_for,
 )
-from hazmat.server.keys import Key, KeyStore
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
-from hazmat.server.quotas import QuotaBook
+from hazmat.server.runner import Direct, LocalRunner, Reservation, Runner
 from hazmat.server.session_routes import SessionRoutes
-from hazmat.server.sse import EventStream, result_body, wants_events
+from hazmat.server.sse import EventStream, wants_events
 from hazmat.sessions import Session
+from hazmat.tenant_keys import Key, KeyStore
 from hazmat.watch import Watch
-
-if TYPE_CHECKING:
-    from hazmat.cluster.dispatch import Dispatcher, Placement
+from hazmat.wire import result_to_wire
 
 __all__ = ["create_app"]
 
@@ -69,16 +67,17 @@ def create_app(
     sandbox: Sandbox,
     keys: KeyStore,
     max_running: int = 8,
-    dispatcher: Dispatcher | None = None,
+    runner: Runner | None = None,
     quotas: QuotaBook | None = None,
     body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
-    """The service's ASGI app. The sandbox stays the caller's: the app never closes it. With a
-    `dispatcher`, runs (not session calls, yet) go to the cluster's workers; `quotas` (default:
-    counted in this process) may be a cluster-wide `RedisQuotaBook`; a request body must have
-    arrived within `body_timeout_s` (else 408)."""
+    """The service's ASGI app. The sandbox stays the caller's: the app never closes it. Runs
+    (not session calls) go to `runner` (default: the sandbox itself; the cluster's workers
+    with `hazmat serve --redis`); `quotas` (default: counted in this process) may be a
+    cluster-wide book; a request body must have arrived within `body_timeout_s` (else 408)."""
     body = functools.partial(_body, timeout_s=body_timeout_s)
-    service = _Service(sandbox, keys, max_running, dispatcher, quotas or QuotaBook(), body)
+    runner = runner or LocalRunner(sandbox.execute)
+    service = _Service(sandbox, keys, max_running, runner, quotas or QuotaBook(), body)
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -114,13 +113,13 @@ class _Service:
         sandbox: Sandbox,
         keys: KeyStore,
         max_running: int,
-        dispatcher: Dispatcher | None,
+        runner: Runner,
         quotas: QuotaBook,
         body: Body,
     ) -> None:
         self.sandbox = sandbox
         self.body = body
-        self.dispatcher = dispatcher
+        self.runner = runner
         self.keys = keys
         self.quotas = quotas
         self.metrics = ServiceMetrics(sandbox.metrics)
@@ -132,7 +131,7 @@ class _Service:
 
         self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer)
         owners = self.sessions.owners
-        self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self._execute, owners)
+        self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self.run_in, owners)
 
     def wait_idle(self) -> None:
         """Block until no run is inside the pipeline. A run always ends (its own timeout is
@@ -204,21 +203,17 @@ class _Service:
         if wants_events(request.headers.get("accept", "")):
             admitted = ExitStack()
             admitted.enter_context(self.quotas.admit(key.tenant, key.quotas))  # 429 here
-            placed = None
-            if self.dispatcher is not None and session is None:  # a full cluster: 429 here too
-                try:
-                    placed = await anyio.to_thread.run_sync(
-                        self.dispatcher.place, prepared.language, self._runtime(prepared)
-                    )
-                except BaseException:
-                    admitted.close()
-                    raise
-                admitted.callback(self.dispatcher.release, placed)  # unless it was used
-            run = functools.partial(self._execute, prepared, session, placed=placed)
+            try:
+                reservation = await self._reserve(prepared, session)  # a full cluster: 429 too
+            except BaseException:
+                admitted.close()
+                raise
+            admitted.callback(reservation.release)  # unless it was used
+            run = functools.partial(self._execute, prepared, reservation)
             return EventStream(run, admitted.close, exact)
         with self.quotas.admit(key.tenant, key.quotas):
-            result = await self._execute(prepared, session)
-        return JSONResponse(result_body(result, exact))
+            result = await self.run_in(prepared, session)
+        return JSONResponse(result_to_wire(result, exact))
 
     async def assess(self, request: Request, key: Key) -> Response:
         data = parse_body(await self.body(request, key.quotas.max_request_bytes))
@@ -244,17 +239,17 @@ class _Service:
         body["trust"] = trust.value
         return JSONResponse(body)
 
-    def _runtime(self, prepared: ExecutionRequest) -> str:
-        """The runtime the run needs (its own, else its trust level's), for placement."""
-        runtime = prepared.runtime or self.sandbox.policy.settings(prepared.trust).runtime
-        return runtime.value
+    async def run_in(self, prepared: ExecutionRequest, session: Session | None) -> ExecutionResult:
+        """Run `prepared` in `session`, or where the service's runs go."""
+        return await self._execute(prepared, await self._reserve(prepared, session))
+
+    async def _reserve(self, prepared: ExecutionRequest, session: Session | None) -> Reservation:
+        if session is not None:
+            return Direct(session.execute)
+        return await anyio.to_thread.run_sync(self.runner.reserve, prepared)
 
     async def _execute(
-        self,
-        prepared: ExecutionRequest,
-        session: Session | None = None,
-        watch: Watch | None = None,
-        placed: Placement | None = None,
+        self, prepared: ExecutionRequest, reservation: Reservation, watch: Watch | None = None
     ) -> ExecutionResult:
         began = time.monotonic()
         started = False
@@ -267,15 +262,9 @@ class _Service:
             with self._idle:
                 self._running += 1
             try:
-                if session is not None:
-                    return session.execute(prepared, on_output=watch)
-                if self.dispatcher is not None:
-                    run_id = secrets.token_hex(8)
-                    runtime = self._runtime(prepared)
-                    found = self.dispatcher.execute(prepared, run_id, watch, runtime, placed)
-                    return found  # type: ignore[return-value]
-                return self.sandbox.execute(prepared, on_output=watch)
+                return reservation.execute(prepared, on_output=watch)
             finally:
+                reservation.release()
                 self.metrics.in_progress.dec()
                 with self._idle:
                     self._running -= 1

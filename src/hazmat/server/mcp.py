@@ -26,12 +26,12 @@ from mcp.types import ToolAnnotations
 from hazmat._exceptions import AccessDenied
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
-from hazmat.server.keys import Key, KeyStore
-from hazmat.server.quotas import QuotaBook
 from hazmat.server.session_routes import SessionOwners
 from hazmat.sessions import CALL_OPTIONS, Session
+from hazmat.tenant_keys import Key, KeyStore
 
 __all__ = ["build_mcp", "serve_stdio"]
 
@@ -62,14 +62,7 @@ def build_mcp(
     `execute` runs a checked request, in a session or not (default: in a worker thread; the
     HTTP service passes its own, with its slots and metrics); `owners` says which tenant
     opened which session (the HTTP service shares its own)."""
-
-    async def in_thread(prepared: ExecutionRequest, session: Session | None) -> ExecutionResult:
-        if session is not None:
-            return await anyio.to_thread.run_sync(session.execute, prepared)
-        return await anyio.to_thread.run_sync(sandbox.execute, prepared)
-
-    run = execute or in_thread
-    book = owners or SessionOwners(sandbox)
+    tools = _Tools(sandbox, key_of, quotas, execute, owners or SessionOwners(sandbox))
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # keys guard it
     with warnings.catch_warnings():
         # the SDK's settings model warns about its own annotations on every start
@@ -77,11 +70,42 @@ def build_mcp(
         mcp = FastMCP(
             "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
         )
+    changes = ToolAnnotations(readOnlyHint=False, openWorldHint=False)
+    for tool in (tools.run_code, tools.open_session, tools.run_in_session, tools.close_session):
+        mcp.tool(annotations=changes)(tool)
+    mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))(tools.assess_code)
+    return mcp
 
-    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
+
+class _Tools:
+    """The tools; each method's signature is the tool's input schema, its docstring what the
+    model reads about it."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        key_of: KeyOf,
+        quotas: QuotaBook,
+        execute: Execute | None,
+        owners: SessionOwners,
+    ) -> None:
+        self.sandbox = sandbox
+        self.key_of = key_of
+        self.quotas = quotas
+        self.execute = execute or self._in_thread
+        self.book = owners
+
+    async def _in_thread(
+        self, prepared: ExecutionRequest, session: Session | None
+    ) -> ExecutionResult:
+        target = session.execute if session is not None else self.sandbox.execute
+        return await anyio.to_thread.run_sync(target, prepared)
+
     async def run_code(
+        self,
         code: str,
         language: str = "python",
+        *,
         stdin: str = "",
         timeout: float | None = None,
         files: dict[str, str] | None = None,
@@ -91,38 +115,35 @@ def build_mcp(
         """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
         timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
         the program; `output_files` are files it writes that come back base64-encoded."""
-        key = key_of(ctx)
-        data: dict[str, Any] = {"code": code, "language": language, "stdin": stdin}
-        data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
-        if output_files:
-            data["output_files"] = output_files
-        code, language, options = run_arguments(data, key, sandbox.policy)
-        prepared = sandbox.request(code, language, **options)
-        with quotas.admit(key.tenant, key.quotas):
-            result = await run(prepared, None)
+        key = self.key_of(ctx)
+        data = _call(code, stdin, timeout, files, output_files) | {"language": language}
+        code, language, options = run_arguments(data, key, self.sandbox.policy)
+        prepared = self.sandbox.request(code, language, **options)
+        with self.quotas.admit(key.tenant, key.quotas):
+            result = await self.execute(prepared, None)
         return _summary(result)
 
-    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
     async def open_session(
+        self,
         language: str = "python",
         ctx: Context | None = None,  # type: ignore[type-arg]
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
         it expires. Returns its id and when it expires."""
-        key = key_of(ctx)
-        _, language, options = run_arguments(
-            {"code": "", "language": language}, key, sandbox.policy
-        )
-        book.check_room(key)  # before the quota counts it
-        with quotas.admit(key.tenant, key.quotas):  # a container start, like a run
-            session = await anyio.to_thread.run_sync(lambda: book.open(key, language, options))
+        key = self.key_of(ctx)
+        data = {"code": "", "language": language}
+        _, language, options = run_arguments(data, key, self.sandbox.policy)
+        self.book.check_room(key)  # before the quota counts it
+        with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
+            session = await anyio.to_thread.run_sync(lambda: self.book.open(key, language, options))
         return session.info()
 
-    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
     async def run_in_session(
+        self,
         session_id: str,
         code: str,
+        *,
         stdin: str = "",
         timeout: float | None = None,
         files: dict[str, str] | None = None,
@@ -131,44 +152,41 @@ def build_mcp(
     ) -> dict[str, Any]:
         """Run code in an open session (see open_session); the value of a final Python
         expression is printed. A call that runs out of time ends the session."""
-        key = key_of(ctx)
-        session = book.get(session_id, key)
-        data: dict[str, Any] = {"code": code, "stdin": stdin}
-        data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
-        if output_files:
-            data["output_files"] = output_files
-        code, _, options = run_arguments(data, key, sandbox.policy)
+        key = self.key_of(ctx)
+        session = self.book.get(session_id, key)
+        data = _call(code, stdin, timeout, files, output_files)
+        code, _, options = run_arguments(data, key, self.sandbox.policy)
         options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
         prepared = session.request(code, **options)
-        with quotas.admit(key.tenant, key.quotas):
-            result = await run(prepared, session)
+        with self.quotas.admit(key.tenant, key.quotas):
+            result = await self.execute(prepared, session)
         return _summary(result)
 
-    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=False))
     async def close_session(
+        self,
         session_id: str,
         ctx: Context | None = None,  # type: ignore[type-arg]
     ) -> dict[str, Any]:
         """Close a session and remove its container."""
-        session = book.get(session_id, key_of(ctx))
+        session = self.book.get(session_id, self.key_of(ctx))
         await anyio.to_thread.run_sync(session.close)
         return {"id": session.id, "ended": session.ended}
 
-    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def assess_code(
+        self,
         code: str,
         language: str = "python",
         ctx: Context | None = None,  # type: ignore[type-arg]
     ) -> dict[str, Any]:
         """Assess a program without running it: its risk level, the findings, and whether it
         would run, run with a warning, or be blocked."""
-        key = key_of(ctx)
-        prepared = sandbox.request(code, language, trust=key.trust)
-        settings = sandbox.policy.settings(key.trust)
-        with quotas.admit(key.tenant, key.quotas):  # a scan costs like a run
+        key = self.key_of(ctx)
+        prepared = self.sandbox.request(code, language, trust=key.trust)
+        settings = self.sandbox.policy.settings(key.trust)
+        with self.quotas.admit(key.tenant, key.quotas):  # a scan costs like a run
             assessment = await anyio.to_thread.run_sync(
                 functools.partial(
-                    sandbox.assessor.assess,
+                    self.sandbox.assessor.assess,
                     prepared.code,
                     prepared.language,
                     max_bytes=settings.limits.max_code_bytes,
@@ -178,11 +196,24 @@ def build_mcp(
         body["decision"] = decide(assessment, settings.assess, None).value
         return body
 
-    return mcp
+
+def _call(
+    code: str,
+    stdin: str,
+    timeout: float | None,
+    files: dict[str, str] | None,
+    output_files: list[str] | None,
+) -> dict[str, Any]:
+    """A run's tool arguments as the API body `run_arguments` reads."""
+    data: dict[str, Any] = {"code": code, "stdin": stdin}
+    data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
+    if output_files:
+        data["output_files"] = output_files
+    return data
 
 
 def _summary(result: ExecutionResult) -> dict[str, Any]:
-    full = result.to_dict()  # also a cluster worker's result (cluster/dispatch.py)
+    full = result.to_dict()
     summary = {name: full[name] for name in SUMMARY}
     summary["risk"] = (full.get("assessment") or {}).get("level")
     return summary

@@ -20,18 +20,21 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
+from hazmat.quotas import QuotaBook
 from hazmat.server.guard import ConnectionLimits, guarded_h11
-from hazmat.server.keys import KeyStore
+from hazmat.server.runner import Runner
+from hazmat.tenant_keys import KeyStore
 
-if TYPE_CHECKING:
-    from hazmat.cluster.front import ClusterOptions
+__all__ = ["Front", "bind", "reaped", "serve"]
 
-__all__ = ["bind", "longest_run_s", "reap", "serve"]
+# where runs go instead of the service's own engine, and who counts the tenants' quotas: made
+# when the service starts, closed when it stops (cli/serve.py composes the cluster's in)
+Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook]]]
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +112,6 @@ def _quiet_stop_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def longest_run_s(policy: Policy) -> float:
-    """The longest a run may take under `policy`: its timeout plus its compile budget."""
-    return max(s.limits.timeout_s + s.limits.compile_timeout_s for s in policy.levels.values())
-
-
 def serve(
     sock: socket.socket,
     policy: Policy,
@@ -122,12 +120,12 @@ def serve(
     max_running: int = 8,
     grace_s: float = 30.0,
     progress: Callable[[str], None] = print,
-    cluster: ClusterOptions | None = None,
+    front: Front | None = None,
     connections: ConnectionLimits | None = None,
 ) -> None:
-    """Serve until SIGTERM/SIGINT; then close the sandbox (no container left). With `cluster`,
-    runs go to the cluster's workers (docs/scale.md); `connections` bounds what clients' connections
-    may hold (guard.py)."""
+    """Serve until SIGTERM/SIGINT; then close the sandbox (no container left). With `front`,
+    runs go where it says (the cluster's workers: docs/scale.md); `connections` bounds what
+    clients' connections may hold (guard.py)."""
     import uvicorn
 
     from hazmat.sandbox import Sandbox
@@ -136,16 +134,14 @@ def serve(
     where = sock.getsockname()
     address = f"unix:{where}" if sock.family == socket.AF_UNIX else f"http://{where[0]}:{where[1]}"
     try:
-        reap(progress)
         with Sandbox(policy) as sandbox, contextlib.ExitStack() as stack:
-            dispatcher = quotas = None
-            if cluster is not None:
-                from hazmat.cluster.front import cluster_front
-
-                lease = longest_run_s(policy) + 60
-                dispatcher, quotas = stack.enter_context(cluster_front(cluster, lease))
+            reaped(sandbox.backend.reap(), progress)
+            runner: Runner | None = None
+            quotas: QuotaBook | None = None
+            if front is not None:
+                runner, quotas = stack.enter_context(front())
             limits = connections or ConnectionLimits()
-            app = create_app(sandbox, keys, max_running, dispatcher, quotas, limits.body_timeout_s)
+            app = create_app(sandbox, keys, max_running, runner, quotas, limits.body_timeout_s)
             config = uvicorn.Config(
                 app,
                 http=guarded_h11(limits.head_timeout_s),
@@ -166,14 +162,7 @@ def serve(
             Path(where).unlink(missing_ok=True)
 
 
-def reap(progress: Callable[[str], None]) -> None:
-    """Remove the containers of hazmat processes that are gone (a killed server's)."""
-    from hazmat.backends.docker import DockerBackend
-
-    reaper = DockerBackend()
-    try:
-        reaped = reaper.reap()
-    finally:
-        reaper.close()
-    if reaped:
-        progress(f"removed {len(reaped)} container(s) a stopped hazmat process left behind")
+def reaped(removed: list[str], progress: Callable[[str], None]) -> None:
+    """Say what the reaper removed of the containers of hazmat processes that are gone."""
+    if removed:
+        progress(f"removed {len(removed)} container(s) a stopped hazmat process left behind")

@@ -21,12 +21,13 @@ from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionNotFound
 from hazmat.models import ExecutionRequest
+from hazmat.quotas import QuotaBook
 from hazmat.run.session_book import SLOT_RETRY_S
 from hazmat.sandbox import Sandbox
-from hazmat.server.fields import RUN_FIELDS, check_fields, parse_body, run_arguments
-from hazmat.server.keys import Key
-from hazmat.server.quotas import QuotaBook
+from hazmat.server.fields import check_fields, parse_body, run_arguments
 from hazmat.sessions import CALL_OPTIONS, Session
+from hazmat.tenant_keys import Key
+from hazmat.wire import RUN_FIELDS
 
 __all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
 

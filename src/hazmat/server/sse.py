@@ -40,8 +40,9 @@ from starlette.types import Receive, Scope, Send
 from hazmat._exceptions import HazmatError
 from hazmat.models import ExecutionResult
 from hazmat.watch import Watch
+from hazmat.wire import result_to_wire
 
-__all__ = ["EventStream", "result_body", "wants_events"]
+__all__ = ["EventStream", "wants_events"]
 
 KEEPALIVE_S = 15.0
 SEND_TIMEOUT_S = 60.0  # a client that takes no bytes for this long is treated as gone
@@ -51,15 +52,6 @@ GONE = "the client went away"
 def wants_events(accept: str) -> bool:
     """Whether an Accept header asks for server-sent events."""
     return any(part.split(";")[0].strip() == "text/event-stream" for part in accept.split(","))
-
-
-def result_body(result: ExecutionResult, exact: bool) -> dict[str, Any]:
-    """A run's JSON answer; with `exact`, the output's bytes too, as base64."""
-    body = result.to_dict()
-    if exact:
-        body["stdout_base64"] = base64.b64encode(result.stdout_bytes).decode("ascii")
-        body["stderr_base64"] = base64.b64encode(result.stderr_bytes).decode("ascii")
-    return body
 
 
 class EventStream(Response):
@@ -161,7 +153,7 @@ class EventStream(Response):
 
     def _final(self, kind: str, value: Any) -> dict[str, Any]:
         if kind == "result":
-            return result_body(value, self.exact)
+            return result_to_wire(value, self.exact)
         error = {"type": type(value).__name__, "message": str(value)}
         return {"error": error, "status": value.http_status}
 

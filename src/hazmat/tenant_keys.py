@@ -26,14 +26,14 @@ import secrets
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import AccessDenied, InputError, PolicyError
 from hazmat.policy import TrustLevel, parse_trust
+from hazmat.quotas import Quotas
 
 __all__ = ["Key", "KeyStore", "Quotas", "default_keys_path"]
 
@@ -41,25 +41,6 @@ PREFIX = "hzm_"
 _NO_KEY = "0" * 64  # compared with when no key has the presented id: the same work
 _KEY = re.compile(r"hzm_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-MiB = 1024 * 1024
-QUOTA_BOUNDS = MappingProxyType(
-    {"concurrent": (1, 1024), "per_minute": (1, 100_000), "max_request_bytes": (1024, 256 * MiB)}
-)
-
-
-@dataclass(frozen=True)
-class Quotas:
-    """What one key may use: runs at once, runs started per minute, bytes in one request."""
-
-    concurrent: int = 4
-    per_minute: int = 120
-    max_request_bytes: int = 8 * MiB
-
-    def __post_init__(self) -> None:
-        for name, (low, high) in QUOTA_BOUNDS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise InputError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -69,7 +50,7 @@ class Key:
     trust: TrustLevel
     digest: str  # SHA-256 of the whole key, hex
     created: str
-    quotas: Quotas = Quotas()
+    quotas: Quotas = field(default_factory=Quotas)
     override: bool = False  # may its runs override a block (with a written reason)
     revoked: str | None = None
 

@@ -1,4 +1,6 @@
-"""Per-tenant quotas: runs at once and runs started in the last minute (a sliding window).
+"""Per-tenant quotas: what a tenant key may use (`Quotas`) and the book that counts it: runs at
+once and runs started in the last minute (a sliding window). The service (server/) and the
+cluster (cluster/quotas.py, the same book held in Redis) both count with these.
 
 A run over either limit is refused at once with `QuotaExceeded`, which carries when to try
 again (the service's `Retry-After`); nothing queues without bound. Counted per tenant, with the
@@ -13,13 +15,34 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import MappingProxyType
 
-from hazmat._exceptions import QuotaExceeded
-from hazmat.server.keys import Quotas
+from hazmat._exceptions import InputError, QuotaExceeded
 
-__all__ = ["QuotaBook"]
+__all__ = ["QUOTA_BOUNDS", "QuotaBook", "Quotas"]
 
 WINDOW_S = 60.0
+MiB = 1024 * 1024
+
+QUOTA_BOUNDS = MappingProxyType(
+    {"concurrent": (1, 1024), "per_minute": (1, 100_000), "max_request_bytes": (1024, 256 * MiB)}
+)
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What one key may use: runs at once, runs started per minute, bytes in one request."""
+
+    concurrent: int = 4
+    per_minute: int = 120
+    max_request_bytes: int = 8 * MiB
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in QUOTA_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
 
 
 class QuotaBook:

@@ -1,0 +1,63 @@
+"""What the service hands a checked run to: the sandbox's own engine, a session's container, or
+the cluster's workers (cluster/front.py's `ClusterRunner`, composed in at start-up by
+cli/serve.py). The service knows only these two small protocols.
+
+A run is first *reserved* (the cluster takes a worker's slot, so that a full cluster is a plain
+429 before a stream starts), then executed once; a reservation never used is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.watch import OnOutput, Watch
+
+__all__ = ["Direct", "LocalRunner", "Reservation", "Runner"]
+
+
+class Reservation(Protocol):
+    """A place for one run: `execute` runs it there; `release` gives the place back if it was
+    not used (harmless afterwards)."""
+
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult: ...
+
+    def release(self) -> None: ...
+
+
+class Runner(Protocol):
+    """Where the service's runs go. `reserve` may block (call it from a worker thread) and may
+    raise `QuotaExceeded` when there is no room."""
+
+    def reserve(self, request: ExecutionRequest) -> Reservation: ...
+
+
+@dataclass(frozen=True)
+class Direct:
+    """A reservation that holds nothing: the run goes to `target` (`Sandbox.execute`, or a
+    session's `execute`) when it is executed."""
+
+    target: Callable[..., ExecutionResult]
+
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult:
+        return self.target(request, on_output=on_output)
+
+    def release(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class LocalRunner:
+    """The service's own sandbox as a `Runner` (`LocalRunner(sandbox.execute)`): nothing to
+    reserve; every run is the sandbox's `execute`."""
+
+    target: Callable[..., ExecutionResult]
+
+    def reserve(self, request: ExecutionRequest) -> Reservation:
+        return Direct(self.target)

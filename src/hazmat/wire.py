@@ -1,0 +1,270 @@
+"""The one codec for runs on the wire: a request as the HTTP API's JSON body, a result as its
+JSON answer (docs/api.md). The service (server/), the remote client (cli/remote.py), MCP and the
+cluster's queue (service -> worker -> service) all speak it, and a result always decodes back to
+an `ExecutionResult`.
+
+    body = options_to_wire("print(1)", "python", {"stdin": b"\\xff"})   # {"stdin_base64": ...}
+    code, language, options = options_from_wire(body)                   # Sandbox.run's args
+    answer = result_to_wire(result, exact=True)                         # + stdout_base64 ...
+    assert result_from_wire(answer) == result
+
+Bytes travel as base64 under a `_base64` name (`stdin_base64`, `files_base64`, and in a result
+`stdout_base64`/`stderr_base64` when asked for exactly); text may come as text. A malformed
+body is an `InputError` naming the field, never a crash.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from hazmat._exceptions import InputError
+from hazmat.models import (
+    Assessment,
+    ExecutionRequest,
+    ExecutionResult,
+    Finding,
+    Outcome,
+    RiskLevel,
+    Severity,
+)
+from hazmat.policy import Limits, Runtime, TrustLevel
+
+__all__ = [
+    "INTERNAL_FIELDS",
+    "RUN_FIELDS",
+    "options_from_wire",
+    "options_to_wire",
+    "request_from_wire",
+    "request_to_wire",
+    "result_from_wire",
+    "result_to_wire",
+]
+
+# the API body's fields -> `Sandbox.run`'s option names (None: decoded here)
+RUN_FIELDS: Mapping[str, str | None] = {
+    "code": None,
+    "language": None,
+    "trust": "trust",
+    "stdin": "stdin",
+    "stdin_base64": None,
+    "files": "files",
+    "files_base64": None,
+    "output_files": "output_files",
+    "env": "env",
+    "args": "args",
+    "timeout": "timeout",
+    "memory_mb": "memory_mb",
+    "runtime": "runtime",
+    "image": "image",
+    "module": "module",
+    "network": "network",
+    "session": "session",
+    "override_reason": "override_reason",
+}
+# what only hazmat's own processes send each other (the cluster's queue), never a client:
+# who asked (the service sets it from the key) and where the run came from
+INTERNAL_FIELDS: Mapping[str, str | None] = {"caller": "caller", "origin": "origin"}
+_OPTION_FIELD = {option: name for name, option in RUN_FIELDS.items() if option is not None}
+
+
+def options_to_wire(code: str | bytes, language: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """`Sandbox.run`'s arguments as an API body (bytes as base64); options left unset (None,
+    empty) are left out."""
+    if isinstance(code, bytes):
+        try:
+            code = code.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    body: dict[str, Any] = {"code": code, "language": language}
+    for name, value in options.items():
+        if value is None or value == {} or value == [] or value == () or value == b"":
+            continue
+        if name == "stdin":
+            body["stdin_base64"] = _b64(value if isinstance(value, bytes) else value.encode())
+        elif name == "files":
+            body["files_base64"] = {n: _b64(_bytes(d)) for n, d in value.items()}
+        elif name in INTERNAL_FIELDS:
+            body[name] = dict(value) if isinstance(value, Mapping) else value
+        else:
+            field = _OPTION_FIELD.get(name)
+            if field is None:
+                raise InputError(f"option {name!r} has no field in the API")
+            body[field] = _plain(value)
+    return body
+
+
+def options_from_wire(
+    data: Mapping[str, Any], fields: Mapping[str, str | None] = RUN_FIELDS
+) -> tuple[Any, str, dict[str, Any]]:
+    """An API body as `Sandbox.run`'s (code, language, options): unknown fields refused, bytes
+    decoded. The options are checked by the sandbox's intake, as any caller's are."""
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
+    if "code" not in data:
+        raise InputError("the field 'code' is required")
+    language = data.get("language", "python")
+    if not isinstance(language, str):
+        raise InputError(f"field 'language' must be a string, not {type(language).__name__}")
+    options: dict[str, Any] = {}
+    for name, value in data.items():
+        option = fields[name]
+        if option is not None:
+            options[option] = value
+    if "stdin_base64" in data:
+        if "stdin" in data:
+            raise InputError("give 'stdin' or 'stdin_base64', not both")
+        options["stdin"] = _unb64(data["stdin_base64"], "stdin_base64")
+    if "files_base64" in data:
+        text = data.get("files") or {}
+        if not isinstance(text, Mapping):
+            raise InputError("field 'files' must be an object of file name -> text")
+        options["files"] = {**text, **_files(data["files_base64"])}
+    return data["code"], language, options
+
+
+def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
+    """A request built and checked by one process, for another (the cluster's queue)."""
+    options = {
+        "trust": request.trust.value,
+        "stdin": request.stdin,
+        "files": dict(request.files),
+        "output_files": list(request.output_files),
+        "env": dict(request.env),
+        "args": list(request.args),
+        "timeout": request.timeout_s,
+        "memory_mb": request.memory_mb,
+        "runtime": request.runtime.value if request.runtime else None,
+        "image": request.image,
+        "module": request.module,
+        "network": list(request.network) if request.network is not None else None,
+        "session": request.session,
+        "override_reason": request.override_reason,
+        "caller": request.caller,
+        "origin": dict(request.origin),
+    }
+    body = options_to_wire(request.code, request.language, options)
+    if request.network is not None and not request.network:
+        body["network"] = []  # no host at all, which is not the same as the level's hosts
+    return body
+
+
+def request_from_wire(data: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
+    """`request_to_wire`'s body as (code, language, options), the internal fields included."""
+    return options_from_wire(data, {**RUN_FIELDS, **INTERNAL_FIELDS})
+
+
+def result_to_wire(result: ExecutionResult, exact: bool = False) -> dict[str, Any]:
+    """A run's JSON answer; with `exact`, the output's bytes too, as base64."""
+    body = result.to_dict()
+    if exact:
+        body["stdout_base64"] = _b64(result.stdout_bytes)
+        body["stderr_base64"] = _b64(result.stderr_bytes)
+    return body
+
+
+def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
+    """`result_to_wire`'s answer back as the result (the output exactly, when it was sent with
+    `exact`; else as the text's UTF-8)."""
+    try:
+        stdout, stderr = str(data["stdout"]), str(data["stderr"])
+        return ExecutionResult(
+            outcome=Outcome(data["outcome"]),
+            exit_code=data["exit_code"],
+            stdout=stdout,
+            stderr=stderr,
+            truncated=bool(data["truncated"]),
+            duration_ms=float(data["duration_ms"]),
+            limits=Limits(**data["limits"]),
+            runtime=Runtime(data["runtime"]),
+            image=str(data["image"]),
+            language=str(data["language"]),
+            trust=TrustLevel(data["trust"]),
+            container_id=data.get("container_id"),
+            files=_files(data.get("files") or {}, "files"),
+            error=data.get("error"),
+            notes=tuple(data.get("notes") or ()),
+            stdout_bytes=_exact(data, "stdout_base64", stdout),
+            stderr_bytes=_exact(data, "stderr_base64", stderr),
+            assessment=_assessment(data.get("assessment")),
+            decision=data.get("decision"),
+            override_reason=data.get("override_reason"),
+            peak_memory_bytes=data.get("peak_memory_bytes"),
+            cpu_time_ms=data.get("cpu_time_ms"),
+            pooled=data.get("pooled"),
+            settings_mismatch=tuple(data.get("settings_mismatch") or ()),
+            compile_ms=data.get("compile_ms"),
+            connections=tuple(dict(c) for c in data.get("connections") or ()),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def _assessment(data: Mapping[str, Any] | None) -> Assessment | None:
+    if data is None:
+        return None
+    return Assessment(
+        level=RiskLevel(data["level"]),
+        score=int(data["score"]),
+        complete=bool(data["complete"]),
+        findings=tuple(_finding(f) for f in data["findings"]),
+        duration_ms=float(data["duration_ms"]),
+        language=str(data["language"]),
+        analyzers=tuple(data.get("analyzers") or ()),
+        problems=tuple(data.get("problems") or ()),
+        syntax_error=data.get("syntax_error"),
+    )
+
+
+def _finding(data: Mapping[str, Any]) -> Finding:
+    return Finding(
+        rule=str(data["rule"]),
+        source=str(data["source"]),
+        severity=Severity(data["severity"]),
+        message=str(data["message"]),
+        line=int(data.get("line") or 0),
+        column=int(data.get("column") or 0),
+        cwe=data.get("cwe"),
+    )
+
+
+def _exact(data: Mapping[str, Any], name: str, text: str) -> bytes:
+    if name in data:
+        return _unb64(data[name], name)
+    return text.encode("utf-8")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, TrustLevel | Runtime):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def _bytes(value: str | bytes) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(value: object, name: str) -> bytes:
+    if not isinstance(value, str):
+        raise InputError(f"field {name!r} must be a base64 string, not {type(value).__name__}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"field {name!r} is not valid base64") from None
+
+
+def _files(value: object, name: str = "files_base64") -> dict[str, bytes]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"field {name!r} must be an object of file name -> base64")
+    return {str(n): _unb64(data, f"{name}.{n}") for n, data in value.items()}
