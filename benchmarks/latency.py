@@ -2,7 +2,7 @@
 warm pool, per language and runtime, side by side in one run; throughput with 4 concurrent
 callers against the engine's raw create+start rate; host memory per idle pooled container.
 
-The measuring is `hazmat.bench` (also `hazmat bench`). Results go to stdout and, with --write,
+The measuring is `hazmat.cli.bench` (also `hazmat bench`). Results go to stdout and, with --write,
 into docs/benchmarks.md between the markers for this benchmark.
 
     .venv/bin/python benchmarks/latency.py --runs 30 --write
@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hazmat.backends.engine import Engine
-from hazmat.bench import PRINT_ONE, markdown, run_bench
+from hazmat.cli.bench import markdown, run_bench
+from hazmat.cli.bench_common import PRINT_ONE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"

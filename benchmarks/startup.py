@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 
 from docs_section import write_section
 
-from hazmat.bench import PRINT_ONE, _docker_run
+from hazmat.cli.bench import plain_docker_run
+from hazmat.cli.bench_common import PRINT_ONE
 
 HAZMAT = [sys.executable, "-m", "hazmat"]
 
@@ -55,7 +56,7 @@ def main() -> None:
     os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-startup-audit-")
     languages = args.lang or ["python", "javascript"]
     rows: dict[str, Callable[[], None]] = {
-        "docker run (python, runc)": _docker_run("python", "runc")
+        "docker run (python, runc)": plain_docker_run("python", "runc")
     }
     rows.update({f"hazmat run -c ({lang}, runc)": hazmat_run(lang) for lang in languages})
     for call in rows.values():

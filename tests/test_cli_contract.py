@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hazmat import output_dir
-from hazmat.cli import _parser, main
+from hazmat.cli import _parser, main, output_dir
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -50,7 +49,7 @@ def test_usage_errors_without_json_are_one_line_and_exit_2(
 ) -> None:
     code, out, err = run_cli(capsys, "run", "-c", "1", "--runtime", "kata")
     assert (code, out) == (2, "")
-    assert err.startswith("hazmat: error: argument --runtime: invalid choice") and "\n" == err[-1]
+    assert err.startswith("hazmat: error: argument --runtime: invalid choice") and err[-1] == "\n"
 
 
 def test_an_unexpected_failure_is_a_message_not_a_traceback(

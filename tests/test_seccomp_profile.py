@@ -56,7 +56,7 @@ def test_a_base_that_allows_everything_is_refused(tmp_path: Path, action: str) -
 def test_doctor_fails_on_an_unconfined_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hazmat.doctor import _profile_check
+    from hazmat.cli.doctor import _profile_check
 
     base = tmp_path / "open.json"
     base.write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []}))

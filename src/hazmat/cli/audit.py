@@ -1,39 +1,86 @@
-"""What `hazmat audit verify|show|proof|consistency|pubkey` do (their arguments are in
-command_args.py, which loads this module only when one of them runs)."""
+"""`hazmat audit verify|show|proof|consistency|pubkey`: verify and read the tamper-evident
+audit log. The log's own modules load only when one of them runs (so that other commands start
+quickly); the proofs themselves are in audit/proofs.py."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import AuditError, InputError
-from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
-from hazmat.audit.index import BLOCK
-from hazmat.audit.layout import io_message
-from hazmat.audit.log import default_audit_dir
-from hazmat.audit.merkle import (
-    consistency_path,
-    inclusion_path,
-    verify_consistency,
-    verify_inclusion,
-)
-from hazmat.audit.tree import LogTree, TreeError
-from hazmat.audit.verify import verify_log
 
-__all__ = ["HANDLERS"]
+if TYPE_CHECKING:
+    from hazmat.audit.checkpoint import VerifierKey
+    from hazmat.audit.verify import Report
+
+__all__ = ["add"]
+
+Handler = Callable[[argparse.Namespace], int]
 
 
-def _io(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def add(sub: Any) -> None:
+    audit = sub.add_parser("audit", help="verify and read the tamper-evident audit log")
+    commands = audit.add_subparsers(dest="audit_command", required=True)
+    _add_verify(commands)
+    show = _add(commands, "show", "print records", _show)
+    show.add_argument(
+        "--since", type=int, default=0, metavar="SEQ", help="start at this record (default 0)"
+    )
+    show.add_argument("--json", action="store_true", help="one JSON record per line")
+    proof = _add(commands, "proof", "inclusion proof of a record in the checkpoint", _proof)
+    proof.add_argument("seq", type=int, help="the record's sequence number")
+    consistency = _add(
+        commands, "consistency", "prove the log extends an old checkpoint", _consistency
+    )
+    consistency.add_argument("old_checkpoint", type=Path, help="a checkpoint file saved earlier")
+    _add(commands, "pubkey", "print the log's verifier key", _pubkey)
+
+
+def _add(commands: Any, name: str, what: str, handler: Handler) -> argparse.ArgumentParser:
+    """A command with the options every audit command has: --log and --pubkey."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=what)
+    parser.add_argument(
+        "--log",
+        type=Path,
+        metavar="DIR",
+        help="the log directory (default: $HAZMAT_AUDIT_DIR, else ~/.local/state/hazmat/audit)",
+    )
+    parser.add_argument(
+        "--pubkey",
+        type=Path,
+        metavar="FILE",
+        help="verifier key kept outside the log (from `hazmat audit pubkey`)",
+    )
+    parser.set_defaults(handler=_io(handler))
+    return parser
+
+
+def _add_verify(commands: Any) -> None:
+    verify = _add(commands, "verify", "check every record, seal and checkpoint", _verify)
+    verify.add_argument(
+        "--checkpoint",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a checkpoint saved earlier (repeatable)",
+    )
+    verify.add_argument("--anchor", type=Path, metavar="DIR", help="directory of anchor copies")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _io(handler: Handler) -> Handler:
     """An unreadable file is the audit log's error (exit 74), never a traceback."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
         except OSError as exc:
+            from hazmat.audit.layout import io_message
+
             where = f" {exc.filename}" if exc.filename else ""
             raise AuditError(f"cannot read the audit log{where}: {io_message(exc)}") from None
 
@@ -41,6 +88,8 @@ def _io(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
 
 
 def _dir(args: argparse.Namespace) -> Path:
+    from hazmat.audit.log import default_audit_dir
+
     directory: Path = args.log or default_audit_dir()
     if not (directory / "origin").exists():
         raise InputError(f"{directory} is not a hazmat audit log")
@@ -48,7 +97,10 @@ def _dir(args: argparse.Namespace) -> Path:
 
 
 def _key(args: argparse.Namespace, directory: Path) -> VerifierKey:
-    path = args.pubkey or directory / "pubkey"
+    from hazmat.audit.checkpoint import CheckpointError, VerifierKey
+    from hazmat.audit.layout import PUBKEY
+
+    path = args.pubkey or directory / PUBKEY
     try:
         return VerifierKey.decode(path.read_text())
     except (OSError, CheckpointError) as exc:
@@ -56,12 +108,19 @@ def _key(args: argparse.Namespace, directory: Path) -> VerifierKey:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from hazmat.audit.verify import verify_log
+
     directory = _dir(args)
     key = _key(args, directory) if args.pubkey else None
     report = verify_log(directory, key, args.checkpoint, args.anchor)
     if args.json:
         print(json.dumps(report.to_dict()))
-        return 0 if report.ok else 1
+    else:
+        _print_report(args, directory, report)
+    return 0 if report.ok else 1
+
+
+def _print_report(args: argparse.Namespace, directory: Path, report: Report) -> None:
     verdict = {"intact": "INTACT", "crash": "INTACT (crash tail)", "tampered": "TAMPERED"}
     print(f"audit log {directory}: {verdict[report.verdict]}")
     last = report.verified_to - 1
@@ -92,10 +151,11 @@ def _verify(args: argparse.Namespace) -> int:
         where = f"seq {p.seq}" if p.seq is not None else "checkpoint"
         segment = f", segment {p.segment:06d}" if p.segment else ""
         print(f"  first problem: {p.kind} at {where}{segment}: {p.detail}")
-    return 0 if report.ok else 1
 
 
 def _show(args: argparse.Namespace) -> int:
+    from hazmat.audit.tree import LogTree, TreeError
+
     directory = _dir(args)
     tree = LogTree(directory)
     if tree.listing.unexpected:
@@ -111,68 +171,45 @@ def _show(args: argparse.Namespace) -> int:
             record = entry.record.as_json()
             if args.json:
                 print(json.dumps(record, ensure_ascii=True))  # no raw control characters
-                continue
-            data = dict(record["data"])
-            if isinstance(data.get("assessment"), dict):
-                data["level"] = data["assessment"].get("level")
-            keys = ("run", "language", "level", "decision", "outcome", "exit_code", "level_after")
-            summary = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
-            print(f"{entry.seq:>8} {record['ts']} {record['kind']:<24} {summary}")
+            else:
+                print(f"{entry.seq:>8} {record['ts']} {record['kind']:<24} {_summary(record)}")
     except TreeError as exc:
         raise AuditError(f"{directory}: {exc}; run `hazmat audit verify`") from None
     return 0
 
 
-def _latest(directory: Path, key: VerifierKey) -> Checkpoint:
-    try:
-        return key.open((directory / "checkpoint").read_text())
-    except (OSError, CheckpointError) as exc:
-        raise AuditError(f"no valid checkpoint in {directory}: {exc}") from None
-
-
-def _checked(tree: LogTree, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run a proof with the cached index; if it does not verify, again from the records alone
-    (a stale index costs time). Records that cannot be read or hashed fail the proof."""
-    try:
-        result = attempt()
-    except TreeError:
-        result = {"verified": False}
-    if not result["verified"]:
-        tree.distrust_index()
-        try:
-            result = attempt()
-        except TreeError as exc:
-            result = {"verified": False, "detail": str(exc)}
-    return result
+def _summary(record: dict[str, Any]) -> str:
+    data = dict(record["data"])
+    if isinstance(data.get("assessment"), dict):
+        data["level"] = data["assessment"].get("level")
+    keys = ("run", "language", "level", "decision", "outcome", "exit_code", "level_after")
+    return " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
 
 
 def _proof(args: argparse.Namespace) -> int:
+    from hazmat.audit.proofs import inclusion_proof, latest_checkpoint
+
     directory = _dir(args)
-    checkpoint = _latest(directory, _key(args, directory))
+    checkpoint = latest_checkpoint(directory, _key(args, directory))
     if not 0 <= args.seq < checkpoint.size:
         raise InputError(f"seq {args.seq} is not in the checkpoint (size {checkpoint.size})")
-    tree = LogTree(directory)
-
-    def attempt() -> dict[str, Any]:
-        leaf = tree.block_leaves(args.seq // BLOCK)[args.seq % BLOCK]  # from the record's bytes
-        path = inclusion_path(args.seq, checkpoint.size, tree.subtree)
-        ok = verify_inclusion(args.seq, checkpoint.size, leaf, path, checkpoint.root)
-        return {"leaf_hash": leaf.hex(), "path": [h.hex() for h in path], "verified": ok}
-
     result = {"seq": args.seq, "tree_size": checkpoint.size, "root": checkpoint.root.hex()}
-    result.update(_checked(tree, attempt))
+    result.update(inclusion_proof(directory, checkpoint, args.seq))
     print(json.dumps(result))
     return 0 if result["verified"] else 1
 
 
 def _consistency(args: argparse.Namespace) -> int:
+    from hazmat.audit.checkpoint import CheckpointError
+    from hazmat.audit.proofs import consistency_proof, latest_checkpoint
+
     directory = _dir(args)
     key = _key(args, directory)
     try:
         old = key.open(args.old_checkpoint.read_text())
     except (OSError, CheckpointError) as exc:
         raise InputError(f"cannot use old checkpoint {args.old_checkpoint}: {exc}") from None
-    new = _latest(directory, key)
+    new = latest_checkpoint(directory, key)
     result: dict[str, Any] = {
         "old_size": old.size,
         "new_size": new.size,
@@ -181,20 +218,10 @@ def _consistency(args: argparse.Namespace) -> int:
     }
     if old.size > new.size:
         result.update(consistent=False, detail="the log is shorter than the old checkpoint")
-        print(json.dumps(result))
-        return 1
-    tree = LogTree(directory)
-
-    def attempt() -> dict[str, Any]:
-        if old.size == 0:
-            return {"proof": [], "verified": True}
-        proof = consistency_path(old.size, new.size, tree.subtree)
-        ok = verify_consistency(old.size, new.size, old.root, new.root, proof)
-        return {"proof": [h.hex() for h in proof], "verified": ok}
-
-    checked = _checked(tree, attempt)
-    result["consistent"] = checked.pop("verified")
-    result.update(checked)
+    else:
+        checked = consistency_proof(directory, old, new)
+        result["consistent"] = checked.pop("verified")
+        result.update(checked)
     print(json.dumps(result))
     return 0 if result["consistent"] else 1
 
@@ -203,14 +230,3 @@ def _pubkey(args: argparse.Namespace) -> int:
     directory = _dir(args)
     print(_key(args, directory).encode())
     return 0
-
-
-HANDLERS: Mapping[str, Callable[[argparse.Namespace], int]] = MappingProxyType(
-    {
-        "verify": _io(_verify),
-        "show": _io(_show),
-        "proof": _io(_proof),
-        "consistency": _io(_consistency),
-        "pubkey": _io(_pubkey),
-    }
-)

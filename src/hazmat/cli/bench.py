@@ -10,49 +10,64 @@ call is a hit. `benchmarks/latency.py --write` puts the tables into docs/benchma
 
 from __future__ import annotations
 
-import statistics
+import argparse
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hazmat.backends.base import Spec
-from hazmat.backends.docker import DockerBackend, Started
-from hazmat.backends.engine import Engine
-from hazmat.backends.pool import PoolBackend
+from hazmat._exceptions import InputError
+from hazmat.cli.bench_common import PRINT_ONE, Report, hazmat_call, median, p95, wait_full
 from hazmat.languages import get_language
-from hazmat.models import Outcome
 from hazmat.policy import Policy, PoolSettings
-from hazmat.sandbox import Sandbox
 
-__all__ = ["PRINT_ONE", "Report", "run_bench"]
+if TYPE_CHECKING:
+    from hazmat.backends.base import Spec
 
-PRINT_ONE = {
-    "python": "print(1)",
-    "javascript": "console.log(1)",
-    "typescript": "const one: number = 1;\nconsole.log(one);",
-    "go": 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(1) }\n',
-}
+__all__ = ["add", "markdown", "plain_docker_run", "run_bench"]
 
 
-@dataclass
-class Report:
-    """What one bench run measured (milliseconds unless the name says otherwise)."""
+def add(sub: Any) -> None:
+    bench = sub.add_parser(
+        "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
+    )
+    bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
+    bench.add_argument("--lang", action="append", help="a language (repeatable; default: all four)")
+    bench.add_argument(
+        "--runtime",
+        action="append",
+        choices=["runc", "runsc"],
+        help="a runtime (repeatable; default: both, if the engine has them)",
+    )
+    bench.add_argument(
+        "--throughput-seconds",
+        type=float,
+        default=60.0,
+        help="seconds per throughput measurement (default 60; 0 skips it)",
+    )
+    bench.add_argument(
+        "--callers", type=int, default=4, help="concurrent callers for throughput (default 4)"
+    )
+    bench.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    bench.set_defaults(handler=_bench)
 
-    runs: int
-    latency: list[tuple[str, str, str, list[float]]] = field(default_factory=list)
-    throughput: dict[str, float] = field(default_factory=dict)
-    throughput_ratios: list[float] = field(default_factory=list)  # hazmat / raw, per round
-    idle_memory: list[tuple[str, str, float, float]] = field(default_factory=list)
 
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
+def _bench(args: argparse.Namespace) -> int:
+    if args.runs < 2 or args.callers < 1 or args.throughput_seconds < 0:
+        raise InputError("--runs must be at least 2, --callers at least 1, seconds not negative")
+    languages = [get_language(name).name for name in args.lang or PRINT_ONE]
+    report = run_bench(
+        runs=args.runs,
+        languages=languages,
+        runtimes=args.runtime,
+        throughput_s=args.throughput_seconds,
+        callers=args.callers,
+        progress=lambda line: print(line, flush=True),
+    )
+    if args.markdown:
+        print(markdown(report, f"`hazmat bench --runs {args.runs}`"))
+    return 0
 
 
 def _time(
@@ -71,24 +86,11 @@ def _time(
     return times
 
 
-def _docker_run(language: str, runtime: str) -> Callable[[], None]:
-    """`docker run` with the same hardening flags; the program goes in on stdin."""
-    lang = get_language(language)
-    build = f"({lang.build}) && " if lang.build else ""  # a subshell: a build may `exec`
-    prepare = f"(cd /tmp && {lang.prepare}); " if lang.prepare else ""  # as the pool does
-    out_dir = "mkdir -p /tmp/.hazmat-build && "
-    script = f"cat > {lang.source_name} && {prepare}{out_dir}{build}{lang.run}"
-    env = [f"--env={k}={v}" for k, v in lang.env.items()]
-    tmp = "exec" if lang.exec_tmp else "noexec"
-    cmd = [
-        "docker", "run", "--rm", "-i", f"--runtime={runtime}", "--network=none", "--read-only",
-        "--cap-drop=ALL", "--security-opt=no-new-privileges", "--user=65534:65534", "--init",
-        "--memory=256m", "--memory-swap=256m", "--cpus=0.5", "--log-driver=none",
-        f"--tmpfs=/tmp:rw,nosuid,nodev,{tmp},size=32m",
-        "--tmpfs=/work:rw,nosuid,nodev,size=32m,uid=65534,gid=65534,mode=0700",
-        "--workdir=/work", "--pids-limit=128", "--env=HOME=/tmp", *env,
-        lang.image, "/bin/sh", "-c", script,
-    ]  # fmt: skip
+def plain_docker_run(language: str, runtime: str) -> Callable[[], None]:
+    """`print(1)` through a plain `docker run` with hazmat's hardening flags, checked."""
+    from hazmat.backends.baseline import docker_run_command
+
+    cmd = docker_run_command(language, runtime)
     code = PRINT_ONE[language].encode()
 
     def call() -> None:
@@ -99,25 +101,16 @@ def _docker_run(language: str, runtime: str) -> Callable[[], None]:
     return call
 
 
-def _hazmat(
-    sandbox: Sandbox, language: str, runtime: str, pooled: bool | None
-) -> Callable[[], None]:
-    def call() -> None:
-        result = sandbox.run(PRINT_ONE[language], language, runtime=runtime)
-        if result.outcome is not Outcome.OK or result.stdout.strip() != "1":
-            raise SystemExit(f"{language}/{runtime} failed: {result.outcome} {result.stderr}")
-        if pooled is not None and result.pooled is not pooled:
-            raise SystemExit(f"{language}/{runtime}: expected pooled={pooled}, got {result.pooled}")
-
-    return call
-
-
 def latency(
     report: Report,
     languages: Iterable[str],
     runtimes: Iterable[str],
     progress: Callable[[str], None],
 ) -> None:
+    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.pool import PoolBackend
+    from hazmat.sandbox import Sandbox
+
     policy = Policy()
     pool = PoolBackend(DockerBackend(), PoolSettings(size=2, refill_concurrency=2))
     with Sandbox(policy, pool=False) as cold, Sandbox(policy, backend=pool) as warm:
@@ -126,27 +119,22 @@ def latency(
                 spec = warm.warm(language, runtime=runtime)
 
                 def fill(s: Spec = spec) -> None:
-                    _full(pool, s)
+                    wait_full(pool, s)
 
                 rows = [
-                    ("plain `docker run`", _time(report.runs, _docker_run(language, runtime))),
+                    ("plain `docker run`", _time(report.runs, plain_docker_run(language, runtime))),
                     (
                         "hazmat cold path",
-                        _time(report.runs, _hazmat(cold, language, runtime, None)),
+                        _time(report.runs, hazmat_call(cold, language, runtime, None)),
                     ),
                     (
                         "hazmat warm pool",
-                        _time(report.runs, _hazmat(warm, language, runtime, True), before=fill),
+                        _time(report.runs, hazmat_call(warm, language, runtime, True), before=fill),
                     ),
                 ]
                 for path, times in rows:
                     report.latency.append((path, language, runtime, times))
                     progress(_row(report.latency[-1]))
-
-
-def _full(pool: PoolBackend[Started], spec: Spec) -> None:
-    if not pool.wait_ready(spec, pool.settings.size):
-        raise SystemExit(f"the pool did not fill: {pool.stats.last_error}")
 
 
 def idle_memory(
@@ -157,12 +145,16 @@ def idle_memory(
     progress: Callable[[str], None],
 ) -> None:
     """Host memory per idle pooled container: its cgroup's usage plus its containerd shim."""
+    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.pool import PoolBackend
+    from hazmat.sandbox import Sandbox
+
     for runtime in runtimes:
         for language in languages:
             pool = PoolBackend(DockerBackend(), PoolSettings(size=count, refill_concurrency=2))
             with Sandbox(Policy(), backend=pool) as sandbox:
                 spec = sandbox.warm(language, runtime=runtime)
-                _full(pool, spec)
+                wait_full(pool, spec)
                 time.sleep(1)
                 held = pool.ready_leases(spec)
                 cgroup = [_usage(s.cgroup.memory) for s in held if s.cgroup]
@@ -214,12 +206,14 @@ def run_bench(
     progress: Callable[[str], None] = print,
 ) -> Report:
     """Measure everything `hazmat bench` reports."""
+    from hazmat.backends.engine import Engine
+
     available = Engine().info().runtimes
     chosen = [r for r in (runtimes or ("runc", "runsc")) if r in available]
     report = Report(runs)
     latency(report, list(languages), chosen, progress)
     if throughput_s > 0:
-        from hazmat.bench_throughput import throughput
+        from hazmat.cli.bench_throughput import throughput
 
         throughput(report, throughput_s, callers, progress)
     idle_memory(report, ["python", "javascript"], chosen, 4, progress)
@@ -236,25 +230,8 @@ def markdown(report: Report, header: str) -> str:
         "",
         *_ratios(report),
     ]
-    t = report.throughput
-    if t:
-        lines += [
-            "",
-            f"Throughput, {t['callers']:.0f} concurrent callers, fresh container every run "
-            f"(Python `print(1)`, runc); {t['rounds']:.0f} rounds alternating the three "
-            f"measures, {t['seconds'] / t['rounds']:.0f} s each; medians:",
-            "",
-            "| measure | per second |",
-            "|---|---:|",
-            f"| raw create+start (engine API, no run) | {t['raw create+start per s']:.2f} |",
-            f"| raw create+start+remove | {t['raw create+start+remove per s']:.2f} |",
-            f"| hazmat runs through the warm pool | {t['hazmat runs per s']:.2f} |",
-            "",
-            f"hazmat / raw create+start: **{t['ratio to raw create+start']:.0%}** (per round: "
-            f"{', '.join(f'{r:.0%}' for r in report.throughput_ratios)}); hazmat / raw "
-            f"create+start+remove: {t['ratio to raw create+start+remove']:.0%}; pool hit rate "
-            f"{t['pool hit rate']:.0%}.",
-        ]
+    if report.throughput:
+        lines += _throughput_lines(report)
     if report.idle_memory:
         lines += [
             "",
@@ -269,6 +246,27 @@ def markdown(report: Report, header: str) -> str:
             ),
         ]
     return "\n".join(lines)
+
+
+def _throughput_lines(report: Report) -> list[str]:
+    t = report.throughput
+    return [
+        "",
+        f"Throughput, {t['callers']:.0f} concurrent callers, fresh container every run "
+        f"(Python `print(1)`, runc); {t['rounds']:.0f} rounds alternating the three "
+        f"measures, {t['seconds'] / t['rounds']:.0f} s each; medians:",
+        "",
+        "| measure | per second |",
+        "|---|---:|",
+        f"| raw create+start (engine API, no run) | {t['raw create+start per s']:.2f} |",
+        f"| raw create+start+remove | {t['raw create+start+remove per s']:.2f} |",
+        f"| hazmat runs through the warm pool | {t['hazmat runs per s']:.2f} |",
+        "",
+        f"hazmat / raw create+start: **{t['ratio to raw create+start']:.0%}** (per round: "
+        f"{', '.join(f'{r:.0%}' for r in report.throughput_ratios)}); hazmat / raw "
+        f"create+start+remove: {t['ratio to raw create+start+remove']:.0%}; pool hit rate "
+        f"{t['pool hit rate']:.0%}.",
+    ]
 
 
 def _ratios(report: Report) -> list[str]:

@@ -1,24 +1,45 @@
-"""`hazmat doctor`: is this machine ready to run sandboxes, and if not, what to do."""
+"""`hazmat doctor`: is this machine ready to run sandboxes, and if not, what to do.
+
+The checks load the engine's modules when the command runs, not when the parser is built."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import HazmatError
-from hazmat.backends.cgroup import Cgroup
-from hazmat.backends.docker import LABEL, DockerBackend, abandoned
-from hazmat.backends.engine import Engine, map_docker_errors
-from hazmat.backends.images import RECIPES, ImageBuilder
-from hazmat.backends.seccomp import UnsafeProfile, load_profile
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
 
-__all__ = ["Check", "run_checks"]
+if TYPE_CHECKING:
+    from hazmat.backends.engine import Engine
+    from hazmat.backends.images import ImageBuilder
+
+__all__ = ["Check", "add", "run_checks"]
+
+
+def add(sub: Any) -> None:
+    doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    checks = run_checks()
+    if args.json:
+        print(json.dumps([c.__dict__ for c in checks]))
+    else:
+        for c in checks:
+            print(f"{'OK  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+            if not c.ok and c.fix:
+                print(f"     fix: {c.fix}")
+    return 0 if all(c.ok for c in checks) else 1
 
 
 @dataclass(frozen=True)
@@ -30,6 +51,9 @@ class Check:
 
 
 def run_checks(engine: Engine | None = None) -> list[Check]:
+    from hazmat.backends.engine import Engine, map_docker_errors
+    from hazmat.backends.images import RECIPES, ImageBuilder
+
     engine = engine or Engine()
     try:
         info = engine.info()
@@ -81,6 +105,8 @@ def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
 
 def _monitoring_check() -> Check:
     """Peak memory, CPU time and OOM kills are read from the host's cgroup files."""
+    from hazmat.backends.cgroup import Cgroup
+
     cgroup = Cgroup.of_pid(os.getpid())
     if cgroup is None:
         return Check(
@@ -124,6 +150,8 @@ def _seccomp_check(raw: dict[str, Any]) -> Check:
 
 
 def _profile_check() -> Check:
+    from hazmat.backends.seccomp import UnsafeProfile, load_profile
+
     try:
         profile = load_profile()
     except UnsafeProfile as exc:
@@ -156,6 +184,8 @@ def _runc_version(raw: dict[str, Any]) -> Check:
 
 
 def _image_check(builder: ImageBuilder, name: str) -> Check:
+    from hazmat.backends.images import RECIPES
+
     status = builder.status(RECIPES[name])
     label = f"image {status.recipe.ref}"
     if not status.present:
@@ -171,6 +201,10 @@ def _runtime_check(
     engine: Engine, runtime: Runtime, known: frozenset[str], recipe: str | None
 ) -> Check:
     """Prove the runtime works by running a one-line program under it."""
+    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.images import RECIPES
+    from hazmat.sandbox import Sandbox
+
     name = f"runtime {runtime.value}"
     if runtime.value not in known:
         return Check(
@@ -183,8 +217,6 @@ def _runtime_check(
         return Check(name, False, "registered, but no image to try it with", "hazmat images build")
     language = RECIPES[recipe].languages[0]
     code = _PRINT_ONE[language]
-    from hazmat.sandbox import Sandbox
-
     sandbox = Sandbox(Policy(), backend=DockerBackend(engine))
     result = sandbox.run(code, language, runtime=runtime, trust="trusted")
     if result.outcome is Outcome.OK and result.stdout.strip() == "1":
@@ -206,6 +238,9 @@ _PRINT_ONE = {
 
 
 def _leftovers(engine: Engine) -> Check:
+    from hazmat.backends.engine import map_docker_errors
+    from hazmat.backends.owners import LABEL, abandoned
+
     with map_docker_errors():
         listed = engine.api.containers(all=True, filters={"label": LABEL})
     found = [c for c in listed if abandoned(c.get("Labels") or {})]

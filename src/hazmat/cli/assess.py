@@ -1,0 +1,75 @@
+"""`hazmat assess`: a program's risk and what the policy would do with it, without running it.
+Exits 0 if the policy would run it, 126 if not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from hazmat.cli.common import add_source, policy, program
+
+if TYPE_CHECKING:
+    from hazmat.models import Assessment
+
+__all__ = ["add"]
+
+
+def add(sub: Any) -> None:
+    assess = sub.add_parser(
+        "assess",
+        help="rate a program's risk without running it",
+        description="Rate a program's risk. Exits 0 if the policy would run it, 126 if not.",
+    )
+    add_source(assess, "assess")
+    assess.add_argument(
+        "--semgrep", action="store_true", help="also run Semgrep (seconds; cached by code hash)"
+    )
+    assess.add_argument("--json", action="store_true", help="print one JSON object")
+    assess.set_defaults(handler=_assess)
+
+
+def _assess(args: argparse.Namespace) -> int:
+    from hazmat.assess.assessor import Assessor
+    from hazmat.assess.decision import Decision, decide
+    from hazmat.policy import parse_trust
+
+    code, language, _ = program(args)
+    chosen = policy(args)
+    trust = parse_trust(args.trust or chosen.default_trust)
+    settings = chosen.settings(trust)
+    with Assessor() as assessor:
+        assessment = assessor.assess(
+            code, language.name, semgrep=args.semgrep, max_bytes=settings.limits.max_code_bytes
+        )
+    decision = decide(assessment, settings.assess, None)
+    if args.json:
+        data = assessment.to_dict()
+        data["decision"] = decision.value
+        data["trust"] = trust.value
+        print(json.dumps(data, ensure_ascii=True))
+    else:
+        _print_assessment(assessment, decision.value, trust.value)
+    return 126 if decision is Decision.BLOCK else 0
+
+
+def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None:
+    state = "complete" if assessment.complete else "INCOMPLETE"
+    print(
+        f"{assessment.level.value}  score {assessment.score}, {state}, "
+        f"{assessment.duration_ms:.0f} ms ({', '.join(assessment.analyzers) or 'no analyser'}); "
+        f"policy for {trust}: {decision}"
+    )
+    for problem in assessment.problems:
+        print(f"  problem: {problem}")
+    shown = [f for f in assessment.findings if f.severity.rank > 0]
+    if not shown:
+        print("  no findings")
+        return
+    print(f"  {'LINE':>5}  {'SEVERITY':<8}  {'SOURCE':<10}  {'RULE':<28}  MESSAGE")
+    for f in shown:
+        rule = f.rule if len(f.rule) <= 28 else f.rule[:27] + "…"
+        print(f"  {f.line:>5}  {f.severity.value:<8}  {f.source:<10}  {rule:<28}  {f.message}")
+    hidden = len(assessment.findings) - len(shown)
+    if hidden:
+        print(f"  (and {hidden} informational finding(s); --json shows them)")

@@ -1,0 +1,256 @@
+"""`hazmat run`: one program in a fresh hardened container, here or through a running hazmat
+service (cli/remote.py); its output as it comes, then hazmat's remarks, or one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hazmat._exceptions import InputError
+from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read
+from hazmat.cli.remote import find_service, run_remote
+from hazmat.models import ExecutionResult, Outcome
+
+__all__ = ["add"]
+
+CANNOT_WRITE = 73  # EX_CANTCREAT: an output file could not be written to --output-dir
+
+_MEANING = {
+    Outcome.TIMEOUT: "timeout: stopped at the time limit",
+    Outcome.COMPILE_TIMEOUT: "compile_timeout: the build step outlasted its own budget",
+    Outcome.MEMORY_LIMIT: "memory_limit: killed at the memory limit",
+    Outcome.OUTPUT_LIMIT: "output_limit: stopped after the output cap",
+    Outcome.BLOCKED: "blocked: the assessment and the policy refused it",
+    Outcome.INFRA_ERROR: "infra_error: engine unreachable, image or runtime missing",
+    Outcome.CANCELLED: "cancelled: stopped by its caller while it ran",
+}
+RUN_EXITS = "\n".join(
+    [
+        "exit status:",
+        "  own   ok (0), error, compile_error, or pids_limit (it failed after a fork or thread",
+        "        was refused):",
+        "        the program's (or its compiler's) own status",
+        *(f"  {outcome.exit_status:<5} {meaning}" for outcome, meaning in _MEANING.items()),
+        "  2     bad request: language, code, file name, option",
+        f"  {CANNOT_WRITE:<5} an output file could not be written to --output-dir",
+        "  74    the audit log cannot record, so nothing ran",
+        "  78    bad policy file (the message names the file and the key)",
+        f"  {INTERNAL_ERROR:<5} internal error (HAZMAT_DEBUG=1 shows the traceback)",
+        "With --json the outcome is authoritative: a program can exit 124 by itself.",
+    ]
+)
+
+
+def add(sub: Any) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a program in a fresh hardened container",
+        description="Run a program once in a fresh, hardened, single-use container.",
+        epilog=RUN_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_source(run, "run")
+    _add_limits(run)
+    _add_io(run)
+    run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
+    run.add_argument(
+        "--override-reason",
+        metavar="TEXT",
+        help="run code the policy blocks, and record why (at least 20 characters by default)",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object with the result")
+    run.add_argument(
+        "--local",
+        action="store_true",
+        help="run in this process even when a hazmat service is set (HAZMAT_URL, HAZMAT_API_KEY)",
+    )
+    run.set_defaults(handler=_run)
+
+
+def _add_limits(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
+    run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
+    run.add_argument(
+        "--image",
+        metavar="NAME",
+        help="an image the policy allows for this trust level, e.g. python-data (numpy, "
+        "pandas, matplotlib, scipy, scikit-learn); default: the policy's",
+    )
+    run.add_argument(
+        "--module",
+        choices=["auto", "esm", "commonjs"],
+        help="JavaScript/TypeScript: run as an ES module or CommonJS (default: auto, from the "
+        "code and the file's extension)",
+    )
+    run.add_argument(
+        "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
+    )
+    run.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="reach only these hosts through the allowlist proxy (repeatable; each must be on "
+        "the trust level's network.allow; default: all of them)",
+    )
+
+
+def _add_io(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
+    run.add_argument(
+        "--file",
+        dest="input_files",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="copy a file into the working directory, under its own name (repeatable)",
+    )
+    run.add_argument(
+        "--output-file",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="collect a file the program writes, e.g. out/report.json (repeatable)",
+    )
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where collected files are written (default: .; checked before the run)",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the program (repeatable)",
+    )
+    run.add_argument(
+        "--arg",
+        dest="program_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="a command-line argument for the program (repeatable, in order; --arg=-v for one "
+        "that starts with -)",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hazmat.cli import output_dir
+
+    # the session lets the audit log diff each run of a script against its last one
+    code, language, session = program(args)
+    inputs = _inputs(args)
+    if args.output_file:
+        output_dir.prepare(args.output_dir)
+    options = {**inputs, **_options(args, session)}
+    live = None if args.json else _Live()  # plain output is written as it comes
+    service = None if args.local or args.policy or args.caller else find_service()
+    if service is not None:
+        result = run_remote(service, code, language.name, options, live)
+    else:
+        from hazmat.sandbox import Sandbox
+
+        # one run: a warm pool would only start containers nobody uses
+        with Sandbox(policy(args), pool=False) as sandbox:
+            result = sandbox.run(code, language.name, caller=args.caller, on_output=live, **options)
+        if live is not None and live.broken:
+            raise BrokenPipeError  # main ends quietly, as for any reader gone away
+    return _finish(args, result, output_shown=live is not None)
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The files (then stdin) the program is given, read before anything runs."""
+    files = {p.name: read(p, "file") for p in args.input_files}
+    stdin = read(args.stdin, "stdin") if args.stdin else None
+    return {"stdin": stdin, "files": files}
+
+
+def _options(args: argparse.Namespace, session: str | None) -> dict[str, Any]:
+    """The rest of `Sandbox.run`'s keyword arguments (the service takes the same ones)."""
+    return {
+        "trust": args.trust,
+        "output_files": args.output_file,
+        "env": _env(args.env),
+        "args": args.program_args,
+        "timeout": args.timeout,
+        "memory_mb": args.memory,
+        "runtime": args.runtime,
+        "image": args.image,
+        "module": args.module or _module_of(args),
+        "network": args.allow_host or None,
+        "session": session,
+        "override_reason": args.override_reason,
+    }
+
+
+def _module_of(args: argparse.Namespace) -> str | None:
+    """A program file named .mjs/.mts is an ES module, .cjs/.cts CommonJS, as Node has it."""
+    suffix = Path(args.program).suffix.lower() if args.code is None else ""
+    return {".mjs": "esm", ".mts": "esm", ".cjs": "commonjs", ".cts": "commonjs"}.get(suffix)
+
+
+def _env(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise InputError(f"--env {pair!r} must look like NAME=VALUE")
+        env[name] = value
+    return env
+
+
+class _Live:
+    """The program's stdout and stderr written as they come. A reader that has gone away
+    (`| head`) cancels the run."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def __call__(self, stream: str, data: bytes) -> None:
+        out = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
+        try:
+            out.write(data)
+            out.flush()
+        except BrokenPipeError:
+            self.broken = True
+            raise
+
+
+def _finish(args: argparse.Namespace, result: ExecutionResult, output_shown: bool) -> int:
+    """Save the output files, print the result, and say what `hazmat run` exits with."""
+    from hazmat.cli import output_dir
+
+    problems = output_dir.save(args.output_dir, result.files) if result.files else []
+    if args.json:
+        data = result.to_dict()
+        if problems:
+            data["output_dir_errors"] = problems
+        print(json.dumps(data, ensure_ascii=True), flush=True)
+    else:
+        _print_plain(result, output_shown)
+    for problem in problems:
+        print(f"hazmat: error: {problem}", file=sys.stderr)
+    return CANNOT_WRITE if problems else result.exit_status
+
+
+def _print_plain(result: ExecutionResult, output_shown: bool = False) -> None:
+    """The program's output as it was (unless it was shown as it came), then hazmat's remarks
+    on stderr, prefixed `hazmat:`."""
+    if not output_shown:
+        sys.stdout.buffer.write(result.stdout_bytes)
+        sys.stdout.buffer.flush()
+        sys.stderr.buffer.write(result.stderr_bytes)
+        sys.stderr.buffer.flush()
+    # a program that failed by itself has said why, on its own stderr, and in its status
+    if result.error and result.outcome is not Outcome.ERROR:
+        print(f"hazmat: {result.error}", file=sys.stderr)
+    for note in result.notes:
+        print(f"hazmat: note: {note}", file=sys.stderr)
+    sys.stderr.flush()

@@ -1,0 +1,126 @@
+"""`hazmat serve`: the HTTP API on a unix socket (the default) or a TCP port, running here or,
+with --redis, on the cluster's workers (docs/scale.md).
+
+Imports only what parsing needs; the service's own modules load when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hazmat._exceptions import InputError
+from hazmat.cli.common import key_store, policy
+from hazmat.server.guard import ConnectionLimits
+
+if TYPE_CHECKING:
+    from hazmat.policy import Policy
+    from hazmat.server.serve import Front
+
+__all__ = ["add"]
+
+
+def add(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve the HTTP API (a unix socket by default)")
+    serve.add_argument("--socket", type=Path, metavar="PATH", help="unix socket to listen on")
+    serve.add_argument("--host", metavar="HOST", help="TCP address (127.0.0.1 with --port alone)")
+    serve.add_argument("--port", type=int, metavar="PORT", help="TCP port (0: any free one)")
+    serve.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
+    serve.add_argument("--keys", type=Path, metavar="FILE", help="key store (default: see keys)")
+    serve.add_argument(
+        "--max-running", type=int, default=8, metavar="N", help="runs at once (default 8)"
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        metavar="S",
+        help="on SIGTERM, seconds for requests in flight to be answered "
+        "(default: the policy's longest run, compile included, plus 10)",
+    )
+    _add_connection_limits(serve)
+    _add_cluster(serve)
+    serve.set_defaults(handler=_serve)
+
+
+def _add_connection_limits(serve: argparse.ArgumentParser) -> None:
+    limits = ConnectionLimits()
+    for flag, kind, default, what in (
+        ("--max-connections", int, limits.max_connections, "connections and requests at once"),
+        ("--head-timeout", float, limits.head_timeout_s, "seconds for a request's headers"),
+        ("--body-timeout", float, limits.body_timeout_s, "seconds for a request's body (408)"),
+        ("--keep-alive", int, limits.keep_alive_s, "seconds an idle connection is kept"),
+    ):
+        serve.add_argument(
+            flag, type=kind, default=default, metavar="N", help=f"{what} (default {default:g})"
+        )
+
+
+def _add_cluster(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--redis", metavar="URL", help="run on the cluster's workers (docs/scale.md), not here"
+    )
+    serve.add_argument(
+        "--on-lost",
+        choices=("report", "retry"),
+        default="report",
+        help="with --redis, a run whose worker died: answer 503 saying so (default), or run "
+        "it again on another worker (both attempts are in the workers' audit logs)",
+    )
+    serve.add_argument(
+        "--attempts", type=int, default=3, metavar="N", help="with --on-lost retry: at most N (3)"
+    )
+    serve.add_argument(
+        "--anchors",
+        type=Path,
+        metavar="DIR",
+        help="with --redis, where the workers' signed checkpoints are kept "
+        "(default: beside the key store, in cluster-anchors/)",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from hazmat.cli.remote import default_socket_path
+    from hazmat.server.serve import bind, serve
+
+    if args.max_running < 1 or (args.grace is not None and args.grace <= 0):
+        raise InputError("--max-running must be at least 1 and --grace positive")
+    try:
+        connections = ConnectionLimits(
+            args.max_connections, args.head_timeout, args.body_timeout, args.keep_alive
+        )
+    except ValueError as exc:
+        raise InputError(f"hazmat serve: {exc}") from None
+    chosen = policy(args)
+    grace = args.grace if args.grace is not None else chosen.longest_run_s() + 10
+    store = key_store(args)
+    path = args.socket or (None if args.host or args.port is not None else default_socket_path())
+    sock = bind(args.host, args.port, path)
+    serve(
+        sock,
+        chosen,
+        store,
+        max_running=args.max_running,
+        grace_s=grace,
+        progress=lambda line: print(line, flush=True),
+        front=_cluster_front(args, chosen, store.path),
+        connections=connections,
+    )
+    return 0
+
+
+def _cluster_front(args: argparse.Namespace, chosen: Policy, keys: Path) -> Front | None:
+    """With --redis, the cluster composed in as the service's front (cluster/front.py)."""
+    from hazmat.cluster.front import ClusterOptions, cluster_front
+
+    if not args.redis:
+        for given, flag in ((args.anchors, "--anchors"), (args.on_lost != "report", "--on-lost")):
+            if given:
+                raise InputError(f"{flag} needs --redis (it is about the cluster's workers)")
+        return None
+    if args.attempts < 1:
+        raise InputError("--attempts must be at least 1")
+    anchors = args.anchors or keys.parent / "cluster-anchors"
+    options = ClusterOptions(args.redis, anchors, args.on_lost, args.attempts)
+    return functools.partial(cluster_front, options, chosen)
