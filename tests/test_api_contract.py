@@ -23,7 +23,7 @@ from hazmat import (
 )
 from hazmat.audit.log import AuditLog
 from hazmat.backends.base import Job, RunReport
-from test_sandbox import RecordingBackend, audit_records, report
+from hazmat.testing import RecordingBackend, audit_records, report
 
 
 def run(**options: Any) -> Job:
@@ -79,10 +79,10 @@ def test_env_args_and_nested_paths_reach_the_job() -> None:
         files={"data/in.csv": "a,b"},
         output_files=["out/result.json"],
     )
-    assert dict(job.payload.env) == {"GREETING": "hi", "EMPTY": ""}
-    assert tuple(job.payload.args) == ("--name", "x y")
-    assert job.payload.files["data/in.csv"] == b"a,b"
-    assert tuple(job.payload.want) == ("out/result.json",)
+    assert dict(job.program.env) == {"GREETING": "hi", "EMPTY": ""}
+    assert tuple(job.program.args) == ("--name", "x y")
+    assert job.program.files["data/in.csv"] == b"a,b"
+    assert tuple(job.program.want) == ("out/result.json",)
 
 
 @pytest.mark.parametrize(
@@ -118,9 +118,11 @@ def test_a_request_built_by_hand_is_checked_by_execute(
 
 
 def test_arun_refuses_bad_options_before_any_thread() -> None:
-    with Sandbox(Policy(), backend=RecordingBackend()) as sandbox:
-        with pytest.raises(InputError, match="did you mean 'timeout'"):
-            asyncio.run(sandbox.arun("print(1)", timeout_s=1))  # type: ignore[call-arg]
+    with (
+        Sandbox(Policy(), backend=RecordingBackend()) as sandbox,
+        pytest.raises(InputError, match="did you mean 'timeout'"),
+    ):
+        asyncio.run(sandbox.arun("print(1)", timeout_s=1))  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@ assessor is real (its worker process)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,10 @@ import pytest
 from hazmat import InputError, Outcome, Policy, RiskLevel, Sandbox, parse_policy
 from hazmat.assess.semgrep import Semgrep
 from hazmat.audit.log import AuditLog
-from test_sandbox import RecordingBackend
+from hazmat.testing import RecordingBackend, audit_records
 
 ESCAPE = "().__class__.__base__.__subclasses__()"
 REASON = "reviewed by hand: a test of the override path"
-
-
-def records(log_dir: Path) -> list[dict[str, object]]:
-    lines = []
-    for segment in sorted((log_dir / "segments").glob("*.jsonl")):
-        lines += [json.loads(line)["record"] for line in segment.read_text().splitlines()]
-    return lines
 
 
 def test_blocked_code_never_reaches_the_backend(tmp_path: Path) -> None:
@@ -32,11 +24,9 @@ def test_blocked_code_never_reaches_the_backend(tmp_path: Path) -> None:
     assert result.outcome is Outcome.BLOCKED and result.decision == "block"
     assert result.assessment is not None and result.assessment.level is RiskLevel.BLOCKED
     assert "__subclasses__" in (result.error or "") and "override" in (result.error or "")
-    kinds = [r["kind"] for r in records(tmp_path)]
+    kinds = [kind for kind, _ in audit_records(sandbox)]
     assert "run.blocked" in kinds and "run.started" not in kinds
-    blocked = next(r for r in records(tmp_path) if r["kind"] == "run.blocked")
-    data = blocked["data"]
-    assert isinstance(data, dict)
+    data = next(d for kind, d in audit_records(sandbox) if kind == "run.blocked")
     assert data["assessment"]["level"] == "BLOCKED" and data["decision"] == "block"
     assert data["code"] == ESCAPE
 
@@ -48,17 +38,19 @@ def test_an_override_with_a_reason_runs_and_is_recorded(tmp_path: Path) -> None:
     assert len(backend.jobs) == 1 and result.outcome is Outcome.OK
     assert result.decision == "override" and result.override_reason == REASON
     assert any("BLOCKED" in note for note in result.notes)
-    started = next(r for r in records(tmp_path) if r["kind"] == "run.started")
-    assert started["data"]["override_reason"] == REASON  # type: ignore[index]
-    assert started["data"]["decision"] == "override"  # type: ignore[index]
+    started = next(d for kind, d in audit_records(sandbox) if kind == "run.started")
+    assert started["override_reason"] == REASON
+    assert started["decision"] == "override"
 
 
 @pytest.mark.parametrize("reason", ["", "ok", "because      "])
 def test_an_override_needs_a_written_reason(reason: str) -> None:
     backend = RecordingBackend()
-    with Sandbox(Policy(), backend=backend) as sandbox:
-        with pytest.raises(InputError, match="at least 20 characters"):
-            sandbox.run(ESCAPE, override_reason=reason)
+    with (
+        Sandbox(Policy(), backend=backend) as sandbox,
+        pytest.raises(InputError, match="at least 20 characters"),
+    ):
+        sandbox.run(ESCAPE, override_reason=reason)
     assert backend.jobs == []
 
 
@@ -122,14 +114,14 @@ def test_semgrep_async_records_its_findings_after_the_run(tmp_path: Path) -> Non
         result = sandbox.run("import os\nos.system('id')\n")
         assert result.assessment is not None and "semgrep" not in result.assessment.analyzers
         sandbox.close()  # waits for the scan
-    late = [r for r in records(tmp_path) if r["kind"] == "assess.semgrep"]
+    late = [d for kind, d in audit_records(sandbox) if kind == "assess.semgrep"]
     assert len(late) == 1
-    data = late[0]["data"]
-    assert isinstance(data, dict) and data["problem"] is None
+    data = late[0]
+    assert data["problem"] is None
     assert data["level_before"] == "HIGH" and data["level_after"] == "HIGH"
     assert {f["rule"] for f in data["findings"]} == {"py-shell-command"}
-    started = next(r for r in records(tmp_path) if r["kind"] == "run.started")
-    assert data["run"] == started["data"]["run"]  # type: ignore[index]
+    started = next(d for kind, d in audit_records(sandbox) if kind == "run.started")
+    assert data["run"] == started["run"]
 
 
 def test_a_broken_assessor_does_not_let_code_through_as_low(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from hazmat import Outcome, Policy, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.backends.base import Job, RunReport
-from test_sandbox import RecordingBackend, report
+from hazmat.testing import RecordingBackend, report
 
 
 class ScriptedBackend(RecordingBackend):

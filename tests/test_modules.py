@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hazmat import InputError, Policy, Sandbox
 from hazmat.languages import get_language
 from hazmat.run.module_kind import check_module, module_for
-from test_sandbox import RecordingBackend
+from hazmat.testing import RecordingBackend
 
 JS, TS = get_language("javascript"), get_language("typescript")
 
@@ -68,7 +70,9 @@ def test_bad_module_options_are_input_errors() -> None:
     with Sandbox(Policy(), backend=backend) as sandbox:
         with pytest.raises(InputError, match="unknown module system"):
             sandbox.run("1", "javascript", module="es6")
-        with pytest.raises(InputError, match="'main.mjs' is taken by the program's source"):
+        with pytest.raises(
+            InputError, match=re.escape("'main.mjs' is taken by the program's source")
+        ):
             sandbox.run("1", "javascript", files={"main.mjs": "x"})
         sandbox.run("export const a = 1", "javascript")
-        assert list(backend.jobs[-1].payload.files)[0] == "main.mjs"
+        assert next(iter(backend.jobs[-1].program.files)) == "main.mjs"

@@ -20,42 +20,9 @@ from hazmat import (
     UnsafeFileName,
     parse_policy,
 )
-from hazmat.backends.base import Backend, Job, RunReport
 from hazmat.policy import HostResources
 from hazmat.run.results import derive_outcome
-
-
-class RecordingBackend(Backend):
-    """Records each job and answers with a fixed report (or raises)."""
-
-    def __init__(
-        self,
-        report: RunReport | None = None,
-        error: Exception | None = None,
-        host: HostResources | None = None,
-    ) -> None:
-        self.jobs: list[Job] = []
-        self.report = report or RunReport(exit_code=0, stdout=b"hi\n", stderr=b"", duration_ms=5)
-        self.error = error
-        self.host = host or HostResources(cpus=2, memory_mb=24 * 1024)
-        self.closed = False
-
-    def execute(self, job: Job) -> RunReport:
-        self.jobs.append(job)
-        if self.error:
-            raise self.error
-        return self.report
-
-    def resources(self) -> HostResources:
-        return self.host
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def report(**facts: object) -> RunReport:
-    base: dict[str, object] = {"exit_code": 0, "stdout": b"", "stderr": b"", "duration_ms": 1.0}
-    return RunReport(**{**base, **facts})  # type: ignore[arg-type]
+from hazmat.testing import RecordingBackend, audit_records, report
 
 
 @pytest.mark.parametrize(
@@ -99,8 +66,8 @@ def test_run_resolves_the_job_from_the_policy() -> None:
         Runtime.RUNSC,
         1024,
     )
-    assert dict(job.payload.files) == {"main.py": b"print('hi')", "d.txt": b"data"}
-    assert (job.payload.stdin, list(job.payload.want)) == (b"in", ["o.txt"])
+    assert dict(job.program.files) == {"main.py": b"print('hi')", "d.txt": b"data"}
+    assert (job.program.stdin, list(job.program.want)) == (b"in", ["o.txt"])
     assert result.outcome is Outcome.OK and result.stdout == "hi\n"
     assert result.limits == job.limits and result.runtime is Runtime.RUNSC
     assert backend.closed
@@ -209,7 +176,7 @@ def test_arun_gives_the_same_result() -> None:
     backend = RecordingBackend()
     result = asyncio.run(Sandbox(Policy(), backend=backend).arun("print(1)", "python", stdin="x"))
     assert result.outcome is Outcome.OK
-    assert backend.jobs[0].payload.stdin == b"x"
+    assert backend.jobs[0].program.stdin == b"x"
 
 
 def test_to_dict_is_json_ready() -> None:
@@ -233,17 +200,6 @@ def test_to_dict_is_json_ready() -> None:
 
 
 # --- every run is audited ----------------------------------------------------------------
-
-
-def audit_records(sandbox: Sandbox) -> list[tuple[str, dict[str, object]]]:
-    from hazmat.audit.records import parse_line
-
-    found = []
-    for path in sorted((sandbox.audit.dir / "segments").glob("*.jsonl")):
-        for line in path.read_bytes().splitlines():
-            record = parse_line(line)[0]
-            found.append((record.kind, record.data))
-    return found
 
 
 def test_every_run_is_recorded_started_then_finished(tmp_path: Path) -> None:

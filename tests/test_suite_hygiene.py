@@ -7,12 +7,17 @@ A test checks something when its own body asserts or uses `pytest.raises` / `fai
 `deprecated_call`, or calls a helper that does, transitively: a function of its own file, or one
 it imports by name from another module of tests/ or from `hazmat.testing`. A fixture asserting
 after `yield` does not count: the test must check something of its own.
+
+No module of tests/ imports a test module (`test_*`): what several test files share lives in a
+helper module (server_helpers.py, ...), a conftest.py fixture, or `hazmat.testing` (the test
+doubles that ship), which imports nothing but hazmat and the standard library.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -45,9 +50,13 @@ def checks_itself(function: Function) -> bool:
     for node in own_nodes(function):
         if isinstance(node, ast.Assert):
             return True
-        if isinstance(node, ast.Attribute) and node.attr in CHECKS:
-            if isinstance(node.value, ast.Name) and node.value.id == "pytest":
-                return True
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in CHECKS
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "pytest"
+        ):
+            return True
     return False
 
 
@@ -104,9 +113,13 @@ def own_engines(tree: ast.AST) -> Iterator[tuple[int, str]]:
     to DOCKER_HOST's engine (CI's fresh one), so its checks look at another engine."""
     for node in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in DOCKER_CLIENTS:
-            if isinstance(func.value, ast.Name) and func.value.id == "docker":
-                yield node.lineno, f"makes its own docker.{func.attr} (use hazmat's Engine)"
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in DOCKER_CLIENTS
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "docker"
+        ):
+            yield node.lineno, f"makes its own docker.{func.attr} (use hazmat's Engine)"
 
 
 def problems(files: dict[str, str]) -> list[str]:
@@ -126,41 +139,92 @@ def problems(files: dict[str, str]) -> list[str]:
     return wrong
 
 
-def test_every_test_can_fail() -> None:
+def suite_sources() -> dict[str, str]:
+    """The suite's files and the helpers that ship, by path relative to the checkout."""
     paths = [p.relative_to(ROOT) for p in sorted((ROOT / "tests").rglob("*.py")) + SOURCES]
     kept = [p for p in paths if not SKIPPED & set(p.parts) and (ROOT / p).exists()]
-    sources = {str(p): (ROOT / p).read_text() for p in kept}
+    return {str(p): (ROOT / p).read_text() for p in kept}
+
+
+def test_every_test_can_fail() -> None:
+    sources = suite_sources()
     assert len(sources) > 50  # the suite was found
     assert problems(sources) == []
 
 
-HELPERS = "def expect(x):\n    assert x\ndef verify(x):\n    assert x\n"
-BAD = """
-from helpers import expect
-def verify(x):  # this file's own verify asserts nothing, whatever helpers.verify does
-    return x
-def indirect(x):
-    expect(x)
-def test_nothing():
-    verify(1)
-def test_itself():
-    value = 1
-    assert value == value
-    assert "always"
-class TestGroup:
-    def test_through_helpers(self):
-        self.check()
-    def check(self):
-        indirect(1)
-def test_another_engine():
-    assert docker.APIClient(version="auto").containers() == []
+def is_test_module(name: str) -> bool:
+    return any(part.startswith("test_") for part in name.split("."))
+
+
+def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """What the file's import statements import, at any depth (inside functions too), by line:
+    `import a.b` gives `a.b`; `from a import b` gives `a.b` (b may be a module: `from tests
+    import test_x`), or just `a` when `a` is a test module itself."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            dot = "." if node.module else ""
+            names = [f"{base}{dot}{alias.name}" for alias in node.names]
+            yield from ((node.lineno, name) for name in ([base] if is_test_module(base) else names))
+
+
+def imports_of_test_modules(files: dict[str, str]) -> list[str]:
+    """`file:line: imports test module X` for each import of a `test_*` module."""
+    wrong = [
+        (path, line, name.lstrip("."))
+        for path, source in files.items()
+        for line, name in imported_modules(ast.parse(source, path))
+        if is_test_module(name)
+    ]
+    return [f"{path}:{line}: imports test module {name}" for path, line, name in sorted(wrong)]
+
+
+def test_no_test_module_imports_another() -> None:
+    sources = suite_sources()
+    assert len(sources) > 50  # the suite was found
+    assert imports_of_test_modules(sources) == []
+
+
+def test_the_test_doubles_that_ship_import_only_hazmat_and_the_standard_library() -> None:
+    trees = [ast.parse(path.read_text(), str(path)) for path in SOURCES]
+    names = {name for tree in trees for _, name in imported_modules(tree)}
+    foreign = {n for n in names if n.split(".")[0] not in {"hazmat", *sys.stdlib_module_names}}
+    assert foreign == set()  # never docker, never a module of tests/
+    assert "hazmat.backends.base.Backend" in names  # the check read the module's imports
+
+
+IMPORTS_A_TEST = """
+import pytest
+import test_sandbox
+from test_mcp import params
+from server_helpers import LiveServer
+from hazmat.testing import RecordingBackend
+import tests.test_rules as rules
+from tests import test_abuse
+from . import test_enforcement
+from .test_pool import records
+def test_something():
+    from test_metrics import ScriptedBackend
+    import testing_tools
+    assert ScriptedBackend
+class Helper:
+    def method(self):
+        import pkg.test_worker
 """
 
 
-def test_the_checker_finds_a_test_that_checks_nothing_and_a_vacuous_assert() -> None:
-    assert problems({"tests/helpers.py": HELPERS, "tests/bad.py": BAD}) == [
-        "tests/bad.py:7: test_nothing checks nothing",
-        "tests/bad.py:11: compares a value with itself",
-        "tests/bad.py:12: asserts a constant",
-        "tests/bad.py:19: makes its own docker.APIClient (use hazmat's Engine)",
+def test_the_checker_finds_a_test_module_importing_another() -> None:
+    clean = "import pytest\nfrom server_helpers import LiveServer\nimport testing_tools\n"
+    assert imports_of_test_modules({"tests/test_ok.py": clean}) == []
+    assert imports_of_test_modules({"tests/test_bad.py": IMPORTS_A_TEST}) == [
+        "tests/test_bad.py:3: imports test module test_sandbox",
+        "tests/test_bad.py:4: imports test module test_mcp",
+        "tests/test_bad.py:7: imports test module tests.test_rules",
+        "tests/test_bad.py:8: imports test module tests.test_abuse",
+        "tests/test_bad.py:9: imports test module test_enforcement",
+        "tests/test_bad.py:10: imports test module test_pool",
+        "tests/test_bad.py:12: imports test module test_metrics",
+        "tests/test_bad.py:17: imports test module pkg.test_worker",
     ]

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from rule_findings import rules
 
 from hazmat.assess.go import GoAnalyzer
 from hazmat.assess.javascript import JavaScriptAnalyzer
 from hazmat.assess.python_ast import PythonAnalyzer
 from hazmat.models import Severity
-
-
-def rules(code: str, language: str = "python") -> dict[str, Severity]:
-    analyzer = {
-        "python": PythonAnalyzer(),
-        "javascript": JavaScriptAnalyzer(),
-        "typescript": JavaScriptAnalyzer(),
-        "go": GoAnalyzer(),
-    }[language]
-    found: dict[str, Severity] = {}
-    for f in analyzer.analyze(code, language):
-        if f.severity.rank > found.get(f.rule, Severity.INFO).rank:
-            found[f.rule] = f.severity
-    return found
 
 
 @pytest.mark.parametrize(

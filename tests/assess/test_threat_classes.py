@@ -7,7 +7,7 @@ shape names its rule and scores at least HIGH; each benign neighbour stays below
 from __future__ import annotations
 
 import pytest
-from test_rules import rules
+from rule_findings import rules
 
 from hazmat.assess.assessor import Assessor
 from hazmat.models import RiskLevel

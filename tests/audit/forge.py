@@ -37,9 +37,9 @@ def rechain(records: list[dict[str, Any]], prev: str = "0" * 64) -> bytes:
     """Lines for `records` with seq and prev recomputed from `prev`."""
     out = []
     for record in records:
-        record = {**record, "prev": prev}
-        body = canon(record)
-        out.append(line_of(record, body))
+        chained = {**record, "prev": prev}
+        body = canon(chained)
+        out.append(line_of(chained, body))
         prev = leaf(body).hex()
     return b"".join(out)
 

@@ -162,7 +162,7 @@ def test_a_deleted_seal_is_missing_and_the_writer_does_not_reuse_the_segment(
 def test_two_roots_for_one_size_is_a_fork_in_either_order(
     world: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    log_dir, anchor, pubkey = world
+    log_dir, _anchor, pubkey = world
     real, forged = tmp_path / "real.cp", tmp_path / "forged.cp"
     real.write_text((log_dir / "checkpoint").read_text())
     size = int(real.read_text().splitlines()[1])
@@ -176,7 +176,7 @@ def test_two_roots_for_one_size_is_a_fork_in_either_order(
 def test_a_user_checkpoint_is_not_replaced_by_a_resigned_one(
     world: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    log_dir, anchor, pubkey = world
+    log_dir, _anchor, pubkey = world
     kept = tmp_path / "kept.cp"
     kept.write_text((log_dir / "checkpoint").read_text())
     seg = current(log_dir)
@@ -302,7 +302,7 @@ def test_a_forged_index_costs_time_not_a_verdict(world: tuple[Path, Path, Path])
     ],
 )
 def test_records_must_be_canonical(world: tuple[Path, Path, Path], body: bytes) -> None:
-    log_dir, anchor, pubkey = world
+    log_dir, _anchor, pubkey = world
     seg = current(log_dir)
     records = records_of(seg)
     last = json.loads(seg.read_bytes().splitlines()[-1])

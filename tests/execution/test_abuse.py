@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import textwrap
 import time
 from pathlib import Path
 
 import docker
 import pytest
+from probes import lines, run
 
 from hazmat import PRESETS, ExecutionResult, Outcome, Sandbox, parse_policy
 from hazmat.backends.docker import DockerBackend
@@ -24,20 +24,6 @@ from hazmat.backends.uids import Uids
 
 pytestmark = pytest.mark.docker
 STRICT = PRESETS["strict"]
-
-
-OVERRIDE = "abuse test: the container must contain this whatever the assessment says"
-
-
-def run(sandbox: Sandbox, runtime: str, code: str, **kwargs: object) -> ExecutionResult:
-    kwargs.setdefault("override_reason", OVERRIDE)
-    return sandbox.run(textwrap.dedent(code), runtime=runtime, **kwargs)  # type: ignore[arg-type]
-
-
-def lines(result: ExecutionResult) -> dict[str, str]:
-    """`KEY value` lines printed by a probe, as a dict."""
-    pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
-    return {key: value for key, value in pairs}
 
 
 def gone(container_id: str | None, within_s: float = 15) -> bool:

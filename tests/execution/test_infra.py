@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import socket
@@ -197,10 +198,8 @@ def test_reaper_removes_only_what_is_abandoned(engine: Engine) -> None:
         assert gone == {"orphan", "reused_pid", "far_and_late", "other_pidns_late"}
     finally:
         for cid in ids.values():
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 engine.api.remove_container(cid, force=True)
-            except docker.errors.NotFound:
-                pass
 
 
 def test_a_container_prepared_for_a_blocked_run_is_removed(engine: Engine) -> None:

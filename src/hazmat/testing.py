@@ -1,0 +1,105 @@
+"""Test doubles for code that uses hazmat: run the whole pipeline without Docker.
+
+`RecordingBackend` stands in for the container backend, as httpx's `MockTransport` stands in
+for the network: `Sandbox` still validates the request, resolves it against the policy,
+assesses the code, applies the policy's decision and writes the audit log; only the execution
+is replaced. The backend records each `Job` it is given and answers with a fixed `RunReport`
+(build one with `report(...)`), or raises the error you gave it. `audit_records` reads back
+what a sandbox's audit log holds.
+
+Copy this to test your own code (pytest)::
+
+    import hazmat
+    from hazmat.testing import RecordingBackend, audit_records, report
+
+
+    def grade(sandbox: hazmat.Sandbox, answer: str) -> bool:  # the code under test
+        return sandbox.run(answer, "python").stdout == "42\\n"
+
+
+    def test_grade_accepts_the_answer(tmp_path, monkeypatch):
+        monkeypatch.setenv("HAZMAT_AUDIT_DIR", str(tmp_path))  # not your real audit log
+        backend = RecordingBackend(report(stdout=b"42\\n"))
+        with hazmat.Sandbox(backend=backend) as sandbox:
+            assert grade(sandbox, "print(6 * 7)")
+            kinds = [kind for kind, _ in audit_records(sandbox)]
+        assert backend.jobs[0].program.files["main.py"] == b"print(6 * 7)"
+        assert kinds[-2:] == ["run.started", "run.finished"]
+
+Give `RecordingBackend(error=hazmat.EngineUnavailable("engine gone"))` to see how your code
+takes an infrastructure failure (an `infra_error` result), and `report(exit_code=137,
+oom_killed=True)` for a run that ran out of memory: the outcome is derived from these facts
+exactly as from a container's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hazmat.audit.layout import list_log
+from hazmat.audit.records import parse_line
+from hazmat.backends.base import Backend, Job, RunReport
+from hazmat.policy import HostResources
+
+if TYPE_CHECKING:
+    from hazmat.sandbox import Sandbox
+
+__all__ = ["RecordingBackend", "audit_records", "report"]
+
+_EMPTY = RunReport(exit_code=0, stdout=b"", stderr=b"", duration_ms=1.0)
+
+
+class RecordingBackend(Backend):
+    """Records each job and answers with a fixed report (or raises).
+
+    `jobs` holds every `Job` the pipeline handed over, in order: what would have run, with
+    its image, runtime, limits and program (files, stdin, wanted outputs). A run the policy
+    blocks never gets here. `closed` tells whether the sandbox closed its backend.
+
+    `report` is the answer to every job (default: exit status 0, stdout `hi\\n`); `error`, if
+    given, is raised instead, as a backend raises `InfraError` when its engine fails.
+    `host` is what the machine is said to have: limits are clamped to a share of it
+    (default: 2 CPUs, 24 GB).
+    """
+
+    def __init__(
+        self,
+        report: RunReport | None = None,
+        error: Exception | None = None,
+        host: HostResources | None = None,
+    ) -> None:
+        self.jobs: list[Job] = []
+        self.report = report or RunReport(exit_code=0, stdout=b"hi\n", stderr=b"", duration_ms=5)
+        self.error = error
+        self.host = host or HostResources(cpus=2, memory_mb=24 * 1024)
+        self.closed = False
+
+    def execute(self, job: Job) -> RunReport:
+        self.jobs.append(job)
+        if self.error:
+            raise self.error
+        return self.report
+
+    def resources(self) -> HostResources:
+        return self.host
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def report(**facts: Any) -> RunReport:
+    """A `RunReport` of a run that exited 0 with no output in 1 ms, but for the given facts
+    (`exit_code`, `stdout`, `timed_out`, `oom_killed`, `files`, ...: `RunReport`'s fields)."""
+    return replace(_EMPTY, **facts)
+
+
+def audit_records(sandbox: Sandbox) -> list[tuple[str, dict[str, Any]]]:
+    """The records of the sandbox's audit log so far, oldest first, as `(kind, data)`:
+    `("run.started", {...})`, `("run.finished", {...})`, `("run.blocked", {...})`, ..."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for _, path in sorted(list_log(sandbox.audit.dir).segments.items()):
+        for line in path.read_bytes().splitlines():
+            record = parse_line(line)[0]
+            found.append((record.kind, record.data))
+    return found

@@ -1,0 +1,175 @@
+"""A live `hazmat serve` on a loopback port, started by the tests as its own process, with its
+own audit log and key store; keys for a few tenants. MCP clients for it: the SDK's own, over
+streamable HTTP and over stdio (`hazmat mcp`). Used by tests/server and tests/cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from hazmat.tenant_keys import KeyStore, Quotas
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
+
+
+@dataclass
+class LiveServer:
+    url: str
+    keys: dict[str, str]  # name -> the key itself
+    audit_dir: Path
+    keys_path: Path
+    process: subprocess.Popen[str]
+
+    def client(self, key: str | None = "untrusted") -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=120)
+
+    def audit_records(self) -> list[dict[str, Any]]:
+        return audit_records(self.audit_dir)
+
+
+def audit_records(audit_dir: Path) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [sys.executable, "-m", "hazmat", "audit", "show", "--json", "--log", str(audit_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def finished_record(audit_dir: Path, name: str) -> dict[str, Any]:
+    """The run.finished record of the run started with session name `name`, once it is written
+    (a bounded wait on a condition: the run may still be ending when the caller has left)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        records = audit_records(audit_dir)
+        ids = {
+            r["data"]["run"]
+            for r in records
+            if r["kind"] == "run.started" and r["data"]["session"] == name
+        }
+        for r in records:
+            if r["kind"] == "run.finished" and r["data"]["run"] in ids:
+                return r
+        time.sleep(0.2)
+    raise AssertionError(f"no run.finished record for {name} within 60 s")
+
+
+def start_server(tmp: Path, *extra: str) -> LiveServer:
+    store = KeyStore(tmp / "keys.json")
+    keys = {
+        "untrusted": store.create("acme", "untrusted")[1],
+        "trusted": store.create("trusty", "trusted", override=True)[1],
+        "tiny": store.create(
+            "tiny", "unknown", Quotas(concurrent=1, per_minute=2, max_request_bytes=2048)
+        )[1],
+    }
+    env = {
+        **os.environ,
+        "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+        "HAZMAT_URL": "",
+        "HAZMAT_API_KEY": "",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hazmat",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--keys",
+            str(tmp / "keys.json"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:  # the server says where it listens once it is ready
+        seen.append(line)
+        if "listening on " in line:
+            url = line.split("listening on ", 1)[1].split()[0]
+            return LiveServer(url, keys, tmp / "audit", tmp / "keys.json", process)
+    process.wait()
+    raise AssertionError(f"hazmat serve did not start: {''.join(seen)}")
+
+
+def stop_server(server: LiveServer) -> str:
+    """SIGTERM, as a service manager stops it; returns what it printed after."""
+    server.process.send_signal(signal.SIGTERM)
+    rest, _ = server.process.communicate(timeout=120)
+    assert server.process.returncode == 0, rest
+    return rest
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = start_server(tmp_path_factory.mktemp("serve"))
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            stop_server(server)
+
+
+async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """MCP over streamable HTTP at `url`/mcp with the SDK's own client: (tools, answers)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = await session.list_tools()
+        return tools, [await session.call_tool(name, args) for name, args in calls]
+
+
+def params(tmp: Path, key: str) -> StdioServerParameters:
+    """How to start `hazmat mcp` over stdio with `key`, its key store and audit log in `tmp`."""
+    from mcp import StdioServerParameters
+
+    env = {
+        **os.environ,
+        "HAZMAT_API_KEY": key,
+        "HAZMAT_KEYS": str(tmp / "keys.json"),
+        "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "hazmat", "mcp"], env=env)
+
+
+async def session_calls(tmp: Path, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """MCP over stdio (`params`) with the SDK's own client: (tools, answers)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with (
+        stdio_client(params(tmp, key)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = await session.list_tools()
+        answers = [await session.call_tool(name, args) for name, args in calls]
+        return tools, answers

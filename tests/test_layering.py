@@ -1,0 +1,195 @@
+"""The house's layers (docs/architecture.md), checked by walking every import of src/hazmat with
+`ast`: top-level, inside functions and under TYPE_CHECKING alike.
+
+- no import circle between modules;
+- no upward import: a module imports only from its own package or from a lower layer;
+- the front-ends (server/, cluster/) never import each other; cli/ composes them at start-up;
+- nothing outside backends/ imports docker-py, and nothing outside cluster/ imports Redis or
+  Dramatiq.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+# Lowest first. A unit is a top-level module or a package of src/hazmat; "hazmat" is the public
+# surface in __init__.py (which the front-ends may import, e.g. its __version__).
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"_exceptions"}),
+    frozenset({"languages", "egress", "watch"}),
+    frozenset({"policy"}),
+    frozenset({"policy_file", "models", "quotas"}),
+    frozenset({"tenant_keys", "wire", "metrics"}),
+    frozenset({"assess", "audit", "backends"}),
+    frozenset({"run"}),
+    frozenset({"sessions"}),
+    frozenset({"sandbox"}),
+    frozenset({"hazmat", "testing"}),
+    frozenset({"server", "cluster"}),
+    frozenset({"cli"}),
+    frozenset({"__main__"}),
+)
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+# third-party libraries only one package may use
+ONLY_IN = {"docker": "backends", "dramatiq": "cluster", "redis": "cluster"}
+
+
+def modules(src: Path = SRC) -> dict[str, Path]:
+    found = {}
+    for path in sorted((src / "hazmat").rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """Every module `name` imports (hazmat's own resolved to the module, others as written)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            for alias in node.names:
+                full = f"{prefix}.{alias.name}"
+                yield full if full in known else prefix
+
+
+def graph(src: Path = SRC) -> dict[str, set[str]]:
+    """Module -> the modules it imports: hazmat's own (to the nearest module), and the
+    top-level names of the libraries."""
+    known = modules(src)
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = edges.setdefault(name, set())
+        for imported in imports(name, path, known):
+            if imported.split(".")[0] != "hazmat":
+                targets.add(imported.split(".")[0])
+                continue
+            target = imported
+            while target not in known:
+                target = target.rpartition(".")[0]
+            if target != name:
+                targets.add(target)
+    return edges
+
+
+def unit(module: str) -> str:
+    """The top-level module or package a module belongs to ("hazmat" for __init__.py)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "hazmat"
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in edges.get(node, ()):
+            if other not in edges:
+                continue  # a library
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def problems(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that breaks the rules above, as one line each."""
+    found = []
+    for source, targets in sorted(edges.items()):
+        here = unit(source)
+        for target in sorted(targets):
+            if target in ONLY_IN:
+                if here != ONLY_IN[target]:
+                    found.append(f"{source} imports {target} (only {ONLY_IN[target]}/ may)")
+                continue
+            if target not in edges:
+                continue  # another library
+            there = unit(target)
+            if there == here:
+                continue
+            if here not in RANK or there not in RANK:
+                found.append(f"{source} -> {target}: {here} or {there} has no layer")
+            elif RANK[there] >= RANK[here]:
+                found.append(f"{source} imports {target}: {there} is not below {here}")
+    return found
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {unit(m) for m in modules()}
+    assert units - set(RANK) == set(), "add the new module or package to LAYERS"
+    assert set(RANK) - units == set(), "a layer names a unit that is gone"
+
+
+def test_no_import_circle() -> None:
+    assert circles(graph()) == []
+
+
+def test_no_upward_import_and_the_front_ends_apart() -> None:
+    assert problems(graph()) == []
+
+
+def test_the_walk_finds_what_it_must(tmp_path: Path) -> None:
+    """The checks can fail: a small tree with a circle, an upward import, a front-end that
+    imports the other, and docker-py outside backends/."""
+    files = {
+        "hazmat/__init__.py": "",
+        "hazmat/models.py": "from hazmat.sandbox import Sandbox\n",
+        "hazmat/sandbox.py": "from hazmat import models\n",
+        "hazmat/cluster/__init__.py": "",
+        "hazmat/cluster/worker.py": "def f():\n    from hazmat.server.sse import x\n",
+        "hazmat/server/__init__.py": "",
+        "hazmat/server/sse.py": "from ..backends import base\n",
+        "hazmat/backends/__init__.py": "",
+        "hazmat/backends/base.py": "import docker\n",
+        "hazmat/run/__init__.py": "import docker.errors\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = graph(tmp_path)
+    assert circles(edges) == [["hazmat.models", "hazmat.sandbox"]]
+    assert problems(edges) == [
+        "hazmat.cluster.worker imports hazmat.server.sse: server is not below cluster",
+        "hazmat.models imports hazmat.sandbox: sandbox is not below models",
+        "hazmat.run imports docker (only backends/ may)",
+    ]
+
+
+@pytest.mark.parametrize("library", sorted(ONLY_IN))
+def test_each_library_is_used_where_it_belongs(library: str) -> None:
+    users = {unit(m) for m, targets in graph().items() if library in targets}
+    assert users <= {ONLY_IN[library]}
