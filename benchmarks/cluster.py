@@ -23,8 +23,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from cluster_lab import Lab  # noqa: E402
-from docs_section import write_section  # noqa: E402
+from cluster_lab import Lab
+from docs_section import write_section
 
 
 def one_round(lab: Lab, runs: int, clients: int) -> tuple[float, int]:

@@ -28,7 +28,7 @@ import httpx
 from docs_section import write_section
 
 import hazmat
-from hazmat.server.keys import KeyStore
+from hazmat.tenant_keys import KeyStore
 
 WARMUP = 3
 WORK = "import time\nprint('first', flush=True)\ntime.sleep(0.5)\nprint('done')\n"
@@ -65,9 +65,12 @@ def over_http(client: httpx.Client, code: str, runtime: str, stream: bool) -> Ti
         for line in response.iter_lines():
             if line.startswith("event: stdout") and not first:
                 first = (time.perf_counter() - began) * 1000
-            if line.startswith("data: ") and '"outcome"' in line:
-                if json.loads(line[6:])["outcome"] != "ok":
-                    raise SystemExit(f"sse: {line}")
+            if (
+                line.startswith("data: ")
+                and '"outcome"' in line
+                and json.loads(line[6:])["outcome"] != "ok"
+            ):
+                raise SystemExit(f"sse: {line}")
     return first, (time.perf_counter() - began) * 1000
 
 

@@ -80,7 +80,9 @@ def covered_by(pattern: str, patterns: Sequence[str]) -> bool:
     """Whether an entry allows nothing more than `patterns` do (a per-run list may narrow the
     policy's, never widen it)."""
     if pattern.startswith("*."):
-        return any(p.startswith("*.") and pattern.endswith(p[1:]) or p == pattern for p in patterns)
+        return any(
+            (p.startswith("*.") and pattern.endswith(p[1:])) or p == pattern for p in patterns
+        )
     return matches(pattern, patterns)
 
 
