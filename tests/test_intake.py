@@ -4,6 +4,7 @@ later stage checks it or resolves its image again."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from hazmat.models import ExecutionRequest
 from hazmat.policy import TrustLevel
 from hazmat.run import intake
 from hazmat.run.image_choice import default_image
-from hazmat.testing import RecordingBackend
+from hazmat.testing import RecordingBackend, audit_records
 
 
 @pytest.fixture
@@ -91,13 +92,44 @@ def test_a_session_call_is_checked_once(tmp_path: Path, checks: list[ExecutionRe
     assert len(checks) == 1
 
 
-def test_a_request_built_by_hand_is_checked_when_it_runs(
+def test_a_request_built_by_hand_is_checked_each_time_it_runs(
+    sandbox: Sandbox, checks: list[ExecutionRequest]
+) -> None:
+    """Its maker holds its dicts and lists and may change them between runs: a file added
+    after the first run, over the size limit, is refused at the second."""
+    files: dict[str, bytes] = {}
+    request = ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED, files=files)
+    assert sandbox.execute(request).ok
+    files["big.bin"] = b"x" * (
+        sandbox.policy.settings(TrustLevel.UNTRUSTED).limits.max_file_bytes + 1
+    )
+    with pytest.raises(InputError, match=re.escape("big.bin")):
+        sandbox.execute(request)
+    assert checks == [request, request]
+
+
+def test_an_over_the_limit_request_built_by_hand_is_refused(
     sandbox: Sandbox, checks: list[ExecutionRequest]
 ) -> None:
     request = ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED, timeout_s=3600)
     with pytest.raises(InputError, match="at most 15 s"):
         sandbox.execute(request)
     assert checks == [request]
+
+
+def test_a_built_request_holds_no_container_of_its_makers(sandbox: Sandbox) -> None:
+    """What `build_request` keeps its check with cannot be changed by whoever passed the
+    options: read-only mappings and tuples, copied."""
+    files, env, args, network = {"a.txt": "x"}, {"A": "1"}, ["x"], []
+    request = sandbox.request("print(1)", files=files, env=env, args=args, network=network)
+    files["b.txt"] = "y"
+    env["B"] = "2"
+    args.append("y")
+    network.append("h")
+    assert dict(request.files) == {"a.txt": b"x"} and dict(request.env) == {"A": "1"}
+    assert request.args == ("x",) and request.network == ()
+    with pytest.raises(TypeError):
+        request.files["c.txt"] = b"z"  # type: ignore[index]
 
 
 def test_a_changed_request_is_checked_again(
@@ -133,3 +165,27 @@ def test_the_check_says_what_the_run_gets(sandbox: Sandbox) -> None:
     assert checked.image == default_image(sandbox.policy, level, get_language("python"))
     assert checked.runtime is sandbox.policy.settings(level).runtime
     assert checked.network == ()
+
+
+@pytest.mark.parametrize(
+    ("origin", "problem"),
+    [
+        ({"run": object()}, "must be str or int"),
+        ({"attempt": True}, "must be str or int"),
+        ({"run": "x" * 257}, "over 256 characters"),
+        ({str(n): n for n in range(9)}, "at most 8"),
+        ({"": "x"}, "short strings"),
+    ],
+)
+def test_an_origin_is_a_few_short_names_and_values(
+    sandbox: Sandbox, origin: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(InputError, match=problem):
+        sandbox.request("print(1)", origin=origin)
+
+
+def test_an_origin_is_recorded_with_the_run(sandbox: Sandbox) -> None:
+    origin = {"run": "r1", "worker": "w1", "attempt": 2}
+    sandbox.run("print(1)", origin=origin)
+    started = [data for kind, data in audit_records(sandbox) if kind == "run.started"]
+    assert started[-1]["origin"] == origin

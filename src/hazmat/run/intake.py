@@ -29,6 +29,7 @@ from hazmat.run.validation import (
     check_env,
     check_env_args_size,
     check_options,
+    check_origin,
     check_path,
     check_paths_distinct,
     to_bytes,
@@ -47,11 +48,14 @@ __all__ = [
 def build_request(
     policy: Policy, code: str | bytes, language: str, options: Mapping[str, Any]
 ) -> ExecutionRequest:
-    """A checked request from `Sandbox.run`'s arguments."""
+    """A checked request from `Sandbox.run`'s arguments. Its fields are copies nobody else
+    holds (read-only mappings, tuples), so its check is kept with it and is its check for good
+    (against this policy); `check_request` checks any other request every time."""
     check_options(options)
     trust = options.get("trust")
     stdin = options.get("stdin")
     files = options.get("files") or {}
+    network = options.get("network")
     level = parse_trust(trust if trust is not None else policy.default_trust)
     request = ExecutionRequest(
         code=check_code(code),
@@ -72,10 +76,10 @@ def build_request(
         override_reason=options.get("override_reason"),
         image=options.get("image"),
         module=options.get("module"),
-        network=options.get("network"),
+        network=tuple(network) if network is not None else None,
         origin=MappingProxyType(dict(options.get("origin") or {})),
     )
-    check_request(policy, request)
+    object.__setattr__(request, "checked", _check(policy, request))  # frozen: set here only
     return request
 
 
@@ -93,16 +97,16 @@ class Checked:
 
 
 def check_request(policy: Policy, request: ExecutionRequest) -> Checked:
-    """Check every field of `request` against the rules and `policy`, once: a request already
-    checked against this very policy gets the same answer without a second check."""
+    """Check every field of `request` against the rules and `policy`. A request
+    `build_request` made and checked against this very policy has its answer already; any
+    other (built by hand, whose dicts and lists its maker may still change; changed with
+    `dataclasses.replace`; checked against another policy) is checked now, every time."""
     if not isinstance(request, ExecutionRequest):
         raise InputError(f"expected an ExecutionRequest, not {type(request).__name__}")
     done = request.checked
     if isinstance(done, Checked) and done.policy is policy:
         return done
-    checked = _check(policy, request)
-    object.__setattr__(request, "checked", checked)  # frozen: set once, by this module only
-    return checked
+    return _check(policy, request)
 
 
 def _check(policy: Policy, request: ExecutionRequest) -> Checked:
@@ -120,8 +124,7 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
             raise InputError(f"{name} must be str, not {type(value).__name__}")
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
-    if not isinstance(request.origin, Mapping):
-        raise InputError(f"origin must be a mapping, not {type(request.origin).__name__}")
+    check_origin(request.origin)
     settings = policy.settings(request.trust)
     reason = check_override_reason(request.override_reason, settings.assess)
     image = resolve_image(policy, request.trust, lang, request.image)

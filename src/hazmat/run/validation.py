@@ -23,6 +23,7 @@ __all__ = [
     "check_env",
     "check_file_name",
     "check_options",
+    "check_origin",
     "check_path",
     "to_bytes",
 ]
@@ -34,6 +35,7 @@ MAX_PATH_DEPTH = 16
 MAX_ENV_ARGS_BYTES = 64 * 1024
 MAX_ENV_VARS = 256
 MAX_ARGS = 1024
+MAX_ORIGIN = 8  # entries of a request's origin, each name and value at most 256 characters
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Variables the sandbox sets for itself; a caller may not replace them.
 RESERVED_ENV = frozenset({"HOME", "TMPDIR", "PATH", "LANG"})
@@ -210,3 +212,19 @@ def to_bytes(data: str | bytes | bytearray, what: str) -> bytes:
     if isinstance(data, bytes | bytearray):
         return bytes(data)
     raise InputError(f"{what} must be str or bytes, not {type(data).__name__}")
+
+
+def check_origin(origin: Mapping[str, object]) -> None:
+    """Where a run came from (recorded with it): a few names, each with a short text or a
+    whole number."""
+    if not isinstance(origin, Mapping):
+        raise InputError(f"origin must be a mapping, not {type(origin).__name__}")
+    if len(origin) > MAX_ORIGIN:
+        raise InputError(f"origin has {len(origin)} entries; at most {MAX_ORIGIN}")
+    for name, value in origin.items():
+        if not isinstance(name, str) or not 0 < len(name) <= 256:
+            raise InputError(f"origin names must be short strings, not {name!r}")
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise InputError(f"origin {name!r} must be str or int, not {type(value).__name__}")
+        if isinstance(value, str) and len(value) > 256:
+            raise InputError(f"origin {name!r} is over 256 characters")
