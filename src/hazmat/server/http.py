@@ -203,13 +203,21 @@ class _Service:
         if wants_events(request.headers.get("accept", "")):
             admitted = ExitStack()
             admitted.enter_context(self.quotas.admit(key.tenant, key.quotas))  # 429 here
-            try:
-                reservation = await self._reserve(prepared, session)  # a full cluster: 429 too
+            taken: list[Reservation] = []  # a place taken as the request is cancelled is given back
+
+            def place() -> Reservation:
+                taken.append(self._reserve(prepared, session))
+                return taken[0]
+
+            try:  # placed before the stream starts: a full cluster is a plain 429 too
+                reservation = await anyio.to_thread.run_sync(place)
             except BaseException:
+                for reservation in taken:
+                    reservation.release()
                 admitted.close()
                 raise
             admitted.callback(reservation.release)  # unless it was used
-            run = functools.partial(self._execute, prepared, reservation)
+            run = functools.partial(self._execute, prepared, lambda: reservation)
             return EventStream(run, admitted.close, exact)
         with self.quotas.admit(key.tenant, key.quotas):
             result = await self.run_in(prepared, session)
@@ -240,16 +248,22 @@ class _Service:
         return JSONResponse(body)
 
     async def run_in(self, prepared: ExecutionRequest, session: Session | None) -> ExecutionResult:
-        """Run `prepared` in `session`, or where the service's runs go."""
-        return await self._execute(prepared, await self._reserve(prepared, session))
+        """Run `prepared` in `session`, or where the service's runs go; its place there (a
+        cluster worker's slot) is taken once the run has its turn here (`max_running`), and
+        given back whatever happens."""
+        return await self._execute(prepared, functools.partial(self._reserve, prepared, session))
 
-    async def _reserve(self, prepared: ExecutionRequest, session: Session | None) -> Reservation:
+    def _reserve(self, prepared: ExecutionRequest, session: Session | None) -> Reservation:
+        """A place for the run (blocking: the cluster asks Redis)."""
         if session is not None:
             return Direct(session.execute)
-        return await anyio.to_thread.run_sync(self.runner.reserve, prepared)
+        return self.runner.reserve(prepared)
 
     async def _execute(
-        self, prepared: ExecutionRequest, reservation: Reservation, watch: Watch | None = None
+        self,
+        prepared: ExecutionRequest,
+        reserve: Callable[[], Reservation],
+        watch: Watch | None = None,
     ) -> ExecutionResult:
         began = time.monotonic()
         started = False
@@ -262,9 +276,12 @@ class _Service:
             with self._idle:
                 self._running += 1
             try:
-                return reservation.execute(prepared, on_output=watch)
+                reservation = reserve()
+                try:
+                    return reservation.execute(prepared, on_output=watch)
+                finally:
+                    reservation.release()
             finally:
-                reservation.release()
                 self.metrics.in_progress.dec()
                 with self._idle:
                     self._running -= 1
