@@ -373,28 +373,40 @@ class DockerBackend(Backend):
             found = self.engine.api.containers(all=True, filters={"label": LABEL})
         return self._remove_each([c for c in found if abandoned(c.get("Labels") or {})])
 
-    def runtimes(self) -> set[str]:
-        return self.engine.runtimes_now() & {runtime.value for runtime in Runtime}
-
-    def remove_leftovers(self, before: float) -> int:
-        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
-        try:
-            with map_docker_errors():
-                found = self.engine.api.containers(all=True, filters={"label": mine})
-        except InfraError:
-            return 0  # the next start of a hazmat process on this engine reaps them
-        old = [c for c in found if int(c.get("Created", before)) < int(before)]
-        return len(self._remove_each(old))
-
     def _remove_each(self, found: list[dict[str, Any]]) -> list[str]:
         removed = []
         for c in found:
             try:
                 self._remove(c["Id"])
             except InfraError as exc:
-                log.warning("could not remove container %s: %s", str(c["Id"])[:12], exc)
+                log.warning("could not remove abandoned container: %s", exc)
                 continue
             removed.append(str(c["Id"]))
+        return removed
+
+    def runtimes(self) -> set[str]:
+        return self.engine.runtimes_now() & {runtime.value for runtime in Runtime}
+
+    def remove_leftovers(self, before: float) -> int:
+        """Through the engine's short-timeout client: a worker calls this from its heartbeat,
+        which a slow engine just back must not hold up."""
+        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
+        api = self.engine.probe().api
+        try:
+            with map_docker_errors():
+                found = api.containers(all=True, filters={"label": mine})
+        except InfraError:
+            return 0  # the next start of a hazmat process on this engine reaps them
+        removed = 0
+        for c in found:
+            if int(c.get("Created", before)) >= int(before):
+                continue
+            try:
+                with map_docker_errors():
+                    api.remove_container(c["Id"], force=True, v=True)
+                removed += 1
+            except InfraError as exc:
+                log.warning("could not remove container %s: %s", str(c["Id"])[:12], exc)
         return removed
 
     def keep(self, spec: Spec, lifetime_s: float) -> SessionBackend:

@@ -153,13 +153,18 @@ class Engine:
         version = min(server, ours, key=lambda v: tuple(int(p) for p in v.split(".")))
         return docker.APIClient(version=version, **kwargs)
 
-    def runtimes_now(self) -> set[str]:
-        """The runtimes the engine has, if it answers a ping within PROBE_TIMEOUT_S; else
-        empty (a health probe: its own short-timeout client, so a hung engine cannot hold it)."""
+    def probe(self) -> Engine:
+        """The same engine through a client of its own with a short timeout
+        (PROBE_TIMEOUT_S), for health checks and upkeep a hung engine must not hold up."""
         with self._lock:
             if self._probe is None:
                 self._probe = Engine(self._base_url, timeout=PROBE_TIMEOUT_S)
-            probe = self._probe
+            return self._probe
+
+    def runtimes_now(self) -> set[str]:
+        """The runtimes the engine has, if it answers a ping within PROBE_TIMEOUT_S; else
+        empty."""
+        probe = self.probe()
         try:
             probe.api.ping()
             return set(probe.info().runtimes)
