@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import InputError, Policy, Sandbox
+from hazmat import InfraError, InputError, Policy, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.models import (
     Assessment,
@@ -190,8 +190,33 @@ def test_without_exact_the_bytes_are_the_texts() -> None:
 
 
 @pytest.mark.parametrize("drop", ["outcome", "limits", "stdout"])
-def test_a_malformed_result_is_an_input_error(drop: str) -> None:
+def test_a_malformed_result_is_an_infra_error(drop: str) -> None:
+    """The other side (a service, a worker) answered what this hazmat cannot read."""
     body = result_to_wire(full_result())
     del body[drop]
-    with pytest.raises(InputError, match="malformed result"):
+    with pytest.raises(InfraError, match="malformed result"):
         result_from_wire(body)
+
+
+def test_a_result_with_limits_this_version_does_not_know_is_read() -> None:
+    body = result_to_wire(full_result(), exact=True)
+    body["limits"] = {**body["limits"], "gpus": 1}
+    body["new_field"] = "from a newer hazmat"
+    assert result_from_wire(body) == full_result()
+
+
+def test_limits_out_of_bounds_are_an_infra_error_not_a_policy_error() -> None:
+    body = result_to_wire(full_result())
+    body["limits"] = {**body["limits"], "memory_mb": -1}
+    with pytest.raises(InfraError, match="malformed result"):
+        result_from_wire(body)
+
+
+@pytest.mark.parametrize("version", [None, 0, 2, "1"])
+def test_a_message_of_another_wire_version_is_refused(version: object) -> None:
+    wire = request_to_wire(ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED))
+    wire["wire"] = version
+    if version is None:
+        del wire["wire"]
+    with pytest.raises(InputError, match="run the same hazmat version"):
+        request_from_wire(wire)

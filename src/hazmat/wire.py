@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import HazmatError, InfraError, InputError
 from hazmat.models import (
     Assessment,
     ExecutionRequest,
@@ -35,6 +36,7 @@ from hazmat.policy import Limits, Runtime, TrustLevel
 __all__ = [
     "INTERNAL_FIELDS",
     "RUN_FIELDS",
+    "WIRE_VERSION",
     "options_from_wire",
     "options_to_wire",
     "request_from_wire",
@@ -65,8 +67,12 @@ RUN_FIELDS: Mapping[str, str | None] = {
     "override_reason": "override_reason",
 }
 # what only hazmat's own processes send each other (the cluster's queue), never a client:
-# who asked (the service sets it from the key) and where the run came from
-INTERNAL_FIELDS: Mapping[str, str | None] = {"caller": "caller", "origin": "origin"}
+# who asked (the service sets it from the key), where the run came from, and the codec's version
+INTERNAL_FIELDS: Mapping[str, str | None] = {"caller": "caller", "origin": "origin", "wire": None}
+# the version of `request_to_wire`'s message: a worker refuses another (a service and its
+# workers run the same hazmat; docs/scale.md)
+WIRE_VERSION = 1
+_LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
 _OPTION_FIELD = {option: name for name, option in RUN_FIELDS.items() if option is not None}
 
 
@@ -149,11 +155,19 @@ def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
     body = options_to_wire(request.code, request.language, options)
     if request.network is not None and not request.network:
         body["network"] = []  # no host at all, which is not the same as the level's hosts
+    body["wire"] = WIRE_VERSION
     return body
 
 
 def request_from_wire(data: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
-    """`request_to_wire`'s body as (code, language, options), the internal fields included."""
+    """`request_to_wire`'s body as (code, language, options), the internal fields included;
+    a message of another codec version is an `InputError` saying so."""
+    version = data.get("wire") if isinstance(data, Mapping) else None
+    if version != WIRE_VERSION:
+        raise InputError(
+            f"a run message of wire version {version!r}; this hazmat reads version "
+            f"{WIRE_VERSION}: run the same hazmat version on the service and its workers"
+        )
     return options_from_wire(data, {**RUN_FIELDS, **INTERNAL_FIELDS})
 
 
@@ -168,7 +182,9 @@ def result_to_wire(result: ExecutionResult, exact: bool = False) -> dict[str, An
 
 def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
     """`result_to_wire`'s answer back as the result (the output exactly, when it was sent with
-    `exact`; else as the text's UTF-8)."""
+    `exact`; else as the text's UTF-8). Fields this version does not know are left out (an
+    answer from a newer hazmat); one it cannot read is an `InfraError`: the other side, a
+    service or a worker, answered something this hazmat cannot take."""
     try:
         stdout, stderr = str(data["stdout"]), str(data["stderr"])
         return ExecutionResult(
@@ -178,7 +194,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             stderr=stderr,
             truncated=bool(data["truncated"]),
             duration_ms=float(data["duration_ms"]),
-            limits=Limits(**data["limits"]),
+            limits=Limits(**{k: v for k, v in dict(data["limits"]).items() if k in _LIMITS}),
             runtime=Runtime(data["runtime"]),
             image=str(data["image"]),
             language=str(data["language"]),
@@ -199,8 +215,8 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             compile_ms=data.get("compile_ms"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"malformed result: {type(exc).__name__}: {exc}") from None
+    except (KeyError, TypeError, ValueError, HazmatError) as exc:
+        raise InfraError(f"malformed result: {type(exc).__name__}: {exc}") from None
 
 
 def _assessment(data: Mapping[str, Any] | None) -> Assessment | None:
