@@ -33,6 +33,7 @@ from hazmat._exceptions import AuditError
 
 __all__ = [
     "CHECKPOINT",
+    "ORIGIN",
     "PUBKEY",
     "Listing",
     "check_directory",
@@ -49,6 +50,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"  # the latest signed checkpoint, in a log's directory or an anchor's
+ORIGIN = "origin"  # the log's name: a directory without it is no hazmat audit log
 PUBKEY = "pubkey"  # the verifier key
 
 

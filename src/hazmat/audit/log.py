@@ -37,6 +37,7 @@ from hazmat.audit.checkpoint import Checkpoint, CheckpointError, Signer, load_or
 from hazmat.audit.index import BLOCK, BlockEntry, BlockIndex
 from hazmat.audit.layout import (
     CHECKPOINT,
+    ORIGIN,
     PUBKEY,
     check_directory,
     flocked,
@@ -567,7 +568,7 @@ class AuditLog:
     # --- identity ----------------------------------------------------------------------------
 
     def _origin(self) -> str:
-        path = self.dir / "origin"
+        path = self.dir / ORIGIN
         if not path.exists():
             if self._has_history():
                 raise self._damaged(f"{path} is missing")

@@ -1,6 +1,6 @@
 """What `hazmat bench` compares hazmat with, straight to the engine: a plain `docker run` with
 the same hardening flags, and the engine API's own create+start (+remove) of the containers
-hazmat would make, with no run in them."""
+hazmat would make, with no run in them; and what a waiting container costs (`footprint`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import docker.errors
 
@@ -15,10 +16,11 @@ from hazmat.backends.base import Spec
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.hardening import container_config
+from hazmat.backends.started import Started
 from hazmat.backends.uids import UID_BASE
 from hazmat.languages import get_language
 
-__all__ = ["RawStarts", "docker_run_command"]
+__all__ = ["RawStarts", "docker_run_command", "footprint"]
 
 
 def docker_run_command(language: str, runtime: str) -> list[str]:
@@ -76,3 +78,34 @@ class RawStarts:
             for cid in made:
                 with contextlib.suppress(docker.errors.APIError):
                     api.remove_container(cid, force=True, v=True)
+
+
+def footprint(started: Started) -> tuple[int | None, int]:
+    """What a container waiting for its job holds: its cgroup's memory (None: no cgroup
+    found) and the resident memory of the containerd shim that serves it (0: none found)."""
+    memory = _usage(started.cgroup.memory) if started.cgroup else None
+    return memory, _shim_rss(started.cid)
+
+
+def _usage(memory: Path) -> int:
+    for name in ("memory.usage_in_bytes", "memory.current"):
+        path = memory / name
+        if path.exists():
+            return int(path.read_text())
+    return 0
+
+
+def _shim_rss(cid: str) -> int:
+    """RSS of the containerd shim that serves `cid` (one per container on engine 20.10)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            if b"containerd-shim" in cmdline and cid.encode() in cmdline:
+                for line in (proc / "status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return 0

@@ -88,10 +88,11 @@ def _io(handler: Handler) -> Handler:
 
 
 def _dir(args: argparse.Namespace) -> Path:
+    from hazmat.audit.layout import ORIGIN
     from hazmat.audit.log import default_audit_dir
 
     directory: Path = args.log or default_audit_dir()
-    if not (directory / "origin").exists():
+    if not (directory / ORIGIN).exists():
         raise InputError(f"{directory} is not a hazmat audit log")
     return directory
 

@@ -14,7 +14,6 @@ import argparse
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError
@@ -145,6 +144,7 @@ def idle_memory(
     progress: Callable[[str], None],
 ) -> None:
     """Host memory per idle pooled container: its cgroup's usage plus its containerd shim."""
+    from hazmat.backends.baseline import footprint
     from hazmat.backends.docker import DockerBackend
     from hazmat.backends.pool import PoolBackend
     from hazmat.sandbox import Sandbox
@@ -156,37 +156,13 @@ def idle_memory(
                 spec = sandbox.warm(language, runtime=runtime)
                 wait_full(pool, spec)
                 time.sleep(1)
-                held = pool.ready_leases(spec)
-                cgroup = [_usage(s.cgroup.memory) for s in held if s.cgroup]
-                shims = [_shim_rss(s.cid) for s in held]
+                held = [footprint(lease) for lease in pool.ready_leases(spec)]
+                cgroup = [memory for memory, _ in held if memory is not None]
+                shims = [shim for _, shim in held]
             cg = sum(cgroup) / len(cgroup) / 2**20 if cgroup else float("nan")
             shim = sum(shims) / len(shims) / 2**20 if shims else float("nan")
             report.idle_memory.append((language, runtime, cg, shim))
             progress(f"idle {language}/{runtime}: cgroup {cg:.1f} MiB, shim {shim:.1f} MiB")
-
-
-def _usage(memory: Path) -> int:
-    for name in ("memory.usage_in_bytes", "memory.current"):
-        path = memory / name
-        if path.exists():
-            return int(path.read_text())
-    return 0
-
-
-def _shim_rss(cid: str) -> int:
-    """RSS of the containerd shim that serves `cid` (one per container on engine 20.10)."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-            if b"containerd-shim" in cmdline and cid.encode() in cmdline:
-                for line in (proc / "status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return 0
 
 
 def _row(row: tuple[str, str, str, list[float]]) -> str:
