@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hazmat._exceptions import HazmatError, InfraError, InputError
@@ -37,6 +37,7 @@ __all__ = [
     "INTERNAL_FIELDS",
     "RUN_FIELDS",
     "WIRE_VERSION",
+    "check_fields",
     "options_from_wire",
     "options_to_wire",
     "request_from_wire",
@@ -107,14 +108,7 @@ def options_from_wire(
 ) -> tuple[Any, str, dict[str, Any]]:
     """An API body as `Sandbox.run`'s (code, language, options): unknown fields refused, bytes
     decoded. The options are checked by the sandbox's intake, as any caller's are."""
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
-    if "code" not in data:
-        raise InputError("the field 'code' is required")
-    language = data.get("language", "python")
-    if not isinstance(language, str):
-        raise InputError(f"field 'language' must be a string, not {type(language).__name__}")
+    language = check_fields(data, list(fields))
     options: dict[str, Any] = {}
     for name, value in data.items():
         option = fields[name]
@@ -130,6 +124,19 @@ def options_from_wire(
             raise InputError("field 'files' must be an object of file name -> text")
         options["files"] = {**text, **_files(data["files_base64"])}
     return data["code"], language, options
+
+
+def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """No unknown field, a `code`; returns the language (python by default)."""
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
+    if "code" not in data:
+        raise InputError("the field 'code' is required")
+    language = data.get("language", "python")
+    if not isinstance(language, str):
+        raise InputError(f"field 'language' must be a string, not {type(language).__name__}")
+    return language
 
 
 def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from hazmat._exceptions import InputError, NotPermitted
@@ -23,7 +23,6 @@ __all__ = [
     "ASSESS_FIELDS",
     "MAX_DEPTH",
     "check_depth",
-    "check_fields",
     "parse_body",
     "run_arguments",
     "trust_for",
@@ -72,19 +71,6 @@ def check_depth(body: bytes) -> None:
         raise InputError(
             f"the request body is nested deeper than {MAX_DEPTH} levels (or is not JSON)"
         )
-
-
-def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """No unknown field, a `code`; returns the language (python by default)."""
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
-    if "code" not in data:
-        raise InputError("the field 'code' is required")
-    language = data.get("language", "python")
-    if not isinstance(language, str):
-        raise InputError(f"field 'language' must be a string, not {type(language).__name__}")
-    return language
 
 
 def run_arguments(

@@ -41,7 +41,6 @@ from hazmat.sandbox import Sandbox
 from hazmat.server.fields import (
     ASSESS_FIELDS,
     check_depth,
-    check_fields,
     parse_body,
     run_arguments,
     trust_for,
@@ -54,7 +53,7 @@ from hazmat.server.sse import EventStream, wants_events
 from hazmat.sessions import Session
 from hazmat.tenant_keys import Key, KeyStore
 from hazmat.watch import Watch
-from hazmat.wire import result_to_wire
+from hazmat.wire import check_fields, result_to_wire
 
 __all__ = ["create_app"]
 

@@ -24,10 +24,10 @@ from hazmat.models import ExecutionRequest
 from hazmat.quotas import QuotaBook
 from hazmat.run.session_book import SLOT_RETRY_S
 from hazmat.sandbox import Sandbox
-from hazmat.server.fields import check_fields, parse_body, run_arguments
+from hazmat.server.fields import parse_body, run_arguments
 from hazmat.sessions import CALL_OPTIONS, Session
 from hazmat.tenant_keys import Key
-from hazmat.wire import RUN_FIELDS
+from hazmat.wire import RUN_FIELDS, check_fields
 
 __all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
 
