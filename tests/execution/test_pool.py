@@ -173,6 +173,24 @@ def test_a_crashed_owner_leaves_nothing_after_the_next_start(
     assert engine.api.containers(all=True, filters=owner) == []
 
 
+def test_a_closed_backend_leaves_none_of_its_containers(engine: Engine, python_image: str) -> None:
+    """Whatever happened to a container a backend started (here: nobody discarded it, as when
+    a removal fails while the engine is away), closing the backend removes it; another
+    backend's containers in the same process stay."""
+    spec = Spec.of("python", python_image, Runtime.RUNC, PRESETS["strict"])
+    lost, other = DockerBackend(engine), DockerBackend(engine)
+    forgotten = lost.start(spec, lifetime_s=60)
+    kept = other.start(spec, lifetime_s=60)
+    try:
+        lost.close()
+        ids = {c["Id"] for c in engine.api.containers(all=True, filters={"label": LABEL})}
+        assert forgotten.cid not in ids and kept.cid in ids
+    finally:
+        lost.discard(forgotten)  # its attach connection (the container is gone already)
+        other.discard(kept)
+        other.close()
+
+
 def test_the_settings_check_finds_a_container_that_differs(
     engine: Engine, python_image: str
 ) -> None:

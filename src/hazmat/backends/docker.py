@@ -78,6 +78,8 @@ class DockerBackend(Backend):
         except UnsafeProfile as exc:
             raise InfraError(str(exc)) from None
         self._reaped = False
+        self._token = secrets.token_hex(8)  # labels this backend's containers
+        self._started_any = False  # close() looks for what is left only if it started some
         self.uids = Uids()
         self._lock = threading.Lock()
         # job nonce -> (the thread that prepared it, its container on the way)
@@ -336,8 +338,10 @@ class DockerBackend(Backend):
             self.uids.release(started.uid)
 
     def _labels(self, spec: Spec, expires: float, pooled: bool) -> dict[str, str]:
+        self._started_any = True
         return {
             **owner_labels(),
+            f"{LABEL}.backend": self._token,  # this backend's: close() removes what is left
             f"{LABEL}.deadline": f"{expires:.0f}",
             f"{LABEL}.language": spec.language,
             f"{LABEL}.pooled": "1" if pooled else "0",
@@ -390,20 +394,27 @@ class DockerBackend(Backend):
     def remove_leftovers(self, before: float) -> int:
         """Through the engine's short-timeout client: a worker calls this from its heartbeat,
         which a slow engine just back must not hold up."""
-        mine = f"{LABEL}.owner={owner_labels()[f'{LABEL}.owner']}"
-        api = self.engine.probe().api
+        probe = self.engine.probe()
+        return self._remove_mine(probe, lambda c: int(c.get("Created", before)) < int(before))
+
+    def _remove_mine(self, engine: Engine, which: Callable[[dict[str, Any]], bool]) -> int:
+        """Remove the containers this backend started (its own label) that `which` picks;
+        how many. An engine that does not answer is not an error: a later hazmat process's
+        reaper removes them (their owner is gone by then)."""
+        mine = f"{LABEL}.backend={self._token}"
         try:
             with map_docker_errors():
-                found = api.containers(all=True, filters={"label": mine})
-        except InfraError:
-            return 0  # the next start of a hazmat process on this engine reaps them
+                found = engine.api.containers(all=True, filters={"label": mine})
+        except InfraError as exc:
+            log.warning("could not look for this backend's containers: %s", exc)
+            return 0
         removed = 0
         for c in found:
-            if int(c.get("Created", before)) >= int(before):
+            if not which(c):
                 continue
             try:
                 with map_docker_errors():
-                    api.remove_container(c["Id"], force=True, v=True)
+                    engine.api.remove_container(c["Id"], force=True, v=True)
                 removed += 1
             except InfraError as exc:
                 log.warning("could not remove container %s: %s", str(c["Id"])[:12], exc)
@@ -422,6 +433,10 @@ class DockerBackend(Backend):
             future.add_done_callback(self._discard_prepared)
         if preparer is not None:
             preparer.shutdown(wait=True)
+        # and any container of this backend's still there: one whose start or removal failed
+        # while its engine was away, which nothing holds any more
+        if self._started_any:
+            self._remove_mine(self.engine.probe(), lambda c: True)
         self.engine.close()
 
 
