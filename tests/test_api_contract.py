@@ -144,6 +144,69 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             1,
             "the program exited with status 1: TypeError: x",
         ),
+        (  # a bare Error: the sentence names it, not the last frame of the stack
+            {
+                "exit_code": 1,
+                "stderr": b"/work/main.js:1\nthrow new Error('boom');\n^\n\nError: boom\n"
+                b"    at Object.<anonymous> (/work/main.js:1:7)\n"
+                b"    at process.processImmediate (node:internal/timers:485:21)\n\nNode.js v20\n",
+            },
+            Outcome.ERROR,
+            1,
+            "the program exited with status 1: Error: boom",
+        ),
+        (
+            {
+                "exit_code": 1,
+                "stderr": b"node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\n"
+                b"Error: Cannot find module 'left-pad'\nRequire stack:\n- /work/main.js\n"
+                b"    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)\n"
+                b"  code: 'MODULE_NOT_FOUND',\n  requireStack: [ '/work/main.js' ]\n}\n",
+            },
+            Outcome.ERROR,
+            1,
+            "the program exited with status 1: Error: Cannot find module 'left-pad'",
+        ),
+        (  # the compiler's first diagnostic, not the search path after it
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": b'main.go:3:8: cannot find package "github.com/x/y" in any of:\n'
+                b"\t/usr/lib/go/src/github.com/x/y (from $GOROOT)\n"
+                b"\t/tmp/go/src/github.com/x/y (from $GOPATH)\n",
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            'compilation failed with status 1: main.go:3:8: cannot find package "github.com/x/y"',
+        ),
+        (
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": b"# command-line-arguments\n./main.go:3:2: undefined: x\n"
+                b"./main.go:4:2: undefined: y\n",
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            "compilation failed with status 1: ./main.go:3:2: undefined: x",
+        ),
+        (
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": '✘ [ERROR] Expected ";" but found "b"\n\n    main.ts:1:6:\n'
+                "      1 │ let a b\n        ╵       ^\n\n1 error\n".encode(),
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            'compilation failed with status 1: ✘ [ERROR] Expected ";" but found "b"',
+        ),
+        (  # the compiler killed at the memory limit: its build failed, but that is not the code's
+            {"exit_code": 1, "build_status": 1, "oom_killed": True, "stderr": b"signal: killed\n"},
+            Outcome.MEMORY_LIMIT,
+            137,
+            "the build step was killed at the memory limit of 256 MB; the program did not run",
+        ),
         ({"exit_code": 3}, Outcome.ERROR, 3, "the program exited with status 3"),
         ({"exit_code": 130}, Outcome.ERROR, 130, "the program exited with status 130"),
         (

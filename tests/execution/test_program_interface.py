@@ -128,6 +128,48 @@ def test_tracebacks_show_the_program_and_none_of_hazmat(
     assert result.error == f"the program exited with status 1: {error}"
 
 
+# (language, code, the outcome, what `result.error` must say, what it must not)
+REAL_CAUSES = [
+    ("javascript", "throw new Error('boom');\n", Outcome.ERROR, "Error: boom", "processImmediate"),
+    (
+        "javascript",
+        "require('left-pad');\n",
+        Outcome.ERROR,
+        "Cannot find module 'left-pad'",
+        "status 1: }",
+    ),
+    (
+        "go",
+        'package main\n\nimport "github.com/nothere/pkg"\n\nfunc main() { pkg.F() }\n',
+        Outcome.COMPILE_ERROR,
+        "github.com/nothere/pkg",
+        "$GOPATH",
+    ),
+    (
+        "go",
+        "package main\n\nfunc main() {\n\tx()\n\ty()\n}\n",
+        Outcome.COMPILE_ERROR,
+        "undefined: x",
+        "undefined: y",
+    ),
+    ("typescript", "const x: number = ;\n", Outcome.COMPILE_ERROR, "[ERROR]", "1 error"),
+]
+
+
+@pytest.mark.parametrize("case", REAL_CAUSES, ids=lambda case: f"{case[0]}-{case[3]}")
+def test_the_error_sentence_names_the_real_cause(
+    sandbox: Sandbox, runtime: str, case: tuple[str, str, Outcome, str, str]
+) -> None:
+    """The one sentence in `error` names what went wrong: the error the program raised, the
+    module or package that is missing, the compiler's first complaint; not a frame of the
+    stack, a closing brace or a search path."""
+    language, code, outcome, says, not_says = case
+    result = sandbox.run(code, language, runtime=runtime)
+    assert result.outcome is outcome, result.stderr
+    assert result.error is not None and says in result.error, (result.error, result.stderr)
+    assert not_says not in result.error
+
+
 def test_a_syntax_error_looks_as_python_shows_it(sandbox: Sandbox) -> None:
     result = sandbox.run("x = (\n", "python")
     assert result.outcome is Outcome.ERROR

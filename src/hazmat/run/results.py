@@ -21,9 +21,16 @@ __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result"
 
 _TAIL_CHARS = 200
 _FOOTER = re.compile(r"Node\.js v\d")
+# a line naming what went wrong: `ValueError: bad`, JavaScript's bare `Error: boom`, a Go panic,
+# a package or module that is not there
 _ERROR_LINE = re.compile(
-    r"([A-Za-z_$][\w.$]*(Error|Exception|Exit|Interrupt)\b.*|panic: .*|fatal error: .*)"
+    r"(?:[A-Za-z_$][\w.$]*)?(?:Error|Exception|Exit|Interrupt)\b.*"
+    r"|panic: .*|fatal error: .*"
+    r"|.*\bcannot find (?:package|module)\b.*|.*\bno required module provides package\b.*"
 )
+# a compiler's own diagnostic: `main.go:3:8: undefined: x`, `main.c:2:5: error: ...`,
+# esbuild's `✘ [ERROR] Expected ";"`; the first one is usually the cause of the rest
+_DIAGNOSTIC = re.compile(r"\S+\.\w+:\d+(?::\d+)?: \S.*|(?:✘ )?\[ERROR\] .*")
 
 
 @dataclass(frozen=True)
@@ -46,15 +53,19 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.TIMEOUT
     if report.output_exceeded:
         return Outcome.OUTPUT_LIMIT
-    if report.oom_killed and not _exited_itself(report):
-        return Outcome.MEMORY_LIMIT
+    if report.oom_killed and (not _exited_itself(report) or _build_failed(report)):
+        return Outcome.MEMORY_LIMIT  # the program's, or the compiler's (its build then failed)
     if report.pids_refused and report.exit_code != 0:
         return Outcome.PIDS_LIMIT
-    if report.build_status not in (None, 0):
+    if _build_failed(report):
         return Outcome.COMPILE_ERROR
     if report.exit_code == 0:
         return Outcome.OK
     return Outcome.ERROR
+
+
+def _build_failed(report: RunReport) -> bool:
+    return report.build_status not in (None, 0)
 
 
 def _exited_itself(report: RunReport) -> bool:
@@ -80,8 +91,11 @@ def limit_notes(report: RunReport, limits: Limits) -> list[str]:
     return notes
 
 
-def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str) -> str | None:
-    """One sentence for a run that was not `ok` (None for `ok`)."""
+def explain(
+    outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str, in_build: bool = False
+) -> str | None:
+    """One sentence for a run that was not `ok` (None for `ok`); `in_build`: it ended in the
+    build step (the program did not run)."""
     if outcome is Outcome.TIMEOUT:
         return f"the program was stopped at its time limit of {limits.timeout_s:g} s"
     if outcome is Outcome.COMPILE_TIMEOUT:
@@ -90,8 +104,13 @@ def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str
             "(compile_timeout_s); the program did not run"
         )
     if outcome is Outcome.COMPILE_ERROR:
-        tail = _last_line(stderr)
+        tail = _telling_line(stderr, compiling=True)
         return f"compilation failed with status {exit_code}" + (f": {tail}" if tail else "")
+    if outcome is Outcome.MEMORY_LIMIT and in_build:
+        return (
+            f"the build step was killed at the memory limit of {limits.memory_mb} MB; the "
+            "program did not run"
+        )
     if outcome is Outcome.MEMORY_LIMIT:
         return f"the program was killed at its memory limit of {limits.memory_mb} MB"
     if outcome is Outcome.PIDS_LIMIT:
@@ -109,21 +128,23 @@ def explain(outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str
     if outcome is Outcome.ERROR and exit_code is None:
         return "the program ended without an exit status the host could read"
     if outcome is Outcome.ERROR:
-        tail = _last_line(stderr)
+        tail = _telling_line(stderr)
         return f"the program exited with status {exit_code}" + (f": {tail}" if tail else "")
     return None
 
 
-def _last_line(text: str) -> str:
-    """The line of stderr that best says what went wrong: the last one naming an error
-    (`ValueError: ...`, `panic: ...`), else the last line; runtimes' footers skipped."""
+def _telling_line(text: str, compiling: bool = False) -> str:
+    """The line of stderr that best says what went wrong: for a build, the compiler's first
+    diagnostic; else the last line naming an error (`ValueError: ...`, `Error: boom`,
+    `panic: ...`, a missing package); else the last line. Runtimes' footers are skipped."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     lines = [line for line in lines if not _FOOTER.match(line)]
     if not lines:
         return ""
-    named = [line for line in lines if _ERROR_LINE.match(line)]
-    last = named[-1] if named else lines[-1]
-    return last if len(last) <= _TAIL_CHARS else last[: _TAIL_CHARS - 1] + "…"
+    diagnostics = [line for line in lines if _DIAGNOSTIC.match(line)] if compiling else []
+    named = [line for line in lines if _ERROR_LINE.fullmatch(line)]
+    line = diagnostics[0] if diagnostics else named[-1] if named else lines[-1]
+    return line if len(line) <= _TAIL_CHARS else line[: _TAIL_CHARS - 1] + "…"
 
 
 def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> ExecutionResult:
@@ -148,7 +169,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         trust=plan.request.trust,
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
-        error=explain(outcome, plan.limits, exit_code, stderr),
+        error=explain(outcome, plan.limits, exit_code, stderr, _build_failed(report)),
         notes=(*notes, *report.notes, *limit_notes(report, plan.limits), *([hint] if hint else [])),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
