@@ -12,6 +12,7 @@ import pytest
 
 from hazmat import InfraError, InputError, Policy, Sandbox
 from hazmat.audit.log import AuditLog
+from hazmat.languages import get_language
 from hazmat.models import (
     Assessment,
     ExecutionRequest,
@@ -155,7 +156,7 @@ def full_result() -> ExecutionResult:
         duration_ms=12.345,
         limits=Policy().settings(TrustLevel.UNTRUSTED).limits,
         runtime=Runtime.RUNSC,
-        image="hazmat/python:2",
+        image=get_language("python").image,  # any image name: no engine here
         language="python",
         trust=TrustLevel.UNTRUSTED,
         container_id="c1",
