@@ -352,10 +352,10 @@ class DockerBackend(Backend):
         with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
             self.engine.api.kill(cid)
 
-    def _remove(self, cid: str) -> None:
+    def _remove(self, cid: str, engine: Engine | None = None) -> None:
         try:
             # v: with its anonymous volumes (an image's VOLUME would otherwise be left behind)
-            self.engine.api.remove_container(cid, force=True, v=True)
+            (engine or self.engine).api.remove_container(cid, force=True, v=True)
         except docker.errors.NotFound:
             pass
         except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
@@ -377,13 +377,14 @@ class DockerBackend(Backend):
             found = self.engine.api.containers(all=True, filters={"label": LABEL})
         return self._remove_each([c for c in found if abandoned(c.get("Labels") or {})])
 
-    def _remove_each(self, found: list[dict[str, Any]]) -> list[str]:
+    def _remove_each(self, found: list[dict[str, Any]], engine: Engine | None = None) -> list[str]:
+        """Remove each container; one that cannot be removed is logged and skipped."""
         removed = []
         for c in found:
             try:
-                self._remove(c["Id"])
+                self._remove(c["Id"], engine)
             except InfraError as exc:
-                log.warning("could not remove abandoned container: %s", exc)
+                log.warning("%s", exc)
                 continue
             removed.append(str(c["Id"]))
         return removed
@@ -408,17 +409,7 @@ class DockerBackend(Backend):
         except InfraError as exc:
             log.warning("could not look for this backend's containers: %s", exc)
             return 0
-        removed = 0
-        for c in found:
-            if not which(c):
-                continue
-            try:
-                with map_docker_errors():
-                    engine.api.remove_container(c["Id"], force=True, v=True)
-                removed += 1
-            except InfraError as exc:
-                log.warning("could not remove container %s: %s", str(c["Id"])[:12], exc)
-        return removed
+        return len(self._remove_each([c for c in found if which(c)], engine))
 
     def keep(self, spec: Spec, lifetime_s: float) -> SessionBackend:
         return SessionBackend(self, spec, lifetime_s)
