@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from hazmat._exceptions import InputError
 from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
 from hazmat.policy import Policy, TrustLevel
-from hazmat.policy_file import load_policy
 
 if TYPE_CHECKING:
     from hazmat.tenant_keys import KeyStore
@@ -54,7 +53,11 @@ def read(path: Path, what: str) -> bytes:
 
 def policy(args: argparse.Namespace) -> Policy:
     """The policy of `--policy FILE`, else the built-in one."""
-    return load_policy(args.policy) if args.policy else Policy()
+    if not args.policy:
+        return Policy()
+    from hazmat.policy_file import load_policy  # here: PyYAML costs `hazmat --help` 10 ms
+
+    return load_policy(args.policy)
 
 
 def key_store(args: argparse.Namespace) -> KeyStore:
