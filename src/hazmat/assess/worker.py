@@ -53,23 +53,37 @@ def analyzers_for(language: str) -> list[str]:
         return ["javascript"]
     if language == "go":
         return ["go"]
+    if language in ("c", "cpp"):
+        return ["c-family"]
+    if language in ("bash", "java", "rust", "ruby"):
+        return [language]
     return []
 
 
 def _load() -> dict[str, Any]:
     from hazmat.assess.bandit import BanditAnalyzer
+    from hazmat.assess.bash import BashAnalyzer
+    from hazmat.assess.c_family import CFamilyAnalyzer
     from hazmat.assess.go import GoAnalyzer
+    from hazmat.assess.java import JavaAnalyzer
     from hazmat.assess.javascript import JavaScriptAnalyzer
     from hazmat.assess.python_ast import PythonAnalyzer
+    from hazmat.assess.ruby import RubyAnalyzer
+    from hazmat.assess.rust import RustAnalyzer
     from hazmat.assess.syntax_tree import language
 
-    for grammar in ("javascript", "typescript", "go"):
+    for grammar in ("javascript", "typescript", "go", "bash", "c", "cpp", "java", "rust", "ruby"):
         language(grammar)
     return {
         "python-ast": PythonAnalyzer(),
         "bandit": BanditAnalyzer(),
         "javascript": JavaScriptAnalyzer(),
         "go": GoAnalyzer(),
+        "bash": BashAnalyzer(),
+        "c-family": CFamilyAnalyzer(),
+        "java": JavaAnalyzer(),
+        "rust": RustAnalyzer(),
+        "ruby": RubyAnalyzer(),
     }
 
 
