@@ -208,7 +208,98 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             "the build step was killed at the memory limit of 256 MB; the program did not run",
         ),
         ({"exit_code": 3}, Outcome.ERROR, 3, "the program exited with status 3"),
-        ({"exit_code": 130}, Outcome.ERROR, 130, "the program exited with status 130"),
+        ({"exit_code": 130}, Outcome.ERROR, 130, "the program exited with status 130 (SIGINT)"),
+        (  # a C program's segmentation fault: the shell's status, and the signal it stands for
+            {"exit_code": 139},
+            Outcome.ERROR,
+            139,
+            "the program exited with status 139 (SIGSEGV)",
+        ),
+        (
+            {
+                "exit_code": 1,
+                "stderr": b'Exception in thread "main" java.lang.IllegalStateException: boom\n'
+                b"\tat Main.run(Main.java:7)\n\tat Main.main(Main.java:3)\n",
+            },
+            Outcome.ERROR,
+            1,
+            'the program exited with status 1: Exception in thread "main" '
+            "java.lang.IllegalStateException: boom",
+        ),
+        (  # Ruby names the error class last on the first line, then the backtrace
+            {
+                "exit_code": 1,
+                "stderr": b"main.rb:2:in 'Integer#/': divided by 0 (ZeroDivisionError)\n"
+                b"\tfrom main.rb:2:in 'Object#f'\n\tfrom main.rb:4:in '<main>'\n",
+            },
+            Outcome.ERROR,
+            1,
+            "the program exited with status 1: main.rb:2:in 'Integer#/': divided by 0 "
+            "(ZeroDivisionError)",
+        ),
+        (  # Rust prints a panic's message on the line after it, then a hint about backtraces
+            {
+                "exit_code": 101,
+                "stderr": b"\nthread 'main' panicked at main.rs:2:5:\nboom\n"
+                b"note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+            },
+            Outcome.ERROR,
+            101,
+            "the program exited with status 101: thread 'main' panicked at main.rs:2:5: boom",
+        ),
+        (
+            {"exit_code": 127, "stderr": b"main.sh: line 3: frobnicate: command not found\n"},
+            Outcome.ERROR,
+            127,
+            "the program exited with status 127: main.sh: line 3: frobnicate: command not found",
+        ),
+        (
+            {
+                "exit_code": 134,
+                "stderr": b"terminate called after throwing an instance of 'std::runtime_error'\n"
+                b"  what():  boom\n",
+            },
+            Outcome.ERROR,
+            134,
+            "the program exited with status 134 (SIGABRT): what():  boom",
+        ),
+        (  # gcc: the first error, not a warning before it
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": b"main.c: In function 'main':\n"
+                b"main.c:3:9: warning: unused variable 'x' [-Wunused-variable]\n"
+                b"main.c:4:5: error: 'y' undeclared (first use in this function)\n",
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            "compilation failed with status 1: main.c:4:5: error: 'y' undeclared "
+            "(first use in this function)",
+        ),
+        (  # rustc: an error with its code, after a warning
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": b"warning: unused variable: `a`\n --> main.rs:2:9\n"
+                b"error[E0425]: cannot find value `x` in this scope\n --> main.rs:3:20\n"
+                b"error: aborting due to 1 previous error; 1 warning emitted\n",
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            "compilation failed with status 1: error[E0425]: cannot find value `x` in this scope",
+        ),
+        (
+            {
+                "exit_code": 1,
+                "build_status": 1,
+                "stderr": b"/tmp/.hazmat-build/src/Greeter.java:3: error: ';' expected\n"
+                b"        int x = 1\n                 ^\n1 error\n",
+            },
+            Outcome.COMPILE_ERROR,
+            1,
+            "compilation failed with status 1: /tmp/.hazmat-build/src/Greeter.java:3: error: "
+            "';' expected",
+        ),
         (
             {"exit_code": 137, "timed_out": True},
             Outcome.TIMEOUT,

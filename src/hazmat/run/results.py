@@ -8,6 +8,7 @@ happened (`explain`); the CLI prints that same sentence.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -20,17 +21,25 @@ from hazmat.run.missing_package import missing_package_note
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
 _TAIL_CHARS = 200
-_FOOTER = re.compile(r"Node\.js v\d")
-# a line naming what went wrong: `ValueError: bad`, JavaScript's bare `Error: boom`, a Go panic,
-# a package or module that is not there
+# runtimes' footers and hints, never the cause: Node's version, Rust's backtrace hint
+_FOOTER = re.compile(r"Node\.js v\d|note: run with `RUST_BACKTRACE=")
+# a line naming what went wrong: `ValueError: bad`, JavaScript's bare `Error: boom`, Java's
+# `Exception in thread "main" ...`, Ruby's `main.rb:1:in ...: boom (RuntimeError)`, a Go
+# panic, a Rust panic, Bash's `main.sh: line 3: ...`, a missing package
 _ERROR_LINE = re.compile(
     r"(?:[A-Za-z_$][\w.$]*)?(?:Error|Exception|Exit|Interrupt)\b.*"
-    r"|panic: .*|fatal error: .*"
+    r"|.+ \([A-Z][\w:]*(?:Error|Exception|Interrupt|Exit)\)"
+    r"|panic: .*|fatal error: .*|thread '.*' panicked at .*"
+    r"|\S+: line \d+: .*"
     r"|.*\bcannot find (?:package|module)\b.*|.*\bno required module provides package\b.*"
 )
 # a compiler's own diagnostic: `main.go:3:8: undefined: x`, `main.c:2:5: error: ...`,
-# esbuild's `✘ [ERROR] Expected ";"`; the first one is usually the cause of the rest
-_DIAGNOSTIC = re.compile(r"\S+\.\w+:\d+(?::\d+)?: \S.*|(?:✘ )?\[ERROR\] .*")
+# `Main.java:3: error: ...`, rustc's `error[E0425]: ...`, esbuild's `✘ [ERROR] Expected ";"`;
+# the first error is usually the cause of the rest (warnings come after any error)
+_DIAGNOSTIC = re.compile(
+    r"\S+\.\w+:\d+(?::\d+)?: \S.*|(?:✘ )?\[ERROR\] .*|error(?:\[E\d+\])?: .*"
+)
+_WARNING = re.compile(r"(?:\S+\.\w+:\d+(?::\d+)?: )?(?:warning|note)\b.*")
 
 
 @dataclass(frozen=True)
@@ -129,8 +138,18 @@ def explain(
         return "the program ended without an exit status the host could read"
     if outcome is Outcome.ERROR:
         tail = _telling_line(stderr)
-        return f"the program exited with status {exit_code}" + (f": {tail}" if tail else "")
+        status = f"{exit_code}{_signal_note(exit_code)}"
+        return f"the program exited with status {status}" + (f": {tail}" if tail else "")
     return None
+
+
+def _signal_note(exit_code: int) -> str:
+    """` (SIGSEGV)` for a status of 128 + a signal's number: how a shell reports a process
+    that a signal ended (a C program's segmentation fault, an abort)."""
+    try:
+        return f" ({signal.Signals(exit_code - 128).name})" if exit_code > 128 else ""
+    except ValueError:
+        return ""
 
 
 def _telling_line(text: str, compiling: bool = False) -> str:
@@ -142,9 +161,24 @@ def _telling_line(text: str, compiling: bool = False) -> str:
     if not lines:
         return ""
     diagnostics = [line for line in lines if _DIAGNOSTIC.match(line)] if compiling else []
-    named = [line for line in lines if _ERROR_LINE.fullmatch(line)]
-    line = diagnostics[0] if diagnostics else named[-1] if named else lines[-1]
+    errors = [line for line in diagnostics if not _WARNING.fullmatch(line)]
+    named = [i for i, line in enumerate(lines) if _ERROR_LINE.fullmatch(line)]
+    if errors or diagnostics:
+        line = (errors or diagnostics)[0]
+    elif named:
+        line = _with_message(lines, named[-1])
+    else:
+        line = lines[-1]
     return line if len(line) <= _TAIL_CHARS else line[: _TAIL_CHARS - 1] + "…"
+
+
+def _with_message(lines: list[str], at: int) -> str:
+    """The line at `at`, and the next one when it only introduces it (Rust 1.73 and later
+    print a panic's message on the line after `panicked at main.rs:2:5:`)."""
+    line = lines[at]
+    if line.endswith(":") and "panicked at" in line and at + 1 < len(lines):
+        return f"{line} {lines[at + 1]}"
+    return line
 
 
 def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> ExecutionResult:
