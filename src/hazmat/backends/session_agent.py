@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from hazmat.backends.agent import PROLOGUE, job_header
 from hazmat.backends.base import Program
+from hazmat.backends.shell_session import shell_repl
+from hazmat.backends.verify import WORKDIR
 from hazmat.languages import Language
 
 __all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
@@ -58,6 +60,7 @@ collect=$HAZMAT_COLLECT
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
+replname=${HAZMAT_REPL_NAME:-interpreter}
 # root's folder (the program may read it, not change it): each call's job, and for Python
 # the two FIFOs to the interpreter kept between calls
 chan=/tmp/.hazmat-session
@@ -124,7 +127,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
             rc=$?
             pid=''
             exec 5<&- 6>&-
-            printf '\nhazmat: the interpreter ended (status %s); %s\n' "$rc" \
+            printf '\nhazmat: the %s ended (status %s); %s\n' "$replname" "$rc" \
                 'the next call starts a new one, without the variables' >&3
         fi
     else
@@ -341,14 +344,21 @@ def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
         ),
     }
     sources = " ".join(f"./{name}" for name in lang.source_names)
+    unpack = SESSION_UNPACK.replace("@SOURCES@", sources)
     env = {
-        "HAZMAT_UNPACK_SCRIPT": SESSION_UNPACK.replace("@SOURCES@", sources),
+        "HAZMAT_UNPACK_SCRIPT": unpack,
         "HAZMAT_RUN": runs.get(lang.name, lang.run),
         "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
         "HAZMAT_WARM": "",
     }
     if lang.runner == "python":
         env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
+    elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)
+        env |= {
+            "HAZMAT_REPL": 'exec bash --norc --noprofile -c "$3" bash',
+            "HAZMAT_REPL_CODE": shell_repl(unpack, WORKDIR),
+            "HAZMAT_REPL_NAME": "shell",
+        }
     return env
 
 
