@@ -222,6 +222,11 @@ def test_images_list_and_doctor() -> None:
         "python",
         "javascript",
         "go",
+        "bash",
+        "c",
+        "java",
+        "rust",
+        "ruby",
     }
     doctor = hazmat("doctor")
     assert doctor.returncode == 0, doctor.stdout

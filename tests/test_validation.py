@@ -54,8 +54,18 @@ def test_languages_and_aliases() -> None:
     assert get_language("py").name == "python"
     assert get_language("TS").name == "typescript"
     assert get_language("golang").name == "go"
+    assert get_language("sh").name == "bash"
+    assert get_language("C++").name == "cpp"
+    assert get_language("rb").name == "ruby"
+    assert get_language("rs").name == "rust"
     assert language_for_path("x/y/prog.mjs").name == "javascript"
-    with pytest.raises(UnknownLanguage, match="known: go, javascript, python, typescript"):
+    assert language_for_path("solve.cc").name == "cpp"
+    assert language_for_path("Solution.java").name == "java"
+    assert language_for_path("check.bash").name == "bash"
+    with pytest.raises(
+        UnknownLanguage,
+        match="known: bash, c, cpp, go, java, javascript, python, ruby, rust, typescript",
+    ):
         get_language("cobol")
     with pytest.raises(UnknownLanguage, match="--lang"):
         language_for_path("notes.txt")

@@ -220,6 +220,31 @@ def test_the_memory_limit(sb: Sandbox, runtime: str) -> None:
             'package main\nimport ("fmt"; "os")\n'
             'func main() { b, _ := os.ReadFile("k.txt"); fmt.Println(string(b)) }',
         ),
+        (
+            "c",
+            '#include <stdio.h>\nint main(void) { fputs("c", fopen("k.txt", "w")); return 0; }',
+            '#include <stdio.h>\nint main(void) { char b[8] = {0}; fread(b, 1, 7,'
+            ' fopen("k.txt", "r")); puts(b); return 0; }',
+        ),
+        (
+            "cpp",
+            '#include <fstream>\nint main() { std::ofstream("k.txt") << "cpp"; }',
+            '#include <bits/stdc++.h>\nint main() { std::ifstream f("k.txt"); std::string s;'
+            " f >> s; std::cout << s << std::endl; }",
+        ),
+        (
+            "java",
+            "import java.nio.file.*;\npublic class W { public static void main(String[] a)"
+            ' throws Exception { Files.writeString(Path.of("k.txt"), "java"); } }',
+            "import java.nio.file.*;\npublic class R { public static void main(String[] a)"
+            ' throws Exception { System.out.println(Files.readString(Path.of("k.txt"))); } }',
+        ),
+        (
+            "rust",
+            'fn main() { std::fs::write("k.txt", "rust").unwrap(); }',
+            'fn main() { println!("{}", std::fs::read_to_string("k.txt").unwrap()); }',
+        ),
+        ("ruby", 'File.write("k.txt", "ruby")', 'puts File.read("k.txt")'),
     ],
 )
 def test_other_languages_keep_their_files(
@@ -229,9 +254,45 @@ def test_other_languages_keep_their_files(
         assert session.run(write).outcome is Outcome.OK
         result = session.run(read)
         assert result.outcome is Outcome.OK, result.stderr
-        assert (
-            result.stdout.strip() == {"javascript": "js", "typescript": "ts", "go": "go"}[language]
+        short = {"javascript": "js", "typescript": "ts"}
+        assert result.stdout.strip() == short.get(language, language)
+
+
+def test_bash_keeps_its_directory_variables_and_functions_like_a_terminal(
+    sb: Sandbox, runtime: str
+) -> None:
+    with sb.session("bash", runtime=runtime) as session:
+        first = session.run(
+            "mkdir -p data && cd data\ncount=41\nexport ANSWER=yes\n"
+            "greet() { echo \"hi $1\"; }\necho set"
         )
+        assert (first.outcome, first.stdout) == (Outcome.OK, "set\n"), first
+        second = session.run(
+            'pwd; echo $((count + 1)) "$ANSWER"; greet there; sh -c \'echo "$ANSWER"\'',
+            stdin="unused\n",
+        )
+        assert second.stdout == "/work/data\n42 yes\nhi there\nyes\n", second
+        # each call gets its own args and stdin; its status is its last command's
+        third = session.run('read line\necho "$line" "$#" "$1"\nfalse', stdin="typed\n",
+                            args=["a1"])
+        assert (third.exit_code, third.stdout) == (1, "typed 1 a1\n"), third
+        fourth = session.run('echo "$#" $count; echo "unterminated')
+        assert fourth.exit_code == 2 and "unexpected EOF" in fourth.stderr, fourth
+        fifth = session.run("echo $count")
+        assert (fifth.outcome, fifth.stdout) == (Outcome.OK, "41\n"), fifth
+
+
+def test_exit_ends_the_shell_and_the_next_call_starts_a_new_one(sb: Sandbox) -> None:
+    with sb.session("bash", runtime="runc") as session:
+        session.run("cd /tmp\nkept=1\necho file > /work/f.txt")
+        ended = session.run("exit 4")
+        assert ended.exit_code == 4 and "the shell ended (status 4)" in ended.stderr, ended
+        after = session.run('pwd; echo "[$kept]"; cat f.txt; kept=2')
+        assert after.stdout == "/work\n[]\nfile\n", after
+        # as in a terminal, `set -e` and a failing command end the shell too
+        failed = session.run("set -e\nfalse\necho not reached")
+        assert failed.exit_code == 1 and "the shell ended (status 1)" in failed.stderr, failed
+        assert session.run('echo "[$kept]"').stdout == "[]\n"
 
 
 def test_an_esm_call_after_a_commonjs_one_runs_the_new_source(sb: Sandbox) -> None:

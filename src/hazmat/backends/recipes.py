@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import platform
 import shutil
-import subprocess
 import tarfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +20,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hazmat._exceptions import ImageBuildError
+from hazmat.backends.chroot import Progress, in_chroot, run_tool
+from hazmat.backends.toolchains import (
+    JAVA_INPUTS,
+    PCH_INPUTS,
+    precompile_stdcxx,
+    prepare_java,
+)
 from hazmat.languages import GO_CACHE, LANGUAGES, PRELOAD_FILE
 
 __all__ = [
@@ -29,11 +35,11 @@ __all__ = [
     "SUITES",
     "ImageRecipe",
     "check_integrity",
+    "in_chroot",
     "recipes_for",
     "run_tool",
 ]
 
-Progress = Callable[[str], None]
 Step = Callable[[Path, Path, Progress], None]
 
 # suite -> the tag its images carry
@@ -96,28 +102,6 @@ def recipes_for(names: Iterable[str], suite: str = DEFAULT_SUITE) -> list[ImageR
     return chosen
 
 
-def run_tool(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, errors="replace", check=False
-    )
-    if proc.returncode != 0:
-        raise ImageBuildError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    return proc.stdout
-
-
-def in_chroot(rootfs: Path, *command: str, env: Mapping[str, str] | None = None) -> str:
-    """Run a command in the image being built, with /proc mounted and a clean environment."""
-    proc = rootfs / "proc"
-    run_tool(["mount", "-t", "proc", "proc", str(proc)])
-    try:
-        settings = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
-        settings.update(env or {})
-        assignments = [f"{name}={value}" for name, value in settings.items()]
-        return run_tool(["chroot", str(rootfs), "/usr/bin/env", "-i", *assignments, *command])
-    finally:
-        run_tool(["umount", "-l", str(proc)])
-
-
 def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
     """TypeScript: install esbuild's static binary, fetched with npm from its registry and
     checked against the pinned integrity hash before it is unpacked or run."""
@@ -151,15 +135,21 @@ def check_integrity(path: Path, integrity: str, what: str) -> None:
         raise ImageBuildError(f"{what}: integrity check failed (expected {integrity}, got {got})")
 
 
+GO_PREBUILT = ("github.com/stretchr/testify/assert", "github.com/stretchr/testify/require")
+
+
 def prebuild_go(rootfs: Path, scratch: Path, progress: Progress) -> None:
-    """Go: compile the standard library for CGO_ENABLED=0 once, at build time, into a build
-    cache kept in the image (Go 1.20 and later keep no compiled std in GOROOT: a run seeds its
+    """Go: compile the standard library (and testify) for CGO_ENABLED=0 once, at build time,
+    into a build cache kept in the image (Go 1.20 and later keep no compiled std in GOROOT: a run seeds its
     own writable cache from this one). Older Go also installs it into GOROOT/pkg."""
     env = dict(LANGUAGES["go"].env)
     env["GOCACHE"] = GO_CACHE
     progress("[go] compiling the standard library into the image's build cache")
     in_chroot(rootfs, "go", "build", "std", env=env)
     in_chroot(rootfs, "go", "install", "std", env=env)
+    # graders' tests import testify (Debian's package, in GOPATH): compiled once here too
+    progress("[go] compiling testify into the build cache")
+    in_chroot(rootfs, "go", "build", *GO_PREBUILT, env=env)
     cache = rootfs / GO_CACHE.lstrip("/")
     for name in ("trim.txt", "README", "testexpire.txt"):
         (cache / name).unlink(missing_ok=True)
@@ -226,10 +216,14 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
         ),
         "go": ImageRecipe(
             "go",
-            ("golang-go", *RELAY),
+            ("golang-go", "golang-github-stretchr-testify-dev", *RELAY),
             extra=prebuild_go,
-            inputs=(GO_CACHE, *sorted(f"{k}={v}" for k, v in LANGUAGES["go"].env.items())),
-            summary="Go, std prebuilt for CGO_ENABLED=0",
+            inputs=(
+                GO_CACHE,
+                *GO_PREBUILT,
+                *sorted(f"{k}={v}" for k, v in LANGUAGES["go"].env.items()),
+            ),
+            summary="Go, std prebuilt for CGO_ENABLED=0; testify for graders' tests",
         ),
         "python-data": ImageRecipe(
             "python-data",
@@ -240,5 +234,31 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
             summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",
             variant_of="python",
         ),
+        "shell": ImageRecipe(
+            "shell",
+            ("bash", "coreutils", "grep", "sed", "gawk", "jq", "bc", "diffutils", "findutils",
+             *RELAY),
+            summary="Bash with coreutils, grep, sed, awk, jq (no network tools)",
+        ),
+        "gcc": ImageRecipe(
+            "gcc",
+            ("gcc", "g++", "libc6-dev", "libboost-dev", "libssl-dev", *RELAY),
+            extra=precompile_stdcxx,
+            inputs=PCH_INPUTS,
+            summary="gcc and g++ (C17, C++20), Boost headers, OpenSSL; bits/stdc++.h precompiled",
+        ),
+        "java": ImageRecipe(
+            "java",
+            ("default-jdk-headless", *RELAY),
+            extra=prepare_java,
+            inputs=JAVA_INPUTS,
+            summary="the default JDK (headless), with javac's classes archived",
+        ),
+        "rust": ImageRecipe(
+            "rust",
+            ("rustc", "gcc", "libc6-dev", *RELAY),
+            summary="rustc (edition 2021, std only)",
+        ),
+        "ruby": ImageRecipe("ruby", ("ruby", *RELAY), summary="Ruby and its standard library"),
     }
 )

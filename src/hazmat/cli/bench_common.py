@@ -4,10 +4,12 @@ share: the program timed, the report both fill in, and one checked run through h
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 
 if TYPE_CHECKING:
@@ -18,12 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PRINT_ONE", "Report", "hazmat_call", "median", "p95", "wait_full"]
 
-PRINT_ONE = {
-    "python": "print(1)",
-    "javascript": "console.log(1)",
-    "typescript": "const one: number = 1;\nconsole.log(one);",
-    "go": 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(1) }\n',
-}
+# A program printing 1 in each language (the language table's own hello), in its order
+PRINT_ONE: Mapping[str, str] = MappingProxyType(
+    {name: lang.hello for name, lang in LANGUAGES.items()}
+)
 
 
 @dataclass

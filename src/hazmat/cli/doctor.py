@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import HazmatError
+from hazmat.languages import get_language
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
 
@@ -216,7 +217,7 @@ def _runtime_check(
     if recipe is None:
         return Check(name, False, "registered, but no image to try it with", "hazmat images build")
     language = RECIPES[recipe].languages[0]
-    code = _PRINT_ONE[language]
+    code = get_language(language).hello
     sandbox = Sandbox(Policy(), backend=DockerBackend(engine))
     result = sandbox.run(code, language, runtime=runtime, trust="trusted")
     if result.outcome is Outcome.OK and result.stdout.strip() == "1":
@@ -227,14 +228,6 @@ def _runtime_check(
         f"test run gave {result.outcome.value}: {result.error or result.stderr.strip()[:200]}",
         "see the engine's log",
     )
-
-
-_PRINT_ONE = {
-    "python": "print(1)",
-    "javascript": "console.log(1)",
-    "typescript": "console.log(1 as number)",
-    "go": 'package main\nimport "fmt"\nfunc main() { fmt.Println(1) }\n',
-}
 
 
 def _leftovers(engine: Engine) -> Check:

@@ -1,0 +1,79 @@
+"""Build steps that warm a compiler in its image, paid for once when the image is built.
+
+C++: `bits/stdc++.h`, which graders' solutions include first, is precompiled for the exact flags
+the `cpp` language builds with (a precompiled header is used only with the flags it was made
+with); the step checks that g++ really uses it. Java: the JDK's default class-data archive is
+made if the package left none, and a second archive holds the classes javac itself loads, so a
+build maps them instead of loading and verifying them again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from hazmat._exceptions import ImageBuildError
+from hazmat.backends.chroot import Progress, in_chroot
+from hazmat.languages import CXX_FLAGS, JAVAC_ARCHIVE, JVM_FLAGS
+
+__all__ = ["JAVA_INPUTS", "PCH_INPUTS", "precompile_stdcxx", "prepare_java"]
+
+PCH_INPUTS = (CXX_FLAGS,)
+JAVA_INPUTS = (JAVAC_ARCHIVE, JVM_FLAGS)
+_PROBE = "#include <bits/stdc++.h>\nint main() { std::cout << 1 << std::endl; }\n"
+
+
+def precompile_stdcxx(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """Precompile bits/stdc++.h beside itself, and check that g++ picks the result up."""
+    headers = sorted(rootfs.glob("usr/include/*/c++/*/bits/stdc++.h"))
+    if not headers:
+        raise ImageBuildError("the gcc image has no bits/stdc++.h (is g++ installed?)")
+    for header in headers:
+        inside = "/" + str(header.relative_to(rootfs))
+        progress(f"[gcc] precompiling {inside} ({CXX_FLAGS})")
+        in_chroot(
+            rootfs, "g++", *CXX_FLAGS.split(), "-x", "c++-header", inside, "-o", inside + ".gch"
+        )
+    probe = rootfs / "tmp/probe.cpp"
+    probe.write_text(_PROBE)
+    try:
+        used = in_chroot(
+            rootfs, "sh", "-c", f"g++ {CXX_FLAGS} -H -fsyntax-only /tmp/probe.cpp 2>&1"
+        )
+    finally:
+        probe.unlink()
+    if "! " not in used or ".gch" not in used:
+        raise ImageBuildError(f"g++ does not use the precompiled bits/stdc++.h: {used[:400]}")
+
+
+def prepare_java(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """The JVM's default class-data archive, and one of the classes javac loads."""
+    if not list(rootfs.glob("usr/lib/jvm/*/lib/server/classes*.jsa")):
+        progress("[java] making the JVM's default class-data archive")
+        in_chroot(rootfs, "java", "-Xshare:dump")
+    archive = rootfs / JAVAC_ARCHIVE.lstrip("/")
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    work = rootfs / "tmp/javac-probe"
+    work.mkdir(parents=True)
+    (work / "Main.java").write_text(
+        "import java.util.*;\npublic class Main {\n"
+        "    public static void main(String[] args) { System.out.println(List.of(1)); }\n}\n"
+    )
+    progress(f"[java] archiving javac's classes into {JAVAC_ARCHIVE}")
+    flags = [f"-J{flag}" for flag in ("-XX:TieredStopAtLevel=1", *JVM_FLAGS.split())]
+    try:
+        in_chroot(
+            rootfs,
+            "javac",
+            *flags,
+            f"-J-XX:ArchiveClassesAtExit={JAVAC_ARCHIVE}",
+            "-d",
+            "/tmp/javac-probe/out",
+            "/tmp/javac-probe/Main.java",
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not archive.is_file():
+        raise ImageBuildError(f"javac left no class-data archive at {JAVAC_ARCHIVE}")
+    archive.chmod(0o644)
+    progress(f"[java] {JAVAC_ARCHIVE}: {archive.stat().st_size / 1e6:.0f} MB")
