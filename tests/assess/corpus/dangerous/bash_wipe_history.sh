@@ -1,0 +1,5 @@
+#!/bin/bash
+unset HISTFILE
+history -c
+rm -rf /var/log/*
+shred -u ~/.bash_history

