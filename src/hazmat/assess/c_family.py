@@ -157,9 +157,6 @@ _EXIT_CALLS = {
     "getc",
     "fgetc",
     "recv",
-    "sleep",
-    "usleep",
-    "nanosleep",
     "pause",
     "wait",
     "waitpid",
@@ -352,10 +349,21 @@ class _Rules:
         if stream not in _STREAMS:
             return
         for declarator in declaration.children_by_field_name("declarator"):
-            value = declarator.child_by_field_name("value")
-            if value is not None and value.named_children:
-                pieces = self.values.pieces(value.named_children[0])
+            pieces = self._stream_path(declarator)
+            if pieces:
                 self.report.access(_STREAMS[stream], pieces, stream, node)
+
+    def _stream_path(self, declarator: Node) -> list[str]:
+        if declarator.type == "function_declarator":  # `std::ofstream out(path);` parses so
+            parameters = declarator.child_by_field_name("parameters")
+            first = parameters.named_children[0] if parameters is not None else None
+            if first is None:
+                return []
+            return self.values.value(text(first)) or [UNKNOWN]
+        value = declarator.child_by_field_name("value")
+        if value is not None and value.named_children:
+            return self.values.pieces(value.named_children[0])
+        return []
 
     def _asm(self, node: Node) -> None:
         body = text(node).lower()
@@ -368,10 +376,9 @@ class _Rules:
         condition = node.child_by_field_name("condition")
         test = text(condition).strip("() \t;")
         if node.type == "for_statement":
-            endless = (
-                (condition is None
-                and ";;" in text(node).replace(" ", "")[:12])
-                or test in ("1", "true")
+            endless = (condition is None and ";;" in text(node).replace(" ", "")[:12]) or test in (
+                "1",
+                "true",
             )
         else:
             endless = test in ("1", "true", "!0", "1u")

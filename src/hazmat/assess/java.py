@@ -121,7 +121,6 @@ _EXIT_CALLS = {
     "read",
     "take",
     "await",
-    "sleep",
     "join",
     "wait",
 }
@@ -304,8 +303,10 @@ class _Rules:
                 )
             return
         built = any(
-            (sub.type == "binary_expression"
-            and any(s.type == "string_literal" for s in sub.children))
+            (
+                sub.type == "binary_expression"
+                and any(s.type == "string_literal" for s in sub.children)
+            )
             or (
                 sub.type == "method_invocation"
                 and text(sub.child_by_field_name("name")) in _DECODERS

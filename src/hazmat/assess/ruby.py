@@ -176,7 +176,6 @@ _EXITS = {
     "abort",
     "gets",
     "next",
-    "sleep",
     "throw",
     "readline",
     "pop",
@@ -302,7 +301,7 @@ class _Rules:
             self._require(node, method, args)
         elif method in _SENDS:
             self._send(node, method, args)
-        elif method in _EVALS and args:
+        elif method in _EVALS and args and args[0].type != "block_argument":
             self._eval(node, method, args[0])
         if owner == "ENV" and method in _ENV_WHOLE:
             self.report.dumps_environment(node, f"ENV.{method}")
@@ -326,7 +325,7 @@ class _Rules:
             return
         rule, severity, why, cwe = KERNEL[method]
         self.add(node, rule, severity, f"{method}: {why}", cwe)
-        if method == "eval" and args and _built(args[0]):
+        if method == "eval" and args and self._built(args[0]):
             self.add(
                 node, "obfuscated-name", S.CRITICAL, "eval of a string decoded at run time", 95
             )
@@ -346,22 +345,27 @@ class _Rules:
             return
         name = string_value(args[0])
         if name is None:
-            if _built(args[0]):
-                self.add(
-                    node,
-                    "obfuscated-name",
-                    S.CRITICAL,
-                    f"{method} with a name built at run time",
-                    470,
-                )
-            elif method in ("send", "public_send", "__send__", "method", "const_get"):
+            if self._built(args[0]):
+                message = f"{method} with a name built at run time"
+                self.add(node, "obfuscated-name", S.CRITICAL, message, 470)
+            elif method in ("send", "__send__", "method", "const_get", "instance_method"):
+                # these reach private methods too: Kernel#system is one on every object
                 self.add(node, "dynamic-send", S.HIGH, f"{method} with a computed name", 470)
+            elif method == "public_send":
+                message = "public_send with a computed name (public methods only)"
+                self.add(node, "dynamic-send", S.MEDIUM, message, 470)
         elif name.lstrip(":") in _DANGEROUS_NAMES:
             message = f"{method}(:{name}): reaches {name} by name"
             self.add(node, "reflective-call", S.CRITICAL, message, 470)
 
+    def _built(self, node: Node) -> bool:
+        """`_built`, also through a variable given such a value."""
+        if node.type == "identifier" and text(node) in self.values.sources:
+            return _built(self.values.sources[text(node)])
+        return _built(node)
+
     def _eval(self, node: Node, method: str, first: Node) -> None:
-        if _built(first):
+        if self._built(first):
             self.add(node, "obfuscated-name", S.CRITICAL, f"{method} of a decoded string", 95)
         self.add(node, "call-eval", S.HIGH, f"{method} with a string: runs it as code", 95)
 

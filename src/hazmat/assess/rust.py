@@ -78,7 +78,6 @@ _EXIT_CALLS = {
     "read_line",
     "lines",
     "recv",
-    "sleep",
     "join",
     "next",
     "read",
@@ -371,8 +370,6 @@ def _is_c_abi(node: Node) -> bool:
     own = text(node)
     if node.type == "extern_modifier":
         return (
-            ((node.parent is None or node.parent.type != "foreign_mod_item")
-            and '"C"' in own)
-            or own == "extern"
-        )
+            (node.parent is None or node.parent.type != "foreign_mod_item") and '"C"' in own
+        ) or own == "extern"
     return '"C"' in own.split("{", 1)[0] or own.startswith("extern {")
