@@ -3,9 +3,14 @@ test_threat_classes.py)."""
 
 from __future__ import annotations
 
+from hazmat.assess.bash import BashAnalyzer
+from hazmat.assess.c_family import CFamilyAnalyzer
 from hazmat.assess.go import GoAnalyzer
+from hazmat.assess.java import JavaAnalyzer
 from hazmat.assess.javascript import JavaScriptAnalyzer
 from hazmat.assess.python_ast import PythonAnalyzer
+from hazmat.assess.ruby import RubyAnalyzer
+from hazmat.assess.rust import RustAnalyzer
 from hazmat.models import Severity
 
 
@@ -16,6 +21,12 @@ def rules(code: str, language: str = "python") -> dict[str, Severity]:
         "javascript": JavaScriptAnalyzer(),
         "typescript": JavaScriptAnalyzer(),
         "go": GoAnalyzer(),
+        "bash": BashAnalyzer(),
+        "c": CFamilyAnalyzer(),
+        "cpp": CFamilyAnalyzer(),
+        "java": JavaAnalyzer(),
+        "rust": RustAnalyzer(),
+        "ruby": RubyAnalyzer(),
     }[language]
     found: dict[str, Severity] = {}
     for f in analyzer.analyze(code, language):

@@ -240,6 +240,8 @@ class _Rules:
         name = text(node.child_by_field_name("name"))
         receiver = node.child_by_field_name("object")
         owner = text(receiver)
+        if receiver is not None and receiver.type == "field_access":  # java.nio.file.Files
+            owner = owner.rsplit(".", 1)[-1]
         args = node.child_by_field_name("arguments")
         first = args.named_children[0] if args is not None and args.named_children else None
         if name == "exec" and self._is_runtime(receiver):
