@@ -11,112 +11,36 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from hazmat.assess.base import text_findings
+from hazmat.assess.bash_programs import (
+    DEPTH,
+    DOWNLOADERS,
+    INTERPRETERS,
+    LOOP,
+    NETWORK,
+    PLAIN_DECODERS,
+    PROGRAMS,
+    SHELLS,
+    WRAPPERS,
+    Files,
+    Name,
+    backgrounded,
+    command_index,
+    dangerous,
+    decoded,
+    in_pipeline,
+    redirects,
+    setuid,
+)
 from hazmat.assess.syntax_tree import Node, parse, string_value, syntax_finding, text, walk
-from hazmat.assess.tree_rules import UNKNOWN, Loop, Report, Values
+from hazmat.assess.tree_rules import UNKNOWN, Report, Values
 from hazmat.models import Finding, Severity
 
 __all__ = ["BashAnalyzer"]
 
 SOURCE = "bash"
 S = Severity
-
-SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"}
-INTERPRETERS = {"python", "python3", "perl", "ruby", "node", "php", "lua", "awk"}
-DOWNLOADERS = {"curl", "wget", "fetch", "aria2c", "http", "https", "nc", "ncat", "lynx"}
-# Decoders only count with their decode flag (base64 -d); these need none.
-_PLAIN_DECODERS = {"rev", "base32", "uudecode", "gunzip", "zcat", "xxd"}
-NETWORK: dict[str, tuple[Severity, str]] = {
-    **dict.fromkeys(("curl", "wget", "aria2c", "http", "lynx"), (S.MEDIUM, "network access")),
-    **dict.fromkeys(
-        ("nc", "ncat", "netcat", "socat", "telnet", "nmap", "ftp"), (S.HIGH, "raw network access")
-    ),
-    **dict.fromkeys(("ssh", "scp", "sftp"), (S.HIGH, "runs commands or copies files remotely")),
-}
-# program -> (rule, severity, why)
-PROGRAMS: dict[str, tuple[str, Severity, str]] = {
-    **dict.fromkeys(
-        ("sudo", "su", "doas", "pkexec"), ("privilege", S.HIGH, "runs as another user")
-    ),
-    "nsenter": ("namespace-escape", S.CRITICAL, "enters another process's namespaces"),
-    "unshare": ("namespace-escape", S.HIGH, "makes new namespaces"),
-    "chroot": ("namespace-escape", S.HIGH, "changes the root directory"),
-    **dict.fromkeys(("mount", "umount"), ("mount", S.HIGH, "mounts file systems")),
-    **dict.fromkeys(
-        ("docker", "podman", "kubectl", "ctr", "crictl", "runc", "nerdctl"),
-        ("container-engine", S.HIGH, "drives a container engine"),
-    ),
-    **dict.fromkeys(
-        ("insmod", "modprobe", "rmmod"), ("kernel-module", S.CRITICAL, "loads kernel code")
-    ),
-    **dict.fromkeys(("setcap", "capsh"), ("capabilities", S.HIGH, "changes capabilities")),
-    **dict.fromkeys(("iptables", "ip6tables", "nft"), ("firewall", S.HIGH, "changes the firewall")),
-    **dict.fromkeys(
-        ("crontab", "at", "systemctl"), ("persistence", S.HIGH, "schedules code to run later")
-    ),
-    **dict.fromkeys(
-        ("useradd", "usermod", "passwd", "chpasswd", "visudo"),
-        ("accounts", S.HIGH, "changes user accounts"),
-    ),
-    "chattr": ("chattr", S.HIGH, "changes file attributes"),
-    **dict.fromkeys(("kill", "pkill", "killall"), ("signal", S.MEDIUM, "signals processes")),
-    "gdb": ("debugger", S.HIGH, "attaches to processes"),
-    "strace": ("debugger", S.HIGH, "traces processes"),
-}
-# Commands that only run the command after them (after their own options).
-WRAPPERS = {
-    "sudo",
-    "doas",
-    "env",
-    "nohup",
-    "timeout",
-    "nice",
-    "command",
-    "builtin",
-    "time",
-    "xargs",
-    "setsid",
-    "stdbuf",
-    "exec",
-    "ionice",
-    "chrt",
-    "taskset",
-}
-_ECHOES = {
-    "echo",
-    "printf",
-    "test",
-    "[",
-    "[[",
-    "true",
-    "false",
-    ":",
-    "read",
-    "local",
-    "export",
-    "declare",
-    "typeset",
-    "readonly",
-    "alias",
-    "shift",
-    "return",
-    "exit",
-}
-_DELETES = {"rm", "rmdir", "unlink", "shred", "truncate"}
-_WRITES = {"tee", "touch", "mkdir", "chmod", "chown", "chgrp"}
-_ENV_DUMPS = {"env", "printenv", "set", "export", "declare", "typeset"}
-_DEPTH = 3  # `bash -c '...'` strings are read as scripts this many levels deep
-
-
-@dataclass(frozen=True)
-class Name:
-    """How a command's name resolves: `name` ("" when computed), `evasion` when its spelling
-    hides it (decoded, pieced together from quotes)."""
-
-    name: str
-    evasion: str = ""
 
 
 class BashAnalyzer:
@@ -235,9 +159,9 @@ class _Script:
         if target is None:
             return Name("")
         spelled = self.word(target)
-        decoded = _decoded(target, self.values.sources)
-        if decoded:
-            return Name(spelled if UNKNOWN not in spelled else "", decoded)
+        hidden = decoded(target, self.values.sources)
+        if hidden:
+            return Name(spelled if UNKNOWN not in spelled else "", hidden)
         if UNKNOWN in spelled:
             return Name("")
         first = spelled.split()[0] if spelled.split() else spelled
@@ -262,7 +186,7 @@ class _Script:
         if not resolved.name:
             self._computed(node, resolved)
             return
-        if resolved.evasion and _dangerous(resolved.name):
+        if resolved.evasion and dangerous(resolved.name):
             message = f"runs {resolved.name!r}, its name {resolved.evasion}"
             self.add(node, "obfuscated-command", S.CRITICAL, message, 78)
         self.run(node, resolved.name, args)
@@ -272,7 +196,7 @@ class _Script:
             message = f"runs a command whose name is {resolved.evasion}"
             self.add(node, "obfuscated-command", S.CRITICAL, message, 78)
         elif self._literal_name(node) in ("$0", '"$0"', "${0}"):
-            if _backgrounded(node) or _in_pipeline(node):
+            if backgrounded(node) or in_pipeline(node):
                 self.add(
                     node, "fork-bomb", S.CRITICAL, "the script starts itself in the background", 400
                 )
@@ -297,11 +221,11 @@ class _Script:
         elif name in SHELLS or name in INTERPRETERS:
             self._interpreter(node, name, args, words)
         else:
-            _Files(self, node, name).check(args, words)
+            Files(self.report, node, name).check(args, words)
             self._special(node, name, words)
 
     def _wrapped(self, node: Node, name: str, args: list[Node], words: list[str]) -> None:
-        index = _command_index(name, words)
+        index = command_index(name, words)
         if name == "exec" and index < len(words):
             self.add(node, "exec", S.MEDIUM, "exec: replaces the shell with another program", 78)
         if name in ("env", "export", "set") and index >= len(words):
@@ -336,13 +260,13 @@ class _Script:
         flag = next((i for i, w in enumerate(words) if w in ("-c", "-e", "-ic", "-lc")), None)
         if flag is not None and flag + 1 < len(words):
             self._inline(node, name, args[flag + 1], words[flag + 1])
-        if "-i" in words and any("/dev/tcp/" in text(r) for r in _redirects(node)):
+        if "-i" in words and any("/dev/tcp/" in text(r) for r in redirects(node)):
             self.add(node, "reverse-shell", S.CRITICAL, f"{name} -i wired to a TCP socket", 78)
 
     def _inline(self, node: Node, name: str, arg: Node, code: str) -> None:
         if UNKNOWN in code:
             self.add(node, "computed-command", S.HIGH, f"{name} runs code computed at run time", 95)
-        elif name in SHELLS and self.depth < _DEPTH:
+        elif name in SHELLS and self.depth < DEPTH:
             _Script(self.report, self.depth + 1).check(parse(code, "bash").root_node)
         elif name not in SHELLS:
             message = f"{name} runs an inline program the shell rules cannot read"
@@ -376,7 +300,7 @@ class _Script:
             self.report.dumps_environment(node, f"{name} {words[0]}")
         elif name == "history" and "-c" in words:
             self.add(node, "destroy-evidence", S.HIGH, "history -c: wipes the shell history", 779)
-        elif name == "chmod" and words and _setuid(words[0]):
+        elif name == "chmod" and words and setuid(words[0]):
             self.add(node, "setuid", S.HIGH, f"chmod {words[0]}: a set-user-ID program", 250)
 
     # --- shapes over several commands ----------------------------------------------------
@@ -401,7 +325,7 @@ class _Script:
         """A shell or interpreter that runs its standard input as a program."""
         name = self.resolve(command).name
         words = [self.word(a) for a in self.arguments(command)]
-        index = _command_index(name, words) if name in WRAPPERS else -1
+        index = command_index(name, words) if name in WRAPPERS else -1
         if index >= 0:
             name, words = (
                 (posixpath.basename(words[index]), words[index + 1 :])
@@ -417,7 +341,7 @@ class _Script:
         name = text(node.child_by_field_name("name"))
         for sub in walk(node.child_by_field_name("body") or node):
             own = sub.type == "command" and self._literal_name(sub) == name
-            if own and (_backgrounded(sub) or _in_pipeline(sub)):
+            if own and (backgrounded(sub) or in_pipeline(sub)):
                 message = f"{name} starts copies of itself without end (a fork bomb)"
                 self.add(node, "fork-bomb", S.CRITICAL, message, 400)
                 return
@@ -429,7 +353,7 @@ class _Script:
         if (keyword == "while" and condition in endless) or (
             keyword == "until" and condition == "false"
         ):
-            _LOOP.check(self.report, node, node.child_by_field_name("body"))
+            LOOP.check(self.report, node, node.child_by_field_name("body"))
 
     def _redirect(self, node: Node) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -445,74 +369,6 @@ class _Script:
         self.add(node, "dev-tcp", S.HIGH, "/dev/tcp: bash opens a network connection", 200)
 
 
-class _Files:
-    """The files a command reads, writes or deletes, from its arguments."""
-
-    def __init__(self, script: _Script, node: Node, name: str) -> None:
-        self.script, self.node, self.name = script, node, name
-
-    def check(self, args: list[Node], words: list[str]) -> None:
-        if self.name in _ECHOES:
-            return
-        operands = [w for w in words if not w.startswith("-") or w == "-"]
-        if self.name in _DELETES:
-            self._each("delete", operands)
-            self._root(words, operands)
-        elif self.name in _WRITES:
-            self._each("write", operands[1:] if self.name.startswith("ch") else operands)
-        elif self.name in ("cp", "mv", "ln", "install") and len(operands) > 1:
-            self._each("delete" if self.name == "mv" else "read", operands[:-1])
-            self._each("write", operands[-1:])
-        elif self.name == "dd":
-            self._each("read", [w[3:] for w in words if w.startswith("if=")])
-            self._each("write", [w[3:] for w in words if w.startswith("of=")])
-        elif self.name == "sed" and any(w.startswith("-i") for w in words):
-            self._each("write", operands[1:])
-        else:
-            self._each("read", operands)
-            self._each(
-                "read", [w.split("@", 1)[1] for w in words if "@" in w and w.startswith(("@", "-"))]
-            )
-            self._each("read", [w.partition("=@")[2] for w in words if "=@" in w])
-
-    def _each(self, kind: str, operands: list[str]) -> None:
-        for operand in operands:
-            self.script.report.access(kind, [operand], self.name, self.node)
-
-    def _root(self, words: list[str], operands: list[str]) -> None:
-        recursive = any(
-            w.startswith("-") and ("r" in w.lower() or w == "--recursive") for w in words
-        )
-        roots = {"/", "/*", "~", "~/", "~/*", "/home", "/etc", "/usr", "/var"}
-        if recursive and any(o in roots for o in operands):
-            self.script.add(
-                self.node,
-                "destroy-root",
-                S.CRITICAL,
-                f"{self.name} -r of the whole system or home",
-                73,
-            )
-
-
-def _command_index(name: str, words: list[str]) -> int:
-    """Where the wrapped command starts among a wrapper's arguments."""
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word.startswith("-") or (name == "env" and "=" in word):
-            index += (
-                2
-                if name in ("sudo", "su", "nice", "ionice", "taskset")
-                and word in ("-u", "-n", "-c")
-                else 1
-            )
-        elif name in ("timeout", "chrt", "taskset") and word[:1].isdigit():
-            index += 1
-        else:
-            break
-    return index
-
-
 def _stage(command: Node, script: _Script) -> str:
     """What a pipeline stage is: "download", "decode" or ""."""
     if command.type == "redirected_statement":
@@ -523,76 +379,12 @@ def _stage(command: Node, script: _Script) -> str:
     name = script.resolve(command).name
     words = [script.word(a) for a in script.arguments(command)]
     if name in WRAPPERS:
-        index = _command_index(name, words)
+        index = command_index(name, words)
         name = posixpath.basename(words[index]) if index < len(words) else ""
     if name in DOWNLOADERS:
         return "download"
-    if name in _PLAIN_DECODERS or (
+    if name in PLAIN_DECODERS or (
         name in ("base64", "openssl") and {"-d", "--decode", "-D", "-base64"} & set(words)
     ):
         return "decode"
     return ""
-
-
-def _decoded(node: Node, sources: dict[str, Node]) -> str:
-    """Why a command's name is a decoded string, if it is: `$(echo Y3VybA== | base64 -d)`
-    or a variable given one."""
-    for sub in walk(node):
-        if sub.type in ("simple_expansion", "expansion"):
-            name = next((text(c) for c in sub.named_children if c.type == "variable_name"), "")
-            if name in sources and sources[name] is not node and _decoded(sources[name], {}):
-                return "decoded at run time"
-        if sub.type == "command_substitution" and any(
-            c.type == "command"
-            and c.child_by_field_name("name") is not None
-            and posixpath.basename(text(c.child_by_field_name("name")))
-            in ("base64", "xxd", "rev", "openssl", "base32", "printf")
-            for c in walk(sub)
-        ):
-            return "decoded at run time"
-    return ""
-
-
-def _dangerous(name: str) -> bool:
-    return name in SHELLS or name in NETWORK or name in PROGRAMS or name in ("eval", "rm", "dd")
-
-
-def _setuid(mode: str) -> bool:
-    return "+s" in mode or (mode.isdigit() and len(mode) == 4 and mode[0] in "2467")
-
-
-def _backgrounded(node: Node) -> bool:
-    sibling = node.next_sibling
-    while node.parent is not None and node.parent.type == "pipeline" and sibling is None:
-        node = node.parent
-        sibling = node.next_sibling
-    return sibling is not None and sibling.type == "&"
-
-
-def _in_pipeline(node: Node) -> bool:
-    return node.parent is not None and node.parent.type == "pipeline"
-
-
-def _redirects(command: Node) -> list[Node]:
-    parent = command.parent
-    if parent is None or parent.type != "redirected_statement":
-        return []
-    return parent.children_by_field_name("redirect")
-
-
-def _exits(node: Node) -> bool:
-    if node.type == "command":
-        name = text(node.child_by_field_name("name"))
-        return name in ("break", "exit", "return", "read", "wait")
-    return False
-
-
-def _spawns(node: Node) -> bool:
-    return node.type == "&"
-
-
-def _grows(node: Node) -> bool:
-    return node.type == "variable_assignment" and "+=" in text(node)[:64]
-
-
-_LOOP = Loop(_exits, _spawns, _grows, frozenset({"function_definition"}))

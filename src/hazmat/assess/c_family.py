@@ -140,41 +140,11 @@ _STREAMS = {
     "basic_ofstream": "write",
 }
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
-_EXIT_CALLS = {
-    "exit",
-    "_exit",
-    "_Exit",
-    "abort",
-    "quick_exit",
-    "longjmp",
-    "scanf",
-    "fgets",
-    "getline",
-    "getchar",
-    "read",
-    "fread",
-    "fscanf",
-    "getc",
-    "fgetc",
-    "recv",
-    "pause",
-    "wait",
-    "waitpid",
-    "terminate",
-}
-_GROWERS = {
-    "malloc",
-    "calloc",
-    "realloc",
-    "push_back",
-    "emplace_back",
-    "resize",
-    "insert",
-    "append",
-    "reserve",
-    "strdup",
-    "mmap",
-}
+_EXIT_CALLS = {"exit", "_exit", "_Exit", "abort", "quick_exit", "longjmp", "scanf", "fgets",
+               "getline", "getchar", "read", "fread", "fscanf", "getc", "fgetc", "recv", "pause",
+               "wait", "waitpid", "terminate"}  # fmt: skip
+_GROWERS = {"malloc", "calloc", "realloc", "push_back", "emplace_back", "resize", "insert",
+            "append", "reserve", "strdup", "mmap"}  # fmt: skip
 _FORKS = {"fork", "vfork", "clone", "system", "popen", "posix_spawn", "execv", "execvp"}
 _BUILDS = {"sprintf", "snprintf", "strcpy", "strncpy", "strcat", "strncat"}
 _ASM_SYSCALLS = ("syscall", "sysenter", "int $0x80", "int 0x80", "svc ")

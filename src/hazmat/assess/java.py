@@ -97,33 +97,10 @@ _FILES: dict[str, tuple[str, int]] = {
     "createSymbolicLink": ("write", 0),
 }
 _PAIRS = {"copy": "read", "move": "delete"}
-_NETWORK = {
-    "Socket",
-    "URL",
-    "HttpClient",
-    "openConnection",
-    "openStream",
-    "SocketChannel",
-    "DatagramSocket",
-    "HttpURLConnection",
-    "newHttpClient",
-    "send",
-}
-_EXIT_CALLS = {
-    "exit",
-    "halt",
-    "nextLine",
-    "nextInt",
-    "next",
-    "readLine",
-    "hasNext",
-    "hasNextLine",
-    "read",
-    "take",
-    "await",
-    "join",
-    "wait",
-}
+_NETWORK = {"Socket", "URL", "HttpClient", "openConnection", "openStream", "SocketChannel",
+            "DatagramSocket", "HttpURLConnection", "newHttpClient", "send"}  # fmt: skip
+_EXIT_CALLS = {"exit", "halt", "nextLine", "nextInt", "next", "readLine", "hasNext", "hasNextLine",
+               "read", "take", "await", "join", "wait"}  # fmt: skip
 _GROWERS = {"add", "put", "append", "addAll", "offer", "push"}
 _DECODERS = {"decode", "getDecoder", "reverse", "fromCharCode", "valueOf", "toString"}
 

@@ -46,17 +46,8 @@ KERNEL: dict[str, tuple[str, Severity, str, int | None]] = {
     "eval": ("call-eval", S.HIGH, "runs a string as code", 95),
 }
 _EVALS = {"instance_eval", "class_eval", "module_eval", "class_exec", "instance_exec"}
-_SENDS = {
-    "send",
-    "public_send",
-    "__send__",
-    "method",
-    "public_method",
-    "instance_method",
-    "define_method",
-    "const_get",
-    "respond_to?",
-}
+_SENDS = {"send", "public_send", "__send__", "method", "public_method", "instance_method",
+          "define_method", "const_get", "respond_to?"}  # fmt: skip
 _DANGEROUS_NAMES = set(KERNEL) | {
     "`",
     "eval",
@@ -133,56 +124,13 @@ _PAIRS = {
     "cp_r": "read",
 }
 _FILE_OWNERS = {"File", "IO", "FileUtils", "Dir", "Pathname"}
-_DECODERS = {
-    "decode64",
-    "strict_decode64",
-    "urlsafe_decode64",
-    "unpack",
-    "unpack1",
-    "pack",
-    "reverse",
-    "join",
-    "chr",
-    "hex",
-    "to_sym",
-    "+",
-    "gsub",
-    "tr",
-    "rot13",
-    "inflate",
-}
-_ENV_WHOLE = {
-    "to_h",
-    "to_a",
-    "each",
-    "each_pair",
-    "map",
-    "inspect",
-    "keys",
-    "values",
-    "select",
-    "to_hash",
-    "sort",
-    "filter_map",
-    "each_with_object",
-    "reduce",
-}
-_EXITS = {
-    "break",
-    "return",
-    "raise",
-    "exit",
-    "exit!",
-    "abort",
-    "gets",
-    "next",
-    "throw",
-    "readline",
-    "pop",
-    "wait",
-    "join",
-    "accept",
-}
+_DECODERS = {"decode64", "strict_decode64", "urlsafe_decode64", "unpack", "unpack1", "pack",
+             "reverse", "join", "chr", "hex", "to_sym", "+", "gsub", "tr", "rot13",
+             "inflate"}  # fmt: skip
+_ENV_WHOLE = {"to_h", "to_a", "each", "each_pair", "map", "inspect", "keys", "values", "select",
+              "to_hash", "sort", "filter_map", "each_with_object", "reduce"}  # fmt: skip
+_EXITS = {"break", "return", "raise", "exit", "exit!", "abort", "gets", "next", "throw", "readline",
+          "pop", "wait", "join", "accept"}  # fmt: skip
 _GROWERS = {"<<", "push", "append", "concat", "new", "*", "dup", "+", "fill"}
 _SPAWNERS = {"fork", "spawn", "system", "exec", "`", "popen", "daemon"}
 

@@ -72,19 +72,8 @@ _FILES: dict[str, tuple[str, int]] = {
 _PAIRS = {"copy": "read", "rename": "delete"}
 _HOME = ("home_dir", "std::env::home_dir", "dirs::home_dir", "home::home_dir")
 _EXIT_MACROS = {"panic", "unreachable", "todo", "unimplemented"}
-_EXIT_CALLS = {
-    "exit",
-    "abort",
-    "read_line",
-    "lines",
-    "recv",
-    "join",
-    "next",
-    "read",
-    "wait",
-    "accept",
-    "incoming",
-}
+_EXIT_CALLS = {"exit", "abort", "read_line", "lines", "recv", "join", "next", "read", "wait",
+               "accept", "incoming"}  # fmt: skip
 _GROWERS = {"push", "push_str", "extend", "insert", "with_capacity", "new", "resize", "spawn"}
 _ASM_SYSCALLS = ("syscall", "sysenter", "int 0x80", "svc ")
 
