@@ -30,12 +30,20 @@ expect() {  # expect EXIT-CODE command...   (QUIET=1: count stdout instead of sh
     fi
 }
 
-echo "== Programs in four languages, each in a fresh hardened container =="
+echo "== Programs in ten languages, each in a fresh hardened container =="
 expect 0 "$hazmat" run "$here/wordcount.py" --stdin "$here/wordcount.py"
 expect 0 "$hazmat" run "$here/fizzbuzz.js"
 expect 0 "$hazmat" run "$here/stats.ts"
 expect 0 "$hazmat" run "$here/primes.go"
+expect 0 "$hazmat" run "$here/wordfreq.sh" --stdin "$here/demo.sh"
+expect 0 "$hazmat" run "$here/collatz.c"
+expect 0 "$hazmat" run "$here/topk.cpp" --stdin <(echo 4 8 15 16 23 42)
+expect 0 "$hazmat" run "$here/Primes.java"
+expect 0 "$hazmat" run "$here/anagrams.rs"
+expect 0 "$hazmat" run "$here/report.rb"
 expect 0 "$hazmat" run "$here/fizzbuzz.js" --runtime runsc
+expect 0 "$hazmat" run "$here/topk.cpp" --runtime runsc
+expect 1 "$hazmat" run -c 'int main(void) { return missing; }' --lang c
 
 echo
 echo "== Hostile programs are contained =="

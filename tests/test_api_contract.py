@@ -257,7 +257,7 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             {
                 "exit_code": 134,
                 "stderr": b"terminate called after throwing an instance of 'std::runtime_error'\n"
-                b"  what():  boom\n",
+                b"  what():  boom\nAborted\n",
             },
             Outcome.ERROR,
             134,

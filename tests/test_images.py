@@ -51,7 +51,7 @@ def test_every_pinned_esbuild_is_a_sha512_integrity() -> None:
     [
         (("Bad Name", "python", (), ("six",)), "lower-case letters"),
         (("python-data", "python", (), ("six",)), "one of hazmat's own images"),
-        (("mine", "ruby", (), ("six",)), "unknown base image 'ruby'"),
+        (("mine", "perl", (), ("six",)), "unknown base image 'perl'"),
         (("mine", "python", (), ()), "name at least one package"),
         (("mine", "python", (), ("--index-url=http://x.invalid/",)), "not a Python package"),
         (("mine", "python", (), ("six; rm -rf /",)), "not a Python package"),

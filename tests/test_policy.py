@@ -95,7 +95,7 @@ def test_empty_file_gives_the_default_policy(tmp_path: Path) -> None:
         ("trust:\n  untrusted: 5\n", "trust.untrusted: expected a mapping"),
         ("trust: []\n", "trust: expected a mapping"),
         ("images:\n  python: ''\n", "images.python: expected an image name"),
-        ("images:\n  ruby: x\n", "images.ruby: unknown language 'ruby'"),
+        ("images:\n  cobol: x\n", "images.cobol: unknown language 'cobol'"),
         (
             "trust:\n  trusted:\n    images:\n      go: 3\n",
             "trust.trusted.images.go: expected an image name",

@@ -193,9 +193,10 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             image=f"hazmat/gcc:{IMAGE_VERSION}",
             source_name="main.c",
             extensions=(".c",),
+            # C17 with POSIX and GNU's declarations (fork, strdup, getline), as graders expect;
             # libcrypto is linked only when the program uses it (--as-needed): graders pass
             # no flags, and a program may include <openssl/md5.h>
-            build=f"mkdir -p {BUILD_DIR} && exec gcc -std=c17 -O2 -pipe -o {BUILD_DIR}/main"
+            build=f"mkdir -p {BUILD_DIR} && exec gcc -std=gnu17 -O2 -pipe -o {BUILD_DIR}/main"
             " ./*.c -Wl,--as-needed -lcrypto -lm",
             run=f"exec {BUILD_DIR}/main",
             exec_tmp=True,
@@ -219,7 +220,10 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             source_name="Main.java",
             extensions=(".java",),
             build=JAVA_BUILD,
-            run=f"exec java {JVM_FLAGS} -XX:MaxRAMPercentage=60 -cp {BUILD_DIR}/classes"
+            # the heap may grow to the whole memory limit, so that a program that needs more
+            # than the limit is stopped by it (memory_limit), as in every other language,
+            # rather than by an OutOfMemoryError the JVM throws at a quarter of it
+            run=f"exec java {JVM_FLAGS} -XX:MaxRAMPercentage=100 -cp {BUILD_DIR}/classes"
             f' "$(cat {BUILD_DIR}/main-class)"',
             hello="public class Main {\n    public static void main(String[] args) {\n"
             "        System.out.println(1);\n    }\n}\n",

@@ -25,6 +25,19 @@ HELLO = {
         "func main() {\n\ts := bufio.NewScanner(os.Stdin)\n\ts.Scan()\n"
         '\tfmt.Println("hello", s.Text())\n}\n'
     ),
+    "bash": 'read -r who\necho "hello $who"\n',
+    "c": "#include <stdio.h>\nint main(void) {\n    char who[64];\n"
+    '    if (scanf("%63s", who) != 1) return 1;\n'
+    '    printf("hello %s\\n", who);\n    return 0;\n}\n',
+    "cpp": "#include <bits/stdc++.h>\nusing namespace std;\n"
+    'int main() {\n    string who;\n    cin >> who;\n    cout << "hello " << who << endl;\n}\n',
+    "java": "import java.util.Scanner;\n\npublic class Main {\n"
+    "    public static void main(String[] args) {\n"
+    '        System.out.println("hello " + new Scanner(System.in).nextLine());\n    }\n}\n',
+    "rust": "use std::io::BufRead;\n\nfn main() {\n"
+    "    let who = std::io::stdin().lock().lines().next().unwrap().unwrap();\n"
+    '    println!("hello {who}");\n}\n',
+    "ruby": 'puts "hello #{$stdin.gets.strip}"\n',
 }
 
 
@@ -39,6 +52,10 @@ def test_hello_with_stdin_in_every_language(sandbox: Sandbox, runtime: str, lang
 COMPILE_ERRORS = {
     "typescript": ("const x: number = ;\n", "main.ts"),
     "go": ("package main\n\nfunc main() { undefined_name() }\n", "undefined"),
+    "c": ("int main(void) { return undefined_name; }\n", "undefined_name"),
+    "cpp": ("int main() { std::vector<int> v; }\n", "vector"),
+    "java": ("public class Main { void f() { int x = } }\n", "illegal start of expression"),
+    "rust": ('fn main() { let x: i32 = "s"; }\n', "mismatched types"),
 }
 
 
@@ -66,6 +83,27 @@ def test_compile_errors_come_back_as_compile_error_with_the_compiler_output(
             'package main\nimport ("fmt"; "os")\n'
             'func main() { fmt.Println("out"); fmt.Fprintln(os.Stderr, "err"); os.Exit(3) }\n',
         ),
+        ("bash", "echo out\necho err >&2\nexit 3\n"),
+        (
+            "c",
+            '#include <stdio.h>\nint main(void) { puts("out"); fputs("err\\n", stderr);'
+            " return 3; }\n",
+        ),
+        (
+            "cpp",
+            '#include <iostream>\nint main() { std::cout << "out\\n"; std::cerr << "err\\n";'
+            " return 3; }\n",
+        ),
+        (
+            "java",
+            "public class Main { public static void main(String[] a) {"
+            ' System.out.println("out"); System.err.println("err"); System.exit(3); } }\n',
+        ),
+        (
+            "rust",
+            'fn main() { println!("out"); eprintln!("err"); std::process::exit(3); }\n',
+        ),
+        ("ruby", 'puts "out"\n$stderr.puts "err"\nexit 3\n'),
     ],
 )
 def test_exit_status_and_separate_streams(sandbox: Sandbox, language: str, code: str) -> None:

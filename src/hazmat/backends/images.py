@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import ImageBuildError, InfraError
+from hazmat.backends.chroot import Progress, run_tool
 from hazmat.backends.custom_images import MANIFEST
 from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
@@ -31,10 +32,8 @@ from hazmat.backends.recipes import (
     RECIPES,
     SUITES,
     ImageRecipe,
-    Progress,
     check_integrity,
     recipes_for,
-    run_tool,
 )
 
 __all__ = [

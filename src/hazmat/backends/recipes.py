@@ -140,8 +140,9 @@ GO_PREBUILT = ("github.com/stretchr/testify/assert", "github.com/stretchr/testif
 
 def prebuild_go(rootfs: Path, scratch: Path, progress: Progress) -> None:
     """Go: compile the standard library (and testify) for CGO_ENABLED=0 once, at build time,
-    into a build cache kept in the image (Go 1.20 and later keep no compiled std in GOROOT: a run seeds its
-    own writable cache from this one). Older Go also installs it into GOROOT/pkg."""
+    into a build cache kept in the image (Go 1.20 and later keep no compiled std in GOROOT: a
+    run seeds its own writable cache from this one). Older Go also installs it into
+    GOROOT/pkg."""
     env = dict(LANGUAGES["go"].env)
     env["GOCACHE"] = GO_CACHE
     progress("[go] compiling the standard library into the image's build cache")

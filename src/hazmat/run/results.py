@@ -21,8 +21,13 @@ from hazmat.run.missing_package import missing_package_note
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
 _TAIL_CHARS = 200
-# runtimes' footers and hints, never the cause: Node's version, Rust's backtrace hint
-_FOOTER = re.compile(r"Node\.js v\d|note: run with `RUST_BACKTRACE=")
+# runtimes' footers and hints, never the cause: Node's version, Rust's backtrace hint, a
+# shell's word for a process a signal ended (the status already names the signal)
+_FOOTER = re.compile(
+    r"Node\.js v\d|note: run with `RUST_BACKTRACE="
+    r"|(?:Aborted|Segmentation fault|Killed|Bus error|Illegal instruction"
+    r"|Floating point exception)(?: \(core dumped\))?$"
+)
 # a line naming what went wrong: `ValueError: bad`, JavaScript's bare `Error: boom`, Java's
 # `Exception in thread "main" ...`, Ruby's `main.rb:1:in ...: boom (RuntimeError)`, a Go
 # panic, a Rust panic, Bash's `main.sh: line 3: ...`, a missing package
@@ -143,11 +148,12 @@ def explain(
     return None
 
 
-def _signal_note(exit_code: int) -> str:
+def _signal_note(exit_code: int | None) -> str:
     """` (SIGSEGV)` for a status of 128 + a signal's number: how a shell reports a process
     that a signal ended (a C program's segmentation fault, an abort)."""
     try:
-        return f" ({signal.Signals(exit_code - 128).name})" if exit_code > 128 else ""
+        number = (exit_code or 0) - 128
+        return f" ({signal.Signals(number).name})" if number > 0 else ""
     except ValueError:
         return ""
 
