@@ -32,7 +32,7 @@ def add(sub: Any) -> None:
         "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
     )
     bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
-    bench.add_argument("--lang", action="append", help="a language (repeatable; default: all four)")
+    bench.add_argument("--lang", action="append", help="a language (repeatable; default: every language)")
     bench.add_argument(
         "--runtime",
         action="append",
