@@ -32,7 +32,9 @@ def add(sub: Any) -> None:
         "bench", help="latency of docker run vs the cold path vs the warm pool; throughput"
     )
     bench.add_argument("--runs", type=int, default=20, help="timed calls per row (default 20)")
-    bench.add_argument("--lang", action="append", help="a language (repeatable; default: every language)")
+    bench.add_argument(
+        "--lang", action="append", help="a language (repeatable; default: every language)"
+    )
     bench.add_argument(
         "--runtime",
         action="append",
@@ -111,7 +113,12 @@ def latency(
     from hazmat.sandbox import Sandbox
 
     policy = Policy()
-    pool = PoolBackend(DockerBackend(), PoolSettings(size=2, refill_concurrency=2))
+    languages, runtimes = list(languages), list(runtimes)
+    # room for two ready containers of every row's kind: the rows before keep theirs, and a
+    # pool at its cap would never fill for the next (ten languages on two runtimes are 40)
+    most = 2 * len(languages) * len(runtimes)
+    settings = PoolSettings(size=2, refill_concurrency=2, max_containers=max(16, most))
+    pool = PoolBackend(DockerBackend(), settings)
     with Sandbox(policy, pool=False) as cold, Sandbox(policy, backend=pool) as warm:
         for runtime in runtimes:
             for language in languages:
