@@ -246,6 +246,8 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             source_name="main.rb",
             extensions=(".rb",),
             run="exec ruby main.rb",
+            runner="ruby",
+            entry="main.rb",
             aliases=("rb",),
             hello="puts 1",
         ),

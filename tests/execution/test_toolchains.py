@@ -380,3 +380,39 @@ def test_the_host_identity_is_not_readable(sandbox: Sandbox, runtime: str, langu
     assert result.outcome is Outcome.OK, result
     for value in host:
         assert value and value not in result.stdout, result.stdout
+
+
+# --- Ruby's warm runner (backends/runners.py): the program sees what `ruby main.rb` gives ---
+
+
+def test_ruby_runs_in_its_warm_runner_as_ruby_main_rb_would(sandbox: Sandbox, runtime: str) -> None:
+    code = (
+        'puts ARGV.inspect, ENV["G"].inspect, $stdin.read.inspect, __FILE__ == $0\n'
+        "puts defined?(JSON).inspect, local_variables.inspect, File.read('d/x.txt')\n"
+        'at_exit { puts "bye" }\nwarn "err"\nexit 3\n'
+    )
+    result = sandbox.run(
+        code,
+        "ruby",
+        runtime=runtime,
+        stdin="in put",
+        args=["a b", "é☃"],
+        env={"G": 'q"\\\n'},
+        files={"d/x.txt": "file"},
+    )
+    assert (result.outcome, result.exit_code) == (Outcome.ERROR, 3), result
+    assert result.stdout == (
+        '["a b", "é☃"]\n"q\\"\\\\\\n"\n"in put"\ntrue\nnil\n[]\nfile\nbye\n'
+    ), result.stdout
+    assert result.stderr == "err\n"
+
+
+def test_ruby_errors_show_no_frame_of_the_runner(sandbox: Sandbox) -> None:
+    raised = sandbox.run('def f = raise(ArgumentError, "boom")\nf\n', "ruby")
+    assert raised.stderr == (
+        "main.rb:1:in `f': boom (ArgumentError)\n\tfrom main.rb:2:in `<main>'\n"
+    ), raised.stderr
+    broken = sandbox.run("puts 1 +", "ruby")
+    assert broken.exit_code == 1 and "-e:" not in broken.stderr, broken.stderr
+    assert broken.error is not None and "syntax error" in broken.error
+    assert broken.error.endswith("(SyntaxError)")
