@@ -47,6 +47,7 @@ JVM_FLAGS = "-XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto"
 # Java: a file with one public class of any name runs. javac wants the file named after its
 # public class, so the source is copied under that name; the class to run is the one that
 # declares `main` (a grader's Main beside a Solution), else the public class, else Main.
+# The compiler: a warm one when the container has it (JAVAC_SERVER below), else javac.
 JAVA_BUILD = r"""
 mkdir -p @BUILD@ || exit
 kind='(class|record|enum|interface)' name='([A-Za-z_$][A-Za-z0-9_$]*)'
@@ -55,16 +56,44 @@ pkg=$(sed -nE 's/^\s*package\s+([A-Za-z0-9_.]+)\s*;.*/\1/p' Main.java | head -n 
 main=$(awk 'match($0, /(class|record|enum|interface)[ \t]+[A-Za-z_$][A-Za-z0-9_$]*/) {
     split(substr($0, RSTART, RLENGTH), w, /[ \t]+/); last = w[2] }
     /static[ \t].*void[ \t]+main[ \t]*\(/ && last != "" { print last; exit }' Main.java)
-src=Main.java
+src=$PWD/Main.java
 if [ -n "$top" ] && [ "$top" != Main ]; then
     src="@BUILD@/src/$top.java"
     mkdir -p @BUILD@/src && cp Main.java "$src" || exit
 fi
 printf '%s\n' "${pkg:+$pkg.}${main:-${top:-Main}}" > @BUILD@/main-class || exit
-exec javac @JFLAGS@ -J-XX:SharedArchiveFile=@ARCHIVE@ -encoding UTF-8 -nowarn \
-    -d @BUILD@/classes "$src"
-""".replace("@BUILD@", BUILD_DIR).replace("@ARCHIVE@", JAVAC_ARCHIVE).replace(
-    "@JFLAGS@", " ".join(f"-J{flag}" for flag in ("-XX:TieredStopAtLevel=1", *JVM_FLAGS.split()))
+set -- -proc:none -encoding UTF-8 -nowarn -d @BUILD@/classes "$src"
+s=@SERVER@
+if pid=$(cat "$s/pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && [ -p "$s/in" ]; then
+    printf '%s\n' "$@" > "$s/in" && cat "$s/done" > /dev/null && [ -f "$s/status" ] || exit 125
+    sed "s|^$PWD/||" "$s/out" >&2
+    exit "$(cat "$s/status")"
+fi
+exec javac @JFLAGS@ -J-XX:SharedArchiveFile=@ARCHIVE@ "$@"
+"""
+# A javac kept warm in the container ahead of the job (Language.prepare, as the program's uid):
+# a JVM that has loaded the compiler and compiled a small program once, so that the job's
+# compile costs a fraction of a fresh javac's. It serves one compile through the FIFOs in its
+# folder, removes them and exits before the program runs (backends/toolchains.py).
+JAVAC_SERVER = "/tmp/.hazmat-javac"
+JAVAC_SERVER_JAR = "/usr/lib/hazmat/javac-server.jar"  # CDS archives classes from jars only
+JAVAC_SERVER_ARCHIVE = "/usr/lib/hazmat/javac-server.jsa"
+JAVA_PREPARE = (
+    f"[ -f {JAVAC_SERVER_JAR} ] && mkdir -m 0700 {JAVAC_SERVER}"
+    f" && mkfifo {JAVAC_SERVER}/in {JAVAC_SERVER}/done"
+    f" && {{ java -XX:TieredStopAtLevel=1 {JVM_FLAGS}"
+    f" -XX:SharedArchiveFile={JAVAC_SERVER_ARCHIVE} -cp {JAVAC_SERVER_JAR}"
+    f" HazmatJavac {JAVAC_SERVER} </dev/null >/dev/null 2>&1 &"
+    f" echo $! > {JAVAC_SERVER}/pid; }}"
+)
+JAVA_BUILD = (
+    JAVA_BUILD.replace("@BUILD@", BUILD_DIR)
+    .replace("@ARCHIVE@", JAVAC_ARCHIVE)
+    .replace("@SERVER@", JAVAC_SERVER)
+    .replace(
+        "@JFLAGS@",
+        " ".join(f"-J{flag}" for flag in ("-XX:TieredStopAtLevel=1", *JVM_FLAGS.split())),
+    )
 )
 
 
@@ -220,6 +249,7 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             source_name="Main.java",
             extensions=(".java",),
             build=JAVA_BUILD,
+            prepare=JAVA_PREPARE,
             # the heap may grow to the whole memory limit, so that a program that needs more
             # than the limit is stopped by it (memory_limit), as in every other language,
             # rather than by an OutOfMemoryError the JVM throws at a quarter of it

@@ -416,3 +416,21 @@ def test_ruby_errors_show_no_frame_of_the_runner(sandbox: Sandbox) -> None:
     assert broken.exit_code == 1 and "-e:" not in broken.stderr, broken.stderr
     assert broken.error is not None and "syntax error" in broken.error
     assert broken.error.endswith("(SyntaxError)")
+
+
+def test_the_warm_javac_is_gone_before_the_program_runs(sandbox: Sandbox, runtime: str) -> None:
+    """The container's warm compiler (languages.JAVA_PREPARE) serves the build and exits: the
+    program finds no process of it and none of its channels (their pids count against the
+    program's budget)."""
+    code = (
+        "import java.nio.file.*;\npublic class Main {\n"
+        "    public static void main(String[] a) {\n"
+        "        long others = ProcessHandle.allProcesses()\n"
+        '            .filter(p -> p.info().commandLine().orElse("").contains("HazmatJavac"))'
+        ".count();\n"
+        '        boolean left = Files.exists(Path.of("/tmp/.hazmat-javac/in"));\n'
+        '        System.out.println(others + " " + left);\n'
+        "    }\n}\n"
+    )
+    result = sandbox.run(code, "java", runtime=runtime)
+    assert (result.outcome, result.stdout) == (Outcome.OK, "0 false\n"), result
