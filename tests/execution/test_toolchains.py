@@ -310,7 +310,7 @@ def test_the_examples_run(sandbox: Sandbox) -> None:
         "collatz.c": "837799 has a chain of 525 terms\n",
         "topk.cpp": "9 7 5 \n",
         "Primes.java": "primes below 30: [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]\n",
-        "anagrams.rs": "listen silent enlist inlets\ngoogle elgoog\n",
+        "anagrams.rs": "google elgoog\nlisten silent enlist inlets\n",
         "report.rb": '{"warm":["Lisbon","Cairo"],"mean":14.666666666666666}\n',
     }
     for name, stdout in expected.items():
