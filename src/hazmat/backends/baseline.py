@@ -18,6 +18,7 @@ from hazmat.backends.engine import Engine
 from hazmat.backends.hardening import container_config
 from hazmat.backends.started import Started
 from hazmat.backends.uids import UID_BASE
+from hazmat.backends.verify import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
 from hazmat.languages import get_language
 
 __all__ = ["RawStarts", "docker_run_command", "footprint"]
@@ -32,13 +33,16 @@ def docker_run_command(language: str, runtime: str) -> list[str]:
     script = f"cat > {lang.source_name} && {prepare}{out_dir}{build}{lang.run}"
     env = [f"--env={k}={v}" for k, v in lang.env.items()]
     tmp = "exec" if lang.exec_tmp else "noexec"
+    # 128 tasks for the program; under runsc the sentry's own threads count too, so it gets
+    # hazmat's headroom (verify.host_pids_limit): a flat 128 failed runsc builds at once
+    pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * 128 if runtime == "runsc" else 128
     return [
         "docker", "run", "--rm", "-i", f"--runtime={runtime}", "--network=none", "--read-only",
         "--cap-drop=ALL", "--security-opt=no-new-privileges", "--user=65534:65534", "--init",
         "--memory=256m", "--memory-swap=256m", "--cpus=0.5", "--log-driver=none",
         f"--tmpfs=/tmp:rw,nosuid,nodev,{tmp},size=32m",
         "--tmpfs=/work:rw,nosuid,nodev,size=32m,uid=65534,gid=65534,mode=0700",
-        "--workdir=/work", "--pids-limit=128", "--env=HOME=/tmp", *env,
+        "--workdir=/work", f"--pids-limit={pids}", "--env=HOME=/tmp", *env,
         lang.image, "/bin/sh", "-c", script,
     ]  # fmt: skip
 
