@@ -150,7 +150,7 @@ class Session:
         self._settings = settings
         self._on_end = on_end
         self._end_reported = False
-        self._report_lock = threading.Lock()
+        self._report_lock = threading.RLock()
         self.calls = 0
 
     @property
@@ -314,12 +314,14 @@ class Session:
             self._report_end()
 
     def _report_end(self) -> None:
-        """Tell the book (and the audit log) once that the session ended."""
+        """Tell the book (and the audit log) once that the session ended. A second caller
+        (the janitor and a call's own check may end a session at once) returns only after the
+        first has told them: whoever ended it may then count on the book not holding it."""
         with self._report_lock:
             if self._end_reported or self._backend.ended is None:
                 return
             self._end_reported = True
-        self._on_end(self)
+            self._on_end(self)
 
     def _check_open(self) -> None:
         why = self._backend.ended

@@ -53,6 +53,7 @@ class SessionBook(Generic[S]):
         self._open: dict[str, S] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # recent ids -> why they ended
         self._lock = threading.Lock()
+        self._sweeping = threading.Lock()  # one sweep at a time (the janitor's, a caller's)
         self._opening = 0  # places taken by sessions whose container is starting
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
@@ -114,7 +115,14 @@ class SessionBook(Generic[S]):
                 self._ended.popitem(last=False)
 
     def sweep(self) -> list[str]:
-        """End every session past its idle time, lifetime or CPU budget; their ids."""
+        """End every session past its idle time, lifetime or CPU budget; their ids. One sweep
+        runs at a time: a caller's waits for the janitor's, so when it returns, what either
+        ended is ended and out of the book (an expired session the janitor was removing looked
+        busy to a second sweep, which skipped it)."""
+        with self._sweeping:
+            return self._sweep()
+
+    def _sweep(self) -> list[str]:
         ended = []
         now = time.time()
         for session in self.all():
