@@ -205,7 +205,15 @@ def test_arun_refuses_bad_options_before_any_thread() -> None:
             {"exit_code": 1, "build_status": 1, "oom_killed": True, "stderr": b"signal: killed\n"},
             Outcome.MEMORY_LIMIT,
             137,
-            "the build step was killed at the memory limit of 256 MB; the program did not run",
+            "the build step was killed at its memory limit of 512 MB (compile_memory_mb); the "
+            "program did not run",
+        ),
+        (  # the build was done but left more in use than the program may have
+            {"exit_code": 137, "build_status": 0, "held_after_build": 300 * 1024 * 1024},
+            Outcome.MEMORY_LIMIT,
+            137,
+            "what the build left (300 MB in use: its files and the sandbox's own memory) did "
+            "not fit in the program's memory limit of 256 MB; the program did not run",
         ),
         ({"exit_code": 3}, Outcome.ERROR, 3, "the program exited with status 3"),
         ({"exit_code": 130}, Outcome.ERROR, 130, "the program exited with status 130 (SIGINT)"),

@@ -167,7 +167,7 @@ def test_the_job_header_frames_every_file() -> None:
         nonce="n",
     )
     assert job_header(payload) == (
-        b"hazmat 5 1 10 n 10\no\n"  # the agent's: the nonce, the files' cap, the names
+        b"hazmat 6 1 10 n 10\no\n"  # the agent's: the nonce, the files' cap, the names
         b"0 0\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"  # read as the program's uid
     )
 

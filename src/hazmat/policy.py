@@ -71,6 +71,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "pids": (8, 1_000_000),
     "timeout_s": (0.1, 24 * 3600),
     "compile_timeout_s": (0.1, 3600),
+    "compile_memory_mb": (0, 1024 * 1024),
     "output_bytes": (1024, 1024 * MiB),
     "tmpfs_mb": (1, 64 * 1024),
     "max_code_bytes": (1, 64 * MiB),
@@ -99,6 +100,8 @@ class Limits:
     # once per name): bytes actually moved, not only files counted
     max_download_bytes: int = 16 * MiB
     compile_timeout_s: float = 60.0  # the build step (Go, TypeScript), before timeout_s starts
+    # the build step's memory (compilers need more than most programs), at least memory_mb
+    compile_memory_mb: int = 0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -110,11 +113,17 @@ class Limits:
         """A copy with some limits changed (validated like any other)."""
         return dataclasses.replace(self, **changes)
 
+    @property
+    def build_memory_mb(self) -> int:
+        """The build step's memory budget: `compile_memory_mb`, never less than the program's."""
+        return max(self.compile_memory_mb, self.memory_mb)
+
     def clamped(self, host: HostResources) -> Limits:
         """These limits, lowered where they exceed what the host can safely give."""
         memory = min(self.memory_mb, host.max_memory_mb)
+        build = min(self.compile_memory_mb, host.max_memory_mb)
         cpus = min(self.cpus, float(host.cpus))
-        return self.replace(memory_mb=memory, cpus=cpus)
+        return self.replace(memory_mb=memory, compile_memory_mb=build, cpus=cpus)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -146,6 +155,7 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
             tmpfs_mb=64,
             max_code_bytes=256 * 1024,
             max_file_bytes=8 * MiB,
+            compile_memory_mb=1024,
         ),
         "strict": Limits(
             memory_mb=256,
@@ -160,6 +170,7 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
             max_download_bytes=4 * MiB,
             nofile=128,
             compile_timeout_s=30.0,
+            compile_memory_mb=512,
         ),
     }
 )

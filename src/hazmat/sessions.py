@@ -91,7 +91,8 @@ def open_session(
     level = parse_trust(asked.trust if asked.trust is not None else policy.default_trust)
     settings = policy.settings(level)
     chosen = resolve_image(policy, level, lang, asked.image)
-    limits = settings.limits.clamped(pipeline.backend.resources())
+    # one memory budget for the session's container, builds included (no compile_memory_mb)
+    limits = settings.limits.clamped(pipeline.backend.resources()).replace(compile_memory_mb=0)
     spec = Spec.of(lang.name, chosen, parse_runtime(asked.runtime) or settings.runtime, limits)
     caller = asked.caller
     if caller is not None and not isinstance(caller, str):
@@ -289,7 +290,7 @@ class Session:
         job = Job(
             get_language(self.language),
             self.spec.image,
-            dataclasses.replace(limits, memory_mb=self.spec.memory_mb, cpus=self.spec.cpus),
+            limits.replace(memory_mb=self.spec.memory_mb, cpus=self.spec.cpus, compile_memory_mb=0),
             self.spec.runtime,
             request.trust,
             program,

@@ -10,12 +10,13 @@ program, the collection of output files) runs through `setpriv` as the run's own
 capability and an empty bounding set: it cannot read the agent's memory, signal it or learn
 the nonce, so it cannot forge the markers below. The payload is::
 
-    hazmat 5 <nwant> <max_file_bytes> <nonce> <max_total_bytes>\\n   read by the agent
+    hazmat 6 <nwant> <max_file_bytes> <nonce> <max_total_bytes>\\n   read by the agent
     <name>\\n                                   one per output file the caller asked for
     <json_size> <sh_size>\\n                     from here on read as the program's uid
     <json_size bytes> <sh_size bytes>           the program's env and args, twice (may be empty)
     <nfiles>\\n
     <size> <name>\\n<size bytes>                one per input file (the source file first)
+    go\\n                                       a language with a build step: once it is done
     <the program's stdin, until EOF>
 
 The container is started before the job exists (a warm pool hands it out later), so the agent
@@ -38,12 +39,15 @@ budget (`compile_timeout_s`) and starts the program's own time limit::
 
     --hazmat-built-<nonce>-- <status>\\n
 
-and, when the build succeeded and there is no runner, runs the stage script again in its `run`
-phase. Before saying it is ready the agent also runs the language's own setup as the program
-(`HAZMAT_PREPARE`: Go links the image's prebuilt build cache into /tmp) and, for a run with a
-network allowlist (`HAZMAT_EGRESS`, the path of the proxy socket mounted into the container),
-starts socat as the program's uid to relay 127.0.0.1:3128 to that socket, waiting until the
-kernel lists the port as listening.
+and, when the build succeeded, waits for the host's `go` line: the build step has a memory
+budget of its own (`compile_memory_mb`, for compilers that need more than the program), the
+container starts with it, and the host sets the program's own limit on the container's cgroup
+before it sends `go` and the program's stdin. Then, when there is no runner, the agent runs
+the stage script again in its `run` phase. Before saying it is ready the agent also runs the
+language's own setup as the program (`HAZMAT_PREPARE`: Go links the image's prebuilt build
+cache into /tmp) and, for a run with a network allowlist (`HAZMAT_EGRESS`, the path of the
+proxy socket mounted into the container), starts socat as the program's uid to relay
+127.0.0.1:3128 to that socket, waiting until the kernel lists the port as listening.
 
 When the program has ended the agent kills every process left (`kill -9 -1`: all but itself
 and PID 1, all of them the program's uid); if output files were asked for, it writes after
@@ -95,7 +99,7 @@ if TYPE_CHECKING:
     from hazmat.backends.base import Program
     from hazmat.policy import Limits
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 # How both agents begin (this one and the session's, session_agent.py). The program's stderr
 # is kept on fd 3; the agent's own fd 2 goes nowhere, so the shell's job messages ("Killed")
@@ -163,7 +167,7 @@ fi
 # its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 IFS=' ' read -r magic version nwant maxfile nonce maxtotal || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 5 ] || die "unknown job format"
+[ "$magic" = hazmat ] && [ "$version" = 6 ] || die "unknown job format"
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -178,8 +182,13 @@ if [ -z "$runner" ] || [ -n "$build" ]; then
     setpriv $drop -- sh -c "$stage" stage "$workdir" "$runner" "$build" "$run" unpack 2>&3
     rc=$?
     if [ -n "$build" ]; then
-        # the host's compile budget ends here, and the program's own time limit starts
+        # the host's compile budget ends here, and the program's own time limit starts; the
+        # host sets the program's memory limit, then sends `go` and the program's stdin
         printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
+        if [ "$rc" -eq 0 ]; then
+            IFS= read -r go || die "no go-ahead after the build"
+            [ "$go" = go ] || die "no go-ahead after the build"
+        fi
         if [ "$rc" -eq 0 ] && [ -z "$runner" ]; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run 2>&3
             rc=$?

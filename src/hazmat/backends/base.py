@@ -11,7 +11,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, TypeVar
 
 from hazmat._exceptions import InfraError
-from hazmat.languages import Language
+from hazmat.languages import Language, get_language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
 from hazmat.watch import Watch
 
@@ -46,6 +46,17 @@ class Spec:
     egress: str | None = None
     # a container kept for a session's many calls (backends/session_agent.py), never pooled
     session: bool = False
+    # the build step's memory when it differs from the program's (0: it does not): the
+    # container starts with it and gets `memory_mb` once the build is done (a single run's,
+    # not a session's: a session's container has `memory_mb` throughout)
+    build_memory_mb: int = 0
+
+    @property
+    def start_memory_mb(self) -> int:
+        """The container's memory limit when it starts."""
+        if self.build_memory_mb and not self.session:
+            return self.build_memory_mb
+        return self.memory_mb
 
     @classmethod
     def of(
@@ -56,6 +67,7 @@ class Spec:
         limits: Limits,
         egress: str | None = None,
     ) -> Spec:
+        build = limits.build_memory_mb if get_language(language).build else limits.memory_mb
         return cls(
             language,
             image,
@@ -66,6 +78,7 @@ class Spec:
             limits.tmpfs_mb,
             limits.nofile,
             egress,
+            build_memory_mb=build if build != limits.memory_mb else 0,
         )
 
 
@@ -141,6 +154,8 @@ class RunReport:
     cpu_time_ms: float | None = None
     pids_refused: int = 0  # forks and threads the pids limit refused during the run
     peak_tasks: int | None = None  # the most host tasks at once in the container's cgroup
+    # bytes the build step left in use, more than the program may have: it did not run
+    held_after_build: int | None = None
     pooled: bool | None = None  # None: the backend has no pool
 
 

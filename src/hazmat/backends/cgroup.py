@@ -10,6 +10,8 @@ and pids controllers) and v2 (unified) are both read; v1 is what the test machin
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import threading
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -79,6 +81,35 @@ class Cgroup:
         except (OSError, ValueError):
             return None
 
+    def limit_memory(self, limit: int) -> int | None:
+        """Set the memory limit, and memory with swap to the same (no swap), to `limit`
+        bytes. Returns None, or the bytes still in use when the kernel could not reclaim them
+        down to `limit` (the limit is then left as it was); OSError for anything else."""
+        if self.unified:
+            in_use = int(_read(self.memory / "memory.current"))
+            if in_use > limit:
+                with contextlib.suppress(OSError):  # no memory.reclaim before Linux 5.19
+                    _write(self.memory / "memory.reclaim", in_use - limit)
+                in_use = int(_read(self.memory / "memory.current"))
+            if in_use > limit:
+                return in_use  # past it, the kernel would OOM-kill rather than refuse
+            _write(self.memory / "memory.max", limit)
+            return None
+        memory = self.memory / "memory.limit_in_bytes"
+        both = self.memory / "memory.memsw.limit_in_bytes"
+        files = [memory, both] if both.exists() else [memory]
+        if limit > int(_read(memory)):
+            files.reverse()  # the kernel keeps memory with swap at least memory: raise it first
+        in_use = int(_read(self.memory / "memory.usage_in_bytes"))
+        for path in files:
+            try:
+                _write(path, limit)
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+                return in_use  # what the build left, before the kernel reclaimed what it could
+        return None
+
     def _pids(self) -> dict[str, int]:
         """The pids controller's figures; zeros where the kernel has no such file."""
         figures = {}
@@ -104,6 +135,11 @@ class Cgroup:
 def _read(path: Path) -> str:
     with open(path) as f:
         return f.read()
+
+
+def _write(path: Path, value: int) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
 
 
 def _field(text: str, name: str) -> int:

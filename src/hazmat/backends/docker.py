@@ -58,6 +58,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
+_MiB = 1024 * 1024
 READY_TIMEOUT_S = 60.0
 # How many uids to try before giving up on a container (each try loses only to another
 # live container holding the same uid: one in 65536 per live container)
@@ -210,7 +211,10 @@ class DockerBackend(Backend):
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
-        return self._run(started, job, job_header(job.program) + job.program.stdin)[0]
+        header, stdin = job_header(job.program), job.program.stdin
+        if not job.language.build:
+            return self._run(started, job, header + stdin)[0]
+        return self._run(started, job, header, after_build=b"go\n" + stdin)[0]
 
     def run_kept(
         self, started: Started, job: Job, data: bytes, pending: bytes
@@ -223,7 +227,13 @@ class DockerBackend(Backend):
         return self._run(started, job, data, keep=True, pending=pending)
 
     def _run(
-        self, started: Started, job: Job, data: bytes, keep: bool = False, pending: bytes = b""
+        self,
+        started: Started,
+        job: Job,
+        data: bytes,
+        keep: bool = False,
+        pending: bytes = b"",
+        after_build: bytes | None = None,
     ) -> tuple[RunReport, bytes | None]:
         monitor = Monitor(started.cgroup) if started.cgroup else None
         killer = threading.Thread(target=self._kill, args=(started.cid,), daemon=True)
@@ -234,7 +244,7 @@ class DockerBackend(Backend):
             killer.start()
 
         try:
-            capture = self._pump(started, job, stop, data, keep, pending)
+            capture = self._pump(started, job, stop, data, keep, pending, after_build=after_build)
         finally:
             figures = monitor.stop() if monitor is not None else None
             # Tell the engine nobody reads any more, so a pending kill need not wait for us.
@@ -270,6 +280,7 @@ class DockerBackend(Backend):
             cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
+            held_after_build=capture.held_after_build,
         )
         kept = capture.end_status is not None and not capture.timed_out
         return report, capture.rest if kept and not capture.output_exceeded else None
@@ -282,6 +293,8 @@ class DockerBackend(Backend):
         data: bytes,
         keep: bool,
         pending: bytes,
+        *,
+        after_build: bytes | None,
     ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits."""
         want, nonce = job.program.want, job.program.nonce
@@ -296,8 +309,29 @@ class DockerBackend(Backend):
             compile_s=job.limits.compile_timeout_s,
             keep_open=keep,
             pending=pending,
+            after_build=after_build,
+            on_built=lambda: self._program_memory(started, job),
         )
         return pump(started.sock, exchange, stop, job.watch)
+
+    def _program_memory(self, started: Started, job: Job) -> int | None:
+        """Between the build and the program: the container started with the build step's
+        memory budget; set the program's own. Returns None, or the bytes the build left in
+        use when they are more than the program may have (the kernel could not reclaim them)."""
+        spec = job.spec
+        if spec.start_memory_mb == spec.memory_mb:
+            return None
+        limit = spec.memory_mb * _MiB
+        if started.cgroup is not None:
+            return started.cgroup.limit_memory(limit)
+        if job.runtime is Runtime.RUNSC:
+            raise InfraError(
+                "the build step's memory budget (compile_memory_mb) needs this host to reach "
+                "the engine's cgroups under runsc, and it cannot: set compile_memory_mb to 0"
+            )
+        with map_docker_errors(job.image):
+            self.engine.api.update_container(started.cid, mem_limit=limit, memswap_limit=limit)
+        return None
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
         """The output files the agent sent, and notes on those it could not."""

@@ -49,6 +49,9 @@ class Capture:
     cancelled: bool = False  # the caller's watch stopped the run
     files_exceeded: bool = False
     stdin_unsent: int = 0  # bytes the program exited without reading
+    # the build step's memory left in use when the program's limit was to be set (bytes):
+    # more than the program may have, so it did not run
+    held_after_build: int | None = None
     duration_ms: float = 0.0
     rest: bytes = b""  # bytes read after the end that belong to the next frame (sessions)
 
@@ -191,9 +194,11 @@ class Exchange:
     `timeout_s` and `output_cap`. The agent's markers (backends/agent.py): `end` ends the
     reading once it has come on both streams; after `marker` come the output files, at most
     `files_cap` bytes; with `built`, the first `compile_s` seconds are the build step's and
-    `timeout_s` starts when the marker comes. With `keep_open` (a session's kept container)
-    no EOF is sent after the payload, and `pending` (the previous call's `Capture.rest`) is
-    read first: the stream stays framed across calls."""
+    `timeout_s` starts when the marker comes; `after_build` is then sent, after
+    `on_built()` (the host's work between the build and the program: it returns None, or the
+    bytes in use when the program's memory limit could not be set, which ends the run). With
+    `keep_open` (a session's kept container) no EOF is sent after the payload, and `pending`
+    (the previous call's `Capture.rest`) is read first: the stream stays framed across calls."""
 
     payload: bytes
     timeout_s: float
@@ -205,6 +210,8 @@ class Exchange:
     compile_s: float = 0.0
     keep_open: bool = False
     pending: bytes = b""
+    after_build: bytes | None = None
+    on_built: Callable[[], int | None] | None = None
 
 
 def pump(
@@ -248,15 +255,22 @@ class _Pump:
         self.deadline = self.started + budget
         self.drain_until: float | None = None
         self.outgoing = memoryview(exchange.payload)
+        self.held = exchange.after_build  # sent once the build is done
+        self.sel: selectors.BaseSelector = selectors.DefaultSelector()
+
+    @property
+    def keep_writing(self) -> bool:
+        """Whether the write side stays open once `outgoing` is sent."""
+        return self.ex.keep_open or self.held is not None
 
     def run(self) -> Capture:
         if self.ex.pending:
             self.demux.feed(self.ex.pending)
         self.sock.setblocking(False)
-        sel = selectors.DefaultSelector()
+        sel = self.sel
         writing = selectors.EVENT_WRITE if self.outgoing else 0
         sel.register(self.sock, selectors.EVENT_READ | writing)
-        if not self.outgoing and not self.ex.keep_open:
+        if not self.outgoing and not self.keep_writing:
             _close_write(self.sock)
         try:
             while True:
@@ -303,7 +317,7 @@ class _Pump:
         """Write and read what the socket is ready for; True once the exchange is over."""
         for _key, events in sel.select(timeout=wait):
             if events & selectors.EVENT_WRITE and self.outgoing:
-                self.outgoing = _send_some(self.sock, self.outgoing, sel, self.ex.keep_open)
+                self.outgoing = _send_some(self.sock, self.outgoing, sel, self.keep_writing)
             if events & selectors.EVENT_READ:
                 data = _recv(self.sock)
                 if data is None:
@@ -323,10 +337,29 @@ class _Pump:
             now = time.monotonic()
             capture.build_ms = (now - self.started) * 1000
             self.deadline = now + self.ex.timeout_s
+            self._after_build(now)
         if self.demux.ended and not self.demux.must_stop:
             capture.rest = bytes(self.demux.buffer)
             return True
         return False
+
+    def _after_build(self, now: float) -> None:
+        """The build is done: the host's step between it and the program, then the rest of
+        the job (or EOF, when the build failed and the program will not run)."""
+        held, self.held = self.held, None
+        if held is None:
+            return
+        if self.capture.build_status == 0:
+            in_use = self.ex.on_built() if self.ex.on_built is not None else None
+            if in_use is not None:
+                self.capture.held_after_build = in_use
+                self.stop()
+                self.drain_until = now + _DRAIN_SECONDS
+                return
+            self.outgoing = memoryview(bytes(self.outgoing) + held)
+            self.sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+        elif not self.outgoing and not self.ex.keep_open:
+            _close_write(self.sock)
 
 
 class NotReady(Exception):
@@ -367,7 +400,7 @@ def _said(capture: Capture) -> str:
 
 
 def _send_some(
-    sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector, keep_open: bool
+    sock: socket.socket, outgoing: memoryview, sel: selectors.BaseSelector, keep_writing: bool
 ) -> memoryview:
     try:
         sent = sock.send(outgoing[:_CHUNK])
@@ -380,7 +413,7 @@ def _send_some(
     rest = outgoing[sent:]
     if not rest:
         sel.modify(sock, selectors.EVENT_READ)
-        if not keep_open:
+        if not keep_writing:
             _close_write(sock)
     return rest
 

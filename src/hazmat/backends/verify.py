@@ -36,15 +36,18 @@ WORKDIR = "/work"  # the program's working directory, a tmpfs
 # signal and end them (KILL); the program holds no capability (backends/agent.py).
 AGENT_USER = "0:0"
 AGENT_CAPS = ("KILL", "SETGID", "SETPCAP", "SETUID")
-# Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 44 when idle
-# (Sentry threads, gofer, ptrace stubs) and about 2 more per task inside, and the Sentry adds
-# threads of its own under load. Peaks measured here at the strict preset (32 pids): a Go
-# build and run of 8 busy goroutines 117-133, 16 goroutines doing file I/O with GOMAXPROCS 8
-# 149-165, 8 node worker threads 118-129, a 16-thread Python pool doing I/O 116-131. With a base
-# of 128 (a limit of 192) that is too close: ordinary programs died now and then with status 2
-# when the Go runtime could not make a thread. A base of 256 leaves room for load.
+# Under gVisor the pids cgroup also holds the sandbox's own host tasks: about 36-44 when idle
+# (Sentry threads, gofer, ptrace stubs), a few more per thread inside, about 6 more per process
+# inside (measured on the ptrace platform: 63 sleeping processes 409 host tasks, 63 sleeping
+# threads 42), and the Sentry adds threads of its own under load. Peaks measured here at the
+# strict preset (32 pids): a Go build and run of 8 busy goroutines 117-133, 16 goroutines doing
+# file I/O with GOMAXPROCS 8 149-165, 8 node worker threads 118-129, a 16-thread Python pool
+# doing I/O 116-131. When the cgroup refuses the Sentry a thread, the whole sandbox dies with
+# status 2 (the Go runtime cannot make a thread), so the host limit must stay out of the
+# program's reach: the program's own tasks are bounded by `nproc` (see `ulimits`), and the
+# host limit leaves room for all of them as processes plus the Sentry under load.
 RUNSC_PIDS_BASE = 256
-RUNSC_PIDS_PER_TASK = 2
+RUNSC_PIDS_PER_TASK = 7
 _MiB = 1024 * 1024
 
 
@@ -84,9 +87,23 @@ def tmpfs_mounts(spec: Spec, workdir: str, exec_tmp: bool, uid: int) -> dict[str
 
 def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
     """(name, soft, hard): open files, file size (above the tmpfs, so a full tmpfs says
-    ENOSPC rather than EFBIG) and no core dumps."""
+    ENOSPC rather than EFBIG), no core dumps, and the program's tasks.
+
+    `nproc` is the program's pids budget again, counted by the kernel per uid (every sandbox
+    has a uid of its own, backends/uids.py): under runc the pids cgroup, which also counts the
+    agent, always refuses first (root, the agent, is exempt from `nproc` there); under gVisor it
+    is the budget that bites. There the pids cgroup holds the Sentry's own host tasks (see
+    `host_pids_limit`), and a zombie or a sleeping task inside costs it little or nothing, so
+    without `nproc` a program could fill the sandbox with thousands of zombies until its time
+    limit, or make the Sentry itself fail to start a thread; with it, gVisor refuses the fork
+    with `EAGAIN` inside the program, as Linux does, and the program's own end is reported."""
     fsize = (spec.tmpfs_mb + 1) * _MiB
-    return [("nofile", spec.nofile, spec.nofile), ("fsize", fsize, fsize), ("core", 0, 0)]
+    return [
+        ("nofile", spec.nofile, spec.nofile),
+        ("fsize", fsize, fsize),
+        ("core", 0, 0),
+        ("nproc", spec.pids, spec.pids),
+    ]
 
 
 EGRESS_DIR = "/run/hazmat-egress"  # where a run's allowlist proxy socket appears
@@ -107,7 +124,7 @@ def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) ->
     that profile."""
     from hazmat.languages import get_language
 
-    memory = spec.memory_mb * _MiB
+    memory = spec.start_memory_mb * _MiB
     want: dict[str, Any] = {
         "network": "none",
         "read_only_root": True,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
+from hazmat.languages import get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Limits, Runtime
 from hazmat.run.missing_package import missing_package_note
@@ -41,9 +42,7 @@ _ERROR_LINE = re.compile(
 # a compiler's own diagnostic: `main.go:3:8: undefined: x`, `main.c:2:5: error: ...`,
 # `Main.java:3: error: ...`, rustc's `error[E0425]: ...`, esbuild's `✘ [ERROR] Expected ";"`;
 # the first error is usually the cause of the rest (warnings come after any error)
-_DIAGNOSTIC = re.compile(
-    r"\S+\.\w+:\d+(?::\d+)?: \S.*|(?:✘ )?\[ERROR\] .*|error(?:\[E\d+\])?: .*"
-)
+_DIAGNOSTIC = re.compile(r"\S+\.\w+:\d+(?::\d+)?: \S.*|(?:✘ )?\[ERROR\] .*|error(?:\[E\d+\])?: .*")
 _WARNING = re.compile(r"(?:\S+\.\w+:\d+(?::\d+)?: )?(?:warning|note)\b.*")
 
 
@@ -67,6 +66,8 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.TIMEOUT
     if report.output_exceeded:
         return Outcome.OUTPUT_LIMIT
+    if report.held_after_build is not None:
+        return Outcome.MEMORY_LIMIT  # the build left more in use than the program may have
     if report.oom_killed and (not _exited_itself(report) or _build_failed(report)):
         return Outcome.MEMORY_LIMIT  # the program's, or the compiler's (its build then failed)
     if report.pids_refused and report.exit_code != 0:
@@ -80,6 +81,13 @@ def derive_outcome(report: RunReport) -> Outcome:
 
 def _build_failed(report: RunReport) -> bool:
     return report.build_status not in (None, 0)
+
+
+def _ended_in_build(plan: Plan, report: RunReport) -> bool:
+    """The run ended in its build step: the build failed, or the agent never said it was
+    done (under gVisor a compiler past the memory limit takes the whole sandbox with it)."""
+    has_build = bool(get_language(plan.request.language).build)
+    return _build_failed(report) or (has_build and report.build_status is None)
 
 
 def _exited_itself(report: RunReport) -> bool:
@@ -106,10 +114,16 @@ def limit_notes(report: RunReport, limits: Limits) -> list[str]:
 
 
 def explain(
-    outcome: Outcome, limits: Limits, exit_code: int | None, stderr: str, in_build: bool = False
+    outcome: Outcome,
+    limits: Limits,
+    exit_code: int | None,
+    stderr: str,
+    in_build: bool = False,
+    held_after_build: int | None = None,
 ) -> str | None:
     """One sentence for a run that was not `ok` (None for `ok`); `in_build`: it ended in the
-    build step (the program did not run)."""
+    build step (the program did not run); `held_after_build`: the bytes a finished build left
+    in use, more than the program's memory limit (it did not run)."""
     if outcome is Outcome.TIMEOUT:
         return f"the program was stopped at its time limit of {limits.timeout_s:g} s"
     if outcome is Outcome.COMPILE_TIMEOUT:
@@ -122,8 +136,14 @@ def explain(
         return f"compilation failed with status {exit_code}" + (f": {tail}" if tail else "")
     if outcome is Outcome.MEMORY_LIMIT and in_build:
         return (
-            f"the build step was killed at the memory limit of {limits.memory_mb} MB; the "
-            "program did not run"
+            f"the build step was killed at its memory limit of {limits.build_memory_mb} MB "
+            "(compile_memory_mb); the program did not run"
+        )
+    if outcome is Outcome.MEMORY_LIMIT and held_after_build is not None:
+        return (
+            f"what the build left ({-(-held_after_build // (1024 * 1024))} MB in use: its "
+            "files and the sandbox's own memory) did not fit in the program's memory limit of "
+            f"{limits.memory_mb} MB; the program did not run"
         )
     if outcome is Outcome.MEMORY_LIMIT:
         return f"the program was killed at its memory limit of {limits.memory_mb} MB"
@@ -209,7 +229,14 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         trust=plan.request.trust,
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
-        error=explain(outcome, plan.limits, exit_code, stderr, _build_failed(report)),
+        error=explain(
+            outcome,
+            plan.limits,
+            exit_code,
+            stderr,
+            _ended_in_build(plan, report),
+            report.held_after_build,
+        ),
         notes=(*notes, *report.notes, *limit_notes(report, plan.limits), *([hint] if hint else [])),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
