@@ -81,6 +81,18 @@ expect 0 "$hazmat" run -c 'import os, sys; print(os.environ["GREETING"], sys.arg
     --env GREETING=hello --arg world --arg "two words"
 
 echo
+echo "== Grading: 23 submissions in ten languages against their test cases (docs/batch.md) =="
+graded=$(mktemp -d)
+expect 0 "$hazmat" batch "$here/grading/tasks.jsonl" -o "$graded/results.jsonl" --trust unknown
+"$(dirname "$(command -v "$hazmat")")/python" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(("  %-40s %-14s score %.2f  %s" % (r["id"], r["verdict"], r["score"], r["message"] or ""))[:150])
+' "$graded/results.jsonl"
+rm -rf "$graded"
+
+echo
 echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 

@@ -28,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"tenant_keys", "wire", "metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),
-    frozenset({"sessions"}),
+    frozenset({"sessions", "grade"}),
     frozenset({"sandbox"}),
     frozenset({"hazmat", "testing"}),
     frozenset({"server", "cluster"}),

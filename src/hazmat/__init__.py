@@ -39,6 +39,8 @@ if TYPE_CHECKING:
         Assessor,
         Decision,
     )
+    from hazmat.grade.grader import TaskResult
+    from hazmat.grade.tasks import Task
     from hazmat.languages import (
         LANGUAGES,
         Language,
@@ -107,6 +109,8 @@ _LAZY = {
     "Session": "hazmat.sessions",
     "SemgrepMode": "hazmat.policy",
     "Severity": "hazmat.models",
+    "Task": "hazmat.grade.tasks",
+    "TaskResult": "hazmat.grade.grader",
     "TrustLevel": "hazmat.policy",
     "TrustSettings": "hazmat.policy",
     "Watch": "hazmat.watch",
@@ -159,6 +163,8 @@ __all__ = [
     "SessionNotFound",
     "SettingsMismatch",
     "Severity",
+    "Task",
+    "TaskResult",
     "TrustLevel",
     "TrustSettings",
     "UnknownLanguage",

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
@@ -47,6 +47,8 @@ from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
     from hazmat.assess.assessor import Assessor
+    from hazmat.grade.grader import TaskResult
+    from hazmat.grade.tasks import Task
     from hazmat.sessions import Session
 
 __all__ = ["RunOptions", "Sandbox"]
@@ -190,6 +192,45 @@ class Sandbox:
         request = self.request(code, language, **options)  # bad input raises here, at once
         run = functools.partial(self.execute, request, on_output=on_output)
         return await asyncio.to_thread(run)
+
+    def map(
+        self, tasks: Iterable[Task | Mapping[str, Any]], jobs: int = 4, **options: Any
+    ) -> Generator[TaskResult, None, None]:
+        """Grade `tasks` (docs/batch.md: `Task`s, or their JSON objects), `jobs` at a time,
+        and yield each `TaskResult` as it finishes (not in the tasks' order). `options` are
+        `run`'s for every run: `trust`, `runtime`, `image`, `caller`, `override_reason`. A
+        task that is wrong (its JSON, or a run it would make) raises `InputError` when the
+        iteration reaches it."""
+        from hazmat.grade.batch import grade_many
+        from hazmat.grade.grader import Grader
+        from hazmat.grade.tasks import Task, parse_task
+
+        self._check_open()
+        grader = Grader(self, **options)
+
+        def checked() -> Iterator[Task]:
+            for raw in tasks:
+                task = raw if isinstance(raw, Task) else parse_task(raw)
+                grader.check(task)
+                yield task
+
+        return grade_many(grader, checked(), jobs)
+
+    async def amap(
+        self, tasks: Iterable[Task | Mapping[str, Any]], jobs: int = 4, **options: Any
+    ) -> AsyncIterator[TaskResult]:
+        """`map`, without blocking the event loop: the grading happens in worker threads."""
+        import asyncio
+
+        results = self.map(tasks, jobs, **options)
+        try:
+            while True:
+                result = await asyncio.to_thread(next, results, None)
+                if result is None:
+                    return
+                yield result
+        finally:
+            await asyncio.to_thread(results.close)
 
     def request(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]

@@ -34,6 +34,7 @@ exactly as from a container's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -57,8 +58,10 @@ class RecordingBackend(Backend):
     its image, runtime, limits and program (files, stdin, wanted outputs). A run the policy
     blocks never gets here. `closed` tells whether the sandbox closed its backend.
 
-    `report` is the answer to every job (default: exit status 0, stdout `hi\\n`); `error`, if
-    given, is raised instead, as a backend raises `InfraError` when its engine fails.
+    `report` is the answer to every job (default: exit status 0, stdout `hi\\n`); `answer`, if
+    given, makes the answer from each job instead (say, from its stdin: a grader's test cases,
+    docs/batch.md); `error`, if given, is raised instead, as a backend raises `InfraError`
+    when its engine fails.
     `host` is what the machine is said to have: limits are clamped to a share of it
     (default: 2 CPUs, 24 GB).
     """
@@ -68,8 +71,10 @@ class RecordingBackend(Backend):
         report: RunReport | None = None,
         error: Exception | None = None,
         host: HostResources | None = None,
+        answer: Callable[[Job], RunReport] | None = None,
     ) -> None:
         self.jobs: list[Job] = []
+        self.answer = answer
         self.report = report or RunReport(exit_code=0, stdout=b"hi\n", stderr=b"", duration_ms=5)
         self.error = error
         self.host = host or HostResources(cpus=2, memory_mb=24 * 1024)
@@ -79,7 +84,7 @@ class RecordingBackend(Backend):
         self.jobs.append(job)
         if self.error:
             raise self.error
-        return self.report
+        return self.answer(job) if self.answer is not None else self.report
 
     def resources(self) -> HostResources:
         return self.host

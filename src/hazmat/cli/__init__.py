@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from hazmat import __version__
 from hazmat._exceptions import HazmatError, InputError
-from hazmat.cli import assess, audit, bench, doctor, images, keys, mcp, run, serve, worker
+from hazmat.cli import assess, audit, batch, bench, doctor, images, keys, mcp, run, serve, worker
 from hazmat.cli.common import INTERNAL_ERROR
 
 __all__ = ["INTERNAL_ERROR", "UsageError", "main"]
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hazmat", description="run untrusted code in hardened containers")
     parser.add_argument("--version", action="version", version=f"hazmat {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (run, assess, images, audit, serve, worker, mcp, keys, doctor, bench):
+    for command in (run, batch, assess, images, audit, serve, worker, mcp, keys, doctor, bench):
         command.add(sub)
     return parser
 

@@ -1,0 +1,166 @@
+"""`hazmat batch`: grade a JSON Lines file of tasks into a JSON Lines file of results.
+
+Every task line is checked before anything runs. Results are written as tasks finish, one
+complete line each (grade/batch.py), so `--resume` carries on after Ctrl-C, kill -9 or a
+crash with the tasks whose ids are not in the output yet. A live progress bar on a terminal
+(done/total, rate, time left, verdicts so far); a summary line at the end in any case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hazmat.cli.common import policy
+
+__all__ = ["add"]
+
+
+def add(sub: Any) -> None:
+    batch = sub.add_parser(
+        "batch",
+        help="grade many submissions against their test cases (JSON Lines in and out)",
+        description=(
+            "Grade every task of TASKS (one JSON object per line: id, language, code, and "
+            "tests or check; docs/batch.md) and write one result line per task to OUTPUT as "
+            "each finishes. Exits 0 once every task has a result."
+        ),
+    )
+    batch.add_argument("tasks", type=Path, metavar="TASKS", help="the tasks, JSON Lines")
+    batch.add_argument(
+        "-o", "--output", type=Path, required=True, help="where the results go, JSON Lines"
+    )
+    batch.add_argument("--jobs", type=int, default=4, help="tasks graded at once (default: 4)")
+    batch.add_argument(
+        "--resume",
+        action="store_true",
+        help="OUTPUT has results already: grade only the tasks whose ids are not in it",
+    )
+    batch.add_argument(
+        "--trust",
+        choices=["untrusted", "unknown", "trusted"],
+        help="trust level of every run, which picks limits and runtime (default: the policy's)",
+    )
+    batch.add_argument("--policy", type=Path, metavar="FILE", help="YAML policy file")
+    batch.add_argument(
+        "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
+    )
+    batch.add_argument("--caller", help="who is asking (recorded in the audit log)")
+    batch.add_argument(
+        "--override-reason",
+        metavar="TEXT",
+        help="run submissions the policy blocks, for this written reason (recorded)",
+    )
+    batch.add_argument("--no-progress", action="store_true", help="no progress bar")
+    batch.set_defaults(handler=_batch)
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from hazmat import InputError, Sandbox
+    from hazmat.grade.batch import ResultFile, grade_many
+    from hazmat.grade.grader import Grader
+    from hazmat.grade.tasks import read_tasks
+
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be at least 1, not {args.jobs}")
+    tasks = read_tasks(args.tasks)
+    chosen = policy(args)  # a bad policy file says so before the output is touched
+    with ResultFile(args.output, resume=args.resume) as out:
+        todo = [t for t in tasks if t.id not in out.done]
+        options = {
+            k: v
+            for k, v in (
+                ("trust", args.trust),
+                ("runtime", args.runtime),
+                ("caller", args.caller),
+                ("override_reason", args.override_reason),
+            )
+            if v is not None
+        }
+        counts: Counter[str] = Counter()
+        started = time.monotonic()
+        with Sandbox(chosen) as sandbox:
+            grader = Grader(sandbox, **options)
+            _check_all(grader, todo)
+            with _Bar(len(todo), args.no_progress) as bar:
+                for result in grade_many(grader, todo, args.jobs):
+                    out.write(result.to_dict())
+                    counts[result.verdict] += 1
+                    bar.advance(counts)
+        _summary(len(tasks) - len(todo), counts, time.monotonic() - started)
+    return 0
+
+
+def _check_all(grader: Any, tasks: list[Any]) -> None:
+    """Every run of every task is a valid request, before the first one runs."""
+    from hazmat._exceptions import InputError
+
+    problems = []
+    for task in tasks:
+        try:
+            grader.check(task)
+        except InputError as exc:
+            problems.append(str(exc))
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise InputError("tasks that cannot run: " + "; ".join(problems[:5]) + more)
+
+
+def _summary(skipped: int, counts: Counter[str], seconds: float) -> None:
+    done = sum(counts.values())
+    rate = done / seconds if seconds > 0 else 0.0
+    verdicts = ", ".join(f"{v} {n}" for v, n in counts.most_common()) or "nothing to do"
+    already = f" ({skipped} done before)" if skipped else ""
+    print(
+        f"hazmat: graded {done} tasks{already} in {seconds:.1f} s ({rate:.2f} tasks/s): {verdicts}",
+        file=sys.stderr,
+    )
+
+
+class _Bar:
+    """rich's progress bar on stderr when it is a terminal; nothing otherwise."""
+
+    def __init__(self, total: int, off: bool) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("grading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[verdicts]}"),
+            console=console,
+            disable=off or not console.is_terminal,
+        )
+        self.task = self.progress.add_task("grading", total=total, rate="", verdicts="")
+        self.started = time.monotonic()
+        self.done = 0
+
+    def advance(self, counts: Counter[str]) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        rate = f"{self.done / elapsed:.2f} tasks/s" if elapsed > 0 else ""
+        verdicts = " ".join(f"{v}:{n}" for v, n in counts.most_common())
+        self.progress.update(self.task, advance=1, rate=rate, verdicts=verdicts)
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()

@@ -1,0 +1,239 @@
+"""Grading one task: its runs through the sandbox, a verdict per test case and for the task.
+
+Every run goes through `Sandbox.run`, so it is assessed, decided, hardened, verified and
+audited like any other. A test case's verdict comes from its run's outcome (`VERDICT_OF`)
+and, for a run that ended `ok`, from its stdout against the expected output (compare.py) or
+from a checker program, which runs in a sandbox too. A compile error or a blocked
+submission ends the task at its first test (the others would get the same). The task's
+verdict is `accepted` when every test case is, else that of its first test case that is
+not; its score is the share of accepted test cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Unpack
+
+from hazmat._exceptions import InputError
+from hazmat.grade.compare import difference
+from hazmat.grade.tasks import Comparator, Task, TestCase
+from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.run.intake import RunOptions
+
+__all__ = ["VERDICT_OF", "Grader", "Runner", "TaskResult", "TestResult"]
+
+VERDICT_OF: Mapping[Outcome, str] = {
+    Outcome.OK: "accepted",  # until its output is judged
+    Outcome.ERROR: "runtime_error",
+    Outcome.PIDS_LIMIT: "runtime_error",
+    Outcome.COMPILE_ERROR: "compile_error",
+    Outcome.COMPILE_TIMEOUT: "compile_error",
+    Outcome.TIMEOUT: "time_limit",
+    Outcome.MEMORY_LIMIT: "memory_limit",
+    Outcome.OUTPUT_LIMIT: "output_limit",
+    Outcome.BLOCKED: "blocked",
+    Outcome.INFRA_ERROR: "infra_error",
+    Outcome.CANCELLED: "infra_error",
+}
+_FINAL = {"compile_error", "blocked"}  # every other test case would get the same
+
+
+class Runner(Protocol):
+    """What grading needs of a `Sandbox`: its `run`."""
+
+    def run(
+        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
+    ) -> ExecutionResult: ...
+
+    def request(
+        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
+    ) -> ExecutionRequest: ...
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test case's verdict, with why (when not accepted) and what the run measured."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    verdict: str
+    message: str | None = None
+    exit_code: int | None = None
+    time_ms: float | None = None
+    memory_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "time_ms": _rounded(self.time_ms),
+            "memory_bytes": self.memory_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's verdict and score, from its test cases' (`to_dict()`: its result line)."""
+
+    id: str
+    tests: tuple[TestResult, ...]
+    total: int
+    compile_ms: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def passed(self) -> int:
+        return sum(t.verdict == "accepted" for t in self.tests)
+
+    @property
+    def failed(self) -> TestResult | None:
+        return next((t for t in self.tests if t.verdict != "accepted"), None)
+
+    @property
+    def message(self) -> str | None:
+        """Why the task is not accepted: its first failed test case, by number."""
+        for number, test in enumerate(self.tests, 1):
+            if test.verdict != "accepted":
+                said = f": {test.message}" if test.message else ""
+                return f"test {number} of {self.total}, {test.verdict}{said}"
+        return None
+
+    @property
+    def verdict(self) -> str:
+        failed = self.failed
+        return "accepted" if failed is None else failed.verdict
+
+    @property
+    def score(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result line (schema.py's RESULT_SCHEMA)."""
+        times = [t.time_ms for t in self.tests if t.time_ms is not None]
+        memory = [t.memory_bytes for t in self.tests if t.memory_bytes is not None]
+        return {
+            "id": self.id,
+            "verdict": self.verdict,
+            "score": round(self.score, 6),
+            "passed": self.passed,
+            "total": self.total,
+            "message": self.message,
+            "compile_ms": _rounded(self.compile_ms),
+            "time_ms": _rounded(max(times)) if times else None,
+            "memory_bytes": max(memory) if memory else None,
+            "tests": [t.to_dict() for t in self.tests],
+        }
+
+
+class Grader:
+    """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
+    runtime, image, caller, override_reason)."""
+
+    def __init__(self, sandbox: Runner, **options: Any) -> None:
+        self.sandbox = sandbox
+        self.options = options
+
+    def check(self, task: Task) -> None:
+        """Every run the task would make is a valid request (limits within the trust level,
+        sizes, file names): `InputError` naming the task and its run if not. Nothing runs."""
+        if task.check is not None:
+            runs = [(_with_check(task), self._check_options(task))]
+        else:
+            runs = [(task.code, self._options(task, case)) for case in task.tests]
+        for number, (code, options) in enumerate(runs, 1):
+            try:
+                self.sandbox.request(code, task.language, **options)
+            except InputError as exc:
+                raise InputError(f"task {task.id!r}, run {number}: {exc}") from None
+
+    def grade(self, task: Task) -> TaskResult:
+        if task.check is not None:
+            return self._grade_check(task)
+        results: list[TestResult] = []
+        compile_ms = None
+        for case in task.tests:
+            run = self._run(task, case)
+            compile_ms = compile_ms if compile_ms is not None else run.compile_ms
+            result = self._judge(case, run)
+            results.append(result)
+            if result.verdict in _FINAL:
+                break
+        return TaskResult(task.id, tuple(results), task.total, compile_ms)
+
+    def _run(self, task: Task, case: TestCase) -> ExecutionResult:
+        return self.sandbox.run(task.code, task.language, **self._options(task, case))
+
+    def _options(self, task: Task, case: TestCase) -> dict[str, Any]:
+        return {
+            "stdin": case.stdin,
+            "args": list(case.args),
+            "files": {**task.files, **case.files} or None,
+            "timeout": case.timeout if case.timeout is not None else task.timeout,
+            "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
+            **self.options,
+        }
+
+    def _check_options(self, task: Task) -> dict[str, Any]:
+        return {
+            "files": dict(task.files) or None,
+            "timeout": task.timeout,
+            "memory_mb": task.memory_mb,
+            **self.options,
+        }
+
+    def _judge(self, case: TestCase, run: ExecutionResult) -> TestResult:
+        verdict, message = VERDICT_OF[run.outcome], run.error
+        if verdict == "accepted":
+            verdict, message = self._output_verdict(case, run.stdout)
+        return _measured(verdict, message, run)
+
+    def _output_verdict(self, case: TestCase, output: str) -> tuple[str, str | None]:
+        if case.comparator.name == "checker":
+            return self._check(case.comparator, case, output)
+        message = difference(case.comparator, case.expected_stdout, output)
+        return ("accepted", None) if message is None else ("wrong_answer", message)
+
+    def _check(self, checker: Comparator, case: TestCase, output: str) -> tuple[str, str | None]:
+        """A checker program: it gets `input`, `output` and `expected` as files and as its
+        three arguments; status 0 accepts, 1 rejects (its first line of stdout says why),
+        anything else is the checker's own failure (`infra_error`)."""
+        files = {"input": case.stdin, "output": output, "expected": case.expected_stdout}
+        run = self.sandbox.run(
+            checker.code or "",
+            checker.language or "python",
+            files=files,
+            args=["input", "output", "expected"],
+            **{k: v for k, v in self.options.items() if k != "override_reason"},
+        )
+        if run.outcome is Outcome.OK:
+            return "accepted", None
+        if run.outcome is Outcome.ERROR and run.exit_code == 1:
+            said = run.stdout.strip().splitlines()
+            return "wrong_answer", said[0] if said else "rejected by the checker"
+        return "infra_error", f"the checker failed: {run.error}"
+
+    def _grade_check(self, task: Task) -> TaskResult:
+        """The HumanEval style: the test code is appended to the program, and the run's exit
+        status judges it; a failed check (any non-zero status) is `wrong_answer`."""
+        run = self.sandbox.run(_with_check(task), task.language, **self._check_options(task))
+        verdict = VERDICT_OF[run.outcome]
+        if verdict == "runtime_error":
+            verdict = "wrong_answer"
+        return TaskResult(task.id, (_measured(verdict, run.error, run),), 1, run.compile_ms)
+
+
+def _measured(verdict: str, message: str | None, run: ExecutionResult) -> TestResult:
+    """A test case's result: its time is the program's, without the build's."""
+    spent = run.duration_ms - (run.compile_ms or 0.0)
+    return TestResult(verdict, message, run.exit_code, spent, run.peak_memory_bytes)
+
+
+def _with_check(task: Task) -> str:
+    """The program with its test code appended (the HumanEval style)."""
+    return task.code.rstrip("\n") + "\n\n" + (task.check or "")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

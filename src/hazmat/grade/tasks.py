@@ -1,0 +1,184 @@
+"""A batch's tasks: one JSON object per line (docs/batch.md, schema.py), read and checked.
+
+A task is a submission (`id`, `language`, `code`) with either `tests` (test cases, each
+judged by its stdout) or `check` (test code appended to the program, judged by the exit
+status: the HumanEval style). Every line is checked against `TASK_SCHEMA` before anything
+runs, and a bad one is an `InputError` naming its line and key; ids must be unique, since
+`--resume` finds finished tasks by id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from hazmat._exceptions import InputError, UnknownLanguage
+from hazmat.grade.schema import TASK_SCHEMA
+from hazmat.languages import get_language
+
+__all__ = ["Comparator", "Task", "TestCase", "parse_task", "read_tasks"]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_VALIDATOR = Draft202012Validator(TASK_SCHEMA)
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Comparator:
+    """How a test's stdout is judged against `expected_stdout` (compare.py)."""
+
+    name: str = "whitespace"
+    abs_tol: float = 1e-6  # float: |a - b| <= abs_tol or <= rel_tol * max(|a|, |b|)
+    rel_tol: float = 1e-6
+    language: str | None = None  # checker: the checker program
+    code: str | None = None
+
+    @classmethod
+    def of(cls, raw: Any, default: Comparator | None = None) -> Comparator:
+        if raw is None:
+            return default or cls()
+        if isinstance(raw, str):
+            return cls(raw)
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One test case: the program's input, and the output it must give."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    expected_stdout: str
+    stdin: str = ""
+    args: tuple[str, ...] = ()
+    files: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    comparator: Comparator = field(default_factory=Comparator)
+    timeout: float | None = None
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One submission and how to judge it: `tests`, or `check` code (then `tests` is empty)."""
+
+    id: str
+    language: str
+    code: str
+    tests: tuple[TestCase, ...] = ()
+    check: str | None = None
+    files: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    timeout: float | None = None
+    memory_mb: int | None = None
+
+    @property
+    def total(self) -> int:
+        """How many verdicts make its score: one per test case, or one for `check`."""
+        return len(self.tests) or 1
+
+
+def parse_task(raw: Any, where: str = "task") -> Task:
+    """A task from its decoded JSON, checked against the schema; `InputError` names `where`
+    and the key that is wrong."""
+    error = best_match(_VALIDATOR.iter_errors(raw))
+    if error is not None:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise InputError(f"{where}{path or ''}: {error.message}")
+    _known_languages(raw, where)
+    default = Comparator.of(raw.get("comparator"))
+    tests = tuple(
+        TestCase(
+            expected_stdout=t["expected_stdout"],
+            stdin=t.get("stdin", ""),
+            args=tuple(t.get("args", ())),
+            files=MappingProxyType(dict(t.get("files", {}))),
+            comparator=Comparator.of(t.get("comparator"), default),
+            timeout=t.get("timeout"),
+            memory_mb=t.get("memory_mb"),
+        )
+        for t in raw.get("tests", ())
+    )
+    return Task(
+        id=raw["id"],
+        language=raw["language"],
+        code=raw["code"],
+        tests=tests,
+        check=raw.get("check"),
+        files=MappingProxyType(dict(raw.get("files", {}))),
+        timeout=raw.get("timeout"),
+        memory_mb=raw.get("memory_mb"),
+    )
+
+
+def _known_languages(raw: dict[str, Any], where: str) -> None:
+    """The task's language, and its checkers', exist (an unknown one names the keys)."""
+    comparators = [("comparator", raw.get("comparator"))] + [
+        (f"tests[{i}].comparator", t.get("comparator")) for i, t in enumerate(raw.get("tests", ()))
+    ]
+    named = [("language", raw["language"])] + [
+        (f"{key}.language", c["language"])
+        for key, c in comparators
+        if isinstance(c, dict) and c.get("name") == "checker"
+    ]
+    for key, name in named:
+        try:
+            get_language(name)
+        except UnknownLanguage as exc:
+            raise InputError(f"{where}.{key}: {exc}") from None
+
+
+def read_tasks(path: Path) -> list[Task]:
+    """Every task of a JSON Lines file (blank lines skipped), all checked before any runs:
+    `InputError` lists the first few bad lines."""
+    try:
+        with open(path, "rb") as f:
+            return parse_lines(f, str(path))
+    except OSError as exc:
+        raise InputError(f"cannot read tasks {path}: {exc.strerror or exc}") from None
+
+
+def parse_lines(lines: Iterable[bytes], name: str) -> list[Task]:
+    tasks, problems, seen = [], [], set[str]()
+    for number, line in _numbered(lines):
+        where = f"{name}:{number}"
+        try:
+            task = parse_task(_decode(line), where)
+        except InputError as exc:
+            said = str(exc)
+            problems.append(said if said.startswith(where) else f"{where}: {said}")
+            continue
+        if task.id in seen:
+            problems.append(f"{name}:{number}: id {task.id!r} is used twice")
+        seen.add(task.id)
+        tasks.append(task)
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise InputError("bad task lines: " + "; ".join(problems[:5]) + more)
+    if not tasks:
+        raise InputError(f"{name}: no tasks")
+    return tasks
+
+
+def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            yield number, line
+
+
+def _decode(line: bytes) -> Any:
+    if len(line) > MAX_LINE_BYTES:
+        raise InputError(f"a line of {len(line)} bytes, over {MAX_LINE_BYTES}")
+    try:
+        return json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 at byte {exc.start}") from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"not JSON: {exc}") from None
