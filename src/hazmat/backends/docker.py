@@ -57,8 +57,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-# How long a new container may take to say it is ready (runsc starting node is the slowest).
 _MiB = 1024 * 1024
+# How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 # How many uids to try before giving up on a container (each try loses only to another
 # live container holding the same uid: one in 65536 per live container)
@@ -323,10 +323,13 @@ class DockerBackend(Backend):
             return None
         limit = spec.memory_mb * _MiB
         if started.cgroup is not None:
-            return started.cgroup.limit_memory(limit)
+            try:
+                return started.cgroup.limit_memory(limit)
+            except OSError as exc:  # not root here: the engine can, for runc
+                log.debug("cannot write the container's memory limit: %s", exc)
         if job.runtime is Runtime.RUNSC:
             raise InfraError(
-                "the build step's memory budget (compile_memory_mb) needs this host to reach "
+                "the build step's memory budget (compile_memory_mb) needs this host to write "
                 "the engine's cgroups under runsc, and it cannot: set compile_memory_mb to 0"
             )
         with map_docker_errors(job.image):
