@@ -187,6 +187,14 @@ def test_no_test_module_imports_another() -> None:
     assert imports_of_test_modules(sources) == []
 
 
+def test_no_two_test_modules_share_a_name() -> None:
+    # tests/ has no __init__.py files: pytest imports each test module by its file's name, and
+    # a second tests/*/test_x.py stops the whole run at collection ("import file mismatch")
+    names = sorted(p.name for p in ROOT.joinpath("tests").rglob("test_*.py"))
+    twice = {name for name, same in itertools.groupby(names) if len(list(same)) > 1}
+    assert not twice, f"rename one of each: {sorted(twice)}"
+
+
 def test_the_test_doubles_that_ship_import_only_hazmat_and_the_standard_library() -> None:
     trees = [ast.parse(path.read_text(), str(path)) for path in SOURCES]
     names = {name for tree in trees for _, name in imported_modules(tree)}

@@ -152,6 +152,12 @@ class Sandbox:
         """Record the files a session's caller wrote into it or read from it."""
         self._recorder.session_files(session, uploaded, downloaded)
 
+    def record_verdict(self, data: dict[str, Any]) -> int:
+        """Record a graded task's verdict (`grade.verdict`, grade/grader.py) in the audit log
+        and return its sequence number: the task's receipt (`hazmat audit receipt SEQ`)."""
+        self._check_open()
+        return self.audit.append("grade.verdict", data)
+
     def metrics(self) -> MetricsSnapshot:
         """Totals and rates since this sandbox opened (runs, outcomes, blocked, pool hits and
         misses) and the latency p50/p95 of recent runs, end to end."""

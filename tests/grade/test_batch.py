@@ -1,5 +1,5 @@
 """Many tasks at once on a scripted backend, and the results file a crash cannot corrupt.
-(`hazmat batch` on the real engine, with kill -9 and --resume: tests/execution/test_batch.py.)"""
+(`hazmat batch` on the real engine, with kill -9 and --resume: tests/execution/test_grading.py.)"""
 
 from __future__ import annotations
 

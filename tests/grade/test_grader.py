@@ -1,6 +1,6 @@
 """Grading logic on a scripted backend: verdicts per test case and per task, the score,
 compile-once-per-failure rules, `check` tasks, checkers, and the result line's schema.
-(The same on the real engine, in every language: tests/execution/test_batch.py.)"""
+(The same on the real engine, in every language: tests/execution/test_grading.py.)"""
 
 from __future__ import annotations
 
@@ -169,3 +169,21 @@ def test_a_task_whose_runs_the_policy_would_refuse_is_refused_before_any_runs() 
         with pytest.raises(InputError, match=r"\.tests\[0\]\.comparator\.language: unknown"):
             parse_task(task(tests=[{"expected_stdout": "", "comparator": checker}]))
     assert backend.jobs == []
+
+
+def test_each_verdict_is_recorded_and_the_result_carries_its_receipt() -> None:
+    import hashlib
+
+    from hazmat.testing import audit_records
+
+    backend = RecordingBackend(answer=doubling)  # type: ignore[arg-type]
+    with Sandbox(backend=backend) as sandbox:
+        result = Grader(sandbox).grade(
+            parse_task(task(tests=[{"stdin": "2", "expected_stdout": "4"}]))
+        )
+        records = audit_records(sandbox)
+    verdicts = [data for kind, data in records if kind == "grade.verdict"]
+    assert verdicts[-1]["task"] == "t" and verdicts[-1]["verdict"] == "accepted"
+    code = task()["code"]
+    assert verdicts[-1]["code_sha256"] == hashlib.sha256(str(code).encode()).hexdigest()
+    assert isinstance(result.receipt, int) and result.to_dict()["receipt"] == result.receipt

@@ -1,6 +1,7 @@
-"""`hazmat audit verify|show|proof|consistency|pubkey`: verify and read the tamper-evident
-audit log. The log's own modules load only when one of them runs (so that other commands start
-quickly); the proofs themselves are in audit/proofs.py."""
+"""`hazmat audit verify|show|proof|receipt|check-receipt|consistency|pubkey`: verify and read
+the tamper-evident audit log. The log's own modules load only when one of them runs (so that
+other commands start quickly); the proofs themselves are in audit/proofs.py, receipts in
+audit/receipts.py."""
 
 from __future__ import annotations
 
@@ -32,6 +33,26 @@ def add(sub: Any) -> None:
     show.add_argument("--json", action="store_true", help="one JSON record per line")
     proof = _add(commands, "proof", "inclusion proof of a record in the checkpoint", _proof)
     proof.add_argument("seq", type=int, help="the record's sequence number")
+    receipt = _add(
+        commands,
+        "receipt",
+        "one record with its proof and signed checkpoint, to show a third party",
+        _receipt,
+    )
+    receipt.add_argument("seq", type=int, help="the record's sequence number")
+    check = commands.add_parser(
+        "check-receipt",
+        help="verify a receipt with the log's verifier key alone (no log needed)",
+    )
+    check.add_argument("receipt", type=Path, help="a receipt file (from `hazmat audit receipt`)")
+    check.add_argument(
+        "--pubkey",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the log's verifier key (from `hazmat audit pubkey`), kept apart from the log",
+    )
+    check.set_defaults(handler=_check_receipt)
     consistency = _add(
         commands, "consistency", "prove the log extends an old checkpoint", _consistency
     )
@@ -198,6 +219,32 @@ def _proof(args: argparse.Namespace) -> int:
     result.update(inclusion_proof(directory, checkpoint, args.seq))
     print(json.dumps(result))
     return 0 if result["verified"] else 1
+
+
+def _receipt(args: argparse.Namespace) -> int:
+    from hazmat.audit.receipts import make_receipt
+
+    directory = _dir(args)
+    print(json.dumps(make_receipt(directory, _key(args, directory), args.seq)))
+    return 0
+
+
+def _check_receipt(args: argparse.Namespace) -> int:
+    """Prints `{"verified": true, "record": {...}}`, or false and why (exit 1)."""
+    from hazmat.audit.receipts import check_receipt
+
+    key = _key(args, args.receipt.parent)
+    try:
+        receipt = json.loads(args.receipt.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read receipt {args.receipt}: {exc}") from None
+    try:
+        record = check_receipt(receipt, key)
+    except AuditError as exc:
+        print(json.dumps({"verified": False, "detail": str(exc)}))
+        return 1
+    print(json.dumps({"verified": True, "record": record}))
+    return 0
 
 
 def _consistency(args: argparse.Namespace) -> int:

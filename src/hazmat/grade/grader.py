@@ -11,8 +11,11 @@ not; its score is the share of accepted test cases.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
 from hazmat._exceptions import InputError
@@ -50,6 +53,8 @@ class Runner(Protocol):
         self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
     ) -> ExecutionRequest: ...
 
+    def record_verdict(self, data: dict[str, Any]) -> int: ...
+
 
 @dataclass(frozen=True)
 class TestResult:
@@ -81,7 +86,7 @@ class TaskResult:
     tests: tuple[TestResult, ...]
     total: int
     compile_ms: float | None = None
-    notes: tuple[str, ...] = field(default=())
+    receipt: int | None = None  # the audit log's grade.verdict record (hazmat audit receipt)
 
     @property
     def passed(self) -> int:
@@ -123,6 +128,7 @@ class TaskResult:
             "compile_ms": _rounded(self.compile_ms),
             "time_ms": _rounded(max(times)) if times else None,
             "memory_bytes": max(memory) if memory else None,
+            "receipt": self.receipt,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -149,8 +155,13 @@ class Grader:
                 raise InputError(f"task {task.id!r}, run {number}: {exc}") from None
 
     def grade(self, task: Task) -> TaskResult:
-        if task.check is not None:
-            return self._grade_check(task)
+        """Run the task's test cases (or its check), judge them, and record the verdict in the
+        audit log: the result carries that record's number as its receipt."""
+        result = self._grade_check(task) if task.check is not None else self._grade_tests(task)
+        seq = self.sandbox.record_verdict(verdict_record(task, result))
+        return dataclasses.replace(result, receipt=seq)
+
+    def _grade_tests(self, task: Task) -> TaskResult:
         results: list[TestResult] = []
         compile_ms = None
         for case in task.tests:
@@ -222,6 +233,41 @@ class Grader:
         if verdict == "runtime_error":
             verdict = "wrong_answer"
         return TaskResult(task.id, (_measured(verdict, run.error, run),), 1, run.compile_ms)
+
+
+def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
+    """What the audit log keeps of a graded task: enough for a receipt to say that this code,
+    judged by these tests, got this verdict (hashes, not the texts, which the runs' records
+    hold up to the log's code cap)."""
+    tests = [
+        {
+            "stdin": t.stdin,
+            "args": list(t.args),
+            "files": dict(t.files),
+            "expected_stdout": t.expected_stdout,
+            "comparator": dataclasses.asdict(t.comparator),
+            "timeout": t.timeout,
+            "memory_mb": t.memory_mb,
+        }
+        for t in task.tests
+    ]
+    return {
+        "task": task.id,
+        "language": task.language,
+        "code_sha256": _sha256(task.code),
+        "check_sha256": None if task.check is None else _sha256(task.check),
+        "tests_sha256": _sha256(json.dumps(tests, sort_keys=True, ensure_ascii=False)),
+        "files_sha256": _sha256(json.dumps(dict(task.files), sort_keys=True)),
+        "verdict": result.verdict,
+        "score": round(result.score, 6),
+        "passed": result.passed,
+        "total": result.total,
+        "tests": [t.verdict for t in result.tests],
+    }
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _measured(verdict: str, message: str | None, run: ExecutionResult) -> TestResult:

@@ -120,6 +120,10 @@ RESULT_SCHEMA: dict[str, Any] = {
         "total": {"type": "integer", "minimum": 0},
         "message": {"type": ["string", "null"], "description": "why, when not accepted"},
         "compile_ms": {"type": ["number", "null"]},
+        "receipt": {
+            "type": ["integer", "null"],
+            "description": "the audit log's grade.verdict record: hazmat audit receipt SEQ",
+        },
         **_MEASURED,
         "tests": {
             "type": "array",

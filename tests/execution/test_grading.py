@@ -56,6 +56,30 @@ def test_the_example_set_is_graded_right_in_every_language(tmp_path: Path, runti
         assert record["verdict"] == expected, record
         assert record["score"] == (1.0 if expected == "accepted" else record["score"])
     assert "hazmat: graded 23 tasks" in done.stderr
+    # a student's receipt: their verdict, checked with the log's public key alone
+    mine = graded["sum-go-wrong-wrong_answer"]
+    receipt = subprocess.run(
+        [*HAZMAT, "audit", "receipt", str(mine["receipt"])], capture_output=True, text=True
+    )
+    assert receipt.returncode == 0, receipt.stderr
+    (tmp_path / "receipt.json").write_text(receipt.stdout)
+    pubkey = subprocess.run([*HAZMAT, "audit", "pubkey"], capture_output=True, text=True)
+    (tmp_path / "hazmat.pub").write_text(pubkey.stdout)
+    checked = subprocess.run(
+        [
+            *HAZMAT,
+            "audit",
+            "check-receipt",
+            str(tmp_path / "receipt.json"),
+            "--pubkey",
+            str(tmp_path / "hazmat.pub"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    data = json.loads(checked.stdout)["record"]["data"]
+    assert (data["task"], data["verdict"], data["passed"]) == (mine["id"], "wrong_answer", 2)
 
 
 SLOW = [
