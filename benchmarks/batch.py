@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import secrets
 import subprocess
 import threading
 import time
@@ -117,15 +118,24 @@ def plain_loop(sandbox: hazmat.Sandbox) -> Callable[[Task], int]:
 
 
 def docker_loop(task: Task) -> int:
-    """A `docker run` per test case with hazmat's hardening flags (program and input on stdin)."""
+    """A `docker run` per test case with hazmat's hardening flags (program and input on stdin),
+    stopped at the same time limit as hazmat's run (the task's, else the level's 30 s)."""
     for case in task.tests:
         command = docker_run_command(task.language, "runc")
         script = command[-1]
         command[-1] = script.replace("cat > ", "head -c $BENCH_SIZE > ", 1)
         payload = task.code.encode() + case.stdin.encode()
-        command.insert(4, f"--env=BENCH_SIZE={len(task.code.encode())}")
-        done = subprocess.run(command, input=payload, capture_output=True, timeout=120)
-        difference(case.comparator, case.expected_stdout, done.stdout.decode("utf-8", "replace"))
+        name = f"hazmat-bench-{secrets.token_hex(6)}"
+        command[4:4] = [f"--env=BENCH_SIZE={len(task.code.encode())}", f"--name={name}"]
+        try:
+            done = subprocess.run(
+                command, input=payload, capture_output=True, timeout=task.timeout or 30
+            )
+            output = done.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+            output = ""
+        difference(case.comparator, case.expected_stdout, output)
     return len(task.tests)
 
 
@@ -158,11 +168,11 @@ def main() -> None:
     with hazmat.Sandbox() as sandbox:
         for language in sorted({t.language for t in tasks}):
             sandbox.warm(language, trust="unknown", runtime="runc")
-        print(f"hazmat batch: {len(tasks)} tasks ...", flush=True)
+        print(f"ceiling {rate:.2f} containers/s; hazmat batch: {len(tasks)} tasks ...", flush=True)
         graded = batch(sandbox, tasks, args.jobs)
-        print(f"plain loop over Sandbox.run: {len(sample)} tasks ...", flush=True)
+        print(f"{graded}; plain loop over Sandbox.run: {len(sample)} tasks ...", flush=True)
         loop = timed(plain_loop(sandbox), sample, args.jobs)
-    print(f"loop over docker run: {len(sample)} tasks ...", flush=True)
+    print(f"{loop}; loop over docker run: {len(sample)} tasks ...", flush=True)
     docker = timed(docker_loop, sample, args.jobs)
     cases = sum(len(t.tests) for t in tasks)
     rows = [
