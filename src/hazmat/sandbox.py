@@ -28,7 +28,7 @@ from hazmat.assess.decision import Decision, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Applied, Review, RunRecorder
-from hazmat.backends.base import Backend, Job, Spec
+from hazmat.backends.base import Backend, Job, KeptBackend, Spec
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
@@ -404,6 +404,8 @@ def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tupl
         applied = checked.limits.clamped(backend.resources())
     except InfraError:
         applied = checked.limits  # the run itself will report the engine's state
+    if isinstance(backend, KeptBackend):  # a session's container: one budget, builds included
+        applied = applied.replace(compile_memory_mb=0)
     plan = Plan(request, applied, checked.runtime, checked.image)
     return plan, clamp_notes(checked.limits, applied)
 

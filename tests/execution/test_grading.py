@@ -93,6 +93,17 @@ SLOW = [
 ]
 
 
+# `hazmat` with SIGINT at its default, as a terminal starts it: a suite started in the
+# background (CI) ignores SIGINT, a child inherits that, and Python then never raises
+# KeyboardInterrupt. The wrapper resets it and execs, keeping its pid.
+AS_FROM_A_TERMINAL = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'hazmat', *sys.argv[1:]])",
+]
+
+
 def owned_by(pid: int) -> list[str]:
     engine = Engine()
     try:
@@ -115,7 +126,10 @@ def test_a_stopped_batch_resumes_without_losing_or_repeating_a_task(
     out = tmp_path / "results.jsonl"
     args = [str(tasks), "-o", str(out), "--trust", "unknown", "--runtime", "runc", "--jobs", "2"]
     first = subprocess.Popen(
-        [*HAZMAT, "batch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*AS_FROM_A_TERMINAL, "batch", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 300

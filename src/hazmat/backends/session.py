@@ -45,7 +45,8 @@ class SessionBackend(KeptBackend):
 
     def __init__(self, docker: _Host, spec: Spec, lifetime_s: float) -> None:
         self.docker = docker
-        self.spec = dataclasses.replace(spec, session=True)
+        # a session's container has one memory budget, builds included (Spec.start_memory_mb)
+        self.spec = dataclasses.replace(spec, session=True, build_memory_mb=0)
         self.started: Started | None = docker.start(self.spec, lifetime_s=lifetime_s)
         self.ended: str | None = None  # why the session ended, once it has
         self._pending = b""
@@ -63,7 +64,7 @@ class SessionBackend(KeptBackend):
 
     def call(self, job: Job, mode: str) -> RunReport:
         """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect)."""
-        if dataclasses.replace(job.spec, session=True) != self.spec:
+        if dataclasses.replace(job.spec, session=True, build_memory_mb=0) != self.spec:
             raise InfraError("this call's container settings differ from its session's")
         with self._lock:
             started = self._open()
