@@ -110,6 +110,17 @@ class Cgroup:
                 return in_use  # what the build left, before the kernel reclaimed what it could
         return None
 
+    def reset_peak(self) -> bool:
+        """Start the peak memory over from what is in use now (a bench's next test), where the
+        kernel lets this process: cgroup v1's max_usage_in_bytes, v2's memory.peak (Linux
+        6.12 and later). False if it could not: the peak is then the container's so far."""
+        name = "memory.peak" if self.unified else "memory.max_usage_in_bytes"
+        try:
+            _write(self.memory / name, 0)
+        except OSError:
+            return False
+        return True
+
     def _pids(self) -> dict[str, int]:
         """The pids controller's figures; zeros where the kernel has no such file."""
         figures = {}

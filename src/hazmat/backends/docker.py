@@ -310,11 +310,11 @@ class DockerBackend(Backend):
             keep_open=keep,
             pending=pending,
             after_build=after_build,
-            on_built=lambda: self._program_memory(started, job),
+            on_built=lambda: self.program_memory(started, job),
         )
         return pump(started.sock, exchange, stop, job.watch)
 
-    def _program_memory(self, started: Started, job: Job) -> int | None:
+    def program_memory(self, started: Started, job: Job) -> int | None:
         """Between the build and the program: the container started with the build step's
         memory budget; set the program's own. Returns None, or the bytes the build left in
         use when they are more than the program may have (the kernel could not reclaim them)."""
@@ -447,6 +447,8 @@ class DockerBackend(Backend):
             log.warning("could not look for this backend's containers: %s", exc)
             return 0
         return len(self._remove_each([c for c in found if which(c)], engine))
+
+    keeps_containers = True
 
     def keep(self, spec: Spec, lifetime_s: float) -> SessionBackend:
         return SessionBackend(self, spec, lifetime_s)

@@ -80,7 +80,7 @@ def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         **({"HAZMAT_RUNNER": runner} if runner else {}),
         **({"HAZMAT_EGRESS": f"{EGRESS_DIR}/{SOCKET_NAME}"} if spec.egress else {}),
         **lang.env,
-        **(session_environment(lang, heap_mb(spec.memory_mb)) if spec.session else {}),
+        **(session_environment(lang, heap_mb(spec.memory_mb), spec.bench) if spec.session else {}),
     }
 
 

@@ -119,6 +119,8 @@ class PoolBackend(Backend, Generic[L]):
     def resources(self) -> HostResources:
         return self.leaser.resources()
 
+    keeps_containers = True
+
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
         return self.leaser.keep(spec, lifetime_s)
 

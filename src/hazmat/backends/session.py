@@ -36,6 +36,8 @@ class _Host(Protocol):
 
     def discard(self, started: Started) -> None: ...
 
+    def program_memory(self, started: Started, job: Job) -> int | None: ...
+
     def resources(self) -> HostResources: ...
 
 
@@ -45,8 +47,7 @@ class SessionBackend(KeptBackend):
 
     def __init__(self, docker: _Host, spec: Spec, lifetime_s: float) -> None:
         self.docker = docker
-        # a session's container has one memory budget, builds included (Spec.start_memory_mb)
-        self.spec = dataclasses.replace(spec, session=True, build_memory_mb=0)
+        self.spec = _kept(spec)
         self.started: Started | None = docker.start(self.spec, lifetime_s=lifetime_s)
         self.ended: str | None = None  # why the session ended, once it has
         self._pending = b""
@@ -62,13 +63,16 @@ class SessionBackend(KeptBackend):
     def execute(self, job: Job) -> RunReport:
         return self.call(job, "run")
 
-    def call(self, job: Job, mode: str) -> RunReport:
-        """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect)."""
-        if dataclasses.replace(job.spec, session=True, build_memory_mb=0) != self.spec:
+    def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
+        """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect); for a
+        bench, `build` and `again` (backends/session_agent.py)."""
+        if _kept(dataclasses.replace(job.spec, bench=self.spec.bench)) != self.spec:
             raise InfraError("this call's container settings differ from its session's")
         with self._lock:
             started = self._open()
-            data = session_header(job.program, mode)
+            data = session_header(job.program, mode, archive)
+            if mode == "again" and started.cgroup is not None:
+                started.cgroup.reset_peak()  # each test's own peak, where the kernel lets us
             report, rest = self.docker.run_kept(started, job, data, self._pending)
             self._pending = rest or b""
             why = _ended_by(report) if rest is None else None
@@ -78,6 +82,12 @@ class SessionBackend(KeptBackend):
                     report, notes=(*report.notes, f"the session ended: the call {why}")
                 )
             return report
+
+    def limit_memory(self, job: Job) -> int | None:
+        """A bench's build is done: set the program's memory limit on the container (it
+        started with the build's budget). None, or the bytes the build left in use when they
+        are more than the program may have."""
+        return self.docker.program_memory(self._open(), job)
 
     def cpu_seconds(self) -> float | None:
         """The CPU time the session's container has used so far (None: unknown)."""
@@ -118,6 +128,14 @@ class SessionBackend(KeptBackend):
 
     def close(self) -> None:
         self.end("it was closed")
+
+
+def _kept(spec: Spec) -> Spec:
+    """A kept container's spec: a session's has one memory budget, builds included
+    (Spec.start_memory_mb); a bench's keeps the build's own until the build is done."""
+    return dataclasses.replace(
+        spec, session=True, build_memory_mb=spec.build_memory_mb if spec.bench else 0
+    )
 
 
 def _ended_by(report: RunReport) -> str:

@@ -16,12 +16,21 @@ attached stdin, and the stream stays open between calls::
     <the program's stdin, to the end>
 
 `mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
-and downloads). Keeping the job in a file costs one process (`head`) per call; the program's
-files are unpacked from it as the program's uid (each process started in these containers
-costs about 20 ms, so Python's interpreter unpacks the job itself). The working directory
-and /tmp are kept between calls; every process the call
-started is killed before its end marker (all but PID 1, the agent and, for Python, the
-interpreter kept between calls), so nothing of one call runs into the next.
+and downloads); a bench's container (backends/bench.py) also takes `build` (unpack, build,
+and archive the working directory and the build folder as the output file the host asks
+for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty the working
+directory, /tmp and /dev/shm and remove the System V IPC objects; unpack the test's files
+and the build's archive; run, without building). A test's job is framed differently::
+
+    <archive_size>\n<json_size> <sh_size>\n<json><sh><nfiles>\n<files as above>
+    <stdin_size>\n<stdin><archive>
+
+Keeping the job in a file costs one process (`head`) per call; the program's files are
+unpacked from it as the program's uid (each process started in these containers costs about
+20 ms, so Python's interpreter unpacks the job itself). The working directory and /tmp are
+kept between calls (not between a bench's tests); every process the call started is killed
+before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between
+calls), so nothing of one call runs into the next.
 
 Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
 container start and, for each call, writes the mode to a FIFO it holds open (/tmp/.hazmat-
@@ -41,7 +50,13 @@ from hazmat.backends.shell_session import shell_repl
 from hazmat.backends.verify import WORKDIR
 from hazmat.languages import Language
 
-__all__ = ["REPL", "SESSION_SCRIPT", "session_environment", "session_header"]
+__all__ = [
+    "REPL",
+    "SESSION_SCRIPT",
+    "session_environment",
+    "session_header",
+    "unclean_marker",
+]
 
 SESSION_VERSION = 2
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
@@ -57,6 +72,10 @@ run=$HAZMAT_RUN
 unpack=$HAZMAT_UNPACK_SCRIPT
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
+# a bench's build (mode build): the working directory and the build folder, for the host
+archive='cd / && w=${1#/} && set -- "$w" && if [ -d tmp/.hazmat-build ]; then
+    set -- "$w" tmp/.hazmat-build; fi && exec tar -cf "$w/.hazmat-build.tar" \
+    --exclude="$w/.hazmat-build.tar" "$@"'
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
@@ -131,15 +150,28 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
                 'the next call starts a new one, without the variables' >&3
         fi
     else
-        setpriv $drop -- sh -c "$unpack" unpack "$workdir" <"$job" 2>&3
+        # a bench's test (mode again) starts from the state right after the build: the
+        # unpack script empties the working directory, /tmp and /dev/shm first
+        setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" <"$job" 2>&3
         rc=$?
-        if [ "$rc" -eq 0 ] && [ "$mode" = run ] && [ -n "$build" ]; then
+        if [ "$rc" -eq 126 ] && [ "$mode" = again ]; then
+            # what the last test left cannot be removed here: the host moves this test to a
+            # new container (only the agent knows the nonce: the program did not run)
+            printf -- '--hazmat-unclean-%s--\n' "$nonce"
+        fi
+        if [ "$rc" -eq 0 ] && [ "$mode" != again ] && [ "$mode" != files ] && [ -n "$build" ]
+        then
             setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
                 build "$workdir" "$build" </dev/null 2>&3
             rc=$?
             printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
         fi
-        if [ "$rc" -eq 0 ] && [ "$mode" = run ]; then
+        if [ "$rc" -eq 0 ] && [ "$mode" = build ]; then
+            # the build, for the host to keep and send with each test (mode again)
+            setpriv $drop -- sh -c "$archive" archive "$workdir" </dev/null 2>&3
+            rc=$?
+        fi
+        if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = again ]; }; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
                 </tmp/.hazmat-stdin 2>&3
             rc=$?
@@ -161,25 +193,81 @@ exit 0
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
 # and args (both forms), the input files (the language's source files from earlier calls go
-# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin.
+# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. A bench's test (mode
+# again) first empties everything the last test left where the program may write (status
+# 126: it could not); its job then begins with the size of the build's archive, its stdin
+# has a size of its own, and the archive comes last, unpacked around the test's files. Every
+# process costs 20-50 ms under gVisor, so none starts that is not needed.
 SESSION_UNPACK = r"""
 exec 2>/dev/null
 die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
 cd "$1" || die "no working directory"
-rm -f /tmp/.hazmat-job.json /tmp/.hazmat-job.sh /tmp/.hazmat-stdin @SOURCES@
+mode=${2:-run}
+number() { case $1 in '' | *[!0-9]*) die "truncated job" ;; esac; }
+if [ "$mode" = again ]; then
+    wipe() {
+        find "$1" /tmp /dev/shm -mindepth 1 ! -path /tmp/.hazmat-session \
+            ! -path '/tmp/.hazmat-session/*' -delete
+    }
+    if ! wipe "$1"; then  # folders the program made unreadable or unwritable
+        find "$1" /tmp /dev/shm -mindepth 1 -maxdepth 1 ! -path /tmp/.hazmat-session ! -type l \
+            -exec chmod -R u+rwx {} +
+        wipe "$1" || exit 126
+    fi
+    # System V IPC objects outlive their processes. Linux lists them, and they are removed;
+    # gVisor lists none (no /proc/sysvipc) but counts them: if any is left, this container
+    # cannot be made clean (status 126), and the host starts a new one for the test
+    if [ -r /proc/sysvipc/shm ]; then
+        ipc=''
+        for f in /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem; do
+            { read -r _ && read -r _; } <"$f" && ipc=1
+        done
+        if [ -n "$ipc" ]; then ipcrm --all || exit 126; fi
+    else
+        ipcs -u | {
+            left=0
+            while IFS= read -r line; do
+                case $line in
+                    *"segments allocated "* | *"allocated queues = "* | *"used arrays = "*)
+                        [ "${line##* }" = 0 ] || left=1 ;;
+                esac
+            done
+            exit "$left"
+        } || exit 126
+    fi
+    IFS= read -r archive || die "truncated job"
+    number "$archive"
+else
+    rm -f /tmp/.hazmat-job.json /tmp/.hazmat-job.sh /tmp/.hazmat-stdin @SOURCES@
+fi
 IFS=' ' read -r jsonsize shsize || die "truncated job"
-head -c "$jsonsize" > /tmp/.hazmat-job.json || die "cannot write the job"
-head -c "$shsize" > /tmp/.hazmat-job.sh || die "cannot write the job"
+number "$jsonsize"
+number "$shsize"
+for part in "$jsonsize /tmp/.hazmat-job.json" "$shsize /tmp/.hazmat-job.sh"; do
+    size=${part%% *} path=${part#* }
+    if [ "$size" -gt 0 ]; then head -c "$size" > "$path" || die "cannot write the job"
+    else : > "$path" || die "cannot write the job"; fi
+done
 IFS= read -r nfiles || die "truncated job"
 i=0
 while [ "$i" -lt "$nfiles" ]; do
     IFS=' ' read -r size name || die "truncated job"
-    case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
-    rm -f "./$name"
+    case $name in */*) [ -d "./${name%/*}" ] || mkdir -p "./${name%/*}" \
+        || die "cannot make a folder" ;; esac
+    if [ -e "./$name" ] || [ -L "./$name" ]; then rm -f "./$name"; fi
     head -c "$size" > "./$name" || die "cannot write input file"
     i=$((i + 1))
 done
-cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
+if [ "$mode" = again ]; then
+    IFS= read -r size || die "truncated job"
+    number "$size"
+    if [ "$size" -gt 0 ]; then head -c "$size" > /tmp/.hazmat-stdin || die "cannot write stdin"
+    else : > /tmp/.hazmat-stdin || die "cannot write the program's stdin"; fi
+    # the test's own files win over the build's
+    if [ "$archive" -gt 0 ]; then tar -xf - -C / --skip-old-files || die "cannot unpack"; fi
+else
+    cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
+fi
 """
 
 # The interpreter kept between calls of a Python session, as the session's uid.
@@ -330,10 +418,12 @@ while True:
 """
 
 
-def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
+def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> dict[str, str]:
     """What the session agent needs beyond the single-run agent's environment: its unpack
     script, and how each language builds and runs when the container is kept (a fresh build
-    folder per call; the source file the call named, not one left by an earlier call)."""
+    folder per call; the source file the call named, not one left by an earlier call). A
+    bench's container (backends/bench.py) runs every test as a fresh process: no interpreter
+    or shell is kept between its calls."""
     node = f"exec node --max-old-space-size={heap_mb}"
     runs = {
         "javascript": (
@@ -351,7 +441,9 @@ def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
         "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
         "HAZMAT_WARM": "",
     }
-    if lang.runner == "python":
+    if bench:
+        pass
+    elif lang.runner == "python":
         env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
     elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)
         env |= {
@@ -362,12 +454,23 @@ def session_environment(lang: Language, heap_mb: int) -> dict[str, str]:
     return env
 
 
-def session_header(program: Program, mode: str) -> bytes:
-    """One call's job for the session agent, whole (its stdin included)."""
+def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
+    """One call's job for the session agent, whole (its stdin included); a bench's test
+    (mode `again`) carries the build's archive, which the host keeps."""
     body = job_header(program).split(b"\n", 1 + len(program.want))[-1]
+    stdin = program.stdin
+    if mode == "again":
+        body = b"%d\n%s%d\n%s%s" % (len(archive), body, len(stdin), stdin, archive)
+        stdin = b""
     first = (
         f"hazmat-session {SESSION_VERSION} {len(program.want)} {program.max_file_bytes} "
-        f"{program.nonce} {len(body) + len(program.stdin)} {mode} {program.total_cap}\n"
+        f"{program.nonce} {len(body) + len(stdin)} {mode} {program.total_cap}\n"
     ).encode()
     wants = b"".join(name.encode() + b"\n" for name in program.want)
-    return first + wants + body + program.stdin
+    return first + wants + body + stdin
+
+
+def unclean_marker(nonce: str) -> bytes:
+    """All a bench's test prints when the agent could not clear what the last test left: the
+    program did not run, and the host moves the test to a new container."""
+    return f"--hazmat-unclean-{nonce}--\n".encode()
