@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
@@ -28,7 +28,8 @@ from hazmat.assess.decision import Decision, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Applied, Review, RunRecorder
-from hazmat.backends.base import Backend, Job, KeptBackend, Spec
+from hazmat.backends.base import Backend, Job, Spec
+from hazmat.backends.bench import Bench
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "Sandbox"]
 
 log = logging.getLogger(__name__)
+BENCH_SLACK_S = 5.0  # a bench container's lifetime beyond its tests' limits, per call
 
 
 class Sandbox:
@@ -146,6 +148,26 @@ class Sandbox:
         fixed = Fixed(language, trust, runtime, image, caller)
         return open_session(self, self.sessions, self._recorder, fixed)
 
+    def bench(
+        self,
+        language: str,
+        timeouts: Sequence[float | None],
+        *,
+        trust: TrustLevel | str | None = None,
+        build_files: Iterable[str] = (),
+    ) -> Bench:
+        """A container kept for one submission's test cases (backends/bench.py), one per
+        entry of `timeouts` (None: the trust level's): run each test's request with
+        `execute_in(request, bench)`; it builds once, and each test runs as a fresh process
+        from the state right after the build. `build_files` are the input files the build
+        sees besides the source. Close it (or use it as a context manager) when done."""
+        self._check_open()
+        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        limits = self.policy.settings(level).limits
+        spent = [limits.timeout_s if t is None else t for t in timeouts]
+        lifetime = limits.compile_timeout_s + sum(spent) + BENCH_SLACK_S * (1 + len(spent))
+        return Bench(self.backend, lifetime, frozenset(build_files))
+
     def record_session_files(
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
     ) -> None:
@@ -200,19 +222,25 @@ class Sandbox:
         return await asyncio.to_thread(run)
 
     def map(
-        self, tasks: Iterable[Task | Mapping[str, Any]], jobs: int = 4, **options: Any
+        self,
+        tasks: Iterable[Task | Mapping[str, Any]],
+        jobs: int = 4,
+        *,
+        fresh: bool = False,
+        **options: Any,
     ) -> Generator[TaskResult, None, None]:
         """Grade `tasks` (docs/batch.md: `Task`s, or their JSON objects), `jobs` at a time,
-        and yield each `TaskResult` as it finishes (not in the tasks' order). `options` are
-        `run`'s for every run: `trust`, `runtime`, `image`, `caller`, `override_reason`. A
-        task that is wrong (its JSON, or a run it would make) raises `InputError` when the
-        iteration reaches it."""
+        and yield each `TaskResult` as it finishes (not in the tasks' order). A task is built
+        once and each of its test cases runs as a fresh process; with `fresh`, each test case
+        gets a fresh container and build. `options` are `run`'s for every run: `trust`,
+        `runtime`, `image`, `caller`, `override_reason`. A task that is wrong (its JSON, or a
+        run it would make) raises `InputError` when the iteration reaches it."""
         from hazmat.grade.batch import grade_many
         from hazmat.grade.grader import Grader
         from hazmat.grade.tasks import Task, parse_task
 
         self._check_open()
-        grader = Grader(self, **options)
+        grader = Grader(self, fresh=fresh, **options)
 
         def checked() -> Iterator[Task]:
             for raw in tasks:
@@ -223,12 +251,17 @@ class Sandbox:
         return grade_many(grader, checked(), jobs)
 
     async def amap(
-        self, tasks: Iterable[Task | Mapping[str, Any]], jobs: int = 4, **options: Any
+        self,
+        tasks: Iterable[Task | Mapping[str, Any]],
+        jobs: int = 4,
+        *,
+        fresh: bool = False,
+        **options: Any,
     ) -> AsyncIterator[TaskResult]:
         """`map`, without blocking the event loop: the grading happens in worker threads."""
         import asyncio
 
-        results = self.map(tasks, jobs, **options)
+        results = self.map(tasks, jobs, fresh=fresh, **options)
         try:
             while True:
                 result = await asyncio.to_thread(next, results, None)
@@ -404,7 +437,7 @@ def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tupl
         applied = checked.limits.clamped(backend.resources())
     except InfraError:
         applied = checked.limits  # the run itself will report the engine's state
-    if isinstance(backend, KeptBackend):  # a session's container: one budget, builds included
+    if backend.one_budget:  # a session's container: one budget, builds included
         applied = applied.replace(compile_memory_mb=0)
     plan = Plan(request, applied, checked.runtime, checked.image)
     return plan, clamp_notes(checked.limits, applied)

@@ -55,6 +55,12 @@ def add(sub: Any) -> None:
         metavar="TEXT",
         help="run submissions the policy blocks, for this written reason (recorded)",
     )
+    batch.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every test case in a fresh container, with a build of its own (slower; "
+        "by default a submission is built once and each test is a fresh process)",
+    )
     batch.add_argument("--no-progress", action="store_true", help="no progress bar")
     batch.set_defaults(handler=_batch)
 
@@ -84,7 +90,7 @@ def _batch(args: argparse.Namespace) -> int:
         counts: Counter[str] = Counter()
         started = time.monotonic()
         with Sandbox(chosen) as sandbox:
-            grader = Grader(sandbox, **options)
+            grader = Grader(sandbox, fresh=args.fresh, **options)
             _check_all(grader, todo)
             with _Bar(len(todo), args.no_progress) as bar:
                 for result in grade_many(grader, todo, args.jobs):

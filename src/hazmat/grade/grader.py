@@ -1,12 +1,14 @@
 """Grading one task: its runs through the sandbox, a verdict per test case and for the task.
 
-Every run goes through `Sandbox.run`, so it is assessed, decided, hardened, verified and
-audited like any other. A test case's verdict comes from its run's outcome (`VERDICT_OF`)
-and, for a run that ended `ok`, from its stdout against the expected output (compare.py) or
-from a checker program, which runs in a sandbox too. A compile error or a blocked
-submission ends the task at its first test (the others would get the same). The task's
-verdict is `accepted` when every test case is, else that of its first test case that is
-not; its score is the share of accepted test cases.
+Every run goes through the pipeline (`Sandbox.execute_in`), so it is assessed, decided,
+hardened, verified and audited like any other. A task's test cases share a bench
+(backends/bench.py): the submission is built once, and each test case runs as a fresh
+process from the state right after the build. A test case's verdict comes from its run's
+outcome (`VERDICT_OF`) and, for a run that ended `ok`, from its stdout against the expected
+output (compare.py) or from a checker program, which runs in a sandbox too. A compile error
+or a blocked submission ends the task at its first test (the others would get the same). The
+task's verdict is `accepted` when every test case is, else that of its first test case that
+is not; its score is the share of accepted test cases.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
 from hazmat._exceptions import InputError
+from hazmat.backends.base import Backend
+from hazmat.backends.bench import Bench
 from hazmat.grade.compare import difference
 from hazmat.grade.tasks import Comparator, Task, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
@@ -54,6 +58,17 @@ class Runner(Protocol):
     ) -> ExecutionRequest: ...
 
     def record_verdict(self, data: dict[str, Any]) -> int: ...
+
+    def bench(
+        self,
+        language: str,
+        timeouts: Sequence[float | None],
+        *,
+        trust: Any = None,
+        build_files: Iterable[str] = (),
+    ) -> Bench: ...
+
+    def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult: ...
 
 
 @dataclass(frozen=True)
@@ -135,10 +150,13 @@ class TaskResult:
 
 class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
-    runtime, image, caller, override_reason)."""
+    runtime, image, caller, override_reason). A task's test cases share a bench (built once,
+    each test a fresh process: backends/bench.py); with `fresh`, each runs in a fresh
+    container with a build of its own instead."""
 
-    def __init__(self, sandbox: Runner, **options: Any) -> None:
+    def __init__(self, sandbox: Runner, *, fresh: bool = False, **options: Any) -> None:
         self.sandbox = sandbox
+        self.fresh = fresh
         self.options = options
 
     def check(self, task: Task) -> None:
@@ -162,19 +180,32 @@ class Grader:
         return dataclasses.replace(result, receipt=seq)
 
     def _grade_tests(self, task: Task) -> TaskResult:
+        """The test cases in one bench (built once, each test a fresh process); a test with
+        a memory limit of its own runs alone (a bench's container has one)."""
         results: list[TestResult] = []
         compile_ms = None
-        for case in task.tests:
-            run = self._run(task, case)
-            compile_ms = compile_ms if compile_ms is not None else run.compile_ms
-            result = self._judge(case, run)
-            results.append(result)
-            if result.verdict in _FINAL:
-                break
+        memory = _memory(task, task.tests[0])
+        together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
+        benched = [case for case, t in zip(task.tests, together, strict=True) if t]
+        timeouts = [self._options(task, case)["timeout"] for case in benched]
+        with self.sandbox.bench(
+            task.language, timeouts, trust=self.options.get("trust"), build_files=task.files
+        ) as bench:
+            for case, shared in zip(task.tests, together, strict=True):
+                run = self._run(task, case, bench if shared else None)
+                compile_ms = compile_ms if compile_ms is not None else run.compile_ms
+                result = self._judge(case, run)
+                results.append(result)
+                if result.verdict in _FINAL:
+                    break
         return TaskResult(task.id, tuple(results), task.total, compile_ms)
 
-    def _run(self, task: Task, case: TestCase) -> ExecutionResult:
-        return self.sandbox.run(task.code, task.language, **self._options(task, case))
+    def _run(self, task: Task, case: TestCase, bench: Backend | None) -> ExecutionResult:
+        options = self._options(task, case)
+        if bench is None:
+            return self.sandbox.run(task.code, task.language, **options)
+        request = self.sandbox.request(task.code, task.language, **options)
+        return self.sandbox.execute_in(request, bench)
 
     def _options(self, task: Task, case: TestCase) -> dict[str, Any]:
         return {
@@ -264,6 +295,10 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
         "total": result.total,
         "tests": [t.verdict for t in result.tests],
     }
+
+
+def _memory(task: Task, case: TestCase) -> int | None:
+    return case.memory_mb if case.memory_mb is not None else task.memory_mb
 
 
 def _sha256(text: str) -> str:
