@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,21 @@ def test_assessments_from_many_threads(assessor: Assessor) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == sorted([RiskLevel.HIGH] * 8 + [RiskLevel.LOW] * 8)
+
+
+def test_the_same_program_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Assessor() as assessor:
+        calls: list[str] = []
+        real = assessor._in_process
+
+        def counted(code: str, language: str, *rest: Any) -> float:
+            calls.append(code)
+            return real(code, language, *rest)
+
+        monkeypatch.setattr(assessor, "_in_process", counted)
+        first = assessor.assess("import os\nos.system('id')", "python")
+        again = assessor.assess("import os\nos.system('id')", "python")
+        other = assessor.assess("import os\nos.system('id')", "bash")
+        assert len(calls) == 2  # python once, bash once
+        assert again.level == first.level and again.findings == first.findings
+        assert other.language == "bash"
