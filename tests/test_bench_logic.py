@@ -204,3 +204,17 @@ def test_a_grader_shares_a_bench_unless_fresh_or_a_tests_memory_differs() -> Non
     with Sandbox(backend=fresh) as sandbox:
         Grader(sandbox, fresh=True, override_reason="fake containers, nothing runs").grade(task)
     assert fresh.calls == [] and len(fresh.executed) == 3
+
+
+def test_a_container_that_cannot_archive_the_build_runs_each_test_alone() -> None:
+    def answer(job: Job, mode: str) -> RunReport:
+        if mode == "build":  # built, but no archive: an image without tar
+            return RunReport(2, b"", b"sh: tar: not found\n", 9.0, build_status=0, build_ms=5.0)
+        raise AssertionError("no test runs in the bench")
+
+    host = FakeHost(answer)
+    bench = Bench(host, 60.0)
+    reports = [bench.execute(job(stdin=b"%d" % n)) for n in range(2)]
+    assert [r.stdout for r in reports] == [b"alone", b"alone"]
+    assert "tar: not found" in reports[0].notes[-1]
+    assert len(host.executed) == 2 and host.kept[0].ended is not None

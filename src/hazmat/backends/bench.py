@@ -9,8 +9,9 @@ so every test starts from the state right after the build, whatever the last one
 archive is the host's: a test cannot change what the next one starts from. A test that ends
 the container (out of time or output, cancelled, lost) costs the next test a new container,
 not a new build. Every call is still a run of the pipeline (`Sandbox.execute_in`): assessed,
-recorded and checked like any other. A backend that cannot keep containers (a test's fake)
-gets a single run per test instead.
+recorded and checked like any other. A backend that cannot keep containers (a test's fake),
+or a container that could not archive the build (an image without tar or find), gets a
+single run per test instead, in a fresh container of its own.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class Bench(KeptBackend):
         self.kept: KeptBackend | None = None
         self.archive: bytes | None = None  # the build, once it succeeded (b"": no build step)
         self.built: dict[str, bytes] = {}  # the input files in the archive
-        self.failed: RunReport | None = None  # a build that left too much in use
+        self.failed: RunReport | None = None  # a build that failed, or left too much in use
+        self.alone: str | None = None  # why each test runs alone (no archive came back)
         self.containers = 0
         self.ended = None
 
@@ -69,10 +71,13 @@ class Bench(KeptBackend):
         if self.failed is not None:
             return self.failed
         built = None
-        if self.archive is None:
+        if self.archive is None and self.alone is None:
             built = self._build(job)
-            if self.archive is None:
+            if self.archive is None and self.alone is None:
                 return built
+        if self.alone is not None:
+            report = self.backend.execute(job)
+            return dataclasses.replace(report, notes=(*report.notes, self.alone))
         # the test's own files: the archive holds the source and the build's
         files = {n: d for n, d in job.program.files.items() if self.built.get(n) != d}
         test = dataclasses.replace(
@@ -128,14 +133,14 @@ class Bench(KeptBackend):
         report = dataclasses.replace(
             report, files={}, notes=tuple(n for n in report.notes if ARCHIVE not in n)
         )
-        failed = report.build_status != 0 if job.language.build else report.exit_code != 0
-        if failed or kept.ended is not None:
-            if not job.language.build:  # unpacking and archiving are ours, not the program's
-                raise InfraError(f"the bench could not prepare the tests: {_said(report)}")
-            self.failed = report
+        if job.language.build and report.build_status != 0:
+            self.failed = report  # a compile error (or timeout) is every test's
             return report
-        if archive is None:
-            raise InfraError("the build's archive did not come back from the container")
+        if archive is None:  # an image without tar or find, a tmpfs too small for two copies
+            why = _said(report)
+            self.alone = f"each test ran in a fresh container: the build was not kept ({why})"
+            kept.end(self.alone)
+            return report
         held = kept.limit_memory(job)
         if held is not None:
             self.failed = dataclasses.replace(report, held_after_build=held)
