@@ -9,7 +9,9 @@ concurrent clients, and every fault of docs/scale.md injected while they go:
                                         longer than a heartbeat, then healed)
 
 Each fault is injected when a given share of the runs has been answered, so the schedule follows
-the load, not the clock. Then every worker's audit log is read and checked against what the
+the load, not the clock. Then the example set's Python and JavaScript tasks are graded as one
+batch through the cluster (POST /v1/batches), each to get the verdict its id names. Then every
+worker's audit log is read and checked against what the
 clients got, and against the checkpoints the service anchored. The last line is
 
     cluster: N submitted, N completed, 0 lost, 0 duplicated
@@ -156,6 +158,43 @@ class Load:
             return result
 
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "grading" / "tasks.jsonl"
+
+
+def grade_batch(lab: Lab) -> tuple[int, list[str]]:
+    """The example set's Python and JavaScript tasks (the images every lab engine has) as one
+    batch through the cluster (POST /v1/batches), its results streamed back: each task must
+    get the verdict its id names, from a worker of the lab. The count, and what is off."""
+    lines = [
+        line
+        for line in EXAMPLES.read_text().splitlines()
+        if json.loads(line)["language"] in ("python", "javascript")
+    ]
+    transport = httpx.HTTPTransport(uds=str(lab.socket))
+    headers = {"Authorization": f"Bearer {lab.key}"}
+    with httpx.Client(transport=transport, base_url="http://lab", headers=headers) as client:
+        made = client.post(
+            "/v1/batches?jobs=6&trust=unknown",
+            content="\n".join(lines),
+            headers={"Content-Type": "application/x-ndjson"},
+            timeout=60,
+        )
+        if made.status_code != 202:
+            return len(lines), [f"batch refused: {made.status_code} {made.text}"]
+        path = made.json()["results"]
+        with client.stream("GET", path, timeout=900) as streamed:
+            got = [json.loads(line) for line in streamed.iter_lines() if line]
+    problems = []
+    for result in got:
+        tid = result["id"]
+        want = "accepted" if tid.endswith("-right") else tid.rsplit("-", 1)[1]
+        if result["verdict"] != want or not str(result.get("worker", "")).startswith("w"):
+            problems.append(f"batch task {tid}: {result['verdict']} from {result.get('worker')}")
+    if len(got) != len(lines):
+        problems.append(f"batch: {len(got)} results for {len(lines)} tasks")
+    return len(lines), problems
+
+
 def faults(lab: Lab, load: Load, log: list[str]) -> None:
     def note(line: str) -> None:
         log.append(line)
@@ -275,8 +314,10 @@ def main() -> int:
         load.run()
         injector.join()
         took = time.monotonic() - began
+        graded, batch_problems = grade_batch(lab)
+        say(f"batch: {graded} tasks graded through the cluster; {len(batch_problems)} wrong")
     records = audit(lab)
-    problems = verify_anchors(lab)
+    problems = verify_anchors(lab) + batch_problems
     problems += [f"{n} container(s) left on engine {e}" for e, n in lab.leftovers.items() if n]
     completed, lost, duplicated, retried = judge(jobs, records)
     refused = sum(job.refusals for job in jobs)

@@ -7,7 +7,8 @@ HazmatError
 │   ├── UnsafeFileName
 │   ├── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
 │   ├── RequestTimeout ··········· the service: a request body that did not arrive (HTTP 408)
-│   └── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
+│   ├── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
+│   └── BatchNotFound ············ no batch of the caller's has that id (HTTP 404)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
 │   └── SessionClosed ············ the session ended (closed, expired, timed out) (HTTP 410)
@@ -39,6 +40,7 @@ __all__ = [
     "AccessDenied",
     "AuditDamaged",
     "AuditError",
+    "BatchNotFound",
     "ClosedError",
     "EngineUnavailable",
     "HazmatError",
@@ -97,6 +99,13 @@ class RequestTimeout(InputError):
 
 class SessionNotFound(InputError):
     """No open session has that id, or it is another tenant's (which looks the same)."""
+
+    http_status = 404
+
+
+class BatchNotFound(InputError):
+    """No batch has that id (or it was forgotten), or it is another tenant's (which looks the
+    same)."""
 
     http_status = 404
 

@@ -230,3 +230,35 @@ def test_with_retry_a_streamed_run_says_retry_before_the_new_attempts_output(
     after = rest[rest.index("event: retry") + 2 :]
     result = json.loads(after[after.index("event: result") + 1][len("data: ") :])
     assert result["outcome"] == "ok" and result["stdout"] == "begun\ndone\n"
+
+
+def test_a_batch_is_graded_by_the_clusters_worker(cluster: LiveServer, tmp_path: Path) -> None:
+    """POST /v1/batches with the service on a cluster: each task goes to the worker as one
+    message (a slot for its whole bench), with back-pressure from its single slot; each result
+    names the worker whose audit log holds its receipt."""
+    tasks = [
+        {
+            "id": f"t{n}",
+            "language": "python",
+            "code": "print(sum(map(int, input().split())))",
+            "tests": [{"stdin": f"{n} {k}", "expected_stdout": str(n + k)} for k in range(3)],
+        }
+        for n in range(3)
+    ]
+    tasks[1]["code"] = "print(0)"
+    with cluster.client() as client:
+        made = client.post("/v1/batches", json={"tasks": tasks, "jobs": 2})
+        assert made.status_code == 202, made.text
+        with client.stream("GET", f"/v1/batches/{made.json()['id']}/results", timeout=300) as got:
+            lines = {r["id"]: r for r in (json.loads(line) for line in got.iter_lines() if line)}
+    assert {k: v["verdict"] for k, v in lines.items()} == {
+        "t0": "accepted",
+        "t1": "wrong_answer",
+        "t2": "accepted",
+    }
+    assert {v["worker"] for v in lines.values()} == {"w1"}
+    records = {r["seq"]: r for r in audit_records(tmp_path / "audit-w1")}
+    for line in lines.values():
+        assert records[line["receipt"]]["data"]["task"] == line["id"]
+    started = [r for r in records.values() if r["kind"] == "run.started"]
+    assert len(started) == 9 and all(r["data"]["origin"]["worker"] == "w1" for r in started)

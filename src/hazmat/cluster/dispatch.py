@@ -23,11 +23,13 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hazmat._exceptions import InfraError, QuotaExceeded
 from hazmat.cluster.keys import (
     ACTOR,
+    GRADE_ACTOR,
     RUN_TTL_S,
     WORKERS,
     attempt_id,
@@ -181,16 +183,67 @@ class Dispatcher:
         runtime: str = "",
         placed: Placement | None = None,
     ) -> ExecutionResult:
+        wire = request_to_wire(request)
+        answer = self._attempts(
+            ACTOR,
+            request.language,
+            wire,
+            run_id,
+            watch=watch,
+            runtime=runtime,
+            placed=placed,
+            decode=_decode_result,
+        )
+        assert isinstance(answer, ExecutionResult)
+        return answer
+
+    def grade(
+        self,
+        task: Mapping[str, Any],
+        options: Mapping[str, Any],
+        run_id: str,
+        runtime: str = "",
+        placed: Placement | None = None,
+    ) -> dict[str, Any]:
+        """Grade one task (its JSON) on a worker (cluster/worker.py's grading actor) with the
+        batch's run options; its result line. Lost like a run, by the same rule."""
+        body = {"task": dict(task), "options": dict(options)}
+        language = str(task.get("language", ""))
+        answer = self._attempts(
+            GRADE_ACTOR,
+            language,
+            body,
+            run_id,
+            watch=None,
+            runtime=runtime,
+            placed=placed,
+            decode=_decode_line,
+        )
+        assert isinstance(answer, dict)
+        return answer
+
+    def _attempts(
+        self,
+        actor: str,
+        language: str,
+        body: dict[str, Any],
+        run_id: str,
+        *,
+        watch: Watch | None,
+        runtime: str,
+        placed: Placement | None,
+        decode: Callable[[Any], ExecutionResult | dict[str, Any]],
+    ) -> ExecutionResult | dict[str, Any]:
         tried: list[tuple[str, str]] = []
         for attempt in range(1, self.attempts + 1):
             if placed is None or placed.used:
-                placed = self._again(request.language, runtime, tuple(tried))
+                placed = self._again(language, runtime, tuple(tried))
             placed.used = True
             name, epoch = placed.worker, placed.epoch
             tried.append((name, epoch))
-            self._send(name, run_id, attempt, request, epoch)
+            self._send(actor, name, run_id, attempt, body, epoch)
             try:
-                return self._follow(attempt_id(run_id, attempt), name, epoch, watch)
+                return self._follow(attempt_id(run_id, attempt), name, epoch, watch, decode)
             except _Lost as lost:
                 last = attempt == self.attempts
                 log.warning("run %s attempt %d on %s lost: %s", run_id, attempt, name, lost)
@@ -207,20 +260,27 @@ class Dispatcher:
         raise AssertionError("unreachable")
 
     def _send(
-        self, name: str, run_id: str, attempt: int, request: ExecutionRequest, epoch: str
+        self, actor: str, name: str, run_id: str, attempt: int, body: dict[str, Any], epoch: str
     ) -> None:
         queue = queue_of(name)
         self.broker.declare_queue(queue)
         message: Any = self._message(
             queue_name=queue,
-            actor_name=ACTOR,
-            args=(run_id, attempt, request_to_wire(request), epoch),
+            actor_name=actor,
+            args=(run_id, attempt, body, epoch),
             kwargs={},
             options={},
         )
         patiently(lambda: self.broker.enqueue(message))
 
-    def _follow(self, aid: str, worker: str, epoch: str, watch: Watch | None) -> ExecutionResult:
+    def _follow(
+        self,
+        aid: str,
+        worker: str,
+        epoch: str,
+        watch: Watch | None,
+        decode: Callable[[Any], ExecutionResult | dict[str, Any]],
+    ) -> ExecutionResult | dict[str, Any]:
         events, last, shown = run_key(aid, "events"), "0-0", False
         deadline = time.monotonic() + RESULT_WAIT_S
         gone_since: float | None = None
@@ -249,7 +309,9 @@ class Dispatcher:
                             watch.write(kind, data)
                             shown = True
                     elif kind == "result":
-                        result = result_from_wire(json.loads(data))
+                        result = decode(json.loads(data))
+                        if not isinstance(result, ExecutionResult):
+                            return result  # a task's line: its runs' infra errors are in it
                         if result.outcome is Outcome.INFRA_ERROR and self.on_lost == "retry":
                             why = result.error or "infra_error"
                             raise _Lost(f"worker {worker} could not run it: {why}", shown, result)
@@ -277,6 +339,16 @@ class Dispatcher:
     def _lost(self, aid: str) -> bool:
         """Mark the attempt answered as lost, unless its worker answered it first."""
         return claim(self.redis, run_key(aid, "answered"), f"lost:{self.token}")
+
+
+def _decode_result(data: Any) -> ExecutionResult:
+    return result_from_wire(data)
+
+
+def _decode_line(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise InfraError("a worker answered a task with something other than a result line")
+    return data
 
 
 def _text(value: Any) -> str:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.dispatch import Dispatcher, Placement
 from hazmat.cluster.quotas import RedisQuotaBook
+from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.policy import Policy
+from hazmat.policy import Policy, parse_trust
 from hazmat.watch import OnOutput, Watch, as_watch
 
 __all__ = ["ClusterOptions", "ClusterRunner", "cluster_front"]
@@ -43,6 +45,20 @@ class ClusterRunner:
         runtime = request.runtime or self.policy.settings(request.trust).runtime
         placement = self.dispatcher.place(request.language, runtime.value)
         return Placed(self.dispatcher, placement, runtime.value)
+
+    def grade(
+        self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One task of a batch on a worker: a slot taken for the whole task
+        (`QuotaExceeded` when none is free: the batch waits and tries again)."""
+        trust = parse_trust(options.get("trust") or self.policy.default_trust)
+        runtime = str(options.get("runtime") or self.policy.settings(trust).runtime.value)
+        placement = self.dispatcher.place(task.language, runtime)
+        wire = {name: str(value) for name, value in options.items()}
+        try:
+            return self.dispatcher.grade(raw, wire, secrets.token_hex(8), runtime, placement)
+        finally:
+            self.dispatcher.release(placement)  # only if it was never used
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTOR",
     "CHECKPOINTS",
+    "GRADE_ACTOR",
     "HEARTBEAT_MS",
     "REDIS_GRACE_S",
     "RUN_TTL_S",
@@ -48,6 +49,7 @@ __all__ = [
 T = TypeVar("T")
 
 ACTOR = "hazmat_run"
+GRADE_ACTOR = "hazmat_grade"  # one task of a batch, on the same queue (server/batches.py)
 # A worker not heard from for this long is dead: the broker gives its unacknowledged runs back
 # to its queue, and placement skips it. Measured: redelivery 5.4 s after a SIGKILL at 5000 ms.
 HEARTBEAT_MS = 5000

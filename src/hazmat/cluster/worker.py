@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from hazmat.audit.layout import published
 from hazmat.cluster.keys import (
     ACTOR,
     CHECKPOINTS,
+    GRADE_ACTOR,
     HEARTBEAT_MS,
     RUN_TTL_S,
     WORKERS,
@@ -41,6 +43,8 @@ from hazmat.cluster.keys import (
     run_key,
     worker_key,
 )
+from hazmat.grade.grader import Grader
+from hazmat.grade.tasks import parse_task
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.sandbox import Sandbox
@@ -74,6 +78,10 @@ class ClusterWorker:
         self.epoch = uuid.uuid4().hex  # this process: only its own placements free its slots
         declare = dramatiq.actor(actor_name=ACTOR, queue_name=queue_of(name), broker=self.broker)
         self.actor = declare(self._run)
+        grading = dramatiq.actor(
+            actor_name=GRADE_ACTOR, queue_name=queue_of(name), broker=self.broker
+        )
+        self.grading = grading(self._grade)
         self._worker = dramatiq.Worker(
             self.broker, queues={queue_of(name)}, worker_threads=slots, worker_timeout=200
         )
@@ -154,12 +162,37 @@ class ClusterWorker:
 
     def _run(self, run_id: str, attempt: int, request: dict[str, Any], epoch: str) -> None:
         """The actor: one attempt at a run, its output and result into the attempt's stream."""
+        self._answer(
+            run_id, attempt, epoch, lambda aid: self._attempt(run_id, attempt, aid, request)
+        )
+
+    def _grade(self, run_id: str, attempt: int, body: dict[str, Any], epoch: str) -> None:
+        """The grading actor: one attempt at one task of a batch (server/batches.py), graded
+        here as `hazmat batch` grades it; its result line into the attempt's stream."""
+
+        def grade(aid: str) -> None:
+            delivery = self._delivery(aid)
+            if delivery is None:
+                return
+            task = parse_task(body.get("task"), "task")
+            options = {
+                **body.get("options", {}),
+                "origin": {"run": run_id, "worker": self.name, "attempt": attempt},
+            }
+            line = Grader(self.sandbox, **options).grade(task).to_dict()
+            self._deliver(aid, delivery, {**line, "worker": self.name})
+
+        self._answer(run_id, attempt, epoch, grade)
+
+    def _answer(self, run_id: str, attempt: int, epoch: str, work: Callable[[str], None]) -> None:
+        """One attempt of either actor: `work(aid)` answers it; an error is its answer
+        otherwise, and the worker's slot is given back whatever happens."""
         aid = attempt_id(run_id, attempt)
         events = run_key(aid, "events")
         with self._lock:
             self._running += 1
         try:
-            self._attempt(run_id, attempt, aid, request)
+            work(aid)
         except Exception as exc:  # the run gets an answer whatever went wrong here
             log.exception("worker %s: run %s failed", self.name, aid)
             self._send(events, "error", {"type": type(exc).__name__, "message": str(exc)})
@@ -170,18 +203,35 @@ class ClusterWorker:
             with self._lock:
                 self._running -= 1
 
-    def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
+    def _delivery(self, aid: str) -> int | None:
+        """This attempt's delivery number if it is to be executed here; None (its answer sent)
+        if it was answered already, or started before by a worker that died."""
         events, answered = run_key(aid, "events"), run_key(aid, "answered")
         if patiently(lambda: self.redis.exists(answered)):
             log.warning("worker %s: run %s already answered; not run again", self.name, aid)
             self._send(events, "skipped", {"worker": self.name, "why": "already answered"})
-            return
+            return None
         deliveries = run_key(aid, "deliveries")
         delivery = int(patiently(lambda: self.redis.incr(deliveries)))
         patiently(lambda: self.redis.expire(deliveries, RUN_TTL_S))
         if delivery > 1:  # started before, by a worker that died, and nobody answered it
             claim(self.redis, answered, f"lost:{self.epoch}")
             self._send(events, "lost", {"delivery": delivery, "worker": self.name})
+            return None
+        return delivery
+
+    def _deliver(self, aid: str, delivery: int, result: dict[str, Any]) -> None:
+        """The attempt's result, unless the service gave it up meanwhile (audit only then)."""
+        answered = run_key(aid, "answered")
+        if claim(self.redis, answered, f"result:{self.epoch}:{delivery}"):
+            self._send(run_key(aid, "events"), "result", result)
+        else:  # the service gave it up meanwhile (this worker was out of reach): audit only
+            log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
+
+    def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
+        events = run_key(aid, "events")
+        delivery = self._delivery(aid)
+        if delivery is None:
             return
         watch = Watch(lambda stream, data: self._send(events, stream, data))
         done = threading.Event()
@@ -197,10 +247,7 @@ class ClusterWorker:
             poller.join()
         if result.outcome is Outcome.INFRA_ERROR:
             self._announce()  # no slots while the engine does not answer: not the next beat
-        if claim(self.redis, answered, f"result:{self.epoch}:{delivery}"):
-            self._send(events, "result", result_to_wire(result, exact=True))
-        else:  # the service gave it up meanwhile (this worker was out of reach): audit only
-            log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
+        self._deliver(aid, delivery, result_to_wire(result, exact=True))
 
     def _send(self, events: str, kind: str, data: bytes | dict[str, Any]) -> None:
         body = data if isinstance(data, bytes) else json.dumps(data).encode()

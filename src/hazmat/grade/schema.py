@@ -124,6 +124,10 @@ RESULT_SCHEMA: dict[str, Any] = {
             "type": ["integer", "null"],
             "description": "the audit log's grade.verdict record: hazmat audit receipt SEQ",
         },
+        "worker": {
+            "type": "string",
+            "description": "graded through a cluster: the worker whose audit log holds the receipt",
+        },
         **_MEASURED,
         "tests": {
             "type": "array",

@@ -23,7 +23,15 @@ from hazmat._exceptions import InputError, UnknownLanguage
 from hazmat.grade.schema import TASK_SCHEMA
 from hazmat.languages import get_language
 
-__all__ = ["Comparator", "Task", "TestCase", "parse_task", "read_tasks"]
+__all__ = [
+    "Comparator",
+    "Task",
+    "TestCase",
+    "parse_entries",
+    "parse_lines",
+    "parse_task",
+    "read_tasks",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _VALIDATOR = Draft202012Validator(TASK_SCHEMA)
@@ -144,22 +152,30 @@ def read_tasks(path: Path) -> list[Task]:
 
 
 def parse_lines(lines: Iterable[bytes], name: str) -> list[Task]:
+    """The tasks of JSON Lines (blank lines skipped), named `name:LINE` in errors."""
+    entries = ((f"{name}:{number}", line) for number, line in _numbered(lines))
+    return [task for task, _ in parse_entries(entries, name)]
+
+
+def parse_entries(entries: Iterable[tuple[str, bytes | Any]], name: str) -> list[tuple[Task, Any]]:
+    """Tasks with their decoded JSON, from (where, line or decoded object) pairs, all checked:
+    `InputError` lists the first few bad ones (each named by `where`), and ids used twice."""
     tasks, problems, seen = [], [], set[str]()
-    for number, line in _numbered(lines):
-        where = f"{name}:{number}"
+    for where, entry in entries:
         try:
-            task = parse_task(_decode(line), where)
+            raw = _decode(entry) if isinstance(entry, bytes) else entry
+            task = parse_task(raw, where)
         except InputError as exc:
             said = str(exc)
             problems.append(said if said.startswith(where) else f"{where}: {said}")
             continue
         if task.id in seen:
-            problems.append(f"{name}:{number}: id {task.id!r} is used twice")
+            problems.append(f"{where}: id {task.id!r} is used twice")
         seen.add(task.id)
-        tasks.append(task)
+        tasks.append((task, raw))
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        raise InputError("bad task lines: " + "; ".join(problems[:5]) + more)
+        raise InputError("bad tasks: " + "; ".join(problems[:5]) + more)
     if not tasks:
         raise InputError(f"{name}: no tasks")
     return tasks

@@ -38,6 +38,7 @@ from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
+from hazmat.server.batches import BatchRoutes
 from hazmat.server.fields import (
     ASSESS_FIELDS,
     check_depth,
@@ -75,7 +76,7 @@ def create_app(
     with `hazmat serve --redis`); `quotas` (default: counted in this process) may be a
     cluster-wide book; a request body must have arrived within `body_timeout_s` (else 408)."""
     body = functools.partial(_body, timeout_s=body_timeout_s)
-    runner = runner or LocalRunner(sandbox.execute)
+    runner = runner or LocalRunner(sandbox)
     service = _Service(sandbox, keys, max_running, runner, quotas or QuotaBook(), body)
     mcp_endpoint = service.mcp_endpoint()
     routes = [
@@ -84,6 +85,7 @@ def create_app(
         Route("/v1/runs", service.endpoint("runs", service.run), methods=["POST"]),
         Route("/v1/assess", service.endpoint("assess", service.assess), methods=["POST"]),
         *_session_routes(service),
+        *_batch_routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
@@ -91,6 +93,17 @@ def create_app(
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
     app.state.wait_idle = service.wait_idle  # serve.py: before the sandbox closes
     return app
+
+
+def _batch_routes(service: _Service) -> list[Route]:
+    b, at = service.batches, "/v1/batches/{batch}"
+    return [
+        Route("/v1/batches", service.endpoint("batches", b.create), methods=["POST"]),
+        Route("/v1/batches", service.endpoint("batches", b.index), methods=["GET"]),
+        Route(at, service.endpoint("batches", b.show), methods=["GET"]),
+        Route(at, service.endpoint("batches", b.cancel), methods=["DELETE"]),
+        Route(f"{at}/results", service.endpoint("batch_results", b.results), methods=["GET"]),
+    ]
 
 
 def _session_routes(service: _Service) -> list[Route]:
@@ -129,13 +142,18 @@ class _Service:
         from hazmat.server.mcp import build_mcp
 
         self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer)
+        # the service's places for work in the pipeline: its runs and its batches' tasks
+        self.slots = threading.BoundedSemaphore(max_running)
+        self.batches = BatchRoutes(sandbox, runner, self.quotas, body, self.slots)
         owners = self.sessions.owners
         self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self.run_in, owners)
 
     def wait_idle(self) -> None:
         """Block until no run is inside the pipeline. A run always ends (its own timeout is
         enforced from the host), and is recorded in full when it does, whether or not its
-        client is still there to get the answer."""
+        client is still there to get the answer. Batches are cancelled: their running tasks
+        finish first."""
+        self.batches.book.stop()
         with self._idle:
             self._idle.wait_for(lambda: self._running == 0)
 
@@ -275,11 +293,12 @@ class _Service:
             with self._idle:
                 self._running += 1
             try:
-                reservation = reserve()
-                try:
-                    return reservation.execute(prepared, on_output=watch)
-                finally:
-                    reservation.release()
+                with self.slots:  # shared with the batches' tasks
+                    reservation = reserve()
+                    try:
+                        return reservation.execute(prepared, on_output=watch)
+                    finally:
+                        reservation.release()
             finally:
                 self.metrics.in_progress.dec()
                 with self._idle:

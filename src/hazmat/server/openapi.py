@@ -7,6 +7,7 @@ from typing import Any
 
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
+from hazmat.server.openapi_batches import BATCH_PATHS, BATCH_SCHEMAS
 from hazmat.server.openapi_sessions import (
     OUTPUT_PARAMETER,
     SESSION_PATHS,
@@ -154,6 +155,7 @@ OPENAPI: dict[str, Any] = {
             "AssessRequest": _ASSESS_REQUEST,
             "Error": _ERROR,
             **SESSION_SCHEMAS,
+            **BATCH_SCHEMAS,
         },
     },
     "paths": {
@@ -186,6 +188,7 @@ OPENAPI: dict[str, Any] = {
             }
         },
         **SESSION_PATHS,
+        **BATCH_PATHS,
         "/v1/health": {
             "get": {
                 "summary": "Whether the service answers (no key needed)",

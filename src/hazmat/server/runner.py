@@ -8,11 +8,14 @@ A run is first *reserved* (the cluster takes a worker's slot, so that a full clu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from hazmat.grade.grader import Grader
+from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.sandbox import Sandbox
 from hazmat.watch import OnOutput, Watch
 
 __all__ = ["Direct", "LocalRunner", "Reservation", "Runner"]
@@ -31,9 +34,15 @@ class Reservation(Protocol):
 
 class Runner(Protocol):
     """Where the service's runs go. `reserve` may block (call it from a worker thread) and may
-    raise `QuotaExceeded` when there is no room."""
+    raise `QuotaExceeded` when there is no room. `grade` grades one task of a batch there
+    (server/batches.py; `raw` is its JSON, `options` the batch's run options) and returns its
+    result line: blocking too, and `QuotaExceeded` when there is no room for it now."""
 
     def reserve(self, request: ExecutionRequest) -> Reservation: ...
+
+    def grade(
+        self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -54,10 +63,15 @@ class Direct:
 
 @dataclass(frozen=True)
 class LocalRunner:
-    """The service's own sandbox as a `Runner` (`LocalRunner(sandbox.execute)`): nothing to
-    reserve; every run is the sandbox's `execute`."""
+    """The service's own sandbox as a `Runner` (`LocalRunner(sandbox)`): nothing to reserve;
+    every run is the sandbox's `execute`, every task graded by a `Grader` over it."""
 
-    target: Callable[..., ExecutionResult]
+    sandbox: Sandbox
 
     def reserve(self, request: ExecutionRequest) -> Reservation:
-        return Direct(self.target)
+        return Direct(self.sandbox.execute)
+
+    def grade(
+        self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return Grader(self.sandbox, **options).grade(task).to_dict()

@@ -1,0 +1,55 @@
+"""Batches through a live `hazmat serve` on the real engine: part of the example set uploaded
+as JSON Lines, graded, streamed back with the verdicts their ids name, each with a receipt in
+the service's audit log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from server_helpers import LiveServer
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "grading" / "tasks.jsonl"
+CHOSEN = {
+    "sum-python-right",
+    "sum-python-wrong-wrong_answer",
+    "sum-c-right",
+    "sum-c-wrong-compile_error",
+    "evens-python-check-wrong-wrong_answer",
+}
+
+
+def expected(task_id: str) -> str:
+    """The verdict a task of the example set deserves: its id ends with it."""
+    return "accepted" if task_id.endswith("-right") else task_id.rsplit("-", 1)[1]
+
+
+def test_a_batch_of_the_example_set_is_graded_through_the_service(
+    live_server: LiveServer,
+) -> None:
+    lines = [line for line in EXAMPLES.read_text().splitlines() if json.loads(line)["id"] in CHOSEN]
+    with live_server.client("trusted") as client:
+        made = client.post(
+            "/v1/batches?jobs=2&trust=unknown",
+            content="\n".join(lines),
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        assert made.status_code == 202, made.text
+        bid = made.json()["id"]
+        with client.stream("GET", f"/v1/batches/{bid}/results", timeout=600) as streamed:
+            got = [json.loads(line) for line in streamed.iter_lines() if line]
+        status = client.get(f"/v1/batches/{bid}").json()
+    assert {r["id"]: r["verdict"] for r in got} == {t: expected(t) for t in CHOSEN}
+    assert (status["state"], status["done"], status["total"]) == ("done", 5, 5)
+    records = {r["seq"]: r for r in live_server.audit_records()}
+    for result in got:
+        receipt = records[result["receipt"]]
+        assert receipt["kind"] == "grade.verdict"
+        assert (receipt["data"]["task"], receipt["data"]["verdict"]) == (
+            result["id"],
+            result["verdict"],
+        )
