@@ -93,6 +93,16 @@ for line in open(sys.argv[1]):
 rm -rf "$graded"
 
 echo
+echo "== Charts and tables come back as displays (docs/api.md, Displays) =="
+shown=$(mktemp -d)
+expect 0 "$hazmat" run --image python-data --displays "$shown" -c '
+import matplotlib.pyplot as plt, pandas as pd
+frame = pd.read_csv("sales.csv")
+frame.pivot(index="month", columns="region", values="units").plot(figsize=(4, 3))
+frame.groupby("region")["units"].sum().to_frame()' --file "$here/sales.csv"
+rm -rf "$shown"
+
+echo
 echo "== Machine-readable results =="
 expect 0 "$hazmat" run -c 'print(6 * 7)' --json
 
@@ -121,6 +131,9 @@ HAZMAT_URL="unix:$svc/hazmat.sock" expect 0 "$hazmat" run -c 'print("hello throu
 HAZMAT_URL="unix:$svc/hazmat.sock" HAZMAT_API_KEY=hzm_000000000000_nope \
     expect 77 "$hazmat" run -c 'print("no key, no run")'
 expect 0 "$(dirname "$(command -v "$hazmat")")/python" "$here/service.py" "$svc/hazmat.sock"
+step "an assistant's session: a CSV loaded, summarised and charted; the PNG back over HTTP and MCP"
+expect 0 "$(dirname "$(command -v "$hazmat")")/python" "$here/agent_chart.py" "$svc/hazmat.sock" \
+    "$svc/charts"
 kill -TERM "$server"
 wait "$server"
 cat "$svc/serve.log" | tail -1

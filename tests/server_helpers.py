@@ -80,6 +80,7 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
     env = {
         **os.environ,
         "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+        "HAZMAT_SESSIONS_DIR": str(tmp / "sessions"),
         "HAZMAT_URL": "",
         "HAZMAT_API_KEY": "",
     }
@@ -156,6 +157,7 @@ def params(tmp: Path, key: str) -> StdioServerParameters:
         "HAZMAT_API_KEY": key,
         "HAZMAT_KEYS": str(tmp / "keys.json"),
         "HAZMAT_AUDIT_DIR": str(tmp / "audit"),
+        "HAZMAT_SESSIONS_DIR": str(tmp / "sessions"),
     }
     return StdioServerParameters(command=sys.executable, args=["-m", "hazmat", "mcp"], env=env)
 

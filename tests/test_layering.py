@@ -22,12 +22,13 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # surface in __init__.py (which the front-ends may import, e.g. its __version__).
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_exceptions"}),
-    frozenset({"languages", "egress", "watch"}),
+    frozenset({"languages", "egress", "watch", "displays"}),
     frozenset({"policy"}),
     frozenset({"policy_file", "models", "quotas"}),
     frozenset({"tenant_keys", "wire", "metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),
+    frozenset({"pausing"}),
     frozenset({"sessions", "grade"}),
     frozenset({"sandbox"}),
     frozenset({"hazmat", "testing"}),

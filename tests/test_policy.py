@@ -198,6 +198,14 @@ def test_policy_session_keys_are_validated() -> None:
         parse_policy({"sessions": {"idel_s": 5}})
     with pytest.raises(PolicyError, match="sessions"):
         parse_policy({"sessions": ["idle_s"]})
+    with pytest.raises(PolicyError, match=re.escape("sessions.on_idle: expected end or pause")):
+        parse_policy({"sessions": {"on_idle": "sleep"}})
+    with pytest.raises(PolicyError, match=re.escape("sessions.store: expected a directory")):
+        parse_policy({"sessions": {"store": 3}})
+    with pytest.raises(PolicyError, match=re.escape("sessions.keep_paused_s: 1 is outside")):
+        parse_policy({"sessions": {"keep_paused_s": 1}})
+    paused = parse_policy({"sessions": {"on_idle": "pause", "store": "/srv/paused"}}).sessions
+    assert (paused.on_idle, paused.store) == ("pause", "/srv/paused")
     policy = parse_policy({"sessions": {"idle_s": 60, "lifetime_s": 600.5, "max_open": 2}})
     assert (policy.sessions.idle_s, policy.sessions.lifetime_s) == (60, 600.5)
     assert (policy.sessions.max_open, policy.sessions.cpu_s) == (2, 600.0)

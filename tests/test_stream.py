@@ -22,6 +22,7 @@ from hazmat.backends.agent import (
 )
 from hazmat.backends.base import Program
 from hazmat.backends.stream import Capture, Exchange, NotReady, pump, wait_ready
+from hazmat.displays import DISPLAY_FILE, display_cap
 from hazmat.policy import PRESETS
 
 
@@ -167,7 +168,7 @@ def test_the_job_header_frames_every_file() -> None:
         nonce="n",
     )
     assert job_header(payload) == (
-        b"hazmat 6 1 10 n 10\no\n"  # the agent's: the nonce, the files' cap, the names
+        b"hazmat 7 1 10 n 10 0\no\n"  # the agent's: the nonce, the files' caps, the names
         b"0 0\n2\n9 main.py\nprint(1)\n2 d.bin\n\x00\xff"  # read as the program's uid
     )
 
@@ -184,7 +185,7 @@ def test_the_job_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
     )
     head = job_header(payload)
     first, _, rest = head.partition(b"\n")
-    assert first.split()[-2:] == [b"n", b"10"]  # no wanted names: the sizes come next
+    assert first.split()[-3:] == [b"n", b"10", b"0"]  # no wanted names: the sizes come next
     sizes, _, rest = rest.partition(b"\n")
     json_size, sh_size = (int(x) for x in sizes.split())
     as_json = json.loads(rest[:json_size])
@@ -198,6 +199,20 @@ def test_the_job_carries_env_and_args_as_json_and_as_quoted_shell() -> None:
     ).stdout
     assert out == b"it's $HOME\n`x`|a b|-c|'|"
     assert len(Program(files={}, want=[], stdin=b"", max_file_bytes=1).nonce) == 32
+
+
+def test_a_job_with_displays_asks_the_runner_and_collects_its_file_under_its_own_cap() -> None:
+    ask = {"max": 2, "bytes": 300, "formats": ["svg"]}
+    payload = Program(
+        files={"main.py": b"x"}, want=["o"], stdin=b"", max_file_bytes=10, nonce="n", displays=ask
+    )
+    first, _, rest = job_header(payload).partition(b"\n")
+    own = display_cap(2, 300)
+    assert first == b"hazmat 7 2 10 n 10 %d" % own and own > 300  # base64 and JSON fit in it
+    assert rest.startswith(b"o\n" + DISPLAY_FILE.encode() + b"\n")
+    sizes, _, rest = rest.split(b"\n", 2)[2].partition(b"\n")
+    as_json = json.loads(rest[: int(sizes.split()[0])])
+    assert as_json == {"env": {}, "args": [], "displays": ask}
 
 
 def test_reading_ends_at_the_end_marker_on_both_streams_and_drops_what_follows() -> None:

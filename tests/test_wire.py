@@ -174,6 +174,10 @@ def full_result() -> ExecutionResult:
         settings_mismatch=("x",),
         compile_ms=None,
         connections=({"host": "h", "port": 443, "allowed": False},),
+        displays=(
+            {"image/png": b"\x89PNG\r\n\x1a\n\x00", "text/plain": "<Figure>"},
+            {"text/html": "<table/>"},
+        ),
     )
 
 
@@ -188,6 +192,13 @@ def test_without_exact_the_bytes_are_the_texts() -> None:
     assert back.stdout_bytes == "a\ufffd".encode() and back.stdout == result.stdout
     assert back == dataclasses.replace(result, stdout_bytes="a\ufffd".encode())
     assert back.exit_status == result.exit_status == 3
+
+
+def test_a_result_with_a_display_it_cannot_read_is_an_infra_error() -> None:
+    body = result_to_wire(full_result())
+    body["displays"] = [{"image/png": "%% not base64"}]
+    with pytest.raises(InfraError, match=r"malformed result: .*displays\[0\]"):
+        result_from_wire(body)
 
 
 @pytest.mark.parametrize("drop", ["outcome", "limits", "stdout"])

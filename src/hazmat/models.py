@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError
+from hazmat.displays import displays_to_json
 from hazmat.policy import Limits, Runtime, TrustLevel
 
 __all__ = [
@@ -165,6 +166,8 @@ class ExecutionRequest:
     # where the run came from beyond its caller, recorded with it: a cluster run's
     # {"run": id, "worker": name, "attempt": n}
     origin: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
+    # Python: the formats matplotlib figures are shown in (displays.py); png, svg, pdf, jpeg
+    figure_formats: Sequence[str] = ("png",)
     # the intake's check of this very request against a policy (run/intake.py), so that no
     # stage checks it again; not a field a caller sets, and `dataclasses.replace` drops it
     checked: object = field(default=None, init=False, repr=False, compare=False)
@@ -210,6 +213,9 @@ class ExecutionResult:
     compile_ms: float | None = None  # the build step's time (None: the language has none)
     # every connection the program asked the allowlist proxy for, allowed or refused
     connections: Sequence[Mapping[str, Any]] = ()
+    # what a Python program showed, in order (displays.py): each a MIME type -> data mapping,
+    # bytes for binary types (a PNG), text for the others (HTML, plain text)
+    displays: Sequence[Mapping[str, bytes | str]] = ()
 
     @property
     def ok(self) -> bool:
@@ -253,6 +259,7 @@ class ExecutionResult:
             "settings_mismatch": list(self.settings_mismatch),
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
             "connections": [dict(c) for c in self.connections],
+            "displays": displays_to_json(self.displays),
         }
 
 

@@ -79,6 +79,8 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "max_files": (0, 10_000),
     "max_download_bytes": (1, 4096 * MiB),
     "nofile": (16, 1_048_576),
+    "max_displays": (0, 1000),
+    "max_display_bytes": (0, 1024 * MiB),
 }
 
 
@@ -102,6 +104,9 @@ class Limits:
     compile_timeout_s: float = 60.0  # the build step (Go, TypeScript), before timeout_s starts
     # the build step's memory (compilers need more than most programs), at least memory_mb
     compile_memory_mb: int = 0
+    # a Python run's displays (charts, tables: displays.py): how many, and their data together
+    max_displays: int = 16
+    max_display_bytes: int = 8 * MiB
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -171,6 +176,8 @@ PRESETS: Mapping[str, Limits] = MappingProxyType(
             nofile=128,
             compile_timeout_s=30.0,
             compile_memory_mb=512,
+            max_displays=8,
+            max_display_bytes=2 * MiB,
         ),
     }
 )
@@ -316,14 +323,20 @@ class SessionSettings:
 
     A session ends `idle_s` seconds after its last call, `lifetime_s` after it opened, or
     once its container has used `cpu_s` seconds of CPU in all, whichever comes first; at most
-    `max_open` are open at once per Sandbox. Memory, pids and the tmpfs are the trust level's
-    limits, for the whole session.
+    `max_open` are open at once per Sandbox. An idle one is paused instead when `on_idle` is
+    "pause"; a paused session is kept `keep_paused_s` in `store`. Memory, pids and the tmpfs
+    are the trust level's limits, for the whole session.
     """
 
     idle_s: float = 300.0
     lifetime_s: float = 3600.0
     cpu_s: float = 600.0
     max_open: int = 8
+    # what an idle session becomes: "end" (its container removed, nothing kept) or "pause"
+    # (its files, and what can be saved of Python's variables, kept for resume: sessions.py)
+    on_idle: str = "end"
+    keep_paused_s: float = 7 * 86_400.0  # how long a paused session is kept
+    store: str | None = None  # where: default $HAZMAT_SESSIONS_DIR, else the state directory
 
 
 SESSION_BOUNDS = {
@@ -331,6 +344,7 @@ SESSION_BOUNDS = {
     "lifetime_s": (1, 7 * 86_400),
     "cpu_s": (1, 7 * 86_400),
     "max_open": (0, 1024),
+    "keep_paused_s": (60, 90 * 86_400),
 }
 
 

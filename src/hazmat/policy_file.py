@@ -108,6 +108,12 @@ def _parse_sessions(data: object, source: str) -> SessionSettings:
     fields = {f.name for f in dataclasses.fields(SessionSettings)}
     _no_unknown_keys(values, fields, source, "sessions")
     _check_numbers(values, SESSION_BOUNDS, SessionSettings, source, "sessions")
+    if values.get("on_idle", "end") not in ("end", "pause"):
+        raise PolicyError(
+            f"{source}: sessions.on_idle: expected end or pause, got {values['on_idle']!r}"
+        )
+    if not isinstance(values.get("store", ""), str | None):
+        raise PolicyError(f"{source}: sessions.store: expected a directory path")
     return SessionSettings(**values)
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +37,7 @@ from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
+from hazmat.pausing import restore
 from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
 from hazmat.policy_file import load_policy
 from hazmat.run.image_choice import default_image
@@ -43,6 +46,7 @@ from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.session_book import SessionBook
+from hazmat.run.session_store import Paused, SessionStore, default_store_dir
 from hazmat.sessions import Fixed, open_session
 from hazmat.watch import OnOutput, Watch, as_watch
 
@@ -102,6 +106,11 @@ class Sandbox:
         self._gates = Gates(egress, policy.reachable)  # the proxy, made when a run needs it
         self._late = LateSemgrep(self.assessor, self._recorder)
         self.sessions: SessionBook[Session] = SessionBook(policy.sessions)
+        store = policy.sessions.store
+        self.session_store = SessionStore(
+            Path(store) if store else default_store_dir(), policy.sessions.keep_paused_s
+        )
+        self._resuming = threading.Lock()
         for name in policy.pool.prewarm:
             try:
                 self.warm(name)
@@ -147,6 +156,42 @@ class Sandbox:
         self._check_open()
         fixed = Fixed(language, trust, runtime, image, caller)
         return open_session(self, self.sessions, self._recorder, fixed)
+
+    def resume_session(self, session_id: str, *, owner: str | None = None) -> Session:
+        """A paused session (`Session.pause`) in a new hardened container, with the same id,
+        language, trust, runtime and image: its working directory back, and for Python the
+        variables that were saved (`session.resumed` says which came back). `owner` must be
+        the one the pause was given. `SessionNotFound` if there is no such paused session; if
+        the resume fails, the paused session is kept."""
+        self._check_open()
+        with self._resuming:  # one resume of an id at a time
+            paused, archive = self.session_store.get(session_id, owner)
+            fixed = Fixed(
+                paused.language, paused.trust, paused.runtime, paused.image, paused.caller
+            )
+            session = open_session(self, self.sessions, self._recorder, fixed, paused.id)
+            try:
+                session.resumed = restore(session, paused, archive)
+            except BaseException:
+                session.end("its resume failed")
+                raise
+            self.session_store.remove(session_id)
+        self._recorder.session_event("resumed", {"session": session.id, **session.resumed})
+        return session
+
+    def keep_paused(self, paused: Paused, archive: bytes) -> None:
+        """Keep a pausing session in the store, and record it (its archive by digest)."""
+        self.session_store.put(paused, archive)
+        self._recorder.session_event(
+            "paused",
+            {
+                "session": paused.id,
+                "owner": paused.owner,
+                "archive": {"bytes": len(archive), "sha256": hashlib.sha256(archive).hexdigest()},
+                "saved": list(paused.saved),
+                "lost": dict(paused.lost),
+            },
+        )
 
     def bench(
         self,

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
-from hazmat._exceptions import InputError, SessionClosed
-from hazmat.backends.base import Backend, Job, KeptBackend, Program, Spec
+from hazmat._exceptions import HazmatError, InputError, SessionClosed
+from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_trust
@@ -39,12 +39,23 @@ from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
+    from hazmat.run.session_store import Paused
 
 __all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "open_session"]
 
 # What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
 CALL_OPTIONS = frozenset(
-    {"stdin", "files", "output_files", "env", "args", "timeout", "override_reason", "module"}
+    {
+        "stdin",
+        "files",
+        "output_files",
+        "env",
+        "args",
+        "timeout",
+        "override_reason",
+        "module",
+        "figure_formats",
+    }
 )
 
 
@@ -69,6 +80,8 @@ class Pipeline(Protocol):
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
     ) -> None: ...
 
+    def keep_paused(self, paused: Paused, archive: bytes) -> None: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class Fixed:
@@ -82,7 +95,11 @@ class Fixed:
 
 
 def open_session(
-    pipeline: Pipeline, book: SessionBook[Session], recorder: RunRecorder, asked: Fixed
+    pipeline: Pipeline,
+    book: SessionBook[Session],
+    recorder: RunRecorder,
+    asked: Fixed,
+    session_id: str | None = None,
 ) -> Session:
     """Start a session's container (`Backend.keep`: checked against the policy like any
     other), record the opening, and enter it in the book of open sessions."""
@@ -109,7 +126,7 @@ def open_session(
 
     with book.slot() as enter:  # the place is taken before the container starts
         backend = pipeline.backend.keep(spec, lifetime)
-        session = Session(pipeline, backend, spec, fixed, rules, ended)
+        session = Session(pipeline, backend, spec, fixed, rules, ended, session_id=session_id)
         try:
             enter(session)
         except BaseException:
@@ -139,8 +156,10 @@ class Session:
         fixed: Mapping[str, Any],
         settings: SessionSettings,
         on_end: Callable[[Session], None],
+        *,
+        session_id: str | None = None,  # a resumed session keeps its id (pausing.py)
     ) -> None:
-        self.id = "s-" + secrets.token_hex(8)
+        self.id = session_id or "s-" + secrets.token_hex(8)
         self.language = spec.language
         self.spec = spec
         self.opened = time.time()
@@ -153,6 +172,9 @@ class Session:
         self._end_reported = False
         self._report_lock = threading.RLock()
         self.calls = 0
+        # a resumed session: when it was paused, and which variables came back (pausing.py)
+        self.resumed: dict[str, Any] | None = None
+        self.owner: str | None = None  # a service's tenant, whose pause this is (on_idle)
 
     @property
     def trust(self) -> str:
@@ -225,6 +247,32 @@ class Session:
             raise InputError("download: no file names given")
         return self._files({}, want)
 
+    def pause(self, owner: str | None = None) -> Paused:
+        """Pause the session: its working directory, and what can be pickled of Python's
+        variables, are kept by the sandbox (encrypted, `sessions.store`) and its container is
+        removed; `Sandbox.resume_session(id)` brings it back in a new container, also after a
+        restart. `owner` (a service's tenant; default: the session's `owner`) must be given
+        again to resume it. Returns what was kept; if the pause fails, the session goes on as
+        it was."""
+        from hazmat.pausing import pause
+
+        return pause(self, owner if owner is not None else self.owner, self._sandbox.keep_paused)
+
+    def agent_call(self, program: Program, mode: str) -> RunReport:
+        """One call of the session agent that is not a program of the caller's: `files`,
+        `save`, `restore` (backends/session_agent.py)."""
+        self._check_open()
+        self._touch()
+        report = self._backend.call(self._job(program), mode)
+        self._after_call()
+        return report
+
+    @property
+    def fixed(self) -> Fixed:
+        """What the session was opened with (for a resume)."""
+        f = self._fixed
+        return Fixed(self.language, f["trust"], f["runtime"], f["image"], f["caller"])
+
     def info(self) -> dict[str, Any]:
         """What a front-end shows about the session."""
         return {
@@ -239,6 +287,7 @@ class Session:
             "idle_s": self._settings.idle_s,
             "lifetime_s": self._settings.lifetime_s,
             "cpu_s": self._settings.cpu_s,
+            **({"resumed": self.resumed} if self.resumed is not None else {}),
         }
 
     def close(self) -> None:
@@ -287,23 +336,23 @@ class Session:
             max_file_bytes=limits.max_file_bytes,
             max_total_bytes=limits.max_download_bytes,
         )
-        job = Job(
-            get_language(self.language),
-            self.spec.image,
-            limits.replace(memory_mb=self.spec.memory_mb, cpus=self.spec.cpus, compile_memory_mb=0),
-            self.spec.runtime,
-            request.trust,
-            program,
-        )
-        self._touch()
-        report = self._backend.call(job, "files")
+        report = self.agent_call(program, "files")
         self._sandbox.record_session_files(self.id, request.files, report.files)
-        self._after_call()
         missing = [name for name in want if name not in report.files]
         if missing:
             why = "; ".join(report.notes) or "not found"
             raise InputError(f"download: {', '.join(missing)}: {why}")
         return dict(report.files)
+
+    def _job(self, program: Program) -> Job:
+        trust = self._fixed["trust"]
+        limits = self._sandbox.policy.settings(trust).limits
+        limits = limits.replace(
+            memory_mb=self.spec.memory_mb, cpus=self.spec.cpus, compile_memory_mb=0
+        )
+        return Job(
+            get_language(self.language), self.spec.image, limits, self.spec.runtime, trust, program
+        )
 
     def _touch(self) -> None:
         self.last_used = time.time()
@@ -331,6 +380,22 @@ class Session:
             why = self._backend.ended
         if why is not None:
             raise SessionClosed(f"session {self.id} has ended: {why}")
+
+    def expire(self) -> None:
+        """The janitor's, past its idle time or lifetime: idle, with the policy's `on_idle:
+        pause`, it is paused for its owner; otherwise (or if the pause fails) it ends."""
+        why = self.expiry()
+        if (
+            self._settings.on_idle == "pause"
+            and time.time() < self.opened + self._settings.lifetime_s
+        ):
+            self.last_used = time.time()  # its pause is its last call, not refused as idle
+            try:
+                self.pause()
+                return
+            except HazmatError as exc:
+                why = f"{why}; it could not be paused: {exc}"
+        self.end(why)
 
     def expiry(self) -> str:
         """Why the session expired (its lifetime, or its idle time)."""

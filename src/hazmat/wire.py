@@ -19,9 +19,11 @@ import base64
 import binascii
 import dataclasses
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import HazmatError, InfraError, InputError
+from hazmat.displays import bundle_from_json
 from hazmat.models import (
     Assessment,
     ExecutionRequest,
@@ -66,6 +68,7 @@ RUN_FIELDS: Mapping[str, str | None] = {
     "network": "network",
     "session": "session",
     "override_reason": "override_reason",
+    "figure_formats": "figure_formats",
 }
 # what only hazmat's own processes send each other (the cluster's queue), never a client:
 # who asked (the service sets it from the key), where the run came from, and the codec's version
@@ -156,6 +159,9 @@ def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
         "network": list(request.network) if request.network is not None else None,
         "session": request.session,
         "override_reason": request.override_reason,
+        "figure_formats": None
+        if tuple(request.figure_formats) == ("png",)
+        else list(request.figure_formats),
         "caller": request.caller,
         "origin": dict(request.origin),
     }
@@ -221,6 +227,10 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             settings_mismatch=tuple(data.get("settings_mismatch") or ()),
             compile_ms=data.get("compile_ms"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
+            displays=tuple(
+                MappingProxyType(bundle_from_json(d, f"displays[{i}]"))
+                for i, d in enumerate(data.get("displays") or ())
+            ),
         )
     except (KeyError, TypeError, ValueError, HazmatError) as exc:
         raise InfraError(f"malformed result: {type(exc).__name__}: {exc}") from None

@@ -108,3 +108,35 @@ def test_mcp_over_http_needs_a_key(live_server: LiveServer) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     answer = httpx.post(f"{live_server.url}/mcp", json=body, timeout=30)
     assert answer.status_code == 401 and answer.json()["error"]["type"] == "AccessDenied"
+
+
+async def _with_progress(url: str, key: str, code: str) -> tuple[Any, list[str]]:
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        answer = await session.call_tool("run_code", {"code": code}, progress_callback=on_progress)
+    return answer, seen
+
+
+def test_output_comes_as_progress_while_the_program_runs(live_server: LiveServer) -> None:
+    code = (
+        "import sys\nfor i in range(3):\n    print('line', i, flush=True)\n"
+        "print('oops', file=sys.stderr)"
+    )
+    answer, seen = anyio.run(_with_progress, live_server.url, live_server.keys["untrusted"], code)
+    assert answer.structuredContent["stdout"] == "line 0\nline 1\nline 2\n"
+    out = "".join(m.removeprefix("stdout: ") for m in seen if m.startswith("stdout: "))
+    assert out == answer.structuredContent["stdout"]
+    assert "stderr: oops\n" in seen

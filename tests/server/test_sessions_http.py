@@ -185,5 +185,7 @@ def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:
         "assess_code",
         "open_session",
         "run_in_session",
+        "pause_session",
+        "resume_session",
         "close_session",
     }

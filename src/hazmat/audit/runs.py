@@ -137,6 +137,7 @@ class RunRecorder:
                 "stdout": _digest(result.stdout_bytes),
                 "stderr": _digest(result.stderr_bytes),
                 "files": {name: _digest(data) for name, data in result.files.items()},
+                **({"displays": _displays(result)} if result.displays else {}),
                 "limits": result.limits.to_dict(),
                 "runtime": result.runtime.value,
                 "container_id": result.container_id,
@@ -242,3 +243,14 @@ def _session_code(line: bytes, needle: bytes, session: str) -> str | None:
     if data.get("session") == session and not data.get("code_truncated"):
         return str(data["code"])
     return None
+
+
+def _displays(result: ExecutionResult) -> list[dict[str, Any]]:
+    """Each display's types with the digest of their data (as UTF-8 for text)."""
+    return [
+        {
+            mime: _digest(data if isinstance(data, bytes) else data.encode())
+            for mime, data in d.items()
+        }
+        for d in result.displays
+    ]

@@ -10,8 +10,10 @@ program, the collection of output files) runs through `setpriv` as the run's own
 capability and an empty bounding set: it cannot read the agent's memory, signal it or learn
 the nonce, so it cannot forge the markers below. The payload is::
 
-    hazmat 6 <nwant> <max_file_bytes> <nonce> <max_total_bytes>\\n   read by the agent
-    <name>\\n                                   one per output file the caller asked for
+    hazmat 7 <nwant> <max_file_bytes> <nonce> <max_total_bytes> <max_own_bytes>\\n
+    <name>\\n                                   one per output file the caller asked for, and
+                                                the runner's display file (an absolute path,
+                                                capped by max_own_bytes: displays.py)
     <json_size> <sh_size>\\n                     from here on read as the program's uid
     <json_size bytes> <sh_size bytes>           the program's env and args, twice (may be empty)
     <nfiles>\\n
@@ -99,7 +101,7 @@ if TYPE_CHECKING:
     from hazmat.backends.base import Program
     from hazmat.policy import Limits
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 # How both agents begin (this one and the session's, session_agent.py). The program's stderr
 # is kept on fd 3; the agent's own fd 2 goes nowhere, so the shell's job messages ("Killed")
@@ -166,8 +168,8 @@ fi
 # Nothing of hazmat's reaches the program: the runner (started above with its own copy) clears
 # its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
-IFS=' ' read -r magic version nwant maxfile nonce maxtotal || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 6 ] || die "unknown job format"
+IFS=' ' read -r magic version nwant maxfile nonce maxtotal maxown || die "no job on stdin"
+[ "$magic" = hazmat ] && [ "$version" = 7 ] || die "unknown job format"
 wants=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
@@ -208,7 +210,7 @@ while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
 if [ "$nwant" -gt 0 ]; then
     printf -- '--hazmat-files-%s--\n' "$nonce"
     printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-        "$maxtotal"
+        "$maxtotal" "$maxown"
 fi
 # on both streams: the engine forwards them independently, and the host reads until both end
 printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
@@ -267,18 +269,25 @@ COLLECT_SCRIPT = r"""
 cd "$1" || exit 125
 maxfile=$2
 maxtotal=$3
+maxown=$4
 total=0
 while IFS= read -r name; do
-    if [ -f "./$name" ] && [ ! -L "./$name" ]; then
-        size=$(wc -c < "./$name")
-        if [ "$size" -gt "$maxfile" ]; then
+    # the caller's files are in the working directory; hazmat's own (the runner's displays)
+    # are named by an absolute path, with a cap of their own, outside the total
+    case $name in
+    /*) path=$name cap=$maxown own=1 ;;
+    *) path=./$name cap=$maxfile own=0 ;;
+    esac
+    if [ -f "$path" ] && [ ! -L "$path" ]; then
+        size=$(wc -c < "$path")
+        if [ "$size" -gt "$cap" ]; then
             printf 'too_large %s %s\n' "$size" "$name"
-        elif [ $((total + size)) -gt "$maxtotal" ]; then
+        elif [ "$own" = 0 ] && [ $((total + size)) -gt "$maxtotal" ]; then
             printf 'over_total %s %s\n' "$size" "$name"
         else
-            total=$((total + size))
+            [ "$own" = 1 ] || total=$((total + size))
             printf 'file %s %s\n' "$size" "$name"
-            head -c "$size" "./$name"
+            head -c "$size" "$path"
         fi
     else
         printf 'missing 0 %s\n' "$name"
@@ -319,10 +328,10 @@ def job_header(program: Program) -> bytes:
     """Everything of a job before the program's stdin (the format above)."""
     as_json, as_sh = _env_args(program)
     parts = [
-        f"hazmat {PROTOCOL_VERSION} {len(program.want)} {program.max_file_bytes} "
-        f"{program.nonce} {program.total_cap}\n".encode()
+        f"hazmat {PROTOCOL_VERSION} {len(program.wanted)} {program.max_file_bytes} "
+        f"{program.nonce} {program.total_cap} {program.own_cap}\n".encode()
     ]
-    parts.extend(name.encode() + b"\n" for name in program.want)
+    parts.extend(name.encode() + b"\n" for name in program.wanted)
     parts.extend((f"{len(as_json)} {len(as_sh)}\n".encode(), as_json, as_sh))
     parts.append(f"{len(program.files)}\n".encode())
     for name, data in program.files.items():
@@ -333,18 +342,23 @@ def job_header(program: Program) -> bytes:
 
 def _env_args(program: Program) -> tuple[bytes, bytes]:
     """The env and args for a runner (JSON) and for the agent's shell (quoted here)."""
-    if not program.env and not program.args:
+    if not program.env and not program.args and not program.displays:
         return b"", b""
-    as_json = json.dumps({"env": dict(program.env), "args": list(program.args)})
+    job: dict[str, object] = {"env": dict(program.env), "args": list(program.args)}
+    if program.displays:
+        job["displays"] = dict(program.displays)
+    as_json = json.dumps(job)
     lines = [f"export {name}={shlex.quote(value)}" for name, value in program.env.items()]
     lines.append("set -- " + " ".join(shlex.quote(arg) for arg in program.args))
     return as_json.encode(), ("\n".join(lines) + "\n").encode()
 
 
-def files_cap(limits: Limits, wanted: int) -> int:
+def files_cap(limits: Limits, wanted: int, own: int = 0) -> int:
     """How many bytes of file records the host reads from a container at most: every file at
-    its largest, but never more than the download's total (plus each record's head)."""
-    return min(wanted * limits.max_file_bytes, limits.max_download_bytes) + wanted * 4096
+    its largest, but never more than the download's total (plus each record's head), and
+    hazmat's own file (`own` bytes: the displays)."""
+    mine = own + 4096 if own else 0
+    return min(wanted * limits.max_file_bytes, limits.max_download_bytes) + wanted * 4096 + mine
 
 
 def parse_files(
@@ -352,6 +366,7 @@ def parse_files(
     want: Sequence[str],
     max_file_bytes: int,
     max_total_bytes: int,
+    own_cap: int = 0,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Read the agent's file records. Returns the files found and notes on the rest.
 
@@ -359,13 +374,16 @@ def parse_files(
     in them is believed beyond what the host checks: sizes are ASCII digits, names are ones
     the caller asked for (each once), no file over `max_file_bytes` is collected, and the files
     together stop at `max_total_bytes` (so hard links to one file cannot multiply what is
-    sent), whatever the records say. Any input gives a result, never an exception."""
+    sent), whatever the records say. A name that begins with "/" is hazmat's own (the runner's
+    display file): capped by `own_cap`, not counted in the total, and not missed when absent.
+    Any input gives a result, never an exception."""
     files: dict[str, bytes] = {}
     notes: list[str] = []
     if blob is None:
+        asked = sum(1 for name in want if not name.startswith("/"))
         return files, [
-            f"output files not collected: the program did not finish ({len(want)} asked)"
-        ]
+            f"output files not collected: the program did not finish ({asked} asked)"
+        ] if asked else []
     view = bytes(blob)
     wanted = {name.encode(): name for name in want}
     seen: set[str] = set()
@@ -380,13 +398,13 @@ def parse_files(
         seen.add(name)
         kind, size = match.group(1), int(match.group(2))
         pos = end + 1
-        if kind == b"file" and size > max_file_bytes:
-            notes.append(
-                f"output file {name!r} not collected: {size} bytes is over the limit "
-                f"({max_file_bytes})"
-            )
+        own = name.startswith("/")
+        what = "the displays were" if own else f"output file {name!r}"
+        cap = own_cap if own else max_file_bytes
+        if kind == b"file" and size > cap:
+            notes.append(f"{what} not collected: {size} bytes is over the limit ({cap})")
             break  # its bytes follow and cannot be skipped safely past a lie
-        if kind == b"file" and total + size > max_total_bytes:
+        if kind == b"file" and not own and total + size > max_total_bytes:
             notes.append(
                 f"output file {name!r} not collected: the files would come to more than "
                 f"{max_total_bytes} bytes together (max_download_bytes)"
@@ -395,18 +413,20 @@ def parse_files(
         if kind == b"file" and pos + size <= len(view):
             files[name] = view[pos : pos + size]
             pos += size
-            total += size
+            total += 0 if own else size
         elif kind == b"too_large":
-            notes.append(f"output file {name!r} not collected: {size} bytes is over the limit")
+            notes.append(f"{what} not collected: {size} bytes is over the limit")
         elif kind == b"over_total":
             notes.append(
                 f"output file {name!r} not collected: the files would come to more than "
                 f"{max_total_bytes} bytes together (max_download_bytes)"
             )
         elif kind == b"missing":
-            notes.append(
-                f"output file {name!r} not collected: not a regular file in the working directory"
-            )
+            if not own:
+                notes.append(
+                    f"output file {name!r} not collected: not a regular file in the working "
+                    "directory"
+                )
         else:
             notes.append("output files section is malformed; files after this point dropped")
             break

@@ -11,6 +11,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, TypeVar
 
 from hazmat._exceptions import InfraError
+from hazmat.displays import DISPLAY_FILE, display_cap
 from hazmat.languages import Language, get_language
 from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
 from hazmat.watch import Watch
@@ -99,6 +100,23 @@ class Program:
     env: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
     max_total_bytes: int | None = None  # the wanted files together; None: no more than each
+    # what the Python runner is asked to show (displays.py): {"max": n, "bytes": b,
+    # "formats": [...]}; None: no display is asked, and the runner changes nothing
+    displays: Mapping[str, Any] | None = None
+    own_bytes: int = 0  # the most hazmat's own wanted files (absolute paths) may hold
+
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        """The files the agent collects: the caller's, then the runner's display file."""
+        return (*self.want, DISPLAY_FILE) if self.displays else tuple(self.want)
+
+    @property
+    def own_cap(self) -> int:
+        """The most each of hazmat's own files may hold: `own_bytes`, and the display file."""
+        if not self.displays:
+            return self.own_bytes
+        shown = display_cap(int(self.displays["max"]), int(self.displays["bytes"]))
+        return max(self.own_bytes, shown)
 
     @property
     def total_cap(self) -> int:
@@ -152,6 +170,7 @@ class RunReport:
     output_exceeded: bool = False
     cancelled: bool = False  # the caller's watch stopped the run
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    displays: bytes | None = None  # the runner's display file as collected (displays.py)
     notes: tuple[str, ...] = ()
     peak_memory_bytes: int | None = None  # the container's cgroup, read on the host
     cpu_time_ms: float | None = None

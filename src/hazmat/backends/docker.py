@@ -45,6 +45,7 @@ from hazmat.backends.started import REAP_GRACE_S, Started
 from hazmat.backends.stream import Capture, Exchange, NotReady, pump, wait_ready
 from hazmat.backends.uids import Uids
 from hazmat.backends.verify import check, expected, host_pids_limit
+from hazmat.displays import DISPLAY_FILE
 from hazmat.policy import HostResources, Runtime
 
 __all__ = [
@@ -259,6 +260,7 @@ class DockerBackend(Backend):
             exit_code, engine_oom = self._final_state(started, job)
         base = monitor.baseline if monitor is not None else None
         files, notes = self._files(capture, job)
+        displays = files.pop(DISPLAY_FILE, None)
         if capture.cancelled and job.watch is not None:
             notes.append(f"cancelled: {job.watch.reason}")
         report = RunReport(
@@ -275,6 +277,7 @@ class DockerBackend(Backend):
             output_exceeded=capture.output_exceeded,
             cancelled=capture.cancelled,
             files=files,
+            displays=displays,
             notes=tuple(notes),
             peak_memory_bytes=figures.memory_peak if figures else None,
             cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
@@ -297,15 +300,15 @@ class DockerBackend(Backend):
         after_build: bytes | None,
     ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits."""
-        want, nonce = job.program.want, job.program.nonce
+        program = job.program
         exchange = Exchange(
             data,
             timeout_s=job.limits.timeout_s,
             output_cap=job.limits.output_bytes,
-            end=end_marker(nonce),
-            marker=file_marker(nonce) if want else None,
-            files_cap=files_cap(job.limits, len(want)),
-            built=built_marker(nonce) if job.language.build else None,
+            end=end_marker(program.nonce),
+            marker=file_marker(program.nonce) if program.wanted else None,
+            files_cap=files_cap(job.limits, len(program.want), program.own_cap),
+            built=built_marker(program.nonce) if job.language.build else None,
             compile_s=job.limits.compile_timeout_s,
             keep_open=keep,
             pending=pending,
@@ -338,10 +341,16 @@ class DockerBackend(Backend):
 
     def _files(self, capture: Capture, job: Job) -> tuple[dict[str, bytes], list[str]]:
         """The output files the agent sent, and notes on those it could not."""
-        want, limits = job.program.want, job.limits
+        program, limits = job.program, job.limits
         files, notes = (
-            parse_files(capture.files_blob, want, limits.max_file_bytes, limits.max_download_bytes)
-            if want
+            parse_files(
+                capture.files_blob,
+                program.wanted,
+                limits.max_file_bytes,
+                limits.max_download_bytes,
+                program.own_cap,
+            )
+            if program.wanted
             else ({}, [])
         )
         if not self.seccomp.text and job.runtime is Runtime.RUNC:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from hazmat.backends.display_runner import DISPLAY
+
 __all__ = ["READY_LINE", "RUNNERS"]
 
 READY_LINE = b"hazmat-ready\n"
@@ -93,6 +95,7 @@ if os.environ.get("HAZMAT_UNPACK") == "1":
 else:
     _hazmat_job = None
 del _hazmat_unpack
+@DISPLAY@
 def _hazmat_prepare(job):
     import builtins, importlib.machinery, types
     for name in [k for k in os.environ if k.startswith("HAZMAT_")]:
@@ -103,11 +106,13 @@ def _hazmat_prepare(job):
         with open("/tmp/.hazmat-job.json", "rb") as f:
             job = f.read()
         os.remove("/tmp/.hazmat-job.json")
+    ask = None
     if job:
         import json
         job = json.loads(job)
         os.environ.update(job["env"])
         sys.argv.extend(job["args"])
+        ask = job.get("displays")
     sys.path[0] = os.path.dirname(path)
     main = types.ModuleType("__main__")
     main.__file__ = path
@@ -118,7 +123,17 @@ def _hazmat_prepare(job):
     with open(path, "rb") as f:
         source = f.read()
     try:
-        return main.__dict__, compile(source, path, "exec", dont_inherit=True)
+        if ask is None:
+            return main.__dict__, compile(source, path, "exec", dont_inherit=True), None, None
+        # with displays: a final expression is evaluated apart, for its rich representation
+        tree = compile(source, path, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+        last = tree.body[-1] if tree.body else None
+        tail = None
+        if type(last).__name__ == "Expr" and type(last.value).__name__ != "Constant":
+            import _ast
+            tree.body.pop()
+            tail = compile(_ast.Expression(last.value), path, "eval", dont_inherit=True)
+        return main.__dict__, compile(tree, path, "exec", dont_inherit=True), tail, ask
     except (SyntaxError, ValueError) as exc:
         error = exc
     error.__traceback__ = None  # as python3 main.py shows it: no runner frame
@@ -131,22 +146,35 @@ def _hazmat_flush():
             getattr(sys, name).flush()
         except Exception:
             pass
-_hazmat_globals, _hazmat_code = _hazmat_prepare(_hazmat_job)
+_hazmat_globals, _hazmat_code, _hazmat_tail, _hazmat_ask = _hazmat_prepare(_hazmat_job)
 del _hazmat_prepare, _hazmat_job
+_hazmat_end = _hazmat_final = lambda *_: None
+if _hazmat_ask is not None:
+    _hazmat_begin, _hazmat_end, _hazmat_final = _hazmat_displays()
+    _hazmat_begin(_hazmat_ask)
+    del _hazmat_begin
+del _hazmat_displays, _hazmat_ask
 try:
     exec(_hazmat_code, _hazmat_globals)
+    if _hazmat_tail is not None:
+        _hazmat_final(eval(_hazmat_tail, _hazmat_globals))
 except SystemExit:
+    _hazmat_end()
     _hazmat_flush()
     raise
 except BaseException as _hazmat_exc:
+    _hazmat_end()
     _hazmat_flush()
     # the printed traceback starts in the program: drop the runner's own frame
     _hazmat_exc.__traceback__ = _hazmat_exc.__traceback__.tb_next
     sys.excepthook(type(_hazmat_exc), _hazmat_exc, _hazmat_exc.__traceback__)
     sys.exit(1)
 else:
+    _hazmat_end()
     _hazmat_flush()
 """
+
+PYTHON = PYTHON.replace("@DISPLAY@", DISPLAY.strip("\n"))
 
 NODE = r"""
 (() => {

@@ -6,8 +6,9 @@ own uid with no capability, and only the agent reads each call's nonce, so only 
 the markers the host believes. What differs is that it loops: each call is one job on the
 attached stdin, and the stream stays open between calls::
 
-    hazmat-session 2 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes>\\n
-    <name>\\n                                   one per output file the caller asked for
+    hazmat-session 3 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
+    <name>\\n                                   one per output file the caller asked for (and
+                                                the display file, capped by <own>: agent.py)
     and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
     root's, readable by the program) before anything runs, so the stream stays in step:
     <json_size> <sh_size>\\n<json><sh>          the env and args, as for a single run
@@ -20,7 +21,13 @@ and downloads); a bench's container (backends/bench.py) also takes `build` (unpa
 and archive the working directory and the build folder as the output file the host asks
 for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty the working
 directory, /tmp and /dev/shm and remove the System V IPC objects; unpack the test's files
-and the build's archive; run, without building). A test's job is framed differently::
+and the build's archive; run, without building). A pause (sessions.py) is mode `save`: Python's
+interpreter pickles what it can of its variables into the working directory
+(.hazmat-variables), and the working directory is archived as the output file
+/tmp/.hazmat-save.tar; its resume, in a new container, is mode `restore`: the archive arrives
+as the job's stdin and is unpacked into the working directory as the program's uid, and
+Python's new interpreter loads the variables (each call's stdout is a one-line JSON report of which
+variables were kept). A test's job is framed differently::
 
     <archive_size>\n<json_size> <sh_size>\n<json><sh><nfiles>\n<files as above>
     <stdin_size>\n<stdin><archive>
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 from hazmat.backends.agent import PROLOGUE, job_header
 from hazmat.backends.base import Program
+from hazmat.backends.display_runner import DISPLAY
 from hazmat.backends.shell_session import shell_repl
 from hazmat.backends.verify import WORKDIR
 from hazmat.languages import Language
@@ -58,7 +66,7 @@ __all__ = [
     "unclean_marker",
 ]
 
-SESSION_VERSION = 2
+SESSION_VERSION = 3
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
 
 SESSION_SCRIPT = (
@@ -76,6 +84,9 @@ collect=$HAZMAT_COLLECT
 archive='cd / && w=${1#/} && set -- "$w" && if [ -d tmp/.hazmat-build ]; then
     set -- "$w" tmp/.hazmat-build; fi && exec tar -cf "$w/.hazmat-build.tar" \
     --exclude="$w/.hazmat-build.tar" "$@"'
+# a pause (mode save): the working directory, for the host to keep and send back on resume
+# (mode restore: unpacked from the job as the program's uid, by the unpack script)
+save='exec tar -cf /tmp/.hazmat-save.tar -C "$1" .'
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
@@ -99,6 +110,21 @@ start_repl() {
     exec 6>"$chan/go" 5<"$chan/done"
 }
 if [ -n "$repl" ]; then start_repl; fi
+# one step of the kept interpreter (run, files, save, load); its status in rc
+repl_call() {
+    [ -n "$pid" ] || start_repl
+    if printf '%s\n' "$1" >&6 && IFS= read -r status <&5; then
+        case $status in '' | *[!0-9]*) rc=1 ;; *) rc=$status ;; esac
+    else
+        kill -9 "$pid"
+        wait "$pid"
+        rc=$?
+        pid=''
+        exec 5<&- 6>&-
+        printf '\nhazmat: the %s ended (status %s); %s\n' "$replname" "$rc" \
+            'the next call starts a new one, without the variables' >&3
+    fi
+}
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 unset OLDPWD
 # every process but PID 1, this one and the interpreter kept between calls (zombies wait for
@@ -121,8 +147,8 @@ sweep() {
     done
 }
 printf 'hazmat-ready\n'
-while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
-    [ "$magic" = hazmat-session ] && [ "$version" = 2 ] || die "unknown job format"
+while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxown; do
+    [ "$magic" = hazmat-session ] && [ "$version" = 3 ] || die "unknown job format"
     case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
     wants=''
     i=0
@@ -135,21 +161,11 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
     # the rest of the job, whatever happens next, so the stream stays in step
     head -c "$size" >"$job" || die "cannot keep the job"
     rc=0
-    if [ -n "$repl" ]; then
-        # the interpreter unpacks the job itself and (mode run) runs it
-        [ -n "$pid" ] || start_repl
-        if printf '%s\n' "$mode" >&6 && IFS= read -r status <&5; then
-            case $status in '' | *[!0-9]*) rc=1 ;; *) rc=$status ;; esac
-        else
-            kill -9 "$pid"
-            wait "$pid"
-            rc=$?
-            pid=''
-            exec 5<&- 6>&-
-            printf '\nhazmat: the %s ended (status %s); %s\n' "$replname" "$rc" \
-                'the next call starts a new one, without the variables' >&3
-        fi
-    else
+    if [ -n "$repl" ] && [ "$mode" != restore ]; then
+        # the interpreter unpacks the job itself and (mode run) runs it; a pause saves its
+        # variables into the working directory first (mode save)
+        repl_call "$mode"
+    elif [ "$mode" != save ]; then
         # a bench's test (mode again) starts from the state right after the build: the
         # unpack script empties the working directory, /tmp and /dev/shm first
         setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" <"$job" 2>&3
@@ -159,7 +175,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
             # new container (only the agent knows the nonce: the program did not run)
             printf -- '--hazmat-unclean-%s--\n' "$nonce"
         fi
-        if [ "$rc" -eq 0 ] && [ "$mode" != again ] && [ "$mode" != files ] && [ -n "$build" ]
+        if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = build ]; } && [ -n "$build" ]
         then
             setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
                 build "$workdir" "$build" </dev/null 2>&3
@@ -177,12 +193,17 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal; do
             rc=$?
         fi
     fi
+    if [ "$rc" -eq 0 ] && [ "$mode" = save ]; then
+        setpriv $drop -- sh -c "$save" save "$workdir" </dev/null 2>&3
+        rc=$?
+    fi
+    if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
     sweep
     if [ "$nwant" -gt 0 ]; then
         printf -- '--hazmat-files-%s--\n' "$nonce"
         printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-            "$maxtotal"
+            "$maxtotal" "$maxown"
     fi
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
@@ -265,6 +286,8 @@ if [ "$mode" = again ]; then
     else : > /tmp/.hazmat-stdin || die "cannot write the program's stdin"; fi
     # the test's own files win over the build's
     if [ "$archive" -gt 0 ]; then tar -xf - -C / --skip-old-files || die "cannot unpack"; fi
+elif [ "$mode" = restore ]; then  # a paused session's working directory, as it was saved
+    tar -xf - --no-overwrite-dir || die "cannot unpack the paused session's files"
 else
     cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
 fi
@@ -281,6 +304,9 @@ def _preload(path="/etc/hazmat/preload.py"):
     except Exception:
         pass
 _preload()
+@DISPLAY@
+_begin, _end, _final = _hazmat_displays()
+del _hazmat_displays
 _go = open("/tmp/.hazmat-session/go", "rb", buffering=0)
 _done = os.open("/tmp/.hazmat-session/done", os.O_WRONLY)
 for _name in [k for k in os.environ if k.startswith("HAZMAT_")]:
@@ -369,6 +395,7 @@ def _show(exc, skip):
     sys.excepthook(type(exc), exc, tb)
 def _cell(job):
     _job(job)
+    _begin((job or {}).get("displays"))
     with open(_path, "rb") as f:
         source = f.read()
     try:
@@ -388,6 +415,7 @@ def _cell(job):
             value = eval(tail, _namespace)
             if value is not None:
                 print(repr(value))
+                _final(value)
     except SystemExit as exc:
         code = exc.code
         if code is None:
@@ -401,11 +429,81 @@ def _cell(job):
         _show(exc, 1)
         return 1
     return 0
+def _report(data):
+    # one JSON line for the host (a pause or a resume), whatever the program did to sys.stdout
+    os.write(1, json.dumps(data).encode() + b"\n")
+def _made_here(value):
+    try:
+        return getattr(value, "__module__", None) == "__main__" or (
+            getattr(type(value), "__module__", None) == "__main__"
+        )
+    except Exception:
+        return True
+def _save():
+    # a pause: what can be pickled of the variables, beside the files; the rest is named
+    import pickle
+    values, modules, lost = {}, {}, {}
+    for name, value in list(_namespace.items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+        elif _made_here(value):
+            lost[name] = "defined in the session: its code is not kept"
+        else:
+            try:
+                values[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                lost[name] = "cannot be pickled (%s)" % type(exc).__name__
+    with open(_saved, "wb") as f:
+        pickle.dump({"values": values, "modules": modules}, f, protocol=pickle.HIGHEST_PROTOCOL)
+    _report({"saved": sorted([*values, *modules]), "lost": lost})
+    return 0
+def _load():
+    # a resume: the variables a pause saved, each on its own
+    import importlib, pickle
+    try:
+        with open(_saved, "rb") as f:
+            saved = pickle.load(f)
+    except FileNotFoundError:
+        _report({"loaded": [], "lost": {}})
+        return 0
+    finally:
+        try:
+            os.remove(_saved)
+        except OSError:
+            pass
+    loaded, lost = [], {}
+    for name, module in saved["modules"].items():
+        try:
+            _namespace[name] = importlib.import_module(module)
+            loaded.append(name)
+        except Exception as exc:
+            lost[name] = "its module %s cannot be imported (%s)" % (module, type(exc).__name__)
+    for name, data in saved["values"].items():
+        try:
+            _namespace[name] = pickle.loads(data)
+            loaded.append(name)
+        except Exception as exc:
+            lost[name] = "cannot be unpickled (%s)" % type(exc).__name__
+    _report({"loaded": sorted(loaded), "lost": lost})
+    return 0
+_saved = os.path.join(os.path.dirname(_path), ".hazmat-variables")
 _sources = ("main.py",)
 while True:
     _mode = _go.readline()
     if not _mode:
         os._exit(0)
+    if _mode in (b"save\n", b"load\n"):
+        try:
+            _status = _save() if _mode == b"save\n" else _load()
+        except Exception as _exc:  # the files go on without the variables
+            _report({"lost": {"*": "the variables could not be %s: %s" % (
+                "saved" if _mode == b"save\n" else "loaded", type(_exc).__name__)}})
+            _status = 0
+        _flush()
+        os.write(_done, b"%d\n" % _status)
+        continue
     try:
         _unpacked = _unpack()
     except Exception as _exc:
@@ -413,9 +511,14 @@ while True:
         os.write(_done, b"125\n")
         continue
     _status = _cell(_unpacked) if _mode == b"run\n" else 0
+    if _mode == b"run\n":
+        _end()
     _flush()
     os.write(_done, b"%d\n" % _status)
 """
+
+
+REPL = REPL.replace("@DISPLAY@", DISPLAY.strip("\n"))
 
 
 def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> dict[str, str]:
@@ -457,16 +560,17 @@ def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> di
 def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
     """One call's job for the session agent, whole (its stdin included); a bench's test
     (mode `again`) carries the build's archive, which the host keeps."""
-    body = job_header(program).split(b"\n", 1 + len(program.want))[-1]
+    body = job_header(program).split(b"\n", 1 + len(program.wanted))[-1]
     stdin = program.stdin
     if mode == "again":
         body = b"%d\n%s%d\n%s%s" % (len(archive), body, len(stdin), stdin, archive)
         stdin = b""
     first = (
-        f"hazmat-session {SESSION_VERSION} {len(program.want)} {program.max_file_bytes} "
-        f"{program.nonce} {len(body) + len(stdin)} {mode} {program.total_cap}\n"
+        f"hazmat-session {SESSION_VERSION} {len(program.wanted)} {program.max_file_bytes} "
+        f"{program.nonce} {len(body) + len(stdin)} {mode} {program.total_cap} "
+        f"{program.own_cap}\n"
     ).encode()
-    wants = b"".join(name.encode() + b"\n" for name in program.want)
+    wants = b"".join(name.encode() + b"\n" for name in program.wanted)
     return first + wants + body + stdin
 
 

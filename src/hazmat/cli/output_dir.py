@@ -23,20 +23,19 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def prepare(directory: Path) -> None:
+def prepare(directory: Path, option: str = "--output-dir") -> None:
     """Make sure `directory` is (or can be made) a writable folder; `InputError` otherwise."""
+    name = f"{option} {str(directory)!r}"
     if directory.is_symlink() and not directory.is_dir():
-        raise InputError(f"--output-dir {str(directory)!r} is a broken symbolic link")
+        raise InputError(f"{name} is a broken symbolic link")
     if directory.exists() and not directory.is_dir():
-        raise InputError(f"--output-dir {str(directory)!r} exists and is not a directory")
+        raise InputError(f"{name} exists and is not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(
-            f"--output-dir {str(directory)!r} cannot be created: {exc.strerror or exc}"
-        ) from None
+        raise InputError(f"{name} cannot be created: {exc.strerror or exc}") from None
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise InputError(f"--output-dir {str(directory)!r} is not writable")
+        raise InputError(f"{name} is not writable")
 
 
 def save(directory: Path, files: Mapping[str, bytes]) -> list[str]:

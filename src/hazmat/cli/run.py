@@ -12,6 +12,7 @@ from typing import Any
 from hazmat._exceptions import InputError
 from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read
 from hazmat.cli.remote import find_service, run_remote
+from hazmat.displays import display_files
 from hazmat.models import ExecutionResult, Outcome
 
 __all__ = ["add"]
@@ -124,6 +125,21 @@ def _add_io(run: argparse.ArgumentParser) -> None:
         help="where collected files are written (default: .; checked before the run)",
     )
     run.add_argument(
+        "--displays",
+        type=Path,
+        metavar="DIR",
+        help="write a Python program's displays (charts, tables) to DIR as display-N.png, "
+        ".html, ... and print their names (checked before the run)",
+    )
+    run.add_argument(
+        "--figure-format",
+        dest="figure_formats",
+        action="append",
+        default=[],
+        choices=["png", "svg", "pdf", "jpeg"],
+        help="draw matplotlib figures in this format (repeatable; default: png)",
+    )
+    run.add_argument(
         "--env",
         action="append",
         default=[],
@@ -149,6 +165,8 @@ def _run(args: argparse.Namespace) -> int:
     inputs = _inputs(args)
     if args.output_file:
         output_dir.prepare(args.output_dir)
+    if args.displays:
+        output_dir.prepare(args.displays, "--displays")
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
     service = None if args.local or args.policy or args.caller else find_service()
@@ -187,6 +205,7 @@ def _options(args: argparse.Namespace, session: str | None) -> dict[str, Any]:
         "network": args.allow_host or None,
         "session": session,
         "override_reason": args.override_reason,
+        "figure_formats": args.figure_formats or None,
     }
 
 
@@ -228,6 +247,11 @@ def _finish(args: argparse.Namespace, result: ExecutionResult, output_shown: boo
     from hazmat.cli import output_dir
 
     problems = output_dir.save(args.output_dir, result.files) if result.files else []
+    shown: list[str] = []
+    if args.displays and result.displays:
+        files = display_files(result.displays)
+        problems += output_dir.save(args.displays, files)
+        shown = [str(args.displays / name) for name in files]
     if args.json:
         data = result.to_dict()
         if problems:
@@ -235,6 +259,8 @@ def _finish(args: argparse.Namespace, result: ExecutionResult, output_shown: boo
         print(json.dumps(data, ensure_ascii=True), flush=True)
     else:
         _print_plain(result, output_shown)
+    for name in shown:
+        print(f"hazmat: display: {name}", file=sys.stderr)
     for problem in problems:
         print(f"hazmat: error: {problem}", file=sys.stderr)
     return CANNOT_WRITE if problems else result.exit_status

@@ -28,6 +28,7 @@ from hazmat.run.validation import (
     check_args,
     check_env,
     check_env_args_size,
+    check_figure_formats,
     check_options,
     check_origin,
     check_path,
@@ -78,6 +79,7 @@ def build_request(
         module=options.get("module"),
         network=tuple(network) if network is not None else None,
         origin=MappingProxyType(dict(options.get("origin") or {})),
+        figure_formats=check_figure_formats(options.get("figure_formats") or ()),
     )
     object.__setattr__(request, "checked", _check(policy, request))  # frozen: set here only
     return request
@@ -125,6 +127,7 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
     check_origin(request.origin)
+    check_figure_formats(request.figure_formats)
     settings = policy.settings(request.trust)
     reason = check_override_reason(request.override_reason, settings.assess)
     image = resolve_image(policy, request.trust, lang, request.image)
@@ -245,3 +248,4 @@ class RunOptions(TypedDict, total=False):
     image: str | None
     module: str | None
     network: list[str] | None
+    figure_formats: Sequence[str] | None

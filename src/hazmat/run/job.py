@@ -4,10 +4,13 @@ on limits the host lowered."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from hazmat.backends.agent import RELAY_PORT
 from hazmat.backends.base import Job, Program
 from hazmat.egress.proxy import Gate, proxy_env
-from hazmat.languages import get_language
+from hazmat.languages import Language, get_language
 from hazmat.policy import Limits
 from hazmat.run.module_kind import module_for
 from hazmat.run.results import Plan
@@ -28,9 +31,22 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         max_total_bytes=plan.limits.max_download_bytes,
         env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
         args=tuple(request.args),
+        displays=_displays(lang, plan.limits, request.figure_formats),
     )
     egress = str(gate.directory) if gate else None
     return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch)
+
+
+def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:
+    """What the Python runner is asked to show (displays.py); None: nothing (another
+    language, or a policy that allows no display)."""
+    if lang.runner != "python" or not limits.max_displays or not limits.max_display_bytes:
+        return None
+    return {
+        "max": limits.max_displays,
+        "bytes": limits.max_display_bytes,
+        "formats": list(formats or ("png",)),
+    }
 
 
 def clamp_notes(asked: Limits, applied: Limits) -> list[str]:

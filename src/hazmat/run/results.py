@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
+from hazmat.displays import parse_displays
 from hazmat.languages import get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Limits, Runtime
@@ -215,6 +216,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
     exit_code = report.exit_code if stopped is None else stopped
     failed = outcome in (Outcome.ERROR, Outcome.COMPILE_ERROR)
     hint = missing_package_note(plan.request.language, plan.image, stderr) if failed else None
+    limits = plan.limits
+    displays, shown = parse_displays(report.displays, limits.max_displays, limits.max_display_bytes)
     return ExecutionResult(
         outcome=outcome,
         exit_code=exit_code,
@@ -237,13 +240,20 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
             _ended_in_build(plan, report),
             report.held_after_build,
         ),
-        notes=(*notes, *report.notes, *limit_notes(report, plan.limits), *([hint] if hint else [])),
+        notes=(
+            *notes,
+            *report.notes,
+            *shown,
+            *limit_notes(report, plan.limits),
+            *([hint] if hint else []),
+        ),
         stdout_bytes=report.stdout,
         stderr_bytes=report.stderr,
         peak_memory_bytes=report.peak_memory_bytes,
         cpu_time_ms=report.cpu_time_ms,
         pooled=report.pooled,
         compile_ms=report.build_ms,
+        displays=displays,
     )
 
 

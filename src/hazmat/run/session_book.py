@@ -36,7 +36,7 @@ class Entry(Protocol):
 
     def busy(self) -> bool: ...
 
-    def expiry(self) -> str: ...
+    def expire(self) -> None: ...
 
     def end(self, why: str, now: bool = False) -> None: ...
 
@@ -129,7 +129,7 @@ class SessionBook(Generic[S]):
             if session.over_cpu():
                 session.end(f"it used its CPU budget ({self.settings.cpu_s:g} s)", now=True)
             elif now >= session.expires_at and not session.busy():
-                session.end(session.expiry())
+                session.expire()  # ended, or (idle, sessions.on_idle: pause) paused
             else:
                 continue
             ended.append(session.id)

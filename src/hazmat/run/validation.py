@@ -21,6 +21,7 @@ __all__ = [
     "OPTION_TYPES",
     "check_args",
     "check_env",
+    "check_figure_formats",
     "check_file_name",
     "check_options",
     "check_origin",
@@ -58,6 +59,7 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "override_reason": ((str,), "a sentence saying why blocked code may run"),
     "env": ((Mapping,), "a mapping of variable name -> str"),
     "args": ((list, tuple), "a list of str (the program's command-line arguments)"),
+    "figure_formats": ((list, tuple), "a list of png, svg, pdf, jpeg (Python's displays)"),
 }
 
 
@@ -228,3 +230,19 @@ def check_origin(origin: Mapping[str, object]) -> None:
             raise InputError(f"origin {name!r} must be str or int, not {type(value).__name__}")
         if isinstance(value, str) and len(value) > 256:
             raise InputError(f"origin {name!r} is over 256 characters")
+
+
+def check_figure_formats(formats: object) -> tuple[str, ...]:
+    """The formats a Python run's matplotlib figures are drawn in (displays.py), each once;
+    empty: PNG."""
+    if isinstance(formats, str) or not isinstance(formats, list | tuple):
+        raise InputError(f"figure_formats must be a list of formats, not {type(formats).__name__}")
+    known = ("png", "svg", "pdf", "jpeg")
+    for name in formats:
+        if name not in known:
+            raise InputError(
+                f"figure_formats: unknown format {name!r} (formats: {', '.join(known)})"
+            )
+    if len(set(formats)) != len(formats):
+        raise InputError("figure_formats: a format is named twice")
+    return tuple(formats) or ("png",)

@@ -116,6 +116,8 @@ def _session_routes(service: _Service) -> list[Route]:
         Route(f"{at}/runs", service.endpoint("session_runs", s.run), methods=["POST"]),
         Route(f"{at}/files", service.endpoint("session_files", s.upload), methods=["PUT"]),
         Route(f"{at}/files", service.endpoint("session_files", s.download), methods=["GET"]),
+        Route(f"{at}/pause", service.endpoint("sessions", s.pause), methods=["POST"]),
+        Route(f"{at}/resume", service.endpoint("sessions", s.resume), methods=["POST"]),
     ]
 
 
@@ -264,11 +266,14 @@ class _Service:
         body["trust"] = trust.value
         return JSONResponse(body)
 
-    async def run_in(self, prepared: ExecutionRequest, session: Session | None) -> ExecutionResult:
+    async def run_in(
+        self, prepared: ExecutionRequest, session: Session | None, watch: Watch | None = None
+    ) -> ExecutionResult:
         """Run `prepared` in `session`, or where the service's runs go; its place there (a
         cluster worker's slot) is taken once the run has its turn here (`max_running`), and
-        given back whatever happens."""
-        return await self._execute(prepared, functools.partial(self._reserve, prepared, session))
+        given back whatever happens. `watch` sees its output as it comes (MCP progress)."""
+        reserve = functools.partial(self._reserve, prepared, session)
+        return await self._execute(prepared, reserve, watch)
 
     def _reserve(self, prepared: ExecutionRequest, session: Session | None) -> Reservation:
         """A place for the run (blocking: the cluster asks Redis)."""

@@ -11,17 +11,24 @@ as over HTTP.
 
 from __future__ import annotations
 
+import base64
+import codecs
+import contextlib
 import functools
+import itertools
+import json
 import os
 import sys
 import warnings
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any
 
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 from hazmat._exceptions import AccessDenied
 from hazmat.assess.decision import decide
@@ -32,8 +39,9 @@ from hazmat.server.fields import run_arguments
 from hazmat.server.session_routes import SessionOwners
 from hazmat.sessions import CALL_OPTIONS, Session
 from hazmat.tenant_keys import Key, KeyStore
+from hazmat.watch import Watch
 
-__all__ = ["build_mcp", "serve_stdio"]
+__all__ = ["build_mcp", "serve_stdio", "tool_result"]
 
 INSTRUCTIONS = (
     "Run code in a fresh, hardened, single-use container (no network unless the policy allows "
@@ -48,7 +56,7 @@ SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "durati
 KeyOf = Callable[[Context | None], Key]  # type: ignore[type-arg]
 
 
-Execute = Callable[[ExecutionRequest, Session | None], Awaitable[ExecutionResult]]
+Execute = Callable[[ExecutionRequest, Session | None, Watch | None], Awaitable[ExecutionResult]]
 
 
 def build_mcp(
@@ -71,7 +79,14 @@ def build_mcp(
             "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
         )
     changes = ToolAnnotations(readOnlyHint=False, openWorldHint=False)
-    for tool in (tools.run_code, tools.open_session, tools.run_in_session, tools.close_session):
+    for tool in (
+        tools.run_code,
+        tools.open_session,
+        tools.run_in_session,
+        tools.pause_session,
+        tools.resume_session,
+        tools.close_session,
+    ):
         mcp.tool(annotations=changes)(tool)
     mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))(tools.assess_code)
     return mcp
@@ -96,10 +111,10 @@ class _Tools:
         self.book = owners
 
     async def _in_thread(
-        self, prepared: ExecutionRequest, session: Session | None
+        self, prepared: ExecutionRequest, session: Session | None, watch: Watch | None
     ) -> ExecutionResult:
         target = session.execute if session is not None else self.sandbox.execute
-        return await anyio.to_thread.run_sync(target, prepared)
+        return await anyio.to_thread.run_sync(functools.partial(target, prepared, on_output=watch))
 
     async def run_code(
         self,
@@ -110,29 +125,37 @@ class _Tools:
         timeout: float | None = None,
         files: dict[str, str] | None = None,
         output_files: list[str] | None = None,
+        image: str | None = None,
         ctx: Context | None = None,  # type: ignore[type-arg]
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
         timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
-        the program; `output_files` are files it writes that come back base64-encoded."""
+        the program; `output_files` are files it writes that come back base64-encoded. A Python
+        program's charts (matplotlib figures), tables (a final DataFrame) and display(obj)
+        calls come back after the summary: images as images, the rest as text. `image`:
+        "python-data" has numpy, pandas, matplotlib, scipy and scikit-learn."""
         key = self.key_of(ctx)
         data = _call(code, stdin, timeout, files, output_files) | {"language": language}
+        if image:
+            data["image"] = image
         code, language, options = run_arguments(data, key, self.sandbox.policy)
         prepared = self.sandbox.request(code, language, **options)
         with self.quotas.admit(key.tenant, key.quotas):
-            result = await self.execute(prepared, None)
-        return _summary(result)
+            result = await self.execute(prepared, None, progress(ctx))
+        return tool_result(result)
 
     async def open_session(
         self,
         language: str = "python",
+        image: str | None = None,
         ctx: Context | None = None,  # type: ignore[type-arg]
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
-        it expires. Returns its id and when it expires."""
+        it expires. Returns its id and when it expires. `image`: "python-data" has numpy,
+        pandas, matplotlib, scipy and scikit-learn."""
         key = self.key_of(ctx)
-        data = {"code": "", "language": language}
+        data = {"code": "", "language": language, **({"image": image} if image else {})}
         _, language, options = run_arguments(data, key, self.sandbox.policy)
         self.book.check_room(key)  # before the quota counts it
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
@@ -149,9 +172,10 @@ class _Tools:
         files: dict[str, str] | None = None,
         output_files: list[str] | None = None,
         ctx: Context | None = None,  # type: ignore[type-arg]
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run code in an open session (see open_session); the value of a final Python
-        expression is printed. A call that runs out of time ends the session."""
+        expression is printed (and a table or chart comes back as a display, as from
+        run_code). A call that runs out of time ends the session."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
         data = _call(code, stdin, timeout, files, output_files)
@@ -159,8 +183,35 @@ class _Tools:
         options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
         prepared = session.request(code, **options)
         with self.quotas.admit(key.tenant, key.quotas):
-            result = await self.execute(prepared, session)
-        return _summary(result)
+            result = await self.execute(prepared, session, progress(ctx))
+        return tool_result(result)
+
+    async def pause_session(
+        self,
+        session_id: str,
+        ctx: Context | None = None,  # type: ignore[type-arg]
+    ) -> dict[str, Any]:
+        """Pause a session: its files, and for Python the variables that can be saved, are
+        kept by the service and its container is removed. resume_session brings it back,
+        with the same id, also after the service restarts. Returns which variables were
+        saved and which were lost (functions defined in the session, open files, ...)."""
+        key = self.key_of(ctx)
+        with self.quotas.admit(key.tenant, key.quotas):
+            paused = await anyio.to_thread.run_sync(self.book.pause, session_id, key)
+        return paused.info(self.sandbox.session_store.keep_s)
+
+    async def resume_session(
+        self,
+        session_id: str,
+        ctx: Context | None = None,  # type: ignore[type-arg]
+    ) -> dict[str, Any]:
+        """Resume a paused session in a new container: its files are back, and for Python
+        the saved variables (`resumed` says which came back). Then call run_in_session."""
+        key = self.key_of(ctx)
+        self.book.check_room(key)
+        with self.quotas.admit(key.tenant, key.quotas):
+            session = await anyio.to_thread.run_sync(self.book.resume, session_id, key)
+        return session.info()
 
     async def close_session(
         self,
@@ -212,11 +263,67 @@ def _call(
     return data
 
 
+def progress(ctx: Context | None) -> Watch | None:  # type: ignore[type-arg]
+    """A watch that sends the program's output as it comes, as MCP progress notifications
+    (`message`: "stdout: ..." or "stderr: ..."; `progress` counts them), when the client asked
+    for progress with a token; None otherwise. The whole output is in the result too."""
+    meta = ctx.request_context.meta if ctx is not None else None
+    if ctx is None or meta is None or meta.progressToken is None:
+        return None
+    loop = anyio.lowlevel.current_token()
+    sent = itertools.count(1)
+    decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in _STREAMS}
+
+    def on_output(stream: str, data: bytes) -> None:  # on the watch's thread
+        text = decoders[stream].decode(data)
+        if not text:
+            return
+        with contextlib.suppress(Exception):  # a client gone: the run goes on, unreported
+            anyio.from_thread.run(
+                functools.partial(ctx.report_progress, next(sent), message=f"{stream}: {text}"),
+                token=loop,
+            )
+
+    return Watch(on_output)
+
+
+_STREAMS = ("stdout", "stderr")
+
+
 def _summary(result: ExecutionResult) -> dict[str, Any]:
     full = result.to_dict()
     summary = {name: full[name] for name in SUMMARY}
     summary["risk"] = (full.get("assessment") or {}).get("level")
+    summary["displays"] = [{"types": list(d), "text": d.get("text/plain")} for d in result.displays]
     return summary
+
+
+def tool_result(result: ExecutionResult) -> CallToolResult:
+    """A run as a tool's result: the summary (as text and as structured content), then each
+    display, an image as MCP's `ImageContent` and anything else as text."""
+    summary = _summary(result)
+    content: list[TextContent | ImageContent] = [
+        TextContent(type="text", text=json.dumps(summary, indent=2))
+    ]
+    content.extend(_display_content(d) for d in result.displays)
+    return CallToolResult(content=list(content), structuredContent=summary)
+
+
+# what a model is shown of a display without an image, best first
+_TEXT_TYPES = ("text/markdown", "text/plain", "text/latex", "application/json", "text/html")
+
+
+def _display_content(bundle: Mapping[str, bytes | str]) -> TextContent | ImageContent:
+    for mime in ("image/png", "image/jpeg", "image/gif"):
+        data = bundle.get(mime)
+        if isinstance(data, bytes):
+            encoded = base64.b64encode(data).decode("ascii")
+            return ImageContent(type="image", data=encoded, mimeType=mime)
+    for mime in _TEXT_TYPES:
+        text = bundle.get(mime)
+        if isinstance(text, str):
+            return TextContent(type="text", text=text)
+    return TextContent(type="text", text=f"a display of type {', '.join(bundle)}")
 
 
 def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:

@@ -9,6 +9,8 @@ from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.server.openapi_batches import BATCH_PATHS, BATCH_SCHEMAS
 from hazmat.server.openapi_sessions import (
+    DISPLAYS,
+    FIGURE_FORMATS,
     OUTPUT_PARAMETER,
     SESSION_PATHS,
     SESSION_SCHEMAS,
@@ -77,6 +79,7 @@ _RUN_REQUEST = {
         "network": {**_STRINGS, "description": "hosts to reach, within the level's allowlist"},
         "session": {**_STR, "description": "a script name; the audit log diffs its runs"},
         "override_reason": {**_STR, "description": "runs blocked code; needs a key allowed to"},
+        "figure_formats": FIGURE_FORMATS,
     },
 }
 
@@ -111,6 +114,7 @@ _RUN_RESULT = {
         "settings_mismatch": _STRINGS,
         "compile_ms": _NULLABLE_NUMBER,
         "connections": {"type": "array", "items": {"type": "object"}},
+        "displays": DISPLAYS,
     },
 }
 

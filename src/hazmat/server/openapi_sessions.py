@@ -5,10 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OUTPUT_PARAMETER", "SESSION_PATHS", "SESSION_SCHEMAS", "run_answer"]
+__all__ = [
+    "DISPLAYS",
+    "FIGURE_FORMATS",
+    "OUTPUT_PARAMETER",
+    "SESSION_PATHS",
+    "SESSION_SCHEMAS",
+    "run_answer",
+]
 
 _STR = {"type": "string"}
 _STR_MAP = {"type": "object", "additionalProperties": _STR}
+# a Python run's displays (hazmat/displays.py), shared with the run's own schema
+DISPLAYS = {
+    "type": "array",
+    "description": "what a Python program showed, in order: each a MIME type -> data object "
+    "(image/png, image/svg+xml, text/html, text/plain, ...); binary types as base64",
+    "items": _STR_MAP,
+}
+FIGURE_FORMATS = {
+    "type": "array",
+    "items": {"type": "string", "enum": ["png", "svg", "pdf", "jpeg"]},
+    "description": "Python: the formats matplotlib figures are shown in (default: png)",
+}
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
 _ID = {"name": "session", "in": "path", "required": True, "schema": _STR}
 
@@ -35,7 +54,8 @@ def run_answer(description: str) -> dict[str, Any]:
                 "schema": {
                     **_STR,
                     "description": "events 'stdout' and 'stderr' ({text} or {base64}) while "
-                    "the run goes, then 'result' (the RunResult) or 'error' ({error, status})",
+                    "the run goes, then one 'display' ({index, data}) per display once it has "
+                    "ended, then 'result' (the RunResult) or 'error' ({error, status})",
                 }
             },
         },
@@ -73,6 +93,7 @@ SESSION_SCHEMAS: dict[str, Any] = {
             "language": {"type": "string", "default": "python"},
             "trust": {"type": "string", "enum": ["untrusted", "unknown", "trusted"]},
             "runtime": {"type": "string", "enum": ["runc", "runsc"]},
+            "image": {**_STR, "description": "an image the trust level allows (python-data)"},
         },
     },
     "Session": {
@@ -90,6 +111,11 @@ SESSION_SCHEMAS: dict[str, Any] = {
             "idle_s": {"type": "number"},
             "lifetime_s": {"type": "number"},
             "cpu_s": {"type": "number"},
+            "state": {"type": "string", "description": "'paused' for a paused session"},
+            "resumed": {
+                "type": "object",
+                "description": "a resumed session: {paused_at, archive_bytes, loaded, lost}",
+            },
         },
     },
     "SessionRun": {
@@ -108,6 +134,26 @@ SESSION_SCHEMAS: dict[str, Any] = {
             "timeout": {"type": "number", "exclusiveMinimum": 0},
             "module": {"type": "string", "enum": ["esm", "commonjs"]},
             "override_reason": _STR,
+            "figure_formats": FIGURE_FORMATS,
+        },
+    },
+    "PausedSession": {
+        "type": "object",
+        "required": ["id", "state", "paused_at", "expires_at", "variables"],
+        "properties": {
+            "id": _STR,
+            "state": {"type": "string", "enum": ["paused"]},
+            "language": _STR,
+            "trust": _STR,
+            "runtime": _STR,
+            "image": {"type": ["string", "null"]},
+            "paused_at": {"type": "number"},
+            "expires_at": {"type": "number", "description": "Unix time it is removed, unresumed"},
+            "archive_bytes": {"type": "integer"},
+            "variables": {
+                "type": "object",
+                "description": "Python: {saved: [names], lost: {name: why}}",
+            },
         },
     },
     "SessionFiles": {
@@ -136,7 +182,7 @@ SESSION_PATHS: dict[str, Any] = {
     "/v1/sessions/{session}": {
         "parameters": [_ID],
         "get": {
-            "summary": "One session",
+            "summary": "One session, open or paused (a PausedSession)",
             "operationId": "getSession",
             "security": _AUTH,
             "responses": {"200": _json(_ref("Session"), "The session"), **_ERRORS},
@@ -183,6 +229,25 @@ SESSION_PATHS: dict[str, Any] = {
                 }
             ],
             "responses": {"200": _json({"type": "object"}, "{files_base64: {...}}"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/pause": {
+        "parameters": [_ID],
+        "post": {
+            "summary": "Pause a session: its files (and Python's variables that can be saved) "
+            "kept by the service, its container removed",
+            "operationId": "pauseSession",
+            "security": _AUTH,
+            "responses": {"200": _json(_ref("PausedSession"), "What was kept"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/resume": {
+        "parameters": [_ID],
+        "post": {
+            "summary": "Resume a paused session in a new container, with the same id",
+            "operationId": "resumeSession",
+            "security": _AUTH,
+            "responses": {"201": _json(_ref("Session"), "The session, open again"), **_ERRORS},
         },
     },
 }

@@ -19,10 +19,11 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hazmat._exceptions import InputError, QuotaExceeded, SessionNotFound
+from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound
 from hazmat.models import ExecutionRequest
 from hazmat.quotas import QuotaBook
 from hazmat.run.session_book import SLOT_RETRY_S
+from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import parse_body, run_arguments
 from hazmat.sessions import CALL_OPTIONS, Session
@@ -31,7 +32,7 @@ from hazmat.wire import RUN_FIELDS, check_fields
 
 __all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
 
-OPEN_FIELDS = ("language", "trust", "runtime")
+OPEN_FIELDS = ("language", "trust", "runtime", "image")
 OWNERS_KEPT = 2000
 CALL_FIELDS = tuple(
     name
@@ -70,17 +71,42 @@ class SessionOwners:
         """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread).
         The tenant's place is taken before the container starts, so parallel opens cannot
         pass the cap together, and given back if the open fails."""
+        return self._opened(
+            key,
+            lambda: self.sandbox.session(
+                language,
+                trust=options["trust"],
+                runtime=options.get("runtime"),
+                image=options.get("image"),
+                caller=key.caller,
+            ),
+        )
+
+    def pause(self, sid: str, key: Key) -> Paused:
+        """Pause the tenant's open session `sid` (blocking); only this tenant can resume it."""
+        return self.get(sid, key).pause(owner=key.tenant)
+
+    def resume(self, sid: str, key: Key) -> Session:
+        """Resume the tenant's paused session `sid` in a new container, within its cap
+        (blocking); another tenant's, or none, is 404."""
+        return self._opened(key, lambda: self.sandbox.resume_session(sid, owner=key.tenant))
+
+    def paused(self, sid: str, key: Key) -> dict[str, Any]:
+        """What the tenant's paused session `sid` is (404 if there is none)."""
+        store = self.sandbox.session_store
+        return store.info(sid, key.tenant).info(store.keep_s)
+
+    def _opened(self, key: Key, start: Callable[[], Session]) -> Session:
         with self._lock:
             self._check_room(key)
             self._opening[key.tenant] += 1
         try:
-            session = self.sandbox.session(
-                language, trust=options["trust"], runtime=options.get("runtime"), caller=key.caller
-            )
+            session = start()
         except BaseException:
             with self._lock:
                 self._opening[key.tenant] -= 1
             raise
+        session.owner = key.tenant  # an idle pause (sessions.on_idle) is this tenant's
         with self._lock:
             self._opening[key.tenant] -= 1
             self._owner[session.id] = key.tenant
@@ -136,7 +162,28 @@ class SessionRoutes:
         return JSONResponse({"sessions": [s.info() for s in self.owners.mine(key)]})
 
     async def show(self, request: Request, key: Key) -> Response:
-        return JSONResponse(self._get(request, key).info())
+        try:
+            return JSONResponse(self._get(request, key).info())
+        except (SessionNotFound, SessionClosed) as exc:  # a paused one is the tenant's too
+            sid = str(request.path_params["session"])
+            try:
+                paused = await anyio.to_thread.run_sync(self.owners.paused, sid, key)
+            except SessionNotFound:
+                raise exc from None
+            return JSONResponse(paused)
+
+    async def pause(self, request: Request, key: Key) -> Response:
+        sid = str(request.path_params["session"])
+        with self.quotas.admit(key.tenant, key.quotas):  # a call into the container
+            paused = await anyio.to_thread.run_sync(self.owners.pause, sid, key)
+        return JSONResponse(paused.info(self.sandbox.session_store.keep_s))
+
+    async def resume(self, request: Request, key: Key) -> Response:
+        sid = str(request.path_params["session"])
+        self.owners.check_room(key)  # before the quota counts it
+        with self.quotas.admit(key.tenant, key.quotas):  # a container start, like an open
+            session = await anyio.to_thread.run_sync(self.owners.resume, sid, key)
+        return JSONResponse(session.info(), status_code=201)
 
     async def close(self, request: Request, key: Key) -> Response:
         session = self._get(request, key)

@@ -7,6 +7,9 @@ errors; from the first byte of the stream on, everything is an event:
 
     event: stdout            data: {"text": "..."}   (or {"base64": "..."} with ?output=base64)
     event: stderr            data: the same, for stderr
+    event: display           data: {"index": n, "data": {MIME type: data}}   one per display
+                             (a Python program's charts and tables, binary data as base64),
+                             in order, once the run has ended: they are collected with it
     event: result            data: the same JSON as a plain request's body; the last event
     event: error             data: {"error": {"type", "message"}, "status"}; the last event
 
@@ -38,6 +41,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from hazmat._exceptions import HazmatError
+from hazmat.displays import bundle_to_json
 from hazmat.models import ExecutionResult
 from hazmat.watch import Watch
 from hazmat.wire import result_to_wire
@@ -139,6 +143,10 @@ class EventStream(Response):
                         tail = self._chunk(decoder, b"", final=True)
                         if tail.get("text"):
                             await writer.event(name, tail)
+                    for index, bundle in enumerate(value.displays if kind == "result" else ()):
+                        await writer.event(
+                            "display", {"index": index, "data": bundle_to_json(bundle)}
+                        )
                     await writer.event(kind, self._final(kind, value))
                 if writer.gone:
                     watch.cancel(GONE)

@@ -1,0 +1,118 @@
+"""Pausing a session and resuming it in a new container (sessions.py, run/session_store.py).
+
+A pause asks the session's agent for its working directory as a tar archive, made inside the
+sandbox (mode `save`, backends/session_agent.py); Python's interpreter first pickles what it
+can of its variables into that directory and says which it could not (a function or class
+defined in the session, an open file, a generator, ...). The sandbox keeps the archive and
+what the session was in its store, and the container is removed. A resume opens a new
+hardened container with the same language, trust, runtime and image, sends the archive back
+(mode `restore`: unpacked as the new program's uid) and, for Python, loads the variables,
+each on its own, saying which came back. The session keeps its id. Nothing of the container
+besides the working directory survives: /tmp, processes, open files and sockets are gone.
+
+    paused = session.pause()
+    paused.saved, paused.lost          # ('frame', 'np'), {'f': 'defined in the session: ...'}
+    session = sandbox.resume_session(paused.id)
+    session.resumed["loaded"]          # ['frame', 'np']
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from hazmat._exceptions import InfraError
+from hazmat.backends.base import Program, RunReport, Spec
+from hazmat.run.session_store import Paused
+
+__all__ = ["SAVE_FILE", "Pausable", "pause", "restore"]
+
+SAVE_FILE = "/tmp/.hazmat-save.tar"  # where the agent leaves the archive (a file of hazmat's)
+MiB = 1024 * 1024
+
+
+class Pausable(Protocol):
+    """What pausing needs of a session (sessions.Session is one)."""
+
+    id: str
+    language: str
+    spec: Spec
+
+    @property
+    def trust(self) -> str: ...
+
+    @property
+    def fixed(self) -> Any: ...  # sessions.Fixed: its image and caller
+
+    def agent_call(self, program: Program, mode: str) -> RunReport: ...
+
+    def end(self, why: str, now: bool = False) -> None: ...
+
+
+def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], None]) -> Paused:
+    """Save the session, hand it to `keep` (the sandbox's store), then end it."""
+    cap = session.spec.tmpfs_mb * MiB  # the archive is written to /tmp, a tmpfs of this size
+    program = Program(
+        files={},
+        want=(SAVE_FILE,),
+        stdin=b"",
+        max_file_bytes=cap,
+        max_total_bytes=cap,
+        own_bytes=cap,
+    )
+    report = session.agent_call(program, "save")
+    archive = report.files.get(SAVE_FILE)
+    if archive is None or report.exit_code != 0:
+        why = "; ".join([*report.notes, report.stderr.decode("utf-8", "replace").strip()])
+        raise InfraError(f"session {session.id} could not be paused: {why or 'no archive'}")
+    said = _report(report.stdout)
+    fixed = session.fixed
+    paused = Paused(
+        id=session.id,
+        language=session.language,
+        trust=session.trust,
+        runtime=session.spec.runtime.value,
+        image=fixed.image,
+        caller=fixed.caller,
+        owner=owner,
+        paused_at=time.time(),
+        archive_bytes=len(archive),
+        saved=tuple(str(name) for name in said.get("saved", ())),
+        lost={str(k): str(v) for k, v in dict(said.get("lost", {})).items()},
+    )
+    keep(paused, archive)
+    session.end("it was paused")
+    return paused
+
+
+def restore(session: Pausable, paused: Paused, archive: bytes) -> dict[str, Any]:
+    """Unpack a paused session's archive into the new session's container and (Python) load
+    its variables; returns what the session's `resumed` says."""
+    program = Program(files={}, want=(), stdin=archive, max_file_bytes=1)
+    report = session.agent_call(program, "restore")
+    if report.exit_code != 0:
+        why = report.stderr.decode("utf-8", "replace").strip() or "; ".join(report.notes)
+        raise InfraError(f"session {paused.id} could not be restored: {why}")
+    said = _report(report.stdout)
+    return {
+        "paused_at": round(paused.paused_at, 3),
+        "archive_bytes": paused.archive_bytes,
+        "loaded": [str(name) for name in said.get("loaded", ())],
+        "lost": {**paused.lost, **{str(k): str(v) for k, v in dict(said.get("lost", {})).items()}},
+    }
+
+
+def _report(stdout: bytes) -> dict[str, Any]:
+    """The interpreter's one-line JSON report (Python), or nothing (other languages). The
+    program's code may have changed the interpreter, so nothing in it is believed beyond its
+    shape: it only names the session's own variables."""
+    for line in reversed(stdout[-65536:].splitlines()):
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}
