@@ -52,9 +52,10 @@ proxy socket mounted into the container), starts socat as the program's uid to r
 127.0.0.1:3128 to that socket, waiting until the kernel lists the port as listening.
 
 When the program has ended the agent kills every process left (`kill -9 -1`: all but itself
-and PID 1, all of them the program's uid); if output files were asked for, it writes after
-the program's stdout a marker carrying the nonce, and `COLLECT_SCRIPT`, run as the program's
-uid once nothing of the program runs, writes one record per file (paths may contain `/`)::
+and PID 1, all of them the program's uid); if output files were asked for (or hazmat's own
+display file exists: no section otherwise), it writes after the program's stdout a marker
+carrying the nonce, and `COLLECT_SCRIPT`, run as the program's uid once nothing of the
+program runs, writes one record per file (paths may contain `/`)::
 
     --hazmat-files-<nonce>--\\n
     file <size> <name>\\n<size bytes>  |  missing 0 <name>\\n  |  too_large <size> <name>\\n
@@ -117,6 +118,19 @@ uid=${HAZMAT_UID:-}
 case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
 command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
 drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
+# whether the files section is worth its processes (20-50 ms each under gVisor): a file the
+# caller asked for, or one of hazmat's own (an absolute name: the displays) that is there,
+# tested as root without reading it; `callers` and `owns` are set as the names are read
+worth_collecting() {
+    [ -n "$callers" ] && return 0
+    for f in $owns; do { [ -e "$f" ] || [ -L "$f" ]; } && return 0; done
+    return 1
+}
+want() {
+    wants="$wants$1
+"
+    case $1 in /*) owns="$owns $1" ;; *) callers=1 ;; esac
+}
 prepare() {
     [ -z "$1" ] && return 0
     setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$1" </dev/null >/dev/null 2>&1
@@ -170,12 +184,11 @@ fi
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 IFS=' ' read -r magic version nwant maxfile nonce maxtotal maxown || die "no job on stdin"
 [ "$magic" = hazmat ] && [ "$version" = 7 ] || die "unknown job format"
-wants=''
+wants='' callers='' owns=''
 i=0
 while [ "$i" -lt "$nwant" ]; do
     IFS= read -r name || die "truncated job"
-    wants="$wants$name
-"
+    want "$name"
     i=$((i + 1))
 done
 rc=0
@@ -207,7 +220,7 @@ fi
 kill -9 -1
 i=0
 while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
-if [ "$nwant" -gt 0 ]; then
+if [ "$nwant" -gt 0 ] && worth_collecting; then
     printf -- '--hazmat-files-%s--\n' "$nonce"
     printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
         "$maxtotal" "$maxown"

@@ -150,12 +150,11 @@ printf 'hazmat-ready\n'
 while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxown; do
     [ "$magic" = hazmat-session ] && [ "$version" = 3 ] || die "unknown job format"
     case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
-    wants=''
+    wants='' callers='' owns=''
     i=0
     while [ "$i" -lt "$nwant" ]; do
         IFS= read -r name || die "truncated job"
-        wants="$wants$name
-"
+        want "$name"
         i=$((i + 1))
     done
     # the rest of the job, whatever happens next, so the stream stays in step
@@ -200,7 +199,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
     sweep
-    if [ "$nwant" -gt 0 ]; then
+    if [ "$nwant" -gt 0 ] && worth_collecting; then
         printf -- '--hazmat-files-%s--\n' "$nonce"
         printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
             "$maxtotal" "$maxown"
