@@ -11,6 +11,7 @@ import anyio
 import httpx
 import pytest
 
+from hazmat.tenant_keys import KeyStore
 from server_helpers import LiveServer, start_server, stop_server
 
 pytestmark = pytest.mark.docker
@@ -35,10 +36,21 @@ def test_a_session_paused_over_http_survives_a_restart(tmp_path: Path) -> None:
             assert (shown["state"], shown["id"]) == ("paused", sid)
             gone = client.post(f"{at}/runs", json={"code": "print(1)"})
             assert gone.status_code == 410 and "paused" in gone.text, gone.text
+        with _client(server, "trusted") as trusted:
+            high = trusted.post("/v1/sessions", json={"language": "python"}).json()["id"]
+            assert trusted.post(f"/v1/sessions/{high}/pause").status_code == 200
     finally:
         stop_server(server)
+    lowered = KeyStore(tmp_path / "keys.json").create("trusty", "untrusted")[1]
     server = start_server(tmp_path)  # the same key store, audit log and session store
     try:
+        headers = {"Authorization": f"Bearer {lowered}"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=180) as low:
+            refused = low.post(f"/v1/sessions/{high}/resume")  # its tenant, a lower key now
+            assert refused.status_code == 403, refused.text
+        with _client(server, "trusted") as trusted:
+            assert trusted.post(f"/v1/sessions/{high}/resume").status_code == 201
+            trusted.delete(f"/v1/sessions/{high}")
         with _client(server, "trusted") as stranger:
             assert stranger.post(f"/v1/sessions/{sid}/resume").status_code == 404
             assert stranger.get(f"/v1/sessions/{sid}").status_code == 404

@@ -249,6 +249,13 @@ NODE = r"""
   process.on('SIGUSR2', function hazmatStart() {
     process.removeListener('SIGUSR2', hazmatStart);
     clearInterval(idle);
+    // a session's warm runner (session_agent.py): the call's stdin is a file the unpack
+    // script wrote once the call came, opened as fd 0 (node makes process.stdin on first use)
+    const stdinFile = process.env.HAZMAT_STDIN_FILE;
+    if (stdinFile) {
+      fs.closeSync(0);
+      if (fs.openSync(stdinFile, 'r') !== 0) die('cannot open the call\'s stdin');
+    }
     let job = process.env.HAZMAT_UNPACK === '1' ? unpack() : null;
     for (const name of Object.keys(process.env)) {
       if (name.startsWith('HAZMAT_')) delete process.env[name];
@@ -275,7 +282,10 @@ NODE = r"""
     // program's stack (its stack traces end in node's own frames, as with `node main.js`)
     setImmediate(runMain, entry);
   });
-  fs.writeSync(1, 'hazmat-ready\n');
+  // on stdout, or (a session's warm runner) on a channel of the agent's own
+  const readyFd = Number(process.env.HAZMAT_READY_FD || 1);
+  fs.writeSync(readyFd, 'hazmat-ready\n');
+  if (readyFd !== 1) fs.closeSync(readyFd);
 })();
 """
 

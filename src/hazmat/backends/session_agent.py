@@ -47,6 +47,14 @@ writes the call's exit status to a second FIFO (done). If the interpreter dies (
 memory limit), the agent sees the FIFO end, reports the status, and starts a new one on the
 next call: the files stay, the variables are gone, and the program's stderr says so. The code
 can only confuse its own session through these FIFOs: the markers still come from the agent.
+
+JavaScript and TypeScript keep no state, but each call's node is started before the call: once
+a call has ended (and its processes are gone) the agent starts the language's runner
+(backends/runners.py) as the session's uid, with the runner's code, the ready line sent to a
+FIFO of the agent's (/tmp/.hazmat-session/ready) and the call's stdin to be read from the file
+the unpack script writes. A run call, once unpacked and built, signals it, and the runner runs
+the program as `node main.js` would. If it is not there or not ready (it died), the call runs
+`node` as before.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from __future__ import annotations
 from hazmat.backends.agent import PROLOGUE, job_header
 from hazmat.backends.base import Program
 from hazmat.backends.display_runner import DISPLAY
+from hazmat.backends.runners import RUNNERS
 from hazmat.backends.shell_session import shell_repl
 from hazmat.backends.verify import WORKDIR
 from hazmat.languages import Language
@@ -90,6 +99,10 @@ save='exec tar -cf /tmp/.hazmat-save.tar -C "$1" .'
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
+# JavaScript and TypeScript: the next call's node, started and waiting before the call
+warmrun=${HAZMAT_SESSION_WARM:-}
+runnercode=${HAZMAT_RUNNER:-}
+heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
 # root's folder (the program may read it, not change it): each call's job, and for Python
 # the two FIFOs to the interpreter kept between calls
@@ -110,6 +123,37 @@ start_repl() {
     exec 6>"$chan/go" 5<"$chan/done"
 }
 if [ -n "$repl" ]; then start_repl; fi
+# the next call's runner (backends/runners.py): started as the program now, so that a call
+# need not wait for node; it says it is ready on a FIFO of the agent's, reads the call's
+# stdin from the file the unpack script writes, and runs the call's program when signalled
+warmpid=''
+start_warm() {
+    [ -n "$warmrun" ] || return 0
+    rm -f "$chan/ready" && mkfifo -m 0622 "$chan/ready" || return 0
+    setpriv $drop -- env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" \
+        HAZMAT_READY_FD=4 HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin \
+        sh -c 'cd "$1" || exit 125; exec 2>&3 3>&- 4>"$2"; eval "$3"' \
+        warm "$workdir" "$chan/ready" "$warmrun" </dev/null 2>&3 &
+    warmpid=$!
+    exec 7<"$chan/ready"  # blocks until the runner has opened it
+}
+# the warm runner, if it is there and ready: signalled, it runs the call; its status in rc
+warm_call() {
+    [ -n "$warmpid" ] || return 1
+    if IFS= read -r ready <&7 && [ "$ready" = hazmat-ready ]; then
+        exec 7<&-
+        kill -USR2 "$warmpid" || { warmpid=''; return 1; }
+        wait "$warmpid"
+        rc=$?
+        warmpid=''
+        return 0
+    fi
+    exec 7<&-
+    kill -9 "$warmpid"
+    wait "$warmpid"
+    warmpid=''
+    return 1
+}
 # one step of the kept interpreter (run, files, save, load); its status in rc
 repl_call() {
     [ -n "$pid" ] || start_repl
@@ -127,6 +171,7 @@ repl_call() {
 }
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 unset OLDPWD
+start_warm
 # every process but PID 1, this one and the interpreter kept between calls (zombies wait for
 # their parent and are skipped); until none is left, boundedly
 sweep() {
@@ -135,7 +180,7 @@ sweep() {
         left=''
         for p in /proc/[0-9]*; do
             p=${p#/proc/}
-            case $p in 1 | "$$" | "$pid") continue ;; esac
+            case $p in 1 | "$$" | "$pid" | "$warmpid") continue ;; esac
             stat=''
             IFS= read -r stat <"/proc/$p/stat" || continue
             state=${stat##*) }
@@ -186,7 +231,9 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
             setpriv $drop -- sh -c "$archive" archive "$workdir" </dev/null 2>&3
             rc=$?
         fi
-        if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = again ]; }; then
+        if [ "$rc" -eq 0 ] && [ "$mode" = run ] && warm_call; then
+            :
+        elif [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = again ]; }; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
                 </tmp/.hazmat-stdin 2>&3
             rc=$?
@@ -206,6 +253,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     fi
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
     printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+    [ -n "$warmpid" ] || start_warm
 done
 exit 0
 """
@@ -545,6 +593,8 @@ def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> di
     }
     if bench:
         pass
+    elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
+        env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
     elif lang.runner == "python":
         env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
     elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)

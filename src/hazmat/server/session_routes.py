@@ -88,7 +88,15 @@ class SessionOwners:
 
     def resume(self, sid: str, key: Key) -> Session:
         """Resume the tenant's paused session `sid` in a new container, within its cap
-        (blocking); another tenant's, or none, is 404."""
+        (blocking); another tenant's, or none, is 404. What the session was opened with is
+        checked again against the key as it is now (a key since lowered: 403)."""
+        paused = self.sandbox.session_store.info(sid, key.tenant)
+        asked = {"trust": paused.trust, "runtime": paused.runtime, "image": paused.image}
+        run_arguments(
+            {"code": "", "language": paused.language, **{k: v for k, v in asked.items() if v}},
+            key,
+            self.sandbox.policy,
+        )
         return self._opened(key, lambda: self.sandbox.resume_session(sid, owner=key.tenant))
 
     def paused(self, sid: str, key: Key) -> dict[str, Any]:
