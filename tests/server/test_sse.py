@@ -17,6 +17,7 @@ from hazmat.watch import Watch
 class FakeResult:
     stdout_bytes = b"x"
     stderr_bytes = b""
+    displays = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": "cancelled"}
