@@ -8,7 +8,9 @@
     worker wN           `hazmat worker` for engine eN, its own audit log; with `partition`, the
                         last worker lives in a network namespace of its own and reaches Redis
                         over a veth pair, so that the link can be cut and healed
-    service             `hazmat serve --redis` on a unix socket, `--on-lost retry`
+    service             `hazmat serve --redis` on a unix socket, `--on-lost retry`; its
+                        sessions on engine e0 (`start_service` starts another, for another
+                        engine's sessions)
 
 Faults: `kill_worker`, `stop_engine` / `start_engine`, `restart_redis`, `cut` / `heal`. Needs
 root (dockerd, network namespaces). Everything started is stopped on exit; the extra engines'
@@ -140,6 +142,7 @@ class Lab:
         self.workers: dict[int, subprocess.Popen[str]] = {}
         self.redis: subprocess.Popen[bytes] | None = None
         self.service: subprocess.Popen[str] | None = None
+        self.services: list[subprocess.Popen[str]] = []  # the first is `service`
         self.port = _free_port()
         self.socket = root / "service.sock"
         self.key = ""
@@ -169,9 +172,10 @@ class Lab:
     def __exit__(self, *_: object) -> None:
         for index in list(self.workers):  # first: they publish their last checkpoints
             self.stop_worker(index)
-        if self.service is not None and self.service.poll() is None:
-            self.service.terminate()  # its collector copies what the workers published
-            self.service.communicate(timeout=300)
+        for service in self.services:
+            if service.poll() is None:
+                service.terminate()  # its collector copies what the workers published
+                service.communicate(timeout=300)
         for engine in self.engines:  # every hazmat process is gone: nothing may be left
             self.leftovers[f"e{engine.index}"] = _remove_containers(engine)
             engine.stop()
@@ -292,21 +296,36 @@ class Lab:
             "--concurrent", "1024", "--per-minute", "100000", "--keys", str(keys),
         )  # fmt: skip
         self.key = json.loads(made)["key"]
-        env = dict(os.environ) | {"HAZMAT_AUDIT_DIR": str(self.root / "audit-service")}
-        self.socket.unlink(missing_ok=True)
-        argv = [*hazmat, "serve", "--socket", str(self.socket), "--keys", str(keys)]
-        argv += ["--redis", self.redis_url(), "--on-lost", "retry", "--max-running", "64"]
-        argv += ["--anchors", str(self.root / "anchors")]
-        log = (self.root / "service.log").open("a")
-        self.service = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env
-        )
-        assert self.service.stdout is not None
-        for line in self.service.stdout:
+        self.service = self.start_service(0, self.socket)
+
+    def start_service(self, engine: int, sock: Path) -> subprocess.Popen[str]:
+        """`hazmat serve --redis` on `sock`, its sessions on engine `engine`, its own audit log
+        and session folder; the lab's key store, and one sessions key for all (docs/scale.md)."""
+        sessions = self.root / f"sessions-e{engine}"
+        sessions.mkdir(mode=0o700, exist_ok=True)
+        shared = self.root / "sessions-key"
+        if not shared.exists():
+            shared.write_bytes(os.urandom(32))
+            shared.chmod(0o600)
+        shutil.copy2(shared, sessions / "key")
+        env = self.engines[engine].env() | {
+            "HAZMAT_AUDIT_DIR": str(self.root / f"audit-service-e{engine}"),
+            "HAZMAT_SESSIONS_DIR": str(sessions),
+        }
+        sock.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "hazmat", "serve", "--socket", str(sock)]
+        argv += ["--keys", str(self.root / "keys.json"), "--redis", self.redis_url()]
+        argv += ["--on-lost", "retry", "--max-running", "64"]
+        argv += ["--anchors", str(self.root / ("anchors" if engine == 0 else f"anchors-e{engine}"))]
+        log = (self.root / f"service-e{engine}.log").open("a")
+        service = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+        self.services.append(service)
+        assert service.stdout is not None
+        for line in service.stdout:
             log.write(line)
             if "listening on" in line:
-                return
-        raise RuntimeError(f"the service did not start (see {self.root}/service.log)")
+                return service
+        raise RuntimeError(f"a service did not start (see {self.root}/service-e{engine}.log)")
 
 
 def _free_port() -> int:

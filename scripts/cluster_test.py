@@ -10,9 +10,11 @@ concurrent clients, and every fault of docs/scale.md injected while they go:
 
 Each fault is injected when a given share of the runs has been answered, so the schedule follows
 the load, not the clock. Then the example set's Python and JavaScript tasks are graded as one
-batch through the cluster (POST /v1/batches), each to get the verdict its id names. Then every
-worker's audit log is read and checked against what the
-clients got, and against the checkpoints the service anchored. The last line is
+batch through the cluster (POST /v1/batches), each to get the verdict its id names. Then a
+Python session is paused on the service (engine e0) and resumed on a second service, of engine
+e1, which shares only Redis, the tenants and the sessions key: its files and variable must come
+back there, in a container on e1. Then every worker's audit log is read and checked against what
+the clients got, and against the checkpoints the service anchored. The last line is
 
     cluster: N submitted, N completed, 0 lost, 0 duplicated
 
@@ -31,6 +33,7 @@ import json
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -195,6 +198,51 @@ def grade_batch(lab: Lab) -> tuple[int, list[str]]:
     return len(lines), problems
 
 
+def move_session(lab: Lab) -> list[str]:
+    """Pause a session on the first service, resume it on a second (engine e1); what is off."""
+    other = lab.root / "service-e1.sock"
+    second = lab.start_service(1, other)
+    mine = f"label=hazmat.owner={socket.gethostname()}:{second.pid}"
+    problems = []
+
+    def client(sock: Path) -> httpx.Client:
+        transport = httpx.HTTPTransport(uds=str(sock))
+        headers = {"Authorization": f"Bearer {lab.key}"}
+        return httpx.Client(transport=transport, base_url="http://lab", headers=headers)
+
+    def on_e1() -> list[str]:
+        argv = ("docker", "ps", "-q", "--filter", mine)
+        done = subprocess.run(argv, capture_output=True, text=True, env=lab.engines[1].env())
+        return done.stdout.split()
+
+    with client(lab.socket) as first:
+        sid = first.post("/v1/sessions", json={"language": "python"}, timeout=120).json()["id"]
+        at = f"/v1/sessions/{sid}"
+        code = "total = 40\nopen('kept.txt', 'w').write('from e0')"
+        first.post(f"{at}/runs", json={"code": code}, timeout=120)
+        paused = first.post(f"{at}/pause", timeout=120)
+        if paused.status_code != 200:
+            return [f"session: pause on e0: {paused.status_code} {paused.text}"]
+    before = on_e1()
+    with client(other) as there:
+        resumed = there.post(f"{at}/resume", timeout=180)
+        if resumed.status_code != 201:
+            return [f"session: resume on e1: {resumed.status_code} {resumed.text}"]
+        if not set(on_e1()) - set(before):
+            problems.append("session: no new container of the second service on e1")
+        code = "print(total + 2, open('kept.txt').read())"
+        answer = there.post(f"{at}/runs", json={"code": code}, timeout=120).json()
+        if answer.get("stdout") != "42 from e0\n":
+            problems.append(f"session: resumed on e1, it said {answer}")
+        there.delete(at, timeout=120)
+    with client(lab.socket) as first:
+        again = first.post(f"{at}/resume", timeout=120)
+        if again.status_code != 404:
+            problems.append(f"session: a second resume on e0 got {again.status_code}")
+    say(f"session {sid}: paused on e0, resumed on e1; {len(problems)} problems")
+    return problems
+
+
 def faults(lab: Lab, load: Load, log: list[str]) -> None:
     def note(line: str) -> None:
         log.append(line)
@@ -316,8 +364,9 @@ def main() -> int:
         took = time.monotonic() - began
         graded, batch_problems = grade_batch(lab)
         say(f"batch: {graded} tasks graded through the cluster; {len(batch_problems)} wrong")
+        session_problems = move_session(lab)
     records = audit(lab)
-    problems = verify_anchors(lab) + batch_problems
+    problems = verify_anchors(lab) + batch_problems + session_problems
     problems += [f"{n} container(s) left on engine {e}" for e, n in lab.leftovers.items() if n]
     completed, lost, duplicated, retried = judge(jobs, records)
     refused = sum(job.refusals for job in jobs)

@@ -100,6 +100,7 @@ def test_the_sweep_removes_what_is_past_its_keep(tmp_path: Path) -> None:
     assert store.sweep() == [SID]
     assert sorted(p.name for p in tmp_path.glob("s-*")) == [
         "s-1111111111111111.json",
+        "s-1111111111111111.key",
         "s-1111111111111111.tar",
     ]
 
@@ -110,3 +111,22 @@ def test_a_damaged_key_is_named(tmp_path: Path) -> None:
     (tmp_path / "key").write_bytes(b"short")
     with pytest.raises(InfraError, match=r"key .* is damaged"):
         store.get(SID, "tenant:a")
+
+
+def test_a_session_sealed_with_another_key_names_both_keys(tmp_path: Path) -> None:
+    """Services that share a shelf but not a key: the operator's to fix, so it is said."""
+    SessionStore(tmp_path / "a", keep_s=60).put(_paused(), b"tar")
+    other = SessionStore(tmp_path / "b", keep_s=60)
+    other.put(_paused("s-1111111111111111"), b"tar")  # makes b's own key
+    for part in ("json", "tar", "key"):
+        os.rename(tmp_path / "a" / f"{SID}.{part}", tmp_path / "b" / f"{SID}.{part}")
+    with pytest.raises(InfraError, match=r"another key than .*b/key .* same key file"):
+        other.get(SID, "tenant:a")
+
+
+def test_the_key_id_does_not_give_the_key_away(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, keep_s=60)
+    store.put(_paused(), b"tar")
+    key_id = (tmp_path / f"{SID}.key").read_bytes()
+    assert len(key_id) == 16 and key_id.hex() not in (tmp_path / "key").read_bytes().hex()
+    assert bytes.fromhex(key_id.decode()) not in (tmp_path / "key").read_bytes()

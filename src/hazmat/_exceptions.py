@@ -8,6 +8,7 @@ HazmatError
 │   ├── InputTooLarge ············ code, stdin or a file over its limit (HTTP 413)
 │   ├── RequestTimeout ··········· the service: a request body that did not arrive (HTTP 408)
 │   ├── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
+│   ├── SessionBusy ·············· another resume of that paused session is under way (409)
 │   └── BatchNotFound ············ no batch of the caller's has that id (HTTP 404)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
@@ -55,6 +56,7 @@ __all__ = [
     "RequestTimeout",
     "RuntimeUnavailable",
     "ServiceUnavailable",
+    "SessionBusy",
     "SessionClosed",
     "SessionNotFound",
     "SettingsMismatch",
@@ -101,6 +103,13 @@ class SessionNotFound(InputError):
     """No open session has that id, or it is another tenant's (which looks the same)."""
 
     http_status = 404
+
+
+class SessionBusy(InputError):
+    """A paused session is being resumed already (by this service or another of the cluster's):
+    the other resume gets it."""
+
+    http_status = 409
 
 
 class BatchNotFound(InputError):

@@ -161,11 +161,13 @@ class Sandbox:
         """A paused session (`Session.pause`) in a new hardened container, with the same id,
         language, trust, runtime and image: its working directory back, and for Python the
         variables that were saved (`session.resumed` says which came back). `owner` must be
-        the one the pause was given. `SessionNotFound` if there is no such paused session; if
-        the resume fails, the paused session is kept."""
+        the one the pause was given. `SessionNotFound` if there is no such paused session,
+        `SessionBusy` while another resume of it runs; if the resume fails, the paused session
+        is kept."""
         self._check_open()
-        with self._resuming:  # one resume of an id at a time
-            paused, archive = self.session_store.get(session_id, owner)
+        store = self.session_store
+        with self._resuming, store.claim(session_id):  # one resume of an id at a time
+            paused, archive = store.get(session_id, owner)
             fixed = Fixed(
                 paused.language, paused.trust, paused.runtime, paused.image, paused.caller
             )
@@ -175,12 +177,14 @@ class Sandbox:
             except BaseException:
                 session.end("its resume failed")
                 raise
-            self.session_store.remove(session_id)
+            store.remove(session_id)
         self._recorder.session_event("resumed", {"session": session.id, **session.resumed})
         return session
 
     def keep_paused(self, paused: Paused, archive: bytes) -> None:
-        """Keep a pausing session in the store, and record it (its archive by digest)."""
+        """Keep a pausing session in the store, and record it (its archive by digest); the
+        store's sessions kept past `keep_paused_s` go meanwhile."""
+        self.session_store.sweep()
         self.session_store.put(paused, archive)
         self._recorder.session_event(
             "paused",

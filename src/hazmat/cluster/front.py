@@ -1,6 +1,7 @@
 """What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py)
 through a `ClusterRunner`, tenants' quotas are counted in Redis across services (quotas.py),
-and the workers' signed checkpoints are copied into anchors of the service's (anchors.py).
+paused sessions are kept in Redis for any service to resume (paused.py), and the workers'
+signed checkpoints are copied into anchors of the service's (anchors.py).
 cli/serve.py hands `cluster_front` to the service as its front (server/serve.py)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.dispatch import Dispatcher, Placement
+from hazmat.cluster.paused import RedisShelf
 from hazmat.cluster.quotas import RedisQuotaBook
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
@@ -83,15 +85,16 @@ class Placed:
 @contextlib.contextmanager
 def cluster_front(
     options: ClusterOptions, policy: Policy
-) -> Iterator[tuple[ClusterRunner, RedisQuotaBook]]:
-    """The runner and the quota book, with the anchor collector running meanwhile. A run's
-    quota lease outlives a service that died holding it by the policy's longest run + 60 s."""
+) -> Iterator[tuple[ClusterRunner, RedisQuotaBook, RedisShelf]]:
+    """The runner, the quota book and the paused sessions' shelf, with the anchor collector
+    running meanwhile. A run's quota lease outlives a service that died holding it by the
+    policy's longest run + 60 s."""
     dispatcher = Dispatcher(options.url, options.on_lost, options.attempts)
     quotas = RedisQuotaBook(dispatcher.redis, policy.longest_run_s() + LEASE_GRACE_S)
     collector = AnchorCollector(dispatcher.redis, options.anchors)
     collector.start()
     try:
-        yield ClusterRunner(dispatcher, policy), quotas
+        yield ClusterRunner(dispatcher, policy), quotas, RedisShelf(dispatcher.redis)
     finally:
         collector.stop()
         dispatcher.redis.close()

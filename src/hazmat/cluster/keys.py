@@ -12,6 +12,9 @@
     hazmat:checkpoints              stream: the workers' signed audit checkpoints, for the
                                     service to anchor (cluster/anchors.py)
     hazmat:audit-key:<name>         a worker's audit verifier key
+    hazmat:paused:<id>              hash: a paused session's sealed parts (json, tar, key);
+                                    expires with the policy's keep_paused_s (cluster/paused.py)
+    hazmat:paused:<id>:claim        held by the service resuming it (a token, expiring)
     hazmat.<name>                   the Dramatiq queue of one worker
 
 Every Redis call of the cluster waits out a short outage (a restart, a partition that heals):
@@ -40,6 +43,7 @@ __all__ = [
     "broker",
     "claim",
     "patiently",
+    "paused_key",
     "queue_of",
     "reachable",
     "run_key",
@@ -70,6 +74,10 @@ def worker_key(name: str) -> str:
 
 def run_key(attempt_id: str, part: str) -> str:
     return f"hazmat:run:{attempt_id}:{part}"
+
+
+def paused_key(session_id: str, part: str = "") -> str:
+    return f"hazmat:paused:{session_id}" + (f":{part}" if part else "")
 
 
 def audit_key(worker: str) -> str:

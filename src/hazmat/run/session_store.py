@@ -12,31 +12,40 @@ through hazmat's own API, which names a session only within its owner). What it 
 on the host, who can read the key. The archive is never unpacked on the host: it goes back,
 as it came, into a fresh sandbox of the same owner.
 
+Where the sealed bytes lie is the store's *shelf*: its directory (`DirectoryShelf`, the
+default), or the cluster's Redis (cluster/paused.py), so that any service of the cluster can
+resume a session another one paused. The key stays in the directory in either case: every
+service that is to resume another's sessions is given the same key file (docs/scale.md); a
+service with another key is told so, by the key's id kept beside the sealed parts. A resume
+first *claims* the id on the shelf, so that two services cannot resume it together.
+
     store = SessionStore(Path("~/.local/state/hazmat/sessions"), keep_s=7 * 86400)
     store.put(paused, archive)
-    paused, archive = store.get("s-0123456789abcdef", owner="tenant:acme")
-    store.remove("s-0123456789abcdef")
+    with store.claim("s-0123456789abcdef"):
+        paused, archive = store.get("s-0123456789abcdef", owner="tenant:acme")
+        store.remove("s-0123456789abcdef")
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from hazmat._exceptions import InfraError, SessionNotFound
 
-__all__ = ["Paused", "SessionStore", "default_store_dir"]
+__all__ = ["DirectoryShelf", "Paused", "SessionStore", "Shelf", "default_store_dir"]
 
 _ID = re.compile(r"s-[0-9a-f]{16}\Z")
 
@@ -82,30 +91,66 @@ class Paused:
         }
 
 
-class SessionStore:
-    """Paused sessions in a directory (created on first use); see the module's docstring."""
+class Shelf(Protocol):
+    """Where a store's sealed parts lie: "json" (what the session was), "tar" (its files) and
+    "key" (the id of the key that sealed them), each under the session's id."""
 
-    def __init__(self, directory: Path, keep_s: float) -> None:
+    def read(self, session_id: str, part: str) -> bytes:
+        """The part's bytes; `FileNotFoundError` if it is not there."""
+        ...
+
+    def write(self, session_id: str, parts: Mapping[str, bytes], keep_s: float) -> None: ...
+
+    def remove(self, session_id: str) -> None: ...
+
+    def sweep(self, keep_s: float) -> list[str]:
+        """Remove what is kept longer than `keep_s`; the ids."""
+        ...
+
+    def claim(self, session_id: str) -> contextlib.AbstractContextManager[None]:
+        """Held while one resume of the id runs; `SessionBusy` if another holds it."""
+        ...
+
+
+class SessionStore:
+    """Paused sessions, sealed with the key in `directory` (made there on first use) and kept on
+    `shelf` (by default in that directory too); see the module's docstring."""
+
+    def __init__(self, directory: Path, keep_s: float, shelf: Shelf | None = None) -> None:
         self.directory = directory.expanduser()
         self.keep_s = keep_s
+        self.shelf = shelf or DirectoryShelf(self.directory)
+
+    def on(self, shelf: Shelf) -> SessionStore:
+        """The same store (directory, key, keep) with its sessions on another shelf."""
+        return SessionStore(self.directory, self.keep_s, shelf)
 
     def put(self, paused: Paused, archive: bytes) -> None:
-        aead = AESGCM(self._key())
+        key = self._key()
+        aead = AESGCM(key)
         bound = _bound(paused.id, paused.owner)
         meta = json.dumps({**asdict(paused), "lost": dict(paused.lost)}).encode()
-        self._write(f"{paused.id}.tar", _seal(aead, archive, bound + b"tar"))
-        self._write(f"{paused.id}.json", _seal(aead, meta, bound + b"json"))
+        parts = {
+            "tar": _seal(aead, archive, bound + b"tar"),
+            "json": _seal(aead, meta, bound + b"json"),
+            "key": _key_id(key),
+        }
+        self.shelf.write(paused.id, parts, self.keep_s)
+
+    def claim(self, session_id: str) -> contextlib.AbstractContextManager[None]:
+        """Hold it around `get` and `remove` of a resume (`SessionBusy` while another has it)."""
+        return self.shelf.claim(session_id)
 
     def get(self, session_id: str, owner: str | None) -> tuple[Paused, bytes]:
         """The paused session and its archive; `SessionNotFound` if there is none for this
         owner (another owner's looks the same), or it expired."""
         paused = self.info(session_id, owner)
         try:
-            sealed = self._read(f"{session_id}.tar")
+            sealed = self.shelf.read(session_id, "tar")
             archive = _open(AESGCM(self._key()), sealed, _bound(session_id, owner) + b"tar")
         except (FileNotFoundError, InvalidTag):
             raise InfraError(
-                f"paused session {session_id}: its files in {self.directory} are missing or "
+                f"paused session {session_id}: its files in {self.shelf} are missing or "
                 "damaged (changed, or not written by this store)"
             ) from None
         return paused, archive
@@ -113,12 +158,15 @@ class SessionStore:
     def info(self, session_id: str, owner: str | None) -> Paused:
         if not _ID.match(session_id):
             raise SessionNotFound(f"no paused session {session_id!r}")
+        key = self._key()
         try:
-            sealed = self._read(f"{session_id}.json")
-            data = json.loads(
-                _open(AESGCM(self._key()), sealed, _bound(session_id, owner) + b"json")
-            )
-        except (FileNotFoundError, InvalidTag):
+            sealed = self.shelf.read(session_id, "json")
+        except FileNotFoundError:
+            raise SessionNotFound(f"no paused session {session_id!r}") from None
+        try:
+            data = json.loads(_open(AESGCM(key), sealed, _bound(session_id, owner) + b"json"))
+        except InvalidTag:
+            self._check_key(session_id, key)
             raise SessionNotFound(f"no paused session {session_id!r}") from None
         paused = Paused(**{**data, "saved": tuple(data["saved"])})
         if paused.paused_at + self.keep_s <= time.time():
@@ -127,16 +175,60 @@ class SessionStore:
         return paused
 
     def remove(self, session_id: str) -> None:
-        for suffix in (".json", ".tar"):
-            with contextlib.suppress(FileNotFoundError):
-                (self.directory / f"{session_id}{suffix}").unlink()
+        self.shelf.remove(session_id)
 
     def sweep(self) -> list[str]:
-        """Remove the paused sessions kept longer than `keep_s` (by their files' age)."""
+        """Remove the paused sessions kept longer than `keep_s`."""
+        return self.shelf.sweep(self.keep_s)
+
+    def _check_key(self, session_id: str, key: bytes) -> None:
+        """A part that does not open: another owner's (which must look like nothing), or one
+        sealed by a service with another key, which is the operator's to fix."""
+        with contextlib.suppress(FileNotFoundError):
+            sealed_by = self.shelf.read(session_id, "key")
+            if sealed_by != _key_id(key):
+                raise InfraError(
+                    f"paused session {session_id} was sealed with another key than "
+                    f"{self.directory / 'key'} (id {sealed_by.decode(errors='replace')}, this "
+                    f"one {_key_id(key).decode()}): give every service that resumes the "
+                    "cluster's sessions the same key file (docs/scale.md)"
+                )
+
+    def _key(self) -> bytes:
+        path = self.directory / "key"
+        with contextlib.suppress(FileNotFoundError):
+            return _key_from(path.read_bytes(), path)
+        _write(self.directory, "key", AESGCM.generate_key(bit_length=256), exclusive=True)
+        return _key_from(path.read_bytes(), path)
+
+
+class DirectoryShelf:
+    """Sealed parts as files `<id>.<part>` of mode 0600 in a directory of mode 0700, written
+    atomically. A claim is the process's own: one service resumes from one directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def __str__(self) -> str:
+        return str(self.directory)
+
+    def read(self, session_id: str, part: str) -> bytes:
+        return (self.directory / f"{session_id}.{part}").read_bytes()
+
+    def write(self, session_id: str, parts: Mapping[str, bytes], keep_s: float) -> None:
+        for part in sorted(parts, key=lambda name: name == "json"):  # what it was, last
+            _write(self.directory, f"{session_id}.{part}", parts[part])
+
+    def remove(self, session_id: str) -> None:
+        for part in ("json", "tar", "key"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / f"{session_id}.{part}").unlink()
+
+    def sweep(self, keep_s: float) -> list[str]:
         if not self.directory.is_dir():
             return []
         gone = []
-        cutoff = time.time() - self.keep_s
+        cutoff = time.time() - keep_s
         for path in self.directory.glob("s-*.json"):
             with contextlib.suppress(FileNotFoundError):
                 if path.stat().st_mtime <= cutoff:
@@ -144,31 +236,31 @@ class SessionStore:
                     gone.append(path.stem)
         return gone
 
-    def _key(self) -> bytes:
-        path = self.directory / "key"
-        with contextlib.suppress(FileNotFoundError):
-            return _key_from(path.read_bytes(), path)
-        self._write("key", AESGCM.generate_key(bit_length=256), exclusive=True)
-        return _key_from(path.read_bytes(), path)
+    @contextlib.contextmanager
+    def claim(self, session_id: str) -> Iterator[None]:
+        yield  # the sandbox resumes one id at a time; no other process uses this directory
 
-    def _read(self, name: str) -> bytes:
-        return (self.directory / name).read_bytes()
 
-    def _write(self, name: str, data: bytes, exclusive: bool = False) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        final = self.directory / name
-        temporary = self.directory / f".{name}.{secrets.token_hex(4)}"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if exclusive:  # the key: the first writer's wins, a racing one's is dropped
-            with contextlib.suppress(FileExistsError):
-                os.link(temporary, final)
-            temporary.unlink()
-        else:
-            os.replace(temporary, final)
+def _write(directory: Path, name: str, data: bytes, exclusive: bool = False) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    final = directory / name
+    temporary = directory / f".{name}.{secrets.token_hex(4)}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    if exclusive:  # the key: the first writer's wins, a racing one's is dropped
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, final)
+        temporary.unlink()
+    else:
+        os.replace(temporary, final)
+
+
+def _key_id(key: bytes) -> bytes:
+    """Names the key without giving it away: the first 8 bytes of its SHA-256, in hex."""
+    return hashlib.sha256(b"hazmat sessions key\n" + key).hexdigest()[:16].encode()
 
 
 def _key_from(data: bytes, path: Path) -> bytes:

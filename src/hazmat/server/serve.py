@@ -26,6 +26,7 @@ from pathlib import Path
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.quotas import QuotaBook
+from hazmat.run.session_store import Shelf
 from hazmat.server.guard import ConnectionLimits, guarded_h11
 from hazmat.server.runner import Runner
 from hazmat.tenant_keys import KeyStore
@@ -34,7 +35,7 @@ __all__ = ["Front", "bind", "reaped", "serve"]
 
 # where runs go instead of the service's own engine, and who counts the tenants' quotas: made
 # when the service starts, closed when it stops (cli/serve.py composes the cluster's in)
-Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook]]]
+Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook, Shelf]]]
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,8 @@ def serve(
             runner: Runner | None = None
             quotas: QuotaBook | None = None
             if front is not None:
-                runner, quotas = stack.enter_context(front())
+                runner, quotas, shelf = stack.enter_context(front())
+                sandbox.session_store = sandbox.session_store.on(shelf)
             limits = connections or ConnectionLimits()
             app = create_app(sandbox, keys, max_running, runner, quotas, limits.body_timeout_s)
             config = uvicorn.Config(
