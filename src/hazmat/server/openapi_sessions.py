@@ -247,7 +247,11 @@ SESSION_PATHS: dict[str, Any] = {
             "summary": "Resume a paused session in a new container, with the same id",
             "operationId": "resumeSession",
             "security": _AUTH,
-            "responses": {"201": _json(_ref("Session"), "The session, open again"), **_ERRORS},
+            "responses": {
+                "201": _json(_ref("Session"), "The session, open again"),
+                "409": _json(_ERROR, "Another resume of this session is under way"),
+                **_ERRORS,
+            },
         },
     },
 }
