@@ -140,6 +140,10 @@ cat "$svc/serve.log" | tail -1
 unset HAZMAT_KEYS HAZMAT_API_KEY
 rm -rf "$svc"
 
+echo "== hazmat run went through your local server, started by the first run and kept warm =="
+expect 0 "$hazmat" server status
+expect 0 "$hazmat" server stop
+
 echo
 if [ "$failures" -eq 0 ]; then
     echo "demo: all steps behaved as expected"

@@ -25,6 +25,9 @@ os.environ["HAZMAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-cache-")
 # them themselves (tests/server)
 os.environ.pop("HAZMAT_URL", None)
 os.environ.pop("HAZMAT_API_KEY", None)
+# ...and through the user's local server (cli/local_server.py), which outlives the command:
+# tests/test_local_server.py starts its own, in folders of its own, and stops them
+os.environ["HAZMAT_NO_SERVER"] = "1"
 
 
 def _labelled_containers() -> list[str]:

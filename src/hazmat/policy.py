@@ -299,7 +299,9 @@ class PoolSettings:
     `size` containers are kept ready per kind (language, image, limits, runtime), at most
     `max_containers` in all; `refill_concurrency` are started at once; a ready container older
     than `max_age_s` is replaced. `prewarm` names languages whose pool (for the default trust
-    level) fills when the sandbox opens; any other kind fills after its first run.
+    level) fills when the sandbox opens; any other kind fills after its first run. The
+    per-user local server that keeps a pool warm for `hazmat run` (cli/local_server.py) stops
+    after `server_idle_s` without a request.
     """
 
     size: int = 2
@@ -307,6 +309,7 @@ class PoolSettings:
     max_age_s: float = 300.0
     max_containers: int = 16
     prewarm: tuple[str, ...] = ()
+    server_idle_s: float = 600.0
 
 
 POOL_BOUNDS = {
@@ -314,6 +317,7 @@ POOL_BOUNDS = {
     "refill_concurrency": (1, 32),
     "max_age_s": (1, 86_400),
     "max_containers": (0, 1024),
+    "server_idle_s": (1, 86_400),
 }
 
 

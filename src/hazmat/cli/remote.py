@@ -84,9 +84,12 @@ class _TCPConnection(http.client.HTTPConnection):
 class Service:
     """One service address and key; `post` sends a JSON body and returns the JSON answer."""
 
-    def __init__(self, url: str, key: str | None) -> None:
+    def __init__(self, url: str, key: str | None, default_trust: str | None = None) -> None:
         self.url = url
         self.key = key
+        # the trust a run without one gets: the service's default is the key's level; the
+        # local server (local_server.py) is given its policy's default, as a run here gets
+        self.default_trust = default_trust
 
     def _connection(self) -> http.client.HTTPConnection:
         if self.url.startswith("unix:"):
@@ -97,6 +100,25 @@ class Service:
         if parts.scheme != "http" or not parts.hostname:
             raise InputError(f"HAZMAT_URL {self.url!r}: expected http://HOST:PORT or unix:/path")
         return _TCPConnection(parts.netloc, timeout=TIMEOUT_S)
+
+    def get(self, path: str, timeout_s: float = 10.0) -> bytes:
+        """GET `path`; the body of a 200 answer (`ServiceUnavailable` otherwise)."""
+        connection = self._connection()
+        connection.timeout = timeout_s
+        headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        try:
+            connection.request("GET", path, headers=headers)
+            response = connection.getresponse()
+            raw = response.read()
+        except OSError as exc:
+            raise ServiceUnavailable(
+                f"the hazmat service at {self.url} does not answer: {exc}"
+            ) from None
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise ServiceUnavailable(f"{self.url}{path} answered {response.status}")
+        return raw
 
     def post(self, path: str, body: dict[str, Any], live: Live | None = None) -> dict[str, Any]:
         """POST `body` as JSON; the JSON answer. With `live`, ask for events and hand it each
@@ -207,5 +229,7 @@ def run_remote(
     """`Sandbox.run`'s arguments as a request to the service (wire.py's codec, the service's
     own); with `live`, the output goes to it as it comes. The answer is the run's
     `ExecutionResult`, the output exactly as the program wrote it."""
+    if options.get("trust") is None and service.default_trust is not None:
+        options = {**options, "trust": service.default_trust}
     body = options_to_wire(code, language, options)
     return result_from_wire(service.post("/v1/runs?output=base64", body, live))

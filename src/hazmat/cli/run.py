@@ -1,5 +1,6 @@
-"""`hazmat run`: one program in a fresh hardened container, here or through a running hazmat
-service (cli/remote.py); its output as it comes, then hazmat's remarks, or one JSON object."""
+"""`hazmat run`: one program in a fresh hardened container, through a hazmat service
+(cli/remote.py): the one set, else the user's local server, kept warm (cli/local_server.py);
+or here, with --local. Its output as it comes, then hazmat's remarks, or one JSON object."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InfraError, InputError
 from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read
-from hazmat.cli.remote import find_service, run_remote
+from hazmat.cli.remote import Service, find_service, run_remote
 from hazmat.displays import display_files
 from hazmat.models import ExecutionResult, Outcome
 
@@ -66,7 +67,8 @@ def add(sub: Any) -> None:
     run.add_argument(
         "--local",
         action="store_true",
-        help="run in this process even when a hazmat service is set (HAZMAT_URL, HAZMAT_API_KEY)",
+        help="run in this process, not through a hazmat service (HAZMAT_URL, HAZMAT_API_KEY) "
+        "or your local server (set HAZMAT_NO_SERVER=1 for every run)",
     )
     run.set_defaults(handler=_run)
 
@@ -169,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
         output_dir.prepare(args.displays, "--displays")
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
-    service = None if args.local or args.policy or args.caller else find_service()
+    service = None if args.local or args.policy or args.caller else _service()
     if service is not None:
         result = run_remote(service, code, language.name, options, live)
     else:
@@ -181,6 +183,28 @@ def _run(args: argparse.Namespace) -> int:
         if live is not None and live.broken:
             raise BrokenPipeError  # main ends quietly, as for any reader gone away
     return _finish(args, result, output_shown=live is not None)
+
+
+def _service() -> Service | None:
+    """The service set (HAZMAT_URL, or the default socket and HAZMAT_API_KEY), else the
+    per-user local server, started now if need be (cli/local_server.py); None: run here
+    (HAZMAT_NO_SERVER, or a local server that cannot start, which is said)."""
+    service = find_service()
+    if service is not None:
+        return service
+    from hazmat.cli import local_server
+
+    if not local_server.wanted():
+        return None
+    try:
+        return local_server.LocalServer().ensure(_say)
+    except InfraError as exc:
+        _say(f"{exc}; running in this process instead")
+        return None
+
+
+def _say(line: str) -> None:
+    print(f"hazmat: {line}", file=sys.stderr, flush=True)
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:

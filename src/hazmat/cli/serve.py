@@ -7,7 +7,10 @@ Imports only what parsing needs; the service's own modules load when the command
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +44,14 @@ def add(sub: Any) -> None:
     )
     _add_connection_limits(serve)
     _add_cluster(serve)
+    serve.add_argument(
+        "--per-user",
+        type=Path,
+        metavar="DIR",
+        help="be the per-user local server of the folder DIR (`hazmat run` starts it: its "
+        "socket and keys are there; it stops after the policy's pool.server_idle_s idle)",
+    )
+    serve.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # says "ready" there
     serve.set_defaults(handler=_serve)
 
 
@@ -94,6 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise InputError(f"hazmat serve: {exc}") from None
     chosen = policy(args)
     grace = args.grace if args.grace is not None else chosen.longest_run_s() + 10
+    if args.per_user is not None:
+        _per_user(args)
     store = key_store(args)
     path = args.socket or (None if args.host or args.port is not None else default_socket_path())
     sock = bind(args.host, args.port, path)
@@ -103,11 +116,38 @@ def _serve(args: argparse.Namespace) -> int:
         store,
         max_running=args.max_running,
         grace_s=grace,
-        progress=lambda line: print(line, flush=True),
+        progress=_progress(args.ready_fd),
         front=_cluster_front(args, chosen, store.path),
         connections=connections,
+        idle_stop_s=chosen.pool.server_idle_s if args.per_user is not None else None,
     )
     return 0
+
+
+def _per_user(args: argparse.Namespace) -> None:
+    """The local server's socket and keys are in its folder (cli/local_server.py)."""
+    from hazmat.cli.local_server import LocalServer
+
+    if args.socket or args.host or args.port is not None or args.keys or args.redis:
+        raise InputError("--per-user sets the socket and the keys itself, and runs here")
+    server = LocalServer(args.per_user)
+    server.running()  # its folder must be the user's own (and nothing listens there yet)
+    args.socket, args.keys = server.socket, server.keys
+
+
+def _progress(ready_fd: int | None) -> Callable[[str], None]:
+    """Print each line; with `ready_fd`, say "ready" there once listening, and close it."""
+
+    def say(line: str) -> None:
+        nonlocal ready_fd
+        print(line, flush=True)
+        if ready_fd is not None and "listening on" in line:
+            with contextlib.suppress(OSError):
+                os.write(ready_fd, b"ready\n")
+                os.close(ready_fd)
+            ready_fd = None
+
+    return say
 
 
 def _cluster_front(args: argparse.Namespace, chosen: Policy, keys: Path) -> Front | None:

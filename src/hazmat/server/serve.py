@@ -22,20 +22,27 @@ import socket
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.quotas import QuotaBook
 from hazmat.run.session_store import Shelf
 from hazmat.server.guard import ConnectionLimits, guarded_h11
+from hazmat.server.idle import Activity, IdleStop
 from hazmat.server.runner import Runner
 from hazmat.tenant_keys import KeyStore
+
+if TYPE_CHECKING:
+    from hazmat.sandbox import Sandbox
 
 __all__ = ["Front", "bind", "reaped", "serve"]
 
 # where runs go instead of the service's own engine, and who counts the tenants' quotas: made
 # when the service starts, closed when it stops (cli/serve.py composes the cluster's in)
 Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook, Shelf]]]
+
+Progress = Callable[[str], None]
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +130,12 @@ def serve(
     progress: Callable[[str], None] = print,
     front: Front | None = None,
     connections: ConnectionLimits | None = None,
+    idle_stop_s: float | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT; then close the sandbox (no container left). With `front`,
     runs go where it says (the cluster's workers: docs/scale.md); `connections` bounds what
-    clients' connections may hold (guard.py)."""
+    clients' connections may hold (guard.py); with `idle_stop_s`, it also stops once that
+    long has passed without a request and with no session open (idle.py)."""
     import uvicorn
 
     from hazmat.sandbox import Sandbox
@@ -144,8 +153,9 @@ def serve(
                 sandbox.session_store = sandbox.session_store.on(shelf)
             limits = connections or ConnectionLimits()
             app = create_app(sandbox, keys, max_running, runner, quotas, limits.body_timeout_s)
+            activity = Activity(app)
             config = uvicorn.Config(
-                app,
+                activity,
                 http=guarded_h11(limits.head_timeout_s),
                 limit_concurrency=limits.max_connections,
                 timeout_keep_alive=limits.keep_alive_s,
@@ -153,15 +163,28 @@ def serve(
                 timeout_graceful_shutdown=math.ceil(grace_s),
                 lifespan="on",
             )
+            server = uvicorn.Server(config)
+            if idle_stop_s is not None:
+                stack.enter_context(_idle_stop(server, activity, sandbox, idle_stop_s, progress))
             progress(f"hazmat serve: listening on {address} (keys: {keys.path})")
             with _quiet_stop_signals():
-                uvicorn.Server(config).run(sockets=[sock])
+                server.run(sockets=[sock])
             app.state.wait_idle()  # belt and braces: no run may meet a closed sandbox
         progress("hazmat serve: stopped; every container removed")
     finally:
         sock.close()
         if sock.family == socket.AF_UNIX:
             Path(where).unlink(missing_ok=True)
+
+
+def _idle_stop(
+    server: Any, activity: Activity, sandbox: Sandbox, idle_s: float, progress: Progress
+) -> IdleStop:
+    def stop() -> None:
+        progress(f"hazmat serve: stopping: no request for {idle_s:g} s and no session open")
+        server.should_exit = True  # uvicorn's graceful stop, as on SIGTERM
+
+    return IdleStop(activity, idle_s, lambda: bool(sandbox.sessions.all()), stop)
 
 
 def reaped(removed: list[str], progress: Callable[[str], None]) -> None:
