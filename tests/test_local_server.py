@@ -81,6 +81,8 @@ def test_the_first_run_starts_it_and_the_next_ones_use_it(env: dict[str, str]) -
     assert result["runtime"] == default.settings(default.default_trust).runtime.value
     trusted = json.loads(hazmat(env, "run", "--json", "--trust", "trusted", "-c", "1").stdout)
     assert trusted["trust"] == "trusted"
+    weaker = hazmat(env, "run", "--json", "--runtime", "runc", "-c", "print(3)")  # here, as a
+    assert json.loads(weaker.stdout)["runtime"] == "runc"  # service's key may not ask it
     [server] = status(env)["servers"]  # type: ignore[misc]
     assert server["running"] and server["this_setup"] and server["runs"] == 3
     assert server["pool_hits"] + server["pool_misses"] == 3

@@ -171,7 +171,8 @@ def _run(args: argparse.Namespace) -> int:
         output_dir.prepare(args.displays, "--displays")
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
-    service = None if args.local or args.policy or args.caller else _service()
+    here = args.local or args.policy or args.caller or _weaker_runtime(args)
+    service = None if here else _service()
     if service is not None:
         result = run_remote(service, code, language.name, options, live)
     else:
@@ -201,6 +202,15 @@ def _service() -> Service | None:
     except InfraError as exc:
         _say(f"{exc}; running in this process instead")
         return None
+
+
+def _weaker_runtime(args: argparse.Namespace) -> bool:
+    """runc asked for at a level that runs under runsc: allowed here (the machine's owner
+    decides), never to a service's key, so such a run stays in this process."""
+    if args.runtime != "runc":
+        return False
+    chosen = policy(args)
+    return chosen.settings(args.trust or chosen.default_trust).runtime.value == "runsc"
 
 
 def _say(line: str) -> None:
