@@ -177,3 +177,17 @@ def test_no_server_when_the_user_says_so(env: dict[str, str]) -> None:
     done = hazmat({**env, "HAZMAT_NO_SERVER": "1"}, "run", "-c", "print(1)")
     assert (done.returncode, done.stdout, done.stderr) == (0, "1\n", "")
     assert not local_root(env).exists()
+
+
+def test_assess_goes_through_it_and_says_what_assessing_here_says(env: dict[str, str]) -> None:
+    code = "import os\nos.system('rm -rf /')\n"
+    here = hazmat(env, "assess", "--local", "--json", "-c", code)
+    there = hazmat(env, "assess", "--json", "-c", code)
+    assert there.returncode == here.returncode, there.stderr
+    assert "started a local server" in there.stderr and "started" not in here.stderr
+    mine, theirs = json.loads(here.stdout), json.loads(there.stdout)
+    for field in ("level", "score", "decision", "trust", "complete"):
+        assert theirs[field] == mine[field], field
+    assert {f["rule"] for f in theirs["findings"]} == {f["rule"] for f in mine["findings"]}
+    plain = hazmat(env, "assess", "-c", code)
+    assert plain.returncode == here.returncode and "policy for untrusted" in plain.stdout

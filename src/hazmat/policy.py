@@ -296,7 +296,8 @@ AUDIT_BOUNDS = {
 class PoolSettings:
     """The warm pool: containers started ahead of time, each for exactly one run.
 
-    `size` containers are kept ready per kind (language, image, limits, runtime), at most
+    `size` containers are kept ready per kind (language, image, limits, runtime) to begin
+    with, and up to `max_size` when its runs find none ready (backends/pool_sizing.py), at most
     `max_containers` in all; `refill_concurrency` are started at once; a ready container older
     than `max_age_s` is replaced. `prewarm` names languages whose pool (for the default trust
     level) fills when the sandbox opens; any other kind fills after its first run. The
@@ -305,6 +306,7 @@ class PoolSettings:
     """
 
     size: int = 2
+    max_size: int = 8
     refill_concurrency: int = 2
     max_age_s: float = 300.0
     max_containers: int = 16
@@ -314,6 +316,7 @@ class PoolSettings:
 
 POOL_BOUNDS = {
     "size": (0, 64),
+    "max_size": (0, 256),
     "refill_concurrency": (1, 32),
     "max_age_s": (1, 86_400),
     "max_containers": (0, 1024),

@@ -46,9 +46,20 @@ from hazmat.policy import HostResources
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
 
-__all__ = ["RecordingBackend", "audit_records", "report"]
+__all__ = ["Clock", "RecordingBackend", "audit_records", "report"]
 
 _EMPTY = RunReport(exit_code=0, stdout=b"", stderr=b"", duration_ms=1.0)
+
+
+class Clock:
+    """A clock the test moves itself (`clock.now += 60`), for the parts that take one: quota
+    books, the pool's sizer, the local server's idle watch."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class RecordingBackend(Backend):

@@ -39,6 +39,7 @@ __all__ = [
     "INTERNAL_FIELDS",
     "RUN_FIELDS",
     "WIRE_VERSION",
+    "assessment_from_wire",
     "check_fields",
     "options_from_wire",
     "options_to_wire",
@@ -234,6 +235,17 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
         )
     except (KeyError, TypeError, ValueError, HazmatError) as exc:
         raise InfraError(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def assessment_from_wire(data: Mapping[str, Any]) -> Assessment:
+    """An `Assessment` from its JSON (`Assessment.to_dict`, `/v1/assess`)."""
+    try:
+        found = _assessment(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InfraError(f"malformed assessment: {type(exc).__name__}: {exc}") from None
+    if found is None:
+        raise InfraError("malformed assessment: none given")
+    return found
 
 
 def _assessment(data: Mapping[str, Any] | None) -> Assessment | None:

@@ -9,14 +9,7 @@ import pytest
 from hazmat import QuotaExceeded
 from hazmat.quotas import QuotaBook
 from hazmat.tenant_keys import Quotas
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from hazmat.testing import Clock
 
 
 def test_runs_at_once_are_capped_per_tenant() -> None:

@@ -26,6 +26,13 @@ __all__ = ["Engine", "EngineInfo", "map_docker_errors"]
 # How long one engine API call may take before the engine counts as not answering.
 API_TIMEOUT_S = 60
 PROBE_TIMEOUT_S = 3  # a health ping (a cluster worker's every second)
+# docker-py keeps one connection pool per request URL, 10 connections each, the 25 most recent
+# (docker-py issues #2477, #3311; docker compose #3586): with 16 callers more than 10 creates
+# are in flight at once, a pool fills, and evicting it while a connection goes back raced into
+# "'NoneType' object has no attribute 'qsize'" (seen in benchmarks/pool_sizing.py). Room for
+# every thread hazmat runs at once, and pools enough that one in use is not evicted.
+MAX_POOL_SIZE = 128
+NUM_POOLS = 1024
 MIN_API_VERSION = "1.41"  # Docker 20.10, the oldest engine hazmat is tested on
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 
@@ -139,7 +146,11 @@ class Engine:
     def _connect(self) -> docker.APIClient:
         """Negotiate the API version with a probe client that is always closed (docker-py's
         own `version="auto"` leaks its connection when the engine does not answer)."""
-        kwargs: dict[str, Any] = {"timeout": self._timeout}
+        kwargs: dict[str, Any] = {
+            "timeout": self._timeout,
+            "max_pool_size": MAX_POOL_SIZE,
+            "num_pools": NUM_POOLS,
+        }
         if self._base_url:
             kwargs["base_url"] = self._base_url
         else:

@@ -1,7 +1,8 @@
 """The warm pool: containers started ahead of time, each handed out exactly once.
 
-For each kind of container (`Spec`: language, image, limits, runtime) the pool keeps up to
-`size` leases started, checked against the policy and waiting for a job. It talks to whatever
+For each kind of container (`Spec`: language, image, limits, runtime) the pool keeps leases
+started, checked against the policy and waiting for a job: `size` of them at first, more while
+its runs find none ready (pool_sizing.py). It talks to whatever
 starts them through the lease protocol (`Leaser` in backends/base.py: start, run, discard; a
 lease says whether it is healthy and whether it covers a timeout), so it knows nothing of
 Docker. A run takes a lease; a miss takes the cold path (start, run, discard) at once, or, with
@@ -30,6 +31,7 @@ from typing import Any, Generic
 
 from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
 from hazmat.backends.base import Backend, Job, KeptBackend, L, Leaser, RunReport, Spec
+from hazmat.backends.pool_sizing import Sizer
 from hazmat.policy import HostResources, PoolSettings
 
 __all__ = ["PoolBackend", "PoolStats"]
@@ -87,9 +89,11 @@ class PoolBackend(Backend, Generic[L]):
         *,
         wait_on_miss: bool = False,
         on_security_event: SecuritySink | None = None,
+        sizer: Sizer[Spec] | None = None,
     ) -> None:
         self.leaser = leaser
         self.settings = settings or PoolSettings()
+        self.sizer: Sizer[Spec] = sizer or Sizer(self.settings)
         self.wait_on_miss = wait_on_miss
         self.on_security_event = on_security_event
         self._cond = threading.Condition()
@@ -187,12 +191,13 @@ class PoolBackend(Backend, Generic[L]):
         lease = self._take(spec, job.wall_s)
         if lease is not None:
             self._count("hits")
-        elif self.wait_on_miss:
+        else:
+            self.sizer.missed(spec)  # too few for this pace: keep more of this kind ready
+            if not self.wait_on_miss:
+                self._count("misses")
+                return replace(self._cold(job), pooled=False)
             lease = self._start_for(spec, job.wall_s)
             self._count("waits")
-        else:
-            self._count("misses")
-            return replace(self._cold(job), pooled=False)
         try:
             report = self.leaser.run(lease, job)
         finally:
@@ -301,7 +306,7 @@ class PoolBackend(Backend, Generic[L]):
             failures, retry_after = self._failures.get(spec, (0, 0.0))
             if failures and time.monotonic() < retry_after:
                 return
-            need = self.settings.size - len(self._ready.get(spec, ())) - self._pending[spec]
+            need = self.sizer.target(spec) - len(self._ready.get(spec, ())) - self._pending[spec]
             if need <= 0:
                 return
             evicted = self._make_room(spec, need)
@@ -397,8 +402,12 @@ class PoolBackend(Backend, Generic[L]):
 
     def _tend_once(self) -> None:
         now = time.monotonic()
+        self.sizer.shrink()
         with self._cond:
             stale: list[L] = []
+            for spec, queue in self._ready.items():  # beyond a smaller target: oldest first
+                while len(queue) > self.sizer.target(spec):
+                    stale.append(queue.popleft())
             for queue in self._ready.values():
                 keep = [s for s in queue if self._fresh(s) and s.healthy()]
                 stale.extend(s for s in queue if s not in keep)

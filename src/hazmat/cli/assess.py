@@ -1,5 +1,7 @@
 """`hazmat assess`: a program's risk and what the policy would do with it, without running it.
-Exits 0 if the policy would run it, 126 if not."""
+Exits 0 if the policy would run it, 126 if not. Like `hazmat run`, it asks the service set or
+the user's local server (cli/local_server.py), whose assessor is already loaded; --local and
+--policy assess in this process."""
 
 from __future__ import annotations
 
@@ -26,31 +28,57 @@ def add(sub: Any) -> None:
         "--semgrep", action="store_true", help="also run Semgrep (seconds; cached by code hash)"
     )
     assess.add_argument("--json", action="store_true", help="print one JSON object")
+    assess.add_argument(
+        "--local", action="store_true", help="assess in this process, not through a service"
+    )
     assess.set_defaults(handler=_assess)
 
 
 def _assess(args: argparse.Namespace) -> int:
+    code, language, _ = program(args)
+    data = None if args.policy or args.local else _remote(args, code, language.name)
+    if data is None:
+        data = _here(args, code, language.name)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=True))
+    else:
+        from hazmat.wire import assessment_from_wire
+
+        _print_assessment(assessment_from_wire(data), data["decision"], data["trust"])
+    return 126 if data["decision"] == "block" else 0
+
+
+def _here(args: argparse.Namespace, code: str | bytes, language: str) -> dict[str, Any]:
+    """The assessment and the decision, in this process (an assessor started for it)."""
     from hazmat.assess.assessor import Assessor
-    from hazmat.assess.decision import Decision, decide
+    from hazmat.assess.decision import decide
     from hazmat.policy import parse_trust
 
-    code, language, _ = program(args)
     chosen = policy(args)
     trust = parse_trust(args.trust or chosen.default_trust)
     settings = chosen.settings(trust)
     with Assessor() as assessor:
         assessment = assessor.assess(
-            code, language.name, semgrep=args.semgrep, max_bytes=settings.limits.max_code_bytes
+            code, language, semgrep=args.semgrep, max_bytes=settings.limits.max_code_bytes
         )
-    decision = decide(assessment, settings.assess, None)
-    if args.json:
-        data = assessment.to_dict()
-        data["decision"] = decision.value
-        data["trust"] = trust.value
-        print(json.dumps(data, ensure_ascii=True))
-    else:
-        _print_assessment(assessment, decision.value, trust.value)
-    return 126 if decision is Decision.BLOCK else 0
+    data = assessment.to_dict()
+    data["decision"] = decide(assessment, settings.assess, None).value
+    data["trust"] = trust.value
+    return data
+
+
+def _remote(args: argparse.Namespace, code: str | bytes, language: str) -> dict[str, Any] | None:
+    """The same, from the service or the local server, whose assessor is warm (None: here)."""
+    from hazmat.cli import local_server
+
+    if isinstance(code, bytes):  # not UTF-8: the API takes text
+        return None
+    service = local_server.for_cli(local_server.say)
+    if service is None:
+        return None
+    trust = args.trust or service.default_trust
+    body = {"code": code, "language": language, "semgrep": args.semgrep}
+    return service.post("/v1/assess", {**body, **({"trust": trust} if trust else {})})
 
 
 def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None:

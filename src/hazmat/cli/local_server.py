@@ -41,7 +41,7 @@ from typing import Any
 from hazmat._exceptions import InfraError
 from hazmat.cli.remote import Service, default_socket_path
 
-__all__ = ["LocalServer", "all_servers", "root", "setup", "wanted"]
+__all__ = ["LocalServer", "all_servers", "for_cli", "root", "say", "setup", "wanted"]
 
 START_TIMEOUT_S = 180.0  # the service's start: the reaper, the assessor, a loaded machine
 STOP_TIMEOUT_S = 120.0  # a graceful stop waits for runs in flight
@@ -60,6 +60,22 @@ SETUP_ENV = (
     "XDG_CACHE_HOME",
     "HOME",
 )
+
+
+def for_cli(say: Callable[[str], None]) -> Service | None:
+    """Where a CLI command's work goes: the service set (HAZMAT_URL, or the default socket with
+    HAZMAT_API_KEY), else this setup's local server, started now if need be; None: here
+    (HAZMAT_NO_SERVER, or a local server that cannot be used, which `say` is told)."""
+    from hazmat.cli.remote import find_service
+
+    service = find_service()
+    if service is not None or not wanted():
+        return service
+    try:
+        return LocalServer().ensure(say)
+    except InfraError as exc:
+        say(f"{exc}; running in this process instead")
+        return None
 
 
 def wanted() -> bool:
@@ -272,6 +288,11 @@ class LocalServer:
                 f"{folder} is open to others (mode {stat.S_IMODE(seen.st_mode):o}): refused; "
                 f"`chmod 700 {folder}`, or run with --local"
             )
+
+
+def say(line: str) -> None:
+    """A remark of hazmat's, on stderr."""
+    print(f"hazmat: {line}", file=sys.stderr, flush=True)
 
 
 def _default_trust(policy: Path | None) -> str:

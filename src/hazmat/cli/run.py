@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import InfraError, InputError
+from hazmat._exceptions import InputError
+from hazmat.cli import local_server
 from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read
-from hazmat.cli.remote import Service, find_service, run_remote
+from hazmat.cli.remote import run_remote
 from hazmat.displays import display_files
 from hazmat.models import ExecutionResult, Outcome
 
@@ -172,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
     here = args.local or args.policy or args.caller or _weaker_runtime(args)
-    service = None if here else _service()
+    service = None if here else local_server.for_cli(local_server.say)
     if service is not None:
         result = run_remote(service, code, language.name, options, live)
     else:
@@ -186,24 +187,6 @@ def _run(args: argparse.Namespace) -> int:
     return _finish(args, result, output_shown=live is not None)
 
 
-def _service() -> Service | None:
-    """The service set (HAZMAT_URL, or the default socket and HAZMAT_API_KEY), else the
-    per-user local server, started now if need be (cli/local_server.py); None: run here
-    (HAZMAT_NO_SERVER, or a local server that cannot start, which is said)."""
-    service = find_service()
-    if service is not None:
-        return service
-    from hazmat.cli import local_server
-
-    if not local_server.wanted():
-        return None
-    try:
-        return local_server.LocalServer().ensure(_say)
-    except InfraError as exc:
-        _say(f"{exc}; running in this process instead")
-        return None
-
-
 def _weaker_runtime(args: argparse.Namespace) -> bool:
     """runc asked for at a level that runs under runsc: allowed here (the machine's owner
     decides), never to a service's key, so such a run stays in this process."""
@@ -211,10 +194,6 @@ def _weaker_runtime(args: argparse.Namespace) -> bool:
         return False
     chosen = policy(args)
     return chosen.settings(args.trust or chosen.default_trust).runtime.value == "runsc"
-
-
-def _say(line: str) -> None:
-    print(f"hazmat: {line}", file=sys.stderr, flush=True)
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:
