@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Front", "bind", "reaped", "serve"]
 
-# where runs go instead of the service's own engine, and who counts the tenants' quotas: made
-# when the service starts, closed when it stops (cli/serve.py composes the cluster's in)
+# where runs go instead of the service's own engine, who counts the tenants' quotas, and where
+# paused sessions are kept: made when the service starts, closed when it stops (cli/serve.py
+# composes the cluster's in)
 Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook, Shelf]]]
 
 Progress = Callable[[str], None]
