@@ -14,6 +14,7 @@ from hazmat.backends.base import Backend
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import Engine, missing_image_message
 from hazmat.backends.images import RECIPES, ImageBuilder, recipe_digest
+from hazmat.backends.oci import OciBackend
 from hazmat.backends.pool import PoolBackend
 from hazmat.languages import LANGUAGES
 from hazmat.policy import PoolSettings
@@ -31,6 +32,22 @@ os.environ.pop("HAZMAT_API_KEY", None)
 os.environ["HAZMAT_NO_SERVER"] = "1"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The OCI tier's runs of the `sandbox` fixture only in modules marked `oci`: the
+    execution, abuse and red-team suites, which it must pass as the Docker backend does."""
+    chosen, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        tier = callspec.params.get("sandbox") if callspec is not None else None
+        if tier == "oci" and item.get_closest_marker("oci") is None:
+            dropped.append(item)
+        else:
+            chosen.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = chosen
+
+
 def _labelled_containers() -> list[dict[str, Any]]:
     engine = Engine()  # the engine hazmat uses: DOCKER_HOST's (CI's own fresh engine)
     try:
@@ -43,16 +60,27 @@ def _owner(container: dict[str, Any]) -> str:
     return str(container["Labels"].get(f"{LABEL}.owner", ""))
 
 
+def _oci_sandboxes() -> list[dict[str, Any]]:
+    """The direct OCI tier's sandboxes on this host, as the engine's containers look: their
+    bundle folder's name and its annotations (backends/oci.py)."""
+    backend = OciBackend(Engine())
+    try:
+        return [{"Id": b.name, "Labels": labels} for b, labels in backend._bundles()]
+    finally:
+        backend.engine.close()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_containers_left(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the session if any hazmat-labelled container is left on the engine, but those of
     hazmat processes that held containers before it began (a user's own local server, which
     keeps its pool until it stops: cli/local_server.py)."""
     uses_docker = any(item.get_closest_marker("docker") for item in request.session.items)
-    before = {_owner(c) for c in _labelled_containers()} if uses_docker else set()
+    found = (lambda: _labelled_containers() + _oci_sandboxes()) if uses_docker else list
+    before = {_owner(c) for c in found()}
     yield
     if uses_docker:
-        left = [c["Id"][:12] for c in _labelled_containers() if _owner(c) not in before]
+        left = [c["Id"][:12] for c in found() if _owner(c) not in before]
         assert not left, f"hazmat containers left on the engine: {left}"
 
 
@@ -100,14 +128,16 @@ def python_image() -> str:
     return LANGUAGES["python"].image
 
 
-@pytest.fixture(scope="session", params=["cold", "pool"])
+@pytest.fixture(scope="session", params=["cold", "pool", "oci"])
 def sandbox(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Sandbox]:
     """A sandbox with the built-in policy on the real engine, once on the cold path and once
-    through the warm pool. The pool waits on a miss (it starts a container for the run, or
-    the run fails with the start's error), so every run gets a pooled container."""
-    docker_backend = DockerBackend(engine)
+    through the warm pool; and, in the modules marked `oci` (see `pytest_collection_modifyitems`),
+    once more through a warm pool of the direct OCI tier (runc and runsc without the engine,
+    backends/oci.py). The pool waits on a miss (it starts a container for the run, or the run
+    fails with the start's error), so every run gets a pooled container."""
+    docker_backend = DockerBackend(engine) if request.param != "oci" else OciBackend(engine)
     backend: Backend = docker_backend
-    if request.param == "pool":
+    if request.param in ("pool", "oci"):
         settings = PoolSettings(size=1, max_size=1, refill_concurrency=2, max_containers=4)
         backend = PoolBackend(docker_backend, settings, wait_on_miss=True)
     with Sandbox(Policy(), backend=backend) as sb:

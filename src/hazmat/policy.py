@@ -355,6 +355,9 @@ SESSION_BOUNDS = {
 }
 
 
+BACKENDS = ("docker", "oci")
+
+
 @dataclass(frozen=True)
 class Policy:
     """Limits and runtime per trust level, plus image overrides per language."""
@@ -368,8 +371,16 @@ class Policy:
     sessions: SessionSettings = field(default_factory=SessionSettings)
     # non-public ranges the allowlist proxy may connect to (`egress.reachable`: a mirror)
     reachable: tuple[Network, ...] = ()
+    # what makes the containers: "docker" (the engine) or "oci" (runc and runsc directly,
+    # from bundles over prepared root file systems: backends/oci.py)
+    backend: str = "docker"
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise PolicyError(
+                f"{self.source}: backend: expected one of {', '.join(BACKENDS)}, "
+                f"got {self.backend!r}"
+            )
         missing = set(TrustLevel) - set(self.levels)
         if missing:
             names = ", ".join(sorted(level.value for level in missing))

@@ -18,6 +18,7 @@ from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
 from hazmat.policy import (
     AUDIT_BOUNDS,
+    BACKENDS,
     DEFAULT_PRESET,
     DEFAULT_RUNTIME,
     POOL_BOUNDS,
@@ -59,7 +60,10 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(data: object, source: str = "<policy>") -> Policy:
     """Validate a policy given as plain data (what `yaml.safe_load` returns)."""
     top = _mapping(data, source, "")
-    known = {"version", "default_trust", "trust", "images", "audit", "pool", "sessions", "egress"}
+    known = {
+        "version", "default_trust", "trust", "images", "audit", "pool", "sessions", "egress",
+        "backend",
+    }  # fmt: skip
     _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
         raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
@@ -79,7 +83,16 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
         pool=_parse_pool(top.get("pool", {}), source),
         sessions=_parse_sessions(top.get("sessions", {}), source),
         reachable=_parse_egress(top.get("egress", {}), source),
+        backend=_parse_backend(top.get("backend", "docker"), source),
     )
+
+
+def _parse_backend(value: object, source: str) -> str:
+    if value not in BACKENDS:
+        raise PolicyError(
+            f"{source}: backend: expected one of {', '.join(BACKENDS)}, got {value!r}"
+        )
+    return str(value)
 
 
 def _parse_egress(data: object, source: str) -> tuple[Network, ...]:

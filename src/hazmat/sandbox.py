@@ -472,7 +472,12 @@ class Sandbox:
 def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.docker import DockerBackend
 
-    docker = DockerBackend()
+    if policy.backend == "oci":
+        from hazmat.backends.oci import OciBackend
+
+        docker: DockerBackend = OciBackend()
+    else:
+        docker = DockerBackend()
     if not pool or policy.pool.size == 0 or policy.pool.max_containers == 0:
         return docker
     from hazmat.backends.pool import PoolBackend

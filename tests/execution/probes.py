@@ -5,8 +5,15 @@ written override, because what is tested is the container, whatever the assessme
 from __future__ import annotations
 
 import textwrap
+import time
+
+import docker.errors
 
 from hazmat import ExecutionResult, Sandbox
+from hazmat.backends.docker import DockerBackend
+from hazmat.backends.engine import Engine
+from hazmat.backends.oci import OCI_UID_BASE, OciBackend
+from hazmat.backends.uids import UID_COUNT, Uids
 
 OVERRIDE = "abuse test: the container must contain this whatever the assessment says"
 
@@ -20,3 +27,38 @@ def lines(result: ExecutionResult) -> dict[str, str]:
     """`KEY value` lines printed by a probe, as a dict."""
     pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
     return {key: value for key, value in pairs}
+
+
+def tier_of(sandbox: Sandbox, engine: Engine) -> DockerBackend:
+    """A new backend of the tier `sandbox` runs on (the Docker backend or the OCI tier)."""
+    inner = getattr(sandbox.backend, "leaser", sandbox.backend)
+    return OciBackend(engine) if isinstance(inner, OciBackend) else DockerBackend(engine)
+
+
+def gone(sandbox: Sandbox, container_id: str | None, within_s: float = 15) -> bool:
+    """Whether the container (or the OCI tier's sandbox) is removed within `within_s`: the
+    pool removes in the background."""
+    inner = getattr(sandbox.backend, "leaser", sandbox.backend)
+    engine = Engine()  # the engine hazmat uses (DOCKER_HOST's): another one knows no container
+    deadline = time.monotonic() + within_s
+    try:
+        while True:
+            if isinstance(inner, OciBackend):
+                if container_id and not (inner.run_dir / "bundles" / container_id).exists():
+                    return True
+            else:
+                try:
+                    engine.api.inspect_container(container_id)
+                except docker.errors.NotFound:
+                    return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+    finally:
+        engine.close()
+
+
+def uids_of(sandbox: Sandbox) -> Uids:
+    """The range of program uids of the tier `sandbox` runs on (backends/uids.py)."""
+    inner = getattr(sandbox.backend, "leaser", sandbox.backend)
+    return Uids(OCI_UID_BASE, UID_COUNT) if isinstance(inner, OciBackend) else Uids()

@@ -10,37 +10,16 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from pathlib import Path
 
-import docker
 import pytest
-from probes import lines, run
+from probes import gone, lines, run, tier_of, uids_of
 
 from hazmat import PRESETS, ExecutionResult, Outcome, Sandbox, parse_policy
-from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
-from hazmat.backends.uids import Uids
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.oci]
 STRICT = PRESETS["strict"]
-
-
-def gone(container_id: str | None, within_s: float = 15) -> bool:
-    """Whether the container is removed within `within_s` (the pool removes in the background)."""
-    engine = Engine()  # the engine hazmat uses (DOCKER_HOST's): another one knows no container
-    deadline = time.monotonic() + within_s
-    try:
-        while True:
-            try:
-                engine.api.inspect_container(container_id)
-            except docker.errors.NotFound:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-    finally:
-        engine.close()
 
 
 # --- time -------------------------------------------------------------------------------
@@ -50,7 +29,7 @@ def test_infinite_loop_times_out_and_the_container_is_gone(sandbox: Sandbox, run
     result = run(sandbox, runtime, "while True: pass", timeout=1.5)
     assert result.outcome is Outcome.TIMEOUT
     assert 1500 <= result.duration_ms < 4500
-    assert gone(result.container_id)
+    assert gone(sandbox, result.container_id)
 
 
 def test_sleeping_past_the_limit_times_out(sandbox: Sandbox, runtime: str) -> None:
@@ -93,7 +72,7 @@ def bomb(sandbox: Sandbox, runtime: str, code: str, engine: Engine) -> Execution
     if runtime == "runc":
         return run(sandbox, runtime, code, timeout=10)
     policy = parse_policy({"trust": {"untrusted": {"timeout_s": 40}}})
-    with Sandbox(policy, backend=DockerBackend(engine)) as longer:
+    with Sandbox(policy, backend=tier_of(sandbox, engine)) as longer:
         return run(longer, runtime, code)
 
 
@@ -367,7 +346,7 @@ def test_no_privileges(sandbox: Sandbox, runtime: str) -> None:
     """
     probe = lines(run(sandbox, runtime, code))
     uid, euid = map(int, probe["UID"].split())
-    assert uid == euid and uid in Uids()
+    assert uid == euid and uid in uids_of(sandbox)
     assert int(probe["CAPEFF"], 16) == 0
     assert int(probe["CAPBND"], 16) == 0
     assert probe["NNP"] == "1"

@@ -13,11 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from probes import uids_of
 
 from hazmat import ExecutionResult, Outcome, RiskLevel, Sandbox
-from hazmat.backends.uids import Uids
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.oci]
 
 
 def run_missed(sandbox: Sandbox, runtime: str, code: str, language: str) -> ExecutionResult:
@@ -118,7 +118,7 @@ def test_child_process_through_the_module_loader(sandbox: Sandbox, runtime: str)
     lines = result.stdout.split()
     # the shell runs, but as the run's own uid, with no capabilities, and with no engine
     # socket in reach
-    assert int(lines[0]) in Uids(), result
+    assert int(lines[0]) in uids_of(sandbox), result
     assert "0000000000000000" in lines
     assert lines[-1] == "NOSOCK"
 

@@ -11,7 +11,7 @@ import socket
 import textwrap
 
 import pytest
-from probes import lines, run
+from probes import lines, run, tier_of, uids_of
 
 from hazmat import PRESETS, Outcome, Sandbox
 from hazmat._exceptions import InfraError
@@ -23,7 +23,7 @@ from hazmat.backends.uids import Uids
 from hazmat.languages import get_language
 from hazmat.policy import Runtime, TrustLevel
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.oci]
 STRICT = PRESETS["strict"]
 
 # Everything of other uids the program can reach: each process's memory, environment and
@@ -64,9 +64,11 @@ def _job(runtime: str, code: str, nonce: str) -> Job:
     return Job(python, python.image, STRICT, Runtime(runtime), TrustLevel.UNTRUSTED, program)
 
 
-def test_the_program_cannot_reach_the_agent_or_its_nonce(engine: Engine, runtime: str) -> None:
+def test_the_program_cannot_reach_the_agent_or_its_nonce(
+    engine: Engine, sandbox: Sandbox, runtime: str
+) -> None:
     nonce = "5e" * 16
-    backend = DockerBackend(engine)
+    backend = tier_of(sandbox, engine)
     try:
         report = backend.execute(_job(runtime, PEEK, nonce))
     finally:
@@ -101,7 +103,7 @@ def test_the_program_runs_as_its_own_uid_and_owns_the_working_directory(
 ) -> None:
     code = "import os; print('UID', os.getuid(), os.getgid(), os.stat('.').st_uid, os.getcwd())"
     uid, gid, owner, cwd = lines(run(sandbox, runtime, code))["UID"].split()
-    assert uid == gid == owner and int(uid) in Uids() and cwd == "/work"
+    assert uid == gid == owner and int(uid) in uids_of(sandbox) and cwd == "/work"
 
 
 def test_live_sandboxes_never_share_a_uid(engine: Engine, runtime: str) -> None:
@@ -167,7 +169,7 @@ def _read_until(sock: socket.socket, pattern: bytes) -> re.Match[bytes]:
 
 
 def test_per_user_budgets_are_not_shared(engine: Engine, sandbox: Sandbox, runtime: str) -> None:
-    holder = DockerBackend(engine)
+    holder = tier_of(sandbox, engine)
     spec = Spec.of("python", get_language("python").image, Runtime(runtime), STRICT)
     started = holder.start(spec, lifetime_s=120)
     try:

@@ -7,7 +7,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.recipes import RECIPES
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.oci]
 
 HELLO = {
     "python": "import sys\nprint('hello', sys.stdin.read().strip())\n",

@@ -10,7 +10,7 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.oci]
 
 ENV_ARGS = {
     "python": (

@@ -27,7 +27,7 @@ from hazmat.backends.verify import (
 from hazmat.egress.proxy import SOCKET_NAME
 from hazmat.languages import Language, get_language
 
-__all__ = ["WORKDIR", "container_config", "heap_mb"]
+__all__ = ["WORKDIR", "agent_command", "container_config", "environment", "heap_mb"]
 
 _MiB = 1024 * 1024
 
@@ -46,12 +46,12 @@ def container_config(
     lang = get_language(spec.language)
     return {
         "image": spec.image,
-        "command": ["/bin/sh", "-c", SESSION_SCRIPT if spec.session else AGENT_SCRIPT],
+        "command": agent_command(spec),
         "user": AGENT_USER,
         # the agent stays out of the working directory: it is the program's, mode 0700
         "working_dir": "/",
         "hostname": "sandbox",
-        "environment": _environment(spec, lang, uid),
+        "environment": environment(spec, lang, uid),
         "stdin_open": True,
         "tty": False,
         "network_disabled": True,
@@ -60,7 +60,12 @@ def container_config(
     }
 
 
-def _environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
+def agent_command(spec: Spec) -> list[str]:
+    """What the container starts (under its init): the agent, or a session's."""
+    return ["/bin/sh", "-c", SESSION_SCRIPT if spec.session else AGENT_SCRIPT]
+
+
+def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
     """The agent's environment; the program sees none of the HAZMAT_ variables."""
     warm, runner = RUNNERS[lang.runner] if lang.runner else ("", "")
     return {

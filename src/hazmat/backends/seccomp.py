@@ -24,7 +24,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DENIED", "SOCKET_FAMILIES", "SeccompProfile", "UnsafeProfile", "load_profile"]
+__all__ = [
+    "DENIED",
+    "SOCKET_FAMILIES",
+    "SeccompProfile",
+    "UnsafeProfile",
+    "for_oci",
+    "load_profile",
+]
 
 DENIED = frozenset(
     {
@@ -114,3 +121,50 @@ def derive(profile: dict[str, Any]) -> dict[str, Any]:
         for family in SOCKET_FAMILIES.values()
     )
     return {**profile, "syscalls": rules}
+
+
+# the machine's architecture as the profile's `arches` name it (Go's names), and as libseccomp
+_GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+def for_oci(text: str, caps: frozenset[str], machine: str = "", kernel: str = "") -> dict[str, Any]:
+    """hazmat's profile (`SeccompProfile.text`, Docker's format) as an OCI runtime spec's
+    `linux.seccomp` for a process whose bounding set is `caps` ("CAP_KILL"...): the rules
+    that apply on this machine, chosen as the engine chooses them (moby's profiles/seccomp:
+    a rule's `includes` must all hold and none of its `excludes`)."""
+    profile = json.loads(text)
+    machine = machine or os.uname().machine
+    goarch = _GOARCH.get(machine, machine)
+    release = tuple(int(p) for p in (kernel or os.uname().release).split("-")[0].split(".")[:2])
+    native = f"SCMP_ARCH_{machine.upper()}"
+    arches = [
+        name
+        for entry in profile.get("archMap") or []
+        if entry.get("architecture") == native
+        for name in [native, *(entry.get("subArchitectures") or [])]
+    ]
+    rules = []
+    for rule in profile.get("syscalls", []):
+        inc, exc = rule.get("includes") or {}, rule.get("excludes") or {}
+        if inc.get("arches") and goarch not in inc["arches"]:
+            continue
+        if inc.get("caps") and not set(inc["caps"]) <= caps:
+            continue
+        if inc.get("minKernel"):
+            wanted = tuple(int(p) for p in str(inc["minKernel"]).split(".")[:2])
+            if release < wanted:
+                continue
+        if goarch in (exc.get("arches") or []) or set(exc.get("caps") or []) & caps:
+            continue
+        out = {"names": rule["names"], "action": rule["action"]}
+        if rule.get("args"):
+            out["args"] = rule["args"]
+        if "errnoRet" in rule:
+            out["errnoRet"] = rule["errnoRet"]
+        rules.append(out)
+    oci: dict[str, Any] = {"defaultAction": profile["defaultAction"], "syscalls": rules}
+    if arches:
+        oci["architectures"] = arches
+    if "defaultErrnoRet" in profile:
+        oci["defaultErrnoRet"] = profile["defaultErrnoRet"]
+    return oci

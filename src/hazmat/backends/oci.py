@@ -1,0 +1,385 @@
+"""The direct OCI tier: sandboxes created by runc or runsc themselves from an OCI bundle, with
+no daemon in the path of a run (policy `backend: oci`; Docker stays the default).
+
+Each sandbox is a bundle folder (config.json from backends/oci_spec.py, over the image's root
+file system prepared once by backends/oci_rootfs.py and mounted read-only) and one
+`<runtime> run` process whose stdin, stdout and stderr are pipes, joined into one framed
+socket by backends/oci_relay.py. From there on it is the Docker backend's protocol: the agent
+says it is ready, the settings are read back (backends/oci_verify.py) before the sandbox may
+take its one job, the pump sends the job and enforces time and output from the host, the
+cgroup is sampled from the host, and the sandbox is killed and deleted after its run. So this
+class is the Docker backend with its engine calls replaced: start, kill, final state,
+discard, and the reaper.
+
+Every bundle carries the owner's annotations (backends/owners.py), so any hazmat process's
+`reap()` removes what a killed process left behind, and its program's uid is claimed by a
+file created exclusively, so no two live sandboxes on this host share one (a range of its
+own, apart from the Docker backend's: both share the kernel).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hazmat._exceptions import InfraError, SettingsMismatch
+from hazmat.backends.base import Job, Spec, local_resources
+from hazmat.backends.cgroup import Cgroup
+from hazmat.backends.docker import READY_TIMEOUT_S, DockerBackend
+from hazmat.backends.engine import Engine
+from hazmat.backends.oci_relay import Relay
+from hazmat.backends.oci_rootfs import RootFs
+from hazmat.backends.oci_spec import bundle_config
+from hazmat.backends.oci_verify import (
+    cgroup_problems,
+    check_bundle,
+    check_kernel,
+    load_config,
+    sandbox_problems,
+)
+from hazmat.backends.owners import LABEL, abandoned
+from hazmat.backends.runners import READY_LINE
+from hazmat.backends.seccomp import SeccompProfile
+from hazmat.backends.started import REAP_GRACE_S, Started
+from hazmat.backends.stream import NotReady, wait_ready
+from hazmat.backends.uids import UID_BASE, UID_COUNT, Uids
+from hazmat.policy import HostResources, Runtime
+
+__all__ = ["OciBackend", "OciStarted", "find_init", "runtime_binary"]
+
+log = logging.getLogger(__name__)
+# gVisor's flags, as the engine is given them (scripts/ensure-engine.sh): no network of its
+# own, the ptrace platform, host unix sockets only for the mounted allowlist proxy socket
+RUNSC_FLAGS = ("--network=none", "--platform=ptrace", "--host-uds=open")
+RUNSC_PATHS = (Path("/var/lib/hazmat/runsc/runsc"),)  # Debian 13's, when ensure-engine put it
+INIT_PATHS = (Path("/usr/bin/docker-init"), Path("/usr/bin/tini"))
+# the OCI tier's uids: the range after the Docker backend's (the kernel is the same)
+OCI_UID_BASE = UID_BASE + UID_COUNT
+_KILL_TIMEOUT_S = 30
+
+
+def runtime_binary(runtime: Runtime) -> Path | None:
+    """The runtime's binary: $HAZMAT_RUNC / $HAZMAT_RUNSC, else the one hazmat installs,
+    else the first on PATH; None when there is none."""
+    override = os.environ.get(f"HAZMAT_{runtime.value.upper()}")
+    if override:
+        return Path(override) if os.access(override, os.X_OK) else None
+    fixed = RUNSC_PATHS if runtime is Runtime.RUNSC else ()
+    for path in fixed:
+        if os.access(path, os.X_OK):
+            return path
+    found = shutil.which(runtime.value)
+    return Path(found) if found else None
+
+
+def find_init() -> Path | None:
+    """The host's tini, mounted into each sandbox as its first process (as the engine's)."""
+    return next((p for p in INIT_PATHS if os.access(p, os.X_OK)), None)
+
+
+@dataclass
+class OciStarted(Started):
+    """A sandbox of the OCI tier: `attached` is its relay; `process` the runtime's `run`."""
+
+    process: subprocess.Popen[bytes] | None = None
+    bundle: Path | None = None
+    uid_file: Path | None = None
+
+
+class OciBackend(DockerBackend):
+    """Runs each job in a sandbox nobody used before, made by runc or runsc directly."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        seccomp: SeccompProfile | None = None,
+        base: Path | None = None,
+        run_dir: Path | None = None,
+    ) -> None:
+        super().__init__(engine, seccomp)
+        self.rootfs = RootFs(self.engine, base)
+        self.run_dir = run_dir or Path(os.environ.get("HAZMAT_OCI_RUN") or "/run/hazmat-oci")
+        self.uids = Uids(OCI_UID_BASE, UID_COUNT)
+        self._live: dict[str, OciStarted] = {}
+
+    # -- what the engine did for the Docker backend -----------------------------------------
+
+    def resources(self) -> HostResources:
+        return local_resources()
+
+    def runtimes(self) -> set[str]:
+        return {r.value for r in Runtime if runtime_binary(r) is not None}
+
+    def _runtime_command(self, runtime: Runtime) -> list[str]:
+        binary = runtime_binary(runtime)
+        if binary is None:
+            raise InfraError(
+                f"the OCI tier needs the {runtime.value} binary and this host has none "
+                f"(install it, or set HAZMAT_{runtime.value.upper()}; `hazmat doctor` checks)"
+            )
+        flags = RUNSC_FLAGS if runtime is Runtime.RUNSC else ()
+        return [str(binary), "--root", str(self.run_dir / runtime.value), *flags]
+
+    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> OciStarted:
+        """Write the bundle, run the runtime, wait until the agent is ready, read the
+        settings back. Raises `SettingsMismatch` (after removing the sandbox) when they differ
+        from the policy's, and `InfraError` when the sandbox does not get ready."""
+        init = find_init()
+        if init is None:
+            raise InfraError("the OCI tier needs tini (docker-init) on the host: apt install tini")
+        command = self._runtime_command(spec.runtime)
+        if not self._reaped:
+            self._reaped = True
+            self.reap()
+        rootfs = self.rootfs.path(spec.image)
+        expires = time.time() + lifetime_s + REAP_GRACE_S
+        cid = f"hazmat-{secrets.token_hex(8)}"
+        uid, uid_file = self._claim_uid()
+        bundle = self.run_dir / "bundles" / cid
+        try:
+            annotations = {**self._labels(spec, expires, pooled), f"{LABEL}.uid": str(uid)}
+            cgroup = f"/hazmat/{cid}"
+            config = self.bundle(spec, uid, rootfs, init, cgroup, annotations)  # fmt: skip
+            bundle.mkdir(parents=True, mode=0o700)
+            (bundle / "config.json").write_text(json.dumps(config))
+            (bundle / "runtime").write_text(spec.runtime.value)
+            started = self._launch(spec, command, cid, uid, bundle, expires)
+        except BaseException:
+            self._delete(command, cid, bundle)
+            self._release_uid(uid, uid_file)
+            raise
+        started.uid_file = uid_file
+        try:
+            wait_ready(started.sock, READY_LINE, READY_TIMEOUT_S)
+            started.born = time.monotonic()
+            self._check(started)
+        except BaseException as exc:
+            self.discard(started)
+            if isinstance(exc, NotReady):
+                raise InfraError(f"sandbox {cid} did not get ready: {exc}") from None
+            raise
+        return started
+
+    def bundle(
+        self,
+        spec: Spec,
+        uid: int,
+        rootfs: Path,
+        init: Path,
+        cgroup: str,
+        annotations: dict[str, str],
+    ) -> dict[str, Any]:
+        """The bundle's config.json (a method, so a test can make a sandbox differ)."""
+        return bundle_config(
+            spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
+            seccomp=self.seccomp.text,
+        )  # fmt: skip
+
+    def _launch(
+        self, spec: Spec, command: list[str], cid: str, uid: int, bundle: Path, expires: float
+    ) -> OciStarted:
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [*command, "run", "--bundle", str(bundle), "--pid-file", str(bundle / "pid"), cid],
+                stdin=stdin_r, stdout=stdout_w, stderr=stderr_w, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            for fd in (stdin_r, stdin_w, stdout_r, stdout_w, stderr_r, stderr_w):
+                os.close(fd)
+            raise InfraError(f"could not start {command[0]}: {exc}") from exc
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+        relay = Relay(stdin_w, stdout_r, stderr_r)
+        started = OciStarted(
+            spec, cid, uid, relay, relay.sock, time.monotonic(), expires, None,
+            process=process, bundle=bundle,
+        )  # fmt: skip
+        with self._lock:
+            self._live[cid] = started
+        return started
+
+    def _check(self, started: OciStarted) -> None:
+        """Read the applied settings back; the sandbox takes no job if any differs."""
+        assert started.bundle is not None
+        spec = started.spec
+        try:
+            pid = int((started.bundle / "pid").read_text().strip())
+        except (OSError, ValueError) as exc:
+            raise InfraError(f"sandbox {started.cid} has no pid file: {exc}") from None
+        problems = cgroup_problems(pid, spec)
+        if spec.runtime is Runtime.RUNC:
+            problems += check_kernel(pid, spec, started.uid)
+        else:
+            problems += sandbox_problems(pid, spec)
+            problems += check_bundle(self._held_config(started), spec, started.uid)
+        if problems:
+            raise SettingsMismatch(
+                f"sandbox {started.cid} differs from the policy: " + "; ".join(problems), problems
+            )
+        started.cgroup = Cgroup.of_pid(pid)
+
+    def _held_config(self, started: OciStarted) -> dict[str, Any]:
+        """The config.json of the bundle the runtime says it runs (`state`)."""
+        state = subprocess.run(
+            [*self._runtime_command(started.spec.runtime), "state", started.cid],
+            capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        try:
+            return load_config(Path(json.loads(state.stdout)["bundle"]))
+        except (ValueError, KeyError, OSError) as exc:
+            return {"error": f"no state for {started.cid}: {exc}"}
+
+    def _kill(self, cid: str) -> None:
+        with self._lock:
+            started = self._live.get(cid)
+        if started is None:
+            return
+        subprocess.run(
+            [*self._runtime_command(started.spec.runtime), "kill", "--all", cid, "KILL"],
+            capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+        )  # fmt: skip
+
+    def _final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
+        """The runtime's exit status (128 + the signal for a killed sandbox); the cgroup's
+        OOM count is read by the run itself."""
+        assert isinstance(started, OciStarted) and started.process is not None
+        try:
+            code = started.process.wait(timeout=_KILL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self._kill(started.cid)
+            code = started.process.wait(timeout=_KILL_TIMEOUT_S)
+        return code, False
+
+    def program_memory(self, started: Started, job: Job) -> int | None:
+        spec = job.spec
+        if spec.start_memory_mb == spec.memory_mb:
+            return None
+        if started.cgroup is None:
+            raise InfraError(f"sandbox {started.cid}: its cgroup is not writable from here")
+        return started.cgroup.limit_memory(spec.memory_mb * 1024 * 1024)
+
+    def discard(self, started: Started) -> None:
+        """Close the relay, kill and delete the sandbox, remove its bundle, free its uid."""
+        assert isinstance(started, OciStarted)
+        with self._lock:
+            self._live.pop(started.cid, None)
+        with contextlib.suppress(OSError):
+            started.attached.close()
+        command = self._runtime_command(started.spec.runtime)
+        process = started.process
+        if process is not None and process.poll() is None:
+            subprocess.run(
+                [*command, "kill", "--all", started.cid, "KILL"],
+                capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+            )  # fmt: skip
+            try:
+                process.wait(timeout=_KILL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        assert started.bundle is not None
+        self._delete(command, started.cid, started.bundle)
+        self._release_uid(started.uid, started.uid_file)
+
+    def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
+        subprocess.run(
+            [*command, "delete", "--force", cid],
+            capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        shutil.rmtree(bundle, ignore_errors=True)
+
+    # -- uids: a file per uid, created exclusively -------------------------------------------
+
+    def _claim_uid(self) -> tuple[int, Path]:
+        folder = self.run_dir / "uids"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for _ in range(8):
+            uid = self.uids.take()
+            path = folder / str(uid)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                self.uids.release(uid)
+                continue
+            os.close(fd)
+            return uid, path
+        raise InfraError("no free sandbox uid after 8 tries")
+
+    def _release_uid(self, uid: int, path: Path | None) -> None:
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        self.uids.release(uid)
+
+    # -- what processes that died left behind ----------------------------------------------
+
+    def _bundles(self) -> list[tuple[Path, dict[str, str]]]:
+        folder = self.run_dir / "bundles"
+        found = []
+        for bundle in sorted(folder.iterdir()) if folder.is_dir() else []:
+            try:
+                annotations = load_config(bundle).get("annotations") or {}
+            except (OSError, ValueError):
+                annotations = {}
+            found.append((bundle, {str(k): str(v) for k, v in annotations.items()}))
+        return found
+
+    def _remove_bundle(self, bundle: Path, labels: dict[str, str]) -> None:
+        try:
+            kinds = [Runtime((bundle / "runtime").read_text().strip())]
+        except (OSError, ValueError):
+            kinds = list(Runtime)
+        for kind in kinds:
+            if runtime_binary(kind) is not None:
+                command = self._runtime_command(kind)
+                subprocess.run(
+                    [*command, "kill", "--all", bundle.name, "KILL"],
+                    capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+                )  # fmt: skip
+                self._delete(command, bundle.name, bundle)
+        uid = labels.get(f"{LABEL}.uid", "")
+        if uid.isdigit():
+            with contextlib.suppress(FileNotFoundError):
+                (self.run_dir / "uids" / uid).unlink()
+        shutil.rmtree(bundle, ignore_errors=True)
+
+    def reap(self) -> list[str]:
+        """Remove sandboxes whose owner is gone or whose deadline has passed."""
+        removed = []
+        for bundle, labels in self._bundles():
+            if labels and abandoned(labels):
+                self._remove_bundle(bundle, labels)
+                removed.append(bundle.name)
+        return removed
+
+    def remove_leftovers(self, before: float) -> int:
+        return 0  # no engine outage to recover from: nothing but this host runs them
+
+    def close(self) -> None:
+        """Remove this backend's sandboxes that are left (prepared for jobs that never came,
+        or whose removal failed)."""
+        with self._lock:
+            unused = [future for _, future in self._prepared.values()]
+            self._prepared.clear()
+            preparer, self._preparer = self._preparer, None
+        for future in unused:
+            future.add_done_callback(self._discard_prepared)
+        if preparer is not None:
+            preparer.shutdown(wait=True)
+        mine = f"{LABEL}.backend"
+        for bundle, labels in self._bundles():
+            if labels.get(mine) == self._token:
+                self._remove_bundle(bundle, labels)
+        self.engine.close()
