@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hazmat.backends.recipes import RECIPES
+from hazmat.languages import LANGUAGES
 
 HAZMAT = [sys.executable, "-m", "hazmat"]
 
@@ -231,6 +232,30 @@ def test_images_list_and_doctor() -> None:
     doctor = hazmat("doctor")
     assert doctor.returncode == 0, doctor.stdout
     assert b"OK   runtime runsc" in doctor.stdout and b"OK   runtime runc" in doctor.stdout
+
+
+@pytest.mark.docker
+def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) -> None:
+    env = {"HAZMAT_OCI_DIR": str(tmp_path / "oci")}
+    export = hazmat("images", "export", "--lang", "python", env=env)
+    assert export.returncode == 0, export.stderr
+    image = LANGUAGES["python"].image
+    assert export.stdout.decode().startswith(f"{image}: {tmp_path / 'oci' / 'rootfs'}")
+    policy = tmp_path / "oci.yaml"
+    policy.write_text("backend: oci\n")
+    # the other images are not exported here: a failure when the policy uses the tier...
+    doctor = hazmat("doctor", "--json", "--policy", str(policy), env=env)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+    assert doctor.returncode == 1
+    for name in ("runc", "runsc", "init", "cgroups"):
+        assert checks[f"oci tier: {name}"]["ok"], checks[f"oci tier: {name}"]
+    roots = checks["oci tier: root file systems"]
+    assert not roots["ok"] and roots["needed"] and roots["fix"] == "hazmat images export"
+    assert "1 prepared" in roots["detail"] and image not in roots["detail"]
+    # ...and a warning when it does not
+    plain = hazmat("doctor", env=env)
+    assert plain.returncode == 0, plain.stdout
+    assert b"WARN oci tier: root file systems" in plain.stdout
 
 
 # --- hazmat assess, and the enforcement seen from the command line ------------------------

@@ -9,11 +9,11 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import HazmatError
+from hazmat.cli.doctor_check import Check
 from hazmat.languages import get_language
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
@@ -28,30 +28,28 @@ __all__ = ["Check", "add", "run_checks"]
 def add(sub: Any) -> None:
     doctor = sub.add_parser("doctor", help="check that this machine can run sandboxes")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor.add_argument(
+        "--policy", type=Path, metavar="FILE",
+        help="YAML policy file: with `backend: oci`, the OCI tier's checks must pass too",
+    )  # fmt: skip
     doctor.set_defaults(handler=_doctor)
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    checks = run_checks()
+    from hazmat.cli.common import policy
+
+    checks = run_checks(chosen=policy(args))
     if args.json:
         print(json.dumps([c.__dict__ for c in checks]))
     else:
         for c in checks:
-            print(f"{'OK  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+            print(f"{'OK  ' if c.ok else 'FAIL' if c.needed else 'WARN'} {c.name}: {c.detail}")
             if not c.ok and c.fix:
                 print(f"     fix: {c.fix}")
-    return 0 if all(c.ok for c in checks) else 1
+    return 0 if all(c.ok or not c.needed for c in checks) else 1
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-
-def run_checks(engine: Engine | None = None) -> list[Check]:
+def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> list[Check]:
     from hazmat.backends.engine import Engine, map_docker_errors
     from hazmat.backends.images import RECIPES, ImageBuilder
 
@@ -83,6 +81,9 @@ def run_checks(engine: Engine | None = None) -> list[Check]:
     checks.append(_policy_runtimes(Policy(), info.runtimes))
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
+    from hazmat.cli.doctor_oci import oci_checks
+
+    checks += oci_checks(engine, needed=(chosen or Policy()).backend == "oci")
     return checks
 
 

@@ -1,5 +1,6 @@
-"""`hazmat images build|list`: hazmat's images from Debian packages, and images of your own
-built from one of them (docs/images.md)."""
+"""`hazmat images build|list|export`: hazmat's images from Debian packages, and images of your
+own built from one of them (docs/images.md); `export` prepares their root file systems for the
+direct OCI tier (backends/oci_rootfs.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ def add(sub: Any) -> None:
     listing = images_sub.add_parser("list", help="show hazmat's images")
     listing.add_argument("--json", action="store_true", help="print the images as JSON")
     listing.set_defaults(handler=_list)
+    export = images_sub.add_parser(
+        "export",
+        help="prepare read-only root file systems of the images for the OCI tier "
+        "(policy `backend: oci`); done on first use otherwise",
+    )
+    export.add_argument(
+        "--lang", action="append", default=[], metavar="LANG",
+        help="only the image of this language (repeatable); default: every present image",
+    )  # fmt: skip
+    export.add_argument(
+        "--prune", action="store_true",
+        help="also delete prepared file systems of images the engine no longer has",
+    )  # fmt: skip
+    export.set_defaults(handler=_export)
 
 
 def _add_build(images_sub: Any) -> None:
@@ -102,6 +117,29 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     _print_table(statuses + own)
     return 0 if all(s.current for s in statuses) else 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    import time
+
+    from hazmat.backends.images import RECIPES, ImageBuilder
+    from hazmat.backends.oci_rootfs import RootFs
+    from hazmat.languages import get_language
+
+    builder = ImageBuilder()
+    rootfs = RootFs(builder.engine)
+    if args.lang:
+        refs = list(dict.fromkeys(get_language(name).image for name in args.lang))
+    else:
+        refs = [s.recipe.ref for s in map(builder.status, RECIPES.values()) if s.present]
+    for ref in refs:
+        began = time.monotonic()
+        root = rootfs.path(ref)
+        print(f"{ref}: {root} ({time.monotonic() - began:.1f} s)", flush=True)
+    if args.prune:
+        for folder in rootfs.remove_unused():
+            print(f"removed {folder} (its image is gone)")
+    return 0
 
 
 def _row(s: ImageStatus) -> dict[str, Any]:

@@ -1,0 +1,131 @@
+"""`hazmat doctor`'s checks of the direct OCI tier (backends/oci.py): the runtime binaries,
+tini, cgroups this process may create, and the images' prepared root file systems. A failure
+counts against the exit status only when the policy uses the tier (`backend: oci`); otherwise
+it is printed as a warning."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import TYPE_CHECKING
+
+from hazmat.cli.doctor_check import Check
+from hazmat.policy import Runtime
+
+if TYPE_CHECKING:
+    from hazmat.backends.engine import Engine
+
+__all__ = ["oci_checks"]
+
+CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
+CONTROLLERS_V2 = ("memory", "pids", "cpu")
+
+
+def oci_checks(engine: Engine, needed: bool) -> list[Check]:
+    from hazmat.backends.images import RECIPES, ImageBuilder
+    from hazmat.backends.oci import find_init, runtime_binary
+    from hazmat.backends.oci_rootfs import RootFs
+
+    checks = []
+    for runtime in Runtime:
+        binary = runtime_binary(runtime)
+        if binary is None:
+            checks.append(
+                Check(
+                    f"oci tier: {runtime.value}",
+                    False,
+                    f"no {runtime.value} binary found",
+                    "bash scripts/ensure-engine.sh installs runc and runsc (or set "
+                    f"HAZMAT_{runtime.value.upper()} to one)",
+                    needed,
+                )
+            )
+            continue
+        version = _first_line([str(binary), "--version"])
+        checks.append(Check(f"oci tier: {runtime.value}", True, f"{binary}: {version}"))
+    init = find_init()
+    checks.append(
+        Check("oci tier: init", True, f"{init} (mounted as each sandbox's first process)")
+        if init is not None
+        else Check(
+            "oci tier: init",
+            False,
+            "no tini (docker-init) on this host",
+            "apt install tini (Docker's docker.io package brings docker-init)",
+            needed,
+        )
+    )
+    checks.append(_cgroup_check(needed))
+    builder = ImageBuilder(engine)
+    rootfs = RootFs(engine)
+    prepared = {p.name for p in rootfs.prepared()}
+    missing = []
+    for recipe in RECIPES.values():
+        status = builder.status(recipe)
+        short = status.image_id  # the first 12 digits of the ID; a folder has 24
+        if status.present and short and not any(name.startswith(short) for name in prepared):
+            missing.append(recipe.ref)
+    detail = f"{len(prepared)} prepared under {rootfs.base}"
+    checks.append(
+        Check("oci tier: root file systems", True, detail)
+        if not missing
+        else Check(
+            "oci tier: root file systems",
+            False,
+            f"{detail}; not yet for {', '.join(missing)} (each is exported on its first run, "
+            "which then takes seconds)",
+            "hazmat images export",
+            needed,
+        )
+    )
+    return checks
+
+
+def _cgroup_check(needed: bool) -> Check:
+    """Whether this process can make the sandboxes' cgroups (the runtime makes them as the
+    user hazmat runs as): every controller the limits need, created and removed here."""
+    from hazmat.backends.cgroup import CGROUP_ROOT
+
+    unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
+    probe = f"hazmat-doctor-{os.getpid()}"
+    if unified:
+        delegated = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
+        lacking = [c for c in CONTROLLERS_V2 if c not in delegated]
+        if lacking:
+            return Check(
+                "oci tier: cgroups",
+                False,
+                f"cgroup v2 without {', '.join(lacking)} delegated at {CGROUP_ROOT}",
+                "enable the controllers in cgroup.subtree_control (systemd: Delegate=yes for "
+                "the service that runs hazmat)",
+                needed,
+            )
+        folders = [CGROUP_ROOT / probe]
+    else:
+        folders = [CGROUP_ROOT / name / probe for name in CONTROLLERS_V1]
+    made = []
+    try:
+        for folder in folders:
+            folder.mkdir()
+            made.append(folder)
+    except OSError as exc:
+        return Check(
+            "oci tier: cgroups",
+            False,
+            f"cannot create a cgroup ({exc.strerror}: {exc.filename})",
+            "run hazmat as root, or delegate a cgroup subtree to its user",
+            needed,
+        )
+    finally:
+        for folder in reversed(made):
+            folder.rmdir()
+    kind = "v2" if unified else "v1 (" + ", ".join(CONTROLLERS_V1) + ")"
+    return Check("oci tier: cgroups", True, f"cgroup {kind}: this process can create them")
+
+
+def _first_line(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"does not answer ({exc})"
+    return (out.stdout.splitlines() or ["?"])[0]
