@@ -1,6 +1,7 @@
 """Where the time of one warm run goes: assessment, audit records, the container round trip,
 the housekeeping handed back to the pool, and everything else (validation, resolution, result
-building), for a Python `print(1)` through a full warm pool on runc.
+building), for a Python `print(1)` through a full warm pool (the Docker backend or the OCI tier,
+runc or runsc).
 
 Each stage is timed by wrapping the pipeline's own stage on one `Sandbox`; the pool is refilled
 (untimed) before each run, so every timed run is a hit. Medians over `--runs`. Results go to
@@ -22,6 +23,7 @@ from docs_section import write_section
 
 from hazmat import Policy, Sandbox
 from hazmat.backends.docker import DockerBackend
+from hazmat.backends.oci import OciBackend
 from hazmat.backends.pool import PoolBackend
 from hazmat.policy import PoolSettings
 
@@ -39,11 +41,12 @@ def wrap(spent: dict[str, float], stage: str, call: Callable[..., Any]) -> Calla
     return timed
 
 
-def measure(runs: int) -> dict[str, list[float]]:
-    pool = PoolBackend(DockerBackend(), PoolSettings(size=2, refill_concurrency=2))
+def measure(runs: int, backend: str = "docker", runtime: str = "runc") -> dict[str, list[float]]:
+    leaser = OciBackend() if backend == "oci" else DockerBackend()
+    pool = PoolBackend(leaser, PoolSettings(size=2, refill_concurrency=2))
     figures: dict[str, list[float]] = {name: [] for name in (*STAGES, "total")}
     with Sandbox(Policy(), backend=pool) as sandbox:
-        spec = sandbox.warm("python", runtime="runc")
+        spec = sandbox.warm("python", runtime=runtime)
         spent = dict.fromkeys(STAGES, 0.0)
         sandbox._assess = wrap(spent, "assessment", sandbox._assess)  # type: ignore[method-assign]
         recorder = sandbox._recorder
@@ -57,7 +60,7 @@ def measure(runs: int) -> dict[str, list[float]]:
             for stage in STAGES:
                 spent[stage] = 0.0
             started = time.perf_counter()
-            result = sandbox.run("print(1)", runtime="runc")
+            result = sandbox.run("print(1)", runtime=runtime)
             total = (time.perf_counter() - started) * 1000
             if result.stdout != "1\n" or result.pooled is not True:
                 raise SystemExit(f"unexpected result: {result}")
@@ -73,14 +76,16 @@ def measure(runs: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--backend", choices=("docker", "oci"), default="docker")
+    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
-    figures = measure(args.runs)
+    figures = measure(args.runs, args.backend, args.runtime)
     total = statistics.median(figures["total"])
     lines = [
-        f"`benchmarks/breakdown.py --runs {args.runs}`, {datetime.now(UTC):%Y-%m-%d}: Python "
-        "`print(1)`, runc, every run a pool hit; medians per stage (they need not add up to "
-        "the median total):",
+        f"`benchmarks/breakdown.py --runs {args.runs} --backend {args.backend} --runtime "
+        f"{args.runtime}`, {datetime.now(UTC):%Y-%m-%d}: Python `print(1)`, every run a pool "
+        "hit; medians per stage (they need not add up to the median total):",
         "",
         "| stage | median ms | p95 ms | share of median total |",
         "|---|---:|---:|---:|",
@@ -93,7 +98,12 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section("breakdown", "Where a warm run's time goes", text)
+        name = (
+            "breakdown"
+            if (args.backend, args.runtime) == ("docker", "runc")
+            else (f"breakdown-{args.backend}-{args.runtime}")
+        )
+        write_section(name, f"Where a warm run's time goes ({args.backend}, {args.runtime})", text)
 
 
 if __name__ == "__main__":

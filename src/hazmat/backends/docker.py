@@ -464,6 +464,15 @@ class DockerBackend(Backend):
 
     def close(self) -> None:
         """Remove containers prepared for jobs that never came, then close the connection."""
+        self._drop_prepared()
+        # and any container of this backend's still there: one whose start or removal failed
+        # while its engine was away, which nothing holds any more
+        if self._started_any:
+            self._remove_mine(self.engine.probe(), lambda c: True)
+        self.engine.close()
+
+    def _drop_prepared(self) -> None:
+        """Discard the containers prepared for jobs that never came (once they are up)."""
         with self._lock:
             unused = [future for _, future in self._prepared.values()]
             self._prepared.clear()
@@ -472,11 +481,6 @@ class DockerBackend(Backend):
             future.add_done_callback(self._discard_prepared)
         if preparer is not None:
             preparer.shutdown(wait=True)
-        # and any container of this backend's still there: one whose start or removal failed
-        # while its engine was away, which nothing holds any more
-        if self._started_any:
-            self._remove_mine(self.engine.probe(), lambda c: True)
-        self.engine.close()
 
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:

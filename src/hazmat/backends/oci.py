@@ -139,7 +139,10 @@ class OciBackend(DockerBackend):
         command = self._runtime_command(spec.runtime)
         if not self._reaped:
             self._reaped = True
-            self.reap()
+            try:
+                self.reap()
+            except (OSError, subprocess.SubprocessError) as exc:  # best effort, as Docker's
+                log.warning("could not look for abandoned sandboxes: %s", exc)
         rootfs = self.rootfs.path(spec.image)
         expires = time.time() + lifetime_s + REAP_GRACE_S
         cid = f"hazmat-{secrets.token_hex(8)}"
@@ -148,7 +151,7 @@ class OciBackend(DockerBackend):
         try:
             annotations = {**self._labels(spec, expires, pooled), f"{LABEL}.uid": str(uid)}
             cgroup = f"/hazmat/{cid}"
-            config = self.bundle(spec, uid, rootfs, init, cgroup, annotations)  # fmt: skip
+            config = self.bundle(spec, uid, rootfs, init, cgroup, annotations)
             bundle.mkdir(parents=True, mode=0o700)
             (bundle / "config.json").write_text(json.dumps(config))
             (bundle / "runtime").write_text(spec.runtime.value)
@@ -294,6 +297,10 @@ class OciBackend(DockerBackend):
         self._release_uid(started.uid, started.uid_file)
 
     def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
+        if Path(command[0]).name == "runc" and not (Path(command[2]) / cid).exists():
+            # runc's `run` deleted its container on the way out: no state is left to delete
+            shutil.rmtree(bundle, ignore_errors=True)
+            return
         subprocess.run(
             [*command, "delete", "--force", cid],
             capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
@@ -370,14 +377,7 @@ class OciBackend(DockerBackend):
     def close(self) -> None:
         """Remove this backend's sandboxes that are left (prepared for jobs that never came,
         or whose removal failed)."""
-        with self._lock:
-            unused = [future for _, future in self._prepared.values()]
-            self._prepared.clear()
-            preparer, self._preparer = self._preparer, None
-        for future in unused:
-            future.add_done_callback(self._discard_prepared)
-        if preparer is not None:
-            preparer.shutdown(wait=True)
+        self._drop_prepared()
         mine = f"{LABEL}.backend"
         for bundle, labels in self._bundles():
             if labels.get(mine) == self._token:
