@@ -112,8 +112,10 @@ def test_the_program_gets_its_own_memory_limit_after_the_build(
     assert (result.outcome, result.exit_code) == (Outcome.MEMORY_LIMIT, 137), result
     assert result.error == f"the program was killed at its memory limit of {strict.memory_mb} MB"
     assert int(result.stdout.split()[-1]) < strict.memory_mb
+    # the program's limit, not the build's: the watermark may pass it by a few pages, as the
+    # kernel forces the charges of a task it is already killing (mm/memcontrol.c, try_charge)
     assert result.peak_memory_bytes is not None
-    assert result.peak_memory_bytes <= strict.memory_mb * 1024 * 1024
+    assert result.peak_memory_bytes <= (strict.memory_mb + 1) * 1024 * 1024
 
 
 def test_what_the_build_leaves_must_fit_the_programs_limit(engine: Engine, runtime: str) -> None:

@@ -165,3 +165,18 @@ def test_the_policy_chooses_the_tier(python_image: str) -> None:
     assert result.container_id is not None and result.container_id.startswith("hazmat-")
     with Sandbox(Policy(), pool=False) as sb:
         assert not isinstance(sb.backend, OciBackend)
+
+
+def test_a_session_keeps_its_state_on_the_tier(runtime: str) -> None:
+    """A session's one sandbox, kept between calls (backends/session.py over the tier)."""
+    from hazmat import parse_policy
+
+    policy = parse_policy({"backend": "oci", "pool": {"size": 0}})
+    with Sandbox(policy) as sb, sb.session("python", runtime=runtime) as session:
+        first = session.run("x = 41\nopen('f', 'w').write('hi')")
+        second = session.run("print(x + 1, open('f').read())")
+        kept = second.container_id
+    assert first.outcome is Outcome.OK, first
+    assert second.stdout == "42 hi\n", second
+    assert kept is not None and kept == first.container_id and kept.startswith("hazmat-")
+    assert not (OciBackend().run_dir / "bundles" / kept).exists()  # ended with the session
