@@ -206,9 +206,16 @@ def test_reaper_removes_only_what_is_abandoned(engine: Engine) -> None:
 def test_a_container_prepared_for_a_blocked_run_is_removed(engine: Engine) -> None:
     owner = {"label": f"{LABEL}.owner={socket.gethostname()}:{os.getpid()}"}
 
+    def ours() -> set[str]:
+        return {c["Id"] for c in engine.api.containers(all=True, filters=owner)}
+
+    # containers this process made before (another test's pool, still being removed) are not
+    # this test's
+    earlier = ours()
+
     def mine_gone() -> bool:  # the removal runs once the prepared start completes
         deadline = time.monotonic() + 30
-        while engine.api.containers(all=True, filters=owner):
+        while ours() - earlier:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)

@@ -26,6 +26,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,9 @@ class OciBackend(DockerBackend):
             raise InfraError(f"could not start {command[0]}: {exc}") from exc
         for fd in (stdin_r, stdout_w, stderr_w):
             os.close(fd)
+        # the runtime's exit is collected however the sandbox ends, even one a caller dropped
+        # without discarding it (the reaper kills it then): never a zombie
+        threading.Thread(target=process.wait, name="hazmat-oci-wait", daemon=True).start()
         relay = Relay(stdin_w, stdout_r, stderr_r)
         started = OciStarted(
             spec, cid, uid, relay, relay.sock, time.monotonic(), expires, None,
