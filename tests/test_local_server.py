@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from hazmat.policy import Policy
+from server_helpers import audit_records
 
 pytestmark = pytest.mark.docker
 
@@ -191,3 +192,48 @@ def test_assess_goes_through_it_and_says_what_assessing_here_says(env: dict[str,
     assert {f["rule"] for f in theirs["findings"]} == {f["rule"] for f in mine["findings"]}
     plain = hazmat(env, "assess", "-c", code)
     assert plain.returncode == here.returncode and "policy for untrusted" in plain.stdout
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "grading" / "tasks.jsonl"
+
+
+def example_tasks(tmp_path: Path, prefix: str) -> tuple[Path, dict[str, str]]:
+    """The example set's tasks whose ids start with `prefix`, and the verdicts their ids name."""
+    lines = [line for line in EXAMPLES.read_text().splitlines() if f'"id": "{prefix}' in line]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    ids = [json.loads(line)["id"] for line in lines]
+    return path, {i: "accepted" if i.endswith("-right") else i.rsplit("-", 1)[1] for i in ids}
+
+
+def callers(env: dict[str, str]) -> list[str]:
+    """Who each run in the audit log was for, in order."""
+    records = audit_records(Path(env["HAZMAT_AUDIT_DIR"]))
+    return [str(r["data"].get("caller")) for r in records if r["kind"] == "run.started"]
+
+
+def verdicts(path: Path) -> dict[str, str]:
+    return {r["id"]: r["verdict"] for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_batch_goes_through_it_grades_as_here_and_resumes(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    tasks, deserved = example_tasks(tmp_path, "sum-python")
+    assert len(deserved) == 2
+    here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
+    done = hazmat(env, "batch", str(tasks), "-o", str(there), "--no-progress")
+    assert done.returncode == 0 and "started a local server" in done.stderr, done.stderr
+    assert verdicts(there) == deserved
+    served = callers(env)
+    assert served and all(c.startswith("tenant:local ") for c in served)  # the server's runs
+    local = hazmat(env, "batch", str(tasks), "-o", str(here), "--local", "--no-progress")
+    assert local.returncode == 0 and "started" not in local.stderr, local.stderr
+    assert verdicts(here) == deserved
+    mine = callers(env)[len(served) :]
+    assert mine and not any(c.startswith("tenant:") for c in mine)  # this process's
+    first = there.read_text().splitlines()[0]
+    there.write_text(first + "\n")  # as if stopped after the first task
+    resumed = hazmat(env, "batch", str(tasks), "-o", str(there), "--resume", "--no-progress")
+    assert resumed.returncode == 0 and "(1 done before)" in resumed.stderr, resumed.stderr
+    assert verdicts(there) == deserved and there.read_text().splitlines()[0] == first

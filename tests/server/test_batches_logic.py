@@ -56,7 +56,8 @@ class ScriptedRunner:
             raise InfraError("the engine does not answer")
         with self.lock:
             self.graded.append(task.id)
-        return {"id": task.id, "verdict": "accepted", "score": 1.0, "trust": options["trust"]}
+        trust, fresh = options["trust"], options.get("fresh", False)
+        return {"id": task.id, "verdict": "accepted", "score": 1.0, "trust": trust, "fresh": fresh}
 
 
 def task(tid: str, code: str = "print(1)") -> dict[str, Any]:
@@ -102,6 +103,7 @@ def test_a_batch_runs_and_its_results_stream_until_it_ends(
     lines = results(client, bid, keys["acme"])
     assert sorted(line["id"] for line in lines) == ["a", "b", "c"]
     assert {line["trust"] for line in lines} == {"unknown"}  # the key's level by default
+    assert {line["fresh"] for line in lines} == {False}  # one build per task by default
     status = client.get(f"/v1/batches/{bid}", headers=auth(keys["acme"])).json()
     assert (status["state"], status["done"], status["verdicts"]) == ("done", 3, {"accepted": 3})
     listed = client.get("/v1/batches", headers=auth(keys["acme"])).json()["batches"]
@@ -114,14 +116,15 @@ def test_json_lines_with_the_options_in_the_query(
     client, _, keys = service
     body = "\n".join(json.dumps(task(t)) for t in ("x", "y")) + "\n\n"
     made = client.post(
-        "/v1/batches?jobs=1&trust=untrusted",
+        "/v1/batches?jobs=1&trust=untrusted&fresh=true",
         content=body,
         headers={**auth(keys["acme"]), "Content-Type": "application/x-ndjson"},
     )
     assert made.status_code == 202, made.text
-    assert made.json()["jobs"] == 1
+    assert (made.json()["jobs"], made.json()["fresh"]) == (1, True)
     lines = results(client, made.json()["id"], keys["acme"])
     assert [line["trust"] for line in lines] == ["untrusted", "untrusted"]
+    assert [line["fresh"] for line in lines] == [True, True]
 
 
 @pytest.mark.parametrize(
@@ -135,6 +138,7 @@ def test_json_lines_with_the_options_in_the_query(
         ({"tasks": [{**task("a"), "memory_mb": 1 << 20}]}, 400, "task 'a', run 1"),
         ({"tasks": [task("a")], "jobs": 0}, 400, "jobs must be"),
         ({"tasks": [task("a")], "jobs": 99}, 400, "concurrent runs"),
+        ({"tasks": [task("a")], "fresh": "yes"}, 400, "fresh must be true or false"),
         ({"tasks": [task("a")], "trust": "trusted"}, 403, "trust"),
         ({"tasks": [task("a")], "override_reason": "x" * 30}, 403, "override"),
     ],

@@ -125,3 +125,26 @@ def test_plain_output_comes_as_it_is_written_and_a_reader_leaving_cancels_the_ru
     process.stderr.close()
     audit = tmp_path / "audit" if local else live_server.audit_dir
     assert finished_record(audit, str(program))["data"]["outcome"] == "cancelled"
+
+
+def test_a_batch_goes_through_the_server(live_server: LiveServer, tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "grading" / "tasks.jsonl"
+    lines = [line for line in examples.read_text().splitlines() if '"id": "sum-python' in line]
+    tasks, out = tmp_path / "tasks.jsonl", tmp_path / "out.jsonl"
+    tasks.write_text("\n".join(lines) + "\n")
+    done = hazmat(live_server, "batch", str(tasks), "-o", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["id"]: r["verdict"] for r in results} == {
+        "sum-python-right": "accepted",
+        "sum-python-wrong-wrong_answer": "wrong_answer",
+    }
+    records = {r["seq"]: r for r in live_server.audit_records()}
+    for result in results:  # graded and recorded by the server, as its key's tenant
+        receipt = records[result["receipt"]]
+        assert (receipt["kind"], receipt["data"]["task"]) == ("grade.verdict", result["id"])
+    refused = hazmat(
+        live_server, "batch", str(tasks), "-o", str(tmp_path / "no.jsonl"), "--trust", "trusted"
+    )
+    assert refused.returncode == 77 and "trust" in refused.stderr, refused.stderr
+    assert not (tmp_path / "no.jsonl").exists() or not (tmp_path / "no.jsonl").read_text()

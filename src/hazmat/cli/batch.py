@@ -4,18 +4,24 @@ Every task line is checked before anything runs. Results are written as tasks fi
 complete line each (grade/batch.py), so `--resume` carries on after Ctrl-C, kill -9 or a
 crash with the tasks whose ids are not in the output yet. A live progress bar on a terminal
 (done/total, rate, time left, verdicts so far); a summary line at the end in any case.
+
+Like `hazmat run`, it grades through the user's local server (kept warm: its pool, its
+assessor; cli/local_server.py) or the service `HAZMAT_URL` names (cli/batch_remote.py), and in
+this process with `--local`, `--policy`, `--caller` or runc asked for where the level has runsc.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hazmat.cli.common import policy
+from hazmat.cli.common import policy, weaker_runtime
 
 __all__ = ["add"]
 
@@ -61,44 +67,78 @@ def add(sub: Any) -> None:
         help="run every test case in a fresh container, with a build of its own (slower; "
         "by default a submission is built once and each test is a fresh process)",
     )
+    batch.add_argument(
+        "--local",
+        action="store_true",
+        help="grade in this process, not through the local server or a service",
+    )
     batch.add_argument("--no-progress", action="store_true", help="no progress bar")
     batch.set_defaults(handler=_batch)
 
 
 def _batch(args: argparse.Namespace) -> int:
-    from hazmat import InputError, Sandbox
-    from hazmat.grade.batch import ResultFile, grade_many
-    from hazmat.grade.grader import Grader
-    from hazmat.grade.tasks import read_tasks
+    from hazmat import InputError
+    from hazmat.grade.batch import ResultFile
+    from hazmat.grade.tasks import read_entries
 
     if args.jobs < 1:
         raise InputError(f"--jobs must be at least 1, not {args.jobs}")
-    tasks = read_tasks(args.tasks)
+    entries = read_entries(args.tasks)
     chosen = policy(args)  # a bad policy file says so before the output is touched
     with ResultFile(args.output, resume=args.resume) as out:
-        todo = [t for t in tasks if t.id not in out.done]
-        options = {
-            k: v
-            for k, v in (
-                ("trust", args.trust),
-                ("runtime", args.runtime),
-                ("caller", args.caller),
-                ("override_reason", args.override_reason),
-            )
-            if v is not None
-        }
+        todo = [(task, raw) for task, raw in entries if task.id not in out.done]
         counts: Counter[str] = Counter()
         started = time.monotonic()
-        with Sandbox(chosen) as sandbox:
-            grader = Grader(sandbox, fresh=args.fresh, **options)
-            _check_all(grader, todo)
+        with contextlib.ExitStack() as stack:
+            results = _grading(args, chosen, todo, stack) if todo else iter(())
             with _Bar(len(todo), args.no_progress) as bar:
-                for result in grade_many(grader, todo, args.jobs):
-                    out.write(result.to_dict())
-                    counts[result.verdict] += 1
+                for line in results:
+                    out.write(line)
+                    counts[str(line.get("verdict"))] += 1
                     bar.advance(counts)
-        _summary(len(tasks) - len(todo), counts, time.monotonic() - started)
+        _summary(len(entries) - len(todo), counts, time.monotonic() - started)
     return 0
+
+
+def _grading(
+    args: argparse.Namespace, chosen: Any, todo: list[tuple[Any, Any]], stack: Any
+) -> Iterator[dict[str, Any]]:
+    """The result lines of `todo`, every task checked first: graded by the service if there is
+    one (the user's local server, kept warm), else in this process. Nothing has run yet when
+    this returns; `stack` ends the grading (a batch left early is cancelled)."""
+    from hazmat import Sandbox
+    from hazmat.cli import local_server
+    from hazmat.cli.batch_remote import RemoteBatch
+    from hazmat.grade.batch import grade_many
+    from hazmat.grade.grader import Grader
+
+    options = {
+        k: v
+        for k, v in (
+            ("trust", args.trust),
+            ("runtime", args.runtime),
+            ("caller", args.caller),
+            ("override_reason", args.override_reason),
+        )
+        if v is not None
+    }
+    here = args.local or args.policy or args.caller or weaker_runtime(args)
+    service = None if here else local_server.for_cli(local_server.say)
+    if service is not None:
+        if "trust" not in options and service.default_trust is not None:
+            options["trust"] = service.default_trust  # the policy's default, as here
+        if args.fresh:
+            options["fresh"] = True
+        most = service.max_running
+        if most is not None and args.jobs > most:
+            local_server.say(f"the local server grades {most} tasks at once (--local: more)")
+        raws = [raw for _, raw in todo]
+        return iter(stack.enter_context(RemoteBatch(service, raws, args.jobs, options)))
+    sandbox = stack.enter_context(Sandbox(chosen))
+    grader = Grader(sandbox, fresh=args.fresh, **options)
+    tasks = [task for task, _ in todo]
+    _check_all(grader, tasks)
+    return (result.to_dict() for result in grade_many(grader, tasks, args.jobs))
 
 
 def _check_all(grader: Any, tasks: list[Any]) -> None:

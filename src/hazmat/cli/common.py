@@ -14,7 +14,15 @@ from hazmat.policy import Policy, TrustLevel
 if TYPE_CHECKING:
     from hazmat.tenant_keys import KeyStore
 
-__all__ = ["INTERNAL_ERROR", "add_source", "key_store", "policy", "program", "read"]
+__all__ = [
+    "INTERNAL_ERROR",
+    "add_source",
+    "key_store",
+    "policy",
+    "program",
+    "read",
+    "weaker_runtime",
+]
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: an unexpected failure (HAZMAT_DEBUG=1 shows the traceback)
 
@@ -58,6 +66,15 @@ def policy(args: argparse.Namespace) -> Policy:
     from hazmat.policy_file import load_policy  # here: PyYAML costs `hazmat --help` 10 ms
 
     return load_policy(args.policy)
+
+
+def weaker_runtime(args: argparse.Namespace) -> bool:
+    """runc asked for at a level that runs under runsc: allowed here (the machine's owner
+    decides), never to a service's key, so such work stays in this process."""
+    if args.runtime != "runc":
+        return False
+    chosen = policy(args)
+    return chosen.settings(args.trust or chosen.default_trust).runtime.value == "runsc"
 
 
 def key_store(args: argparse.Namespace) -> KeyStore:

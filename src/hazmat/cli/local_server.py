@@ -45,6 +45,9 @@ __all__ = ["LocalServer", "all_servers", "for_cli", "root", "say", "setup", "wan
 
 START_TIMEOUT_S = 180.0  # the service's start: the reaper, the assessor, a loaded machine
 STOP_TIMEOUT_S = 120.0  # a graceful stop waits for runs in flight
+# runs at once (and batch tasks): one user's own work, as many as `hazmat batch --jobs` would
+# run in its own process; a shared service's default is 8
+MAX_RUNNING = 16
 # What decides where a run goes and is recorded: a server started with other values of these
 # is another setup's, never used for this one.
 SETUP_ENV = (
@@ -162,7 +165,14 @@ class LocalServer:
         if not _answers(self.socket):
             self.socket.unlink(missing_ok=True)  # left by a server that died
             return None
-        return Service(f"unix:{self.socket}", self._key(), self.info().get("default_trust"))
+        info = self.info()
+        most = info.get("max_running")
+        return Service(
+            f"unix:{self.socket}",
+            self._key(),
+            info.get("default_trust"),
+            most if isinstance(most, int) else None,
+        )
 
     # -- for `hazmat server` --------------------------------------------------------------
     def start(self, policy: Path | None = None) -> bool:
@@ -223,7 +233,7 @@ class LocalServer:
             self._make_key()
         read, write = os.pipe()
         argv = [sys.executable, "-m", "hazmat", "serve", "--per-user", str(self.folder)]
-        argv += ["--ready-fd", str(write)]
+        argv += ["--ready-fd", str(write), "--max-running", str(MAX_RUNNING)]
         if policy is not None:
             argv += ["--policy", str(policy.resolve())]
         log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
@@ -252,6 +262,7 @@ class LocalServer:
             "started": time.time(),
             "policy": policy and str(policy),
             "default_trust": _default_trust(policy),
+            "max_running": MAX_RUNNING,
         }
         _write_private(self.state, json.dumps({**state, "setup": setup()}, indent=1).encode())
 

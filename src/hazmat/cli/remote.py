@@ -10,12 +10,13 @@ program's output is handed to `live(stream, data)` as it comes (docs/api.md, "St
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,12 +85,19 @@ class _TCPConnection(http.client.HTTPConnection):
 class Service:
     """One service address and key; `post` sends a JSON body and returns the JSON answer."""
 
-    def __init__(self, url: str, key: str | None, default_trust: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        key: str | None,
+        default_trust: str | None = None,
+        max_running: int | None = None,
+    ) -> None:
         self.url = url
         self.key = key
         # the trust a run without one gets: the service's default is the key's level; the
         # local server (local_server.py) is given its policy's default, as a run here gets
         self.default_trust = default_trust
+        self.max_running = max_running  # runs at once, where known (the local server's)
 
     def _connection(self) -> http.client.HTTPConnection:
         if self.url.startswith("unix:"):
@@ -103,22 +111,46 @@ class Service:
 
     def get(self, path: str, timeout_s: float = 10.0) -> bytes:
         """GET `path`; the body of a 200 answer (`ServiceUnavailable` otherwise)."""
+        with self._exchange("GET", path, timeout_s) as response:
+            raw = response.read()
+        if response.status != 200:
+            raise ServiceUnavailable(f"{self.url}{path} answered {response.status}")
+        return raw
+
+    def lines(self, path: str) -> Iterator[bytes]:
+        """GET `path` and yield its body's lines as they come (a JSON Lines stream); the
+        service's error if it does not answer 200."""
+        with self._exchange("GET", path, TIMEOUT_S) as response:
+            if response.status != 200:
+                _answer(response, response.read(), self.url)  # raises the service's error
+            while line := response.readline():
+                yield line
+
+    def delete(self, path: str) -> dict[str, Any]:
+        """DELETE `path`; the JSON answer."""
+        with self._exchange("DELETE", path, 10.0) as response:
+            raw = response.read()
+        return _answer(response, raw, self.url)
+
+    @contextlib.contextmanager
+    def _exchange(
+        self, method: str, path: str, timeout_s: float
+    ) -> Iterator[http.client.HTTPResponse]:
+        """A request without a body, and its response while it is read; a connection that
+        fails is `ServiceUnavailable`."""
         connection = self._connection()
         connection.timeout = timeout_s
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         try:
-            connection.request("GET", path, headers=headers)
-            response = connection.getresponse()
-            raw = response.read()
-        except OSError as exc:
-            raise ServiceUnavailable(
-                f"the hazmat service at {self.url} does not answer: {exc}"
-            ) from None
+            try:
+                connection.request(method, path, headers=headers)
+                yield connection.getresponse()
+            except OSError as exc:
+                raise ServiceUnavailable(
+                    f"the hazmat service at {self.url} does not answer: {exc}"
+                ) from None
         finally:
             connection.close()
-        if response.status != 200:
-            raise ServiceUnavailable(f"{self.url}{path} answered {response.status}")
-        return raw
 
     def post(self, path: str, body: dict[str, Any], live: Live | None = None) -> dict[str, Any]:
         """POST `body` as JSON; the JSON answer. With `live`, ask for events and hand it each
@@ -192,7 +224,7 @@ def _answer(response: http.client.HTTPResponse, raw: bytes, url: str) -> dict[st
         data = json.loads(raw)
     except ValueError:
         raise ServiceUnavailable(f"{url} answered {response.status} without JSON") from None
-    if response.status == 200 and isinstance(data, dict):
+    if 200 <= response.status < 300 and isinstance(data, dict):  # 202: a batch accepted
         return data
     retry = response.headers.get("Retry-After")
     raise _error(response.status, data if isinstance(data, dict) else {"raw": raw}, url, retry)

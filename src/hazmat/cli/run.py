@@ -12,7 +12,7 @@ from typing import Any
 
 from hazmat._exceptions import InputError
 from hazmat.cli import local_server
-from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read
+from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read, weaker_runtime
 from hazmat.cli.remote import run_remote
 from hazmat.displays import display_files
 from hazmat.models import ExecutionResult, Outcome
@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         output_dir.prepare(args.displays, "--displays")
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
-    here = args.local or args.policy or args.caller or _weaker_runtime(args)
+    here = args.local or args.policy or args.caller or weaker_runtime(args)
     service = None if here else local_server.for_cli(local_server.say)
     if service is not None:
         result = run_remote(service, code, language.name, options, live)
@@ -185,15 +185,6 @@ def _run(args: argparse.Namespace) -> int:
         if live is not None and live.broken:
             raise BrokenPipeError  # main ends quietly, as for any reader gone away
     return _finish(args, result, output_shown=live is not None)
-
-
-def _weaker_runtime(args: argparse.Namespace) -> bool:
-    """runc asked for at a level that runs under runsc: allowed here (the machine's owner
-    decides), never to a service's key, so such a run stays in this process."""
-    if args.runtime != "runc":
-        return False
-    chosen = policy(args)
-    return chosen.settings(args.trust or chosen.default_trust).runtime.value == "runsc"
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:

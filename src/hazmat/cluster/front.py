@@ -56,7 +56,7 @@ class ClusterRunner:
         trust = parse_trust(options.get("trust") or self.policy.default_trust)
         runtime = str(options.get("runtime") or self.policy.settings(trust).runtime.value)
         placement = self.dispatcher.place(task.language, runtime)
-        wire = {name: str(value) for name, value in options.items()}
+        wire = {k: v if isinstance(v, bool) else str(v) for k, v in options.items()}
         try:
             return self.dispatcher.grade(raw, wire, secrets.token_hex(8), runtime, placement)
         finally:

@@ -30,6 +30,7 @@ __all__ = [
     "parse_entries",
     "parse_lines",
     "parse_task",
+    "read_entries",
     "read_tasks",
 ]
 
@@ -144,9 +145,15 @@ def _known_languages(raw: dict[str, Any], where: str) -> None:
 def read_tasks(path: Path) -> list[Task]:
     """Every task of a JSON Lines file (blank lines skipped), all checked before any runs:
     `InputError` lists the first few bad lines."""
+    return [task for task, _ in read_entries(path)]
+
+
+def read_entries(path: Path) -> list[tuple[Task, Any]]:
+    """The same, each task with its decoded JSON (what a service is sent)."""
     try:
         with open(path, "rb") as f:
-            return parse_lines(f, str(path))
+            entries = ((f"{path}:{number}", line) for number, line in _numbered(f))
+            return parse_entries(entries, str(path))
     except OSError as exc:
         raise InputError(f"cannot read tasks {path}: {exc.strerror or exc}") from None
 

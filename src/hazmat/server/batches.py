@@ -48,7 +48,7 @@ __all__ = ["BATCH_FIELDS", "Batch", "BatchRoutes"]
 
 log = logging.getLogger(__name__)
 
-BATCH_FIELDS = ("tasks", "jobs", "trust", "runtime", "override_reason")
+BATCH_FIELDS = ("tasks", "jobs", "trust", "runtime", "override_reason", "fresh")
 MAX_OPEN = 4  # unfinished batches per tenant
 KEEP_S = 3600.0  # how long a finished batch stays
 WAIT_S = 1.0  # how long a results stream waits for the next line before it looks again
@@ -90,6 +90,7 @@ class Batch:
                 "running": self.running,
                 "verdicts": dict(sorted(self.verdicts.items())),
                 "jobs": self.jobs,
+                "fresh": bool(self.options.get("fresh")),
                 "created_at": round(self.created, 3),
                 "finished_at": None if self.finished is None else round(self.finished, 3),
                 "results": f"/v1/batches/{self.id}/results",
@@ -255,6 +256,8 @@ class BatchRoutes:
         _, _, options = run_arguments({**_options_of(data), "code": ""}, key, self.sandbox.policy)
         wanted = ("trust", "runtime", "caller", "override_reason")
         options = {k: options[k] for k in wanted if options.get(k) is not None}
+        if _fresh(data.get("fresh")):
+            options["fresh"] = True
         jobs = _jobs(data.get("jobs"), key)
         tasks = await anyio.to_thread.run_sync(lambda: self._checked(entries, options))
         batch = Batch(key.tenant, tasks, jobs, options)
@@ -349,6 +352,15 @@ def _jobs(value: object, key: Key) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise InputError(f"jobs must be a whole number in 1..{most} (this key's concurrent runs)")
     return value
+
+
+def _fresh(value: object) -> bool:
+    """Every test case in a fresh container of its own (`hazmat batch --fresh`)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if value in ("true", "false"):  # from the query string
+        return value == "true"
+    raise InputError(f"fresh must be true or false, not {value!r}")
 
 
 def _failed(task: Task, message: str) -> dict[str, Any]:

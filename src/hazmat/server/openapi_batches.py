@@ -54,6 +54,10 @@ BATCH_SCHEMAS: dict[str, Any] = {
             "trust": _TRUST,
             "runtime": {"type": "string", "enum": ["runc", "runsc"]},
             "override_reason": _STR,
+            "fresh": {
+                "type": "boolean",
+                "description": "every test case in a fresh container with a build of its own",
+            },
         },
     },
     "Batch": {
@@ -67,6 +71,7 @@ BATCH_SCHEMAS: dict[str, Any] = {
             "running": {"type": "integer"},
             "verdicts": {"type": "object", "additionalProperties": {"type": "integer"}},
             "jobs": {"type": "integer"},
+            "fresh": {"type": "boolean"},
             "created_at": {"type": "number"},
             "finished_at": {"type": ["number", "null"]},
             "results": {"type": "string", "description": "where its result lines stream"},
@@ -83,6 +88,7 @@ BATCH_PATHS: dict[str, Any] = {
             "parameters": [
                 {"name": "jobs", "in": "query", "required": False, "schema": _JOBS},
                 {"name": "trust", "in": "query", "required": False, "schema": _TRUST},
+                {"name": "fresh", "in": "query", "required": False, "schema": {"type": "boolean"}},
             ],
             "requestBody": {
                 "required": True,
