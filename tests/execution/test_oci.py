@@ -15,6 +15,7 @@ import pytest
 
 from hazmat import Outcome, Policy, Sandbox
 from hazmat._exceptions import InfraError, SettingsMismatch
+from hazmat.backends import oci
 from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.engine import Engine
 from hazmat.backends.oci import OCI_UID_BASE, OciBackend, OciStarted
@@ -136,6 +137,33 @@ def test_what_a_dead_process_left_is_reaped(engine: Engine, runtime: str) -> Non
         backend.discard(started)
         backend.close()
         reaper.close()
+
+
+def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
+    engine: Engine, runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runc|runsc kill` that does not answer: discard still ends the runtime process (after
+    its wait times out), deletes the sandbox and frees its uid, and raises nothing."""
+    real_run = subprocess.run
+
+    def run(argv: list[str], *args: Any, **kwargs: Any) -> Any:
+        if "kill" in argv:
+            raise subprocess.TimeoutExpired(argv, 30)
+        return real_run(argv, *args, **kwargs)
+
+    backend = OciBackend(engine)
+    started = backend.start(_spec(runtime), lifetime_s=60)
+    monkeypatch.setattr(oci, "_KILL_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(oci.subprocess, "run", run)
+    try:
+        backend.discard(started)
+    finally:
+        monkeypatch.undo()
+        backend.close()
+    assert started.process is not None and started.process.returncode is not None
+    assert started.bundle is not None and not started.bundle.exists()
+    assert not (backend.run_dir / "uids" / str(started.uid)).exists()
+    assert _state(backend, runtime, started.cid).returncode != 0  # the runtime has none
 
 
 def test_root_file_systems_are_exported_once_per_image_id(

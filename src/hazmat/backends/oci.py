@@ -167,7 +167,10 @@ class OciBackend(DockerBackend):
             started.born = time.monotonic()
             self._check(started)
         except BaseException as exc:
-            self.discard(started)
+            try:
+                self.discard(started)
+            except Exception as failed:  # the first error is the one to report; close() retries
+                log.warning("sandbox %s: could not discard it: %s", cid, str(failed))
             if isinstance(exc, NotReady):
                 raise InfraError(f"sandbox {cid} did not get ready: {exc}") from None
             raise
@@ -208,7 +211,15 @@ class OciBackend(DockerBackend):
         # the runtime's exit is collected however the sandbox ends, even one a caller dropped
         # without discarding it (the reaper kills it then): never a zombie
         threading.Thread(target=process.wait, name="hazmat-oci-wait", daemon=True).start()
-        relay = Relay(stdin_w, stdout_r, stderr_r)
+        try:
+            relay = Relay(stdin_w, stdout_r, stderr_r)
+        except BaseException:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            process.kill()  # `runc|runsc run` itself; start()'s _delete removes the sandbox
+            process.wait()
+            raise
         started = OciStarted(
             spec, cid, uid, relay, relay.sock, time.monotonic(), expires, None,
             process=process, bundle=bundle,
@@ -278,26 +289,32 @@ class OciBackend(DockerBackend):
         return started.cgroup.limit_memory(spec.memory_mb * 1024 * 1024)
 
     def discard(self, started: Started) -> None:
-        """Close the relay, kill and delete the sandbox, remove its bundle, free its uid."""
+        """Close the relay, kill and delete the sandbox, remove its bundle, free its uid. The
+        sandbox stays in `_live` until all that is done, so that one whose discard failed
+        (a runtime that did not answer in time) is still there for `close()` to retry."""
         assert isinstance(started, OciStarted)
-        with self._lock:
-            self._live.pop(started.cid, None)
         with contextlib.suppress(OSError):
             started.attached.close()
         command = self._runtime_command(started.spec.runtime)
         process = started.process
-        if process is not None and process.poll() is None:
-            subprocess.run(
-                [*command, "kill", "--all", started.cid, "KILL"],
-                capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
-            )  # fmt: skip
+        # returncode, not poll(): the waiter thread holds the wait, so poll() says "running"
+        if process is not None and process.returncode is None:
+            try:
+                subprocess.run(
+                    [*command, "kill", "--all", started.cid, "KILL"],
+                    capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
+                )  # fmt: skip
+            except (OSError, subprocess.SubprocessError) as exc:  # the runtime process is
+                log.warning("sandbox %s: %s kill failed: %s", started.cid, command[0], exc)
             try:
                 process.wait(timeout=_KILL_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                process.kill()
+                process.kill()  # `runc|runsc run` itself: its sandbox goes with it
                 process.wait()
         assert started.bundle is not None
         self._delete(command, started.cid, started.bundle)
+        with self._lock:
+            self._live.pop(started.cid, None)
         self._release_uid(started.uid, started.uid_file)
 
     def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
@@ -382,6 +399,13 @@ class OciBackend(DockerBackend):
         """Remove this backend's sandboxes that are left (prepared for jobs that never came,
         or whose removal failed)."""
         self._drop_prepared()
+        with self._lock:
+            left = list(self._live.values())
+        for started in left:  # sandboxes whose discard failed: the runtime process is reaped
+            try:
+                self.discard(started)
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("sandbox %s: could not discard it: %s", started.cid, exc)
         mine = f"{LABEL}.backend"
         for bundle, labels in self._bundles():
             if labels.get(mine) == self._token:
