@@ -154,7 +154,7 @@ def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
     backend = OciBackend(engine)
     started = backend.start(_spec(runtime), lifetime_s=60)
     monkeypatch.setattr(oci, "_KILL_TIMEOUT_S", 2.0)
-    monkeypatch.setattr(oci.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)
     try:
         backend.discard(started)
     finally:
@@ -164,6 +164,36 @@ def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
     assert started.bundle is not None and not started.bundle.exists()
     assert not (backend.run_dir / "uids" / str(started.uid)).exists()
     assert _state(backend, runtime, started.cid).returncode != 0  # the runtime has none
+
+
+class _DeleteFailsOnce(OciBackend):
+    """A tier whose first removal of a sandbox does not answer in time."""
+
+    failed = False
+
+    def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
+        if not self.failed:
+            self.failed = True
+            raise subprocess.TimeoutExpired([*command, "delete", cid], 30)
+        super()._delete(command, cid, bundle)
+
+
+def test_a_sandbox_whose_removal_failed_is_removed_when_its_backend_closes(
+    engine: Engine, runtime: str
+) -> None:
+    backend = _DeleteFailsOnce(engine)
+    started = backend.start(_spec(runtime), lifetime_s=60)
+    assert started.bundle is not None
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            backend.discard(started)
+        assert started.bundle.exists()  # not forgotten: still the backend's to remove
+    finally:
+        backend.close()
+    assert started.process is not None and started.process.returncode is not None
+    assert not started.bundle.exists()
+    assert not (backend.run_dir / "uids" / str(started.uid)).exists()
+    assert _state(backend, runtime, started.cid).returncode != 0
 
 
 def test_root_file_systems_are_exported_once_per_image_id(
