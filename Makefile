@@ -1,19 +1,34 @@
 # hazmat: `make demo` and `make test` set up everything they need (venv, Docker engine, images).
 SHELL := /bin/bash
 VENV ?= .venv
+# Semgrep pins the MCP SDK to 1.x, hazmat needs 2.x: Semgrep gets an environment of its own,
+# and its command is linked into $(VENV)/bin, where hazmat looks first after HAZMAT_SEMGREP
+# (assess/semgrep.py; docs/assessment.md, "Semgrep").
+SEMGREP_VENV ?= $(VENV)-semgrep
+SEMGREP := semgrep>=1.100,<2
 PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
 
-.PHONY: setup venv engine images demo test test-fresh cluster-test lint typecheck unit doctor clean
+.PHONY: setup venv engine images demo test test-fresh check-install cluster-test lint typecheck \
+	unit doctor clean
 
 setup: venv engine images
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml scripts/ensure-venv.sh
+$(VENV)/.installed: pyproject.toml scripts/ensure-venv.sh $(SEMGREP_VENV)/.installed
 	bash scripts/ensure-venv.sh $(VENV)
+	@# a venv made before Semgrep moved out has it here, holding the MCP SDK at 1.x
+	if $(VENV)/bin/pip show --quiet semgrep 2>/dev/null; then \
+		$(VENV)/bin/pip uninstall --quiet --yes semgrep; fi
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	ln -sfn $(abspath $(SEMGREP_VENV))/bin/semgrep $(VENV)/bin/semgrep
+	touch $@
+
+$(SEMGREP_VENV)/.installed: scripts/ensure-venv.sh
+	bash scripts/ensure-venv.sh $(SEMGREP_VENV)
+	$(SEMGREP_VENV)/bin/pip install --quiet --disable-pip-version-check '$(SEMGREP)'
 	touch $@
 
 engine:
@@ -45,6 +60,12 @@ test: setup lint typecheck
 test-fresh:
 	bash .ci/run
 
+# What CI's `install` phase runs: hazmat installed as the README says (a fresh venv, plain pip,
+# no extras, no constraints: today's newest within pyproject.toml's bounds), then `hazmat serve`
+# with its MCP tools listed by the SDK's own client, and `hazmat run` through the local server.
+check-install: images
+	bash scripts/check-install.sh
+
 # A real cluster on this machine (root): Redis, three Docker engines, a worker each, the
 # service; 520 mixed runs with faults injected (scripts/cluster_test.py, docs/scale.md).
 cluster-test: setup
@@ -54,4 +75,4 @@ doctor: venv engine
 	$(HAZMAT) doctor
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(SEMGREP_VENV) .mypy_cache .ruff_cache .pytest_cache

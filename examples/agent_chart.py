@@ -13,18 +13,14 @@ from __future__ import annotations
 import base64
 import os
 import sys
-import warnings
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-
-warnings.filterwarnings("ignore", message=".*has an incomplete definition")
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.types import ImageContent, TextContent  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import ImageContent, TextContent
 
 HERE = Path(__file__).parent
 TIMEOUT_S = 15.0  # each call's time limit (the strict preset's)
@@ -76,11 +72,11 @@ async def over_mcp(out: Path) -> None:
     params = StdioServerParameters(command=hazmat, args=["mcp"], env=dict(os.environ))
     async with (
         stdio_client(params) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=timedelta(seconds=WAIT_S)) as session,
+        ClientSession(read, write, read_timeout_seconds=WAIT_S) as session,
     ):
         await session.initialize()
         opened = await _tool(session, "open_session", {"image": "python-data"})
-        sid = opened.structuredContent["id"]
+        sid = opened.structured_content["id"]
         csv = (HERE / "sales.csv").read_text()
         setup = f"open('sales.csv', 'w').write({csv!r})\n"
         for number, code in enumerate(TURNS, 1):
@@ -90,7 +86,7 @@ async def over_mcp(out: Path) -> None:
                 if isinstance(part, ImageContent):
                     path = out / f"mcp-turn{number}.png"
                     path.write_bytes(base64.b64decode(part.data))
-                    print(f"MCP turn {number}: an image ({part.mimeType}) -> {path}")
+                    print(f"MCP turn {number}: an image ({part.mime_type}) -> {path}")
                 elif isinstance(part, TextContent):
                     print(f"MCP turn {number}: text: {part.text.splitlines()[0]}")
         await _tool(session, "close_session", {"session_id": sid})
@@ -98,7 +94,7 @@ async def over_mcp(out: Path) -> None:
 
 async def _tool(session: ClientSession, name: str, arguments: dict[str, Any]) -> Any:
     answer = await session.call_tool(name, arguments)
-    if answer.isError:
+    if answer.is_error:
         said = " ".join(p.text for p in answer.content if isinstance(p, TextContent))
         raise SystemExit(f"MCP tool {name} refused: {said}")
     return answer

@@ -16,18 +16,13 @@ import json
 import os
 import sys
 import time
-import warnings
-from datetime import timedelta
 from typing import Any
 
 import anyio
 import httpx
-
-# the SDK's settings model warns about its own annotations when it is imported
-warnings.filterwarnings("ignore", message=".*has an incomplete definition")
-from mcp import ClientSession, McpError, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.types import TextContent  # noqa: E402
+from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import REQUEST_TIMEOUT, TextContent
 
 # Each run's time limit, sent with it: the "strict" preset's 15 s, what the demo's untrusted
 # key gets anyway (JavaScript and Python have no build step, so no compile budget to add).
@@ -107,16 +102,16 @@ def in_a_session(client: httpx.Client) -> None:
 async def tool(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call an MCP tool: its structured result, or Refused with the tool's error."""
     answer = await session.call_tool(name, arguments)
-    if answer.isError:
+    if answer.is_error:
         said = " ".join(part.text for part in answer.content if isinstance(part, TextContent))
         raise Refused(f"MCP tool {name}: {' '.join(said.split())}")
-    return answer.structuredContent or {}
+    return answer.structured_content or {}
 
 
 async def over_mcp() -> None:
     hazmat = os.path.join(os.path.dirname(sys.executable), "hazmat")
     params = StdioServerParameters(command=hazmat, args=["mcp"], env=dict(os.environ))
-    wait = timedelta(seconds=WAIT_S)  # for every request of the session (the SDK: forever)
+    wait = WAIT_S  # for every request of the session (the SDK: forever)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=wait) as session:
             await session.initialize()
@@ -137,13 +132,13 @@ def problem(exc: BaseException) -> str | None:
     """One sentence for a service that did not answer (in time) or refused; None otherwise."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]  # the MCP client's task groups wrap what they raise
-    timed_out = isinstance(exc, McpError) and exc.error.code == httpx.codes.REQUEST_TIMEOUT
+    timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
     if timed_out or isinstance(exc, httpx.TimeoutException):
         return (
             f"the service did not answer within {WAIT_S:g} s ({RUN_TIMEOUT_S:g} s for the run, "
             f"{MARGIN_S:g} s for its container's start and a slot); is the machine overloaded?"
         )
-    if isinstance(exc, httpx.TransportError | McpError):
+    if isinstance(exc, httpx.TransportError | MCPError):
         return f"no answer from the service ({type(exc).__name__}: {exc}); is it running?"
     if isinstance(exc, Refused):
         return f"the service refused a request: {exc}"

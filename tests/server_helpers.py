@@ -134,13 +134,14 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 
 async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
     """MCP over streamable HTTP at `url`/mcp with the SDK's own client: (tools, answers)."""
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {key}"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=120) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()

@@ -67,8 +67,8 @@ def test_mcp_run_code_over_http_goes_through_the_worker(
 ) -> None:
     calls = [("run_code", {"code": "print(6 * 7)"})]
     _, answers = anyio.run(over_http, cluster.url, cluster.keys["untrusted"], calls)
-    assert answers[0].structuredContent["stdout"] == "42\n"
-    assert answers[0].structuredContent["risk"] == "LOW"
+    assert answers[0].structured_content["stdout"] == "42\n"
+    assert answers[0].structured_content["risk"] == "LOW"
     started = [r for r in audit_records(tmp_path / "audit-w1") if r["kind"] == "run.started"]
     assert len(started) == 1 and started[0]["data"]["origin"]["worker"] == "w1"
 

@@ -86,18 +86,19 @@ def test_a_session_over_http_charts_a_csv_it_was_given(live_server: LiveServer) 
 
 
 async def _chart_over_mcp(url: str, key: str) -> Any:
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {key}"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=120) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
         opened = await session.call_tool("open_session", {"image": "python-data"})
-        sid = opened.structuredContent["id"]
+        sid = opened.structured_content["id"]
         code = f"open('sales.csv', 'w').write({CSV!r})\n{CHART}"
         answer = await session.call_tool("run_in_session", {"session_id": sid, "code": code})
         await session.call_tool("close_session", {"session_id": sid})
@@ -106,13 +107,13 @@ async def _chart_over_mcp(url: str, key: str) -> Any:
 
 def test_a_session_over_mcp_returns_the_chart_as_an_image(live_server: LiveServer) -> None:
     answer = anyio.run(_chart_over_mcp, live_server.url, live_server.keys["untrusted"])
-    assert not answer.isError, answer.content
+    assert not answer.is_error, answer.content
     summary, table, chart = answer.content
     assert json.loads(summary.text)["outcome"] == "ok"
     assert table.type == "text" and "sales" in table.text  # the table's plain text
-    assert chart.type == "image" and chart.mimeType == "image/png"
+    assert chart.type == "image" and chart.mime_type == "image/png"
     assert base64.b64decode(chart.data).startswith(PNG)
-    described = answer.structuredContent["displays"]
+    described = answer.structured_content["displays"]
     assert [d["types"] for d in described] == [
         ["text/html", "text/plain"],
         ["image/png", "text/plain"],

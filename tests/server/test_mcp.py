@@ -34,11 +34,11 @@ def test_tools_run_code_in_every_language(tmp_path: Path) -> None:
     tools, answers = anyio.run(session_calls, tmp_path, key, calls)
     assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
     for answer in answers[:4]:
-        assert not answer.isError, answer.content
-        result = answer.structuredContent
+        assert not answer.is_error, answer.content
+        result = answer.structured_content
         assert (result["outcome"], result["stdout"]) == ("ok", "42\n"), result
-    assert answers[4].structuredContent["outcome"] == "timeout"
-    assessed = answers[5].structuredContent
+    assert answers[4].structured_content["outcome"] == "timeout"
+    assessed = answers[5].structured_content
     assert assessed["level"] in ("HIGH", "BLOCKED") and assessed["decision"] in ("warn", "block")
 
 
@@ -46,7 +46,7 @@ def test_a_bad_argument_is_a_tool_error(tmp_path: Path) -> None:
     key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
     calls = [("run_code", {"code": "print(1)", "language": "cobol"})]
     _, answers = anyio.run(session_calls, tmp_path, key, calls)
-    assert answers[0].isError and "cobol" in answers[0].content[0].text
+    assert answers[0].is_error and "cobol" in answers[0].content[0].text
 
 
 def test_a_revoked_key_stops_the_next_call(tmp_path: Path) -> None:
@@ -65,8 +65,8 @@ def test_a_revoked_key_stops_the_next_call(tmp_path: Path) -> None:
             return first, second
 
     first, second = anyio.run(scenario)
-    assert not first.isError and first.structuredContent["stdout"] == "1\n"
-    assert second.isError and "revoked" in second.content[0].text
+    assert not first.is_error and first.structured_content["stdout"] == "1\n"
+    assert second.is_error and "revoked" in second.content[0].text
 
 
 @pytest.mark.parametrize("key", ["", "hzm_000000000000_" + "A" * 43])
@@ -94,8 +94,8 @@ def test_tools_over_streamable_http(live_server: LiveServer) -> None:
     ]
     tools, answers = anyio.run(over_http, live_server.url, live_server.keys["untrusted"], calls)
     assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
-    assert [a.structuredContent["stdout"] for a in answers[:2]] == ["42\n", "42\n"]
-    assert answers[2].structuredContent["decision"] == "run"
+    assert [a.structured_content["stdout"] for a in answers[:2]] == ["42\n", "42\n"]
+    assert answers[2].structured_content["decision"] == "run"
     callers = [
         r["data"]["caller"] for r in live_server.audit_records() if r["kind"] == "run.started"
     ]
@@ -111,7 +111,7 @@ def test_mcp_over_http_needs_a_key(live_server: LiveServer) -> None:
 
 
 async def _with_progress(url: str, key: str, code: str) -> tuple[Any, list[str]]:
-    import httpx
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     seen: list[str] = []
@@ -121,8 +121,8 @@ async def _with_progress(url: str, key: str, code: str) -> tuple[Any, list[str]]
 
     headers = {"Authorization": f"Bearer {key}"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=120) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -136,7 +136,35 @@ def test_output_comes_as_progress_while_the_program_runs(live_server: LiveServer
         "print('oops', file=sys.stderr)"
     )
     answer, seen = anyio.run(_with_progress, live_server.url, live_server.keys["untrusted"], code)
-    assert answer.structuredContent["stdout"] == "line 0\nline 1\nline 2\n"
+    assert answer.structured_content["stdout"] == "line 0\nline 1\nline 2\n"
     out = "".join(m.removeprefix("stdout: ") for m in seen if m.startswith("stdout: "))
-    assert out == answer.structuredContent["stdout"]
+    assert out == answer.structured_content["stdout"]
     assert "stderr: oops\n" in seen
+
+
+async def _with_client(url: str, key: str) -> tuple[str, Any, Any, Any]:
+    """The SDK's high-level `Client`, as an assistant written against it connects: it asks
+    for the newest protocol (`server/discover`) before the older handshake."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+    ):
+        tools = await client.list_tools()
+        ran = await client.call_tool("run_code", {"code": PROGRAMS["python"]})
+        refused = await client.call_tool("run_code", {"code": "1", "language": "cobol"})
+        return client.protocol_version, tools, ran, refused
+
+
+def test_the_sdks_client_with_its_newest_protocol(live_server: LiveServer) -> None:
+    version, tools, ran, refused = anyio.run(
+        _with_client, live_server.url, live_server.keys["untrusted"]
+    )
+    assert version >= "2026-07-28"  # not the initialize handshake's
+    assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
+    assert ran.structured_content["stdout"] == "42\n"
+    assert refused.is_error and "unknown language 'cobol'" in refused.content[0].text

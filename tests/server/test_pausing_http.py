@@ -71,18 +71,19 @@ def test_a_session_paused_over_http_survives_a_restart(tmp_path: Path) -> None:
 
 
 async def _pause_and_resume(url: str, key: str) -> list[Any]:
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {key}"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=180) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=headers, timeout=180) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
         opened = await session.call_tool("open_session", {})
-        sid = opened.structuredContent["id"]
+        sid = opened.structured_content["id"]
         await session.call_tool("run_in_session", {"session_id": sid, "code": "n = 7"})
         paused = await session.call_tool("pause_session", {"session_id": sid})
         resumed = await session.call_tool("resume_session", {"session_id": sid})
@@ -97,6 +98,6 @@ def test_the_mcp_tools_pause_and_resume(tmp_path: Path) -> None:
         paused, resumed, ran = anyio.run(_pause_and_resume, server.url, server.keys["untrusted"])
     finally:
         stop_server(server)
-    assert paused.structuredContent["variables"]["saved"] == ["n"], paused.content
-    assert resumed.structuredContent["resumed"]["loaded"] == ["n"], resumed.content
-    assert ran.structuredContent["stdout"] == "42\n"
+    assert paused.structured_content["variables"]["saved"] == ["n"], paused.content
+    assert resumed.structured_content["resumed"]["loaded"] == ["n"], resumed.content
+    assert ran.structured_content["stdout"] == "42\n"

@@ -157,7 +157,7 @@ def test_mcp_session_tools_over_stdio(tmp_path: Path) -> None:
         ):
             await client.initialize()
             opened = await client.call_tool("open_session", {"language": "python"})
-            sid = opened.structuredContent["id"]
+            sid = opened.structured_content["id"]
             answers = [opened]
             for code in ("total = 40", "total + 2"):
                 answers.append(
@@ -170,11 +170,11 @@ def test_mcp_session_tools_over_stdio(tmp_path: Path) -> None:
             return answers
 
     opened, first, second, closed, after = anyio.run(scenario)
-    assert not opened.isError and opened.structuredContent["language"] == "python"
-    assert first.structuredContent["outcome"] == "ok"
-    assert second.structuredContent["stdout"] == "42\n"
-    assert closed.structuredContent["ended"] == "it was closed"
-    assert after.isError and "has ended" in after.content[0].text
+    assert not opened.is_error and opened.structured_content["language"] == "python"
+    assert first.structured_content["outcome"] == "ok"
+    assert second.structured_content["stdout"] == "42\n"
+    assert closed.structured_content["ended"] == "it was closed"
+    assert after.is_error and "has ended" in after.content[0].text
 
 
 def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:

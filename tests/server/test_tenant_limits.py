@@ -59,8 +59,8 @@ def test_mcp_tools_over_http_keep_to_the_keys_level(live_server: LiveServer) -> 
         ("run_code", {"code": "print(1)", "timeout": 5}),
     ]
     _, (over, within) = anyio.run(over_http, live_server.url, live_server.keys["untrusted"], calls)
-    assert over.isError and "at most 15 s" in over.content[0].text
-    assert not within.isError and within.structuredContent["outcome"] == "ok"
+    assert over.is_error and "at most 15 s" in over.content[0].text
+    assert not within.is_error and within.structured_content["outcome"] == "ok"
 
 
 def rpc(method: str, params: dict[str, object]) -> dict[str, object]:
@@ -96,7 +96,7 @@ def test_assessments_count_against_the_tenants_quota(live_server: LiveServer) ->
     assert int(answers[-1].headers["Retry-After"]) >= 1
     tools = [("assess_code", {"code": "print(1)"})]
     _, (refused,) = anyio.run(over_http, live_server.url, key, tools)
-    assert refused.isError and "runs" in refused.content[0].text
+    assert refused.is_error and "runs" in refused.content[0].text
 
 
 @pytest.mark.parametrize("path", ["/v1/runs", "/v1/assess", "/v1/sessions"])

@@ -15,6 +15,7 @@ that key is a miss, so it can cost a scan but never hide a finding.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -51,7 +52,9 @@ class SemgrepReport:
 
 
 class Semgrep:
-    """Runs the `semgrep` command found next to this Python, else on PATH."""
+    """Runs the `semgrep` command that HAZMAT_SEMGREP names, else the one next to this Python,
+    else the one on PATH. Semgrep cannot share hazmat's environment (it pins mcp 1.x, hazmat
+    needs 2.x): it is installed in one of its own (docs/assessment.md, "Semgrep")."""
 
     def __init__(
         self,
@@ -107,7 +110,11 @@ class Semgrep:
         started = time.perf_counter()
         if self.binary is None:
             return SemgrepReport(
-                (), "semgrep: not installed (pip install 'hazmat[semgrep]')", False, 0.0
+                (),
+                "semgrep: not found (install it in an environment of its own and set "
+                "HAZMAT_SEMGREP to its `semgrep`: docs/assessment.md)",
+                False,
+                0.0,
             )
         if language not in _EXTENSIONS:
             return SemgrepReport((), f"semgrep: no rules for {language}", False, 0.0)
@@ -180,11 +187,15 @@ class Semgrep:
             entry = json.dumps({"mac": self._mac(key, body), "findings": data}).encode()
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        except OSError:
+            return  # a cache that cannot be written only costs time
+        try:
             with os.fdopen(fd, "wb") as f:
                 f.write(entry)
             os.replace(tmp, path)
         except OSError:
-            pass  # a cache that cannot be written only costs time
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk must not leave a temporary file per scan
 
     def _mac(self, key: str, body: bytes) -> str:
         return hmac.new(self._mac_key, key.encode() + b"\n" + body, hashlib.sha256).hexdigest()
@@ -291,6 +302,9 @@ def _environment(scratch: Path) -> dict[str, str]:
 
 
 def _find_binary() -> str | None:
+    named = os.environ.get("HAZMAT_SEMGREP")
+    if named:  # as named, even if it cannot run: the scan then says why
+        return named
     beside = Path(sys.executable).with_name("semgrep")
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)

@@ -4,11 +4,12 @@ handler). A command module imports only what parsing needs; its handlers import 
 they run, so that `hazmat --help` stays quick.
 
 Every error is a message, never a traceback: hazmat's own errors exit with their class's
-`exit_code`, a usage error with 2, an unexpected failure with 70 (set HAZMAT_DEBUG=1 for the
-traceback). With `--json`, errors too are one JSON object on stdout. A reader that goes away
-(`| head`) ends the command quietly. argparse rather than click: it is in the standard library,
-`main(argv)` already runs in-process in the tests, and the behaviours click would bring (exit
-codes, broken pipes) live in `main` in a few lines.
+`exit_code`, a usage error with 2, a package hazmat needs that cannot be imported with 125
+(saying which, and the command that installs it), an unexpected failure with 70 (set
+HAZMAT_DEBUG=1 for the traceback). With `--json`, errors too are one JSON object on stdout. A
+reader that goes away (`| head`) ends the command quietly. argparse rather than click: it is in
+the standard library, `main(argv)` already runs in-process in the tests, and the behaviours
+click would bring (exit codes, broken pipes) live in `main` in a few lines.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from hazmat import __version__
-from hazmat._exceptions import HazmatError, InputError
-from hazmat.cli.common import INTERNAL_ERROR
+from hazmat._exceptions import HazmatError, InfraError, InputError
+from hazmat.cli.common import INTERNAL_ERROR, broken_dependency
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR", "UsageError", "main"]
 
@@ -76,11 +77,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except HazmatError as exc:
         return _fail(as_json, type(exc).__name__, str(exc), exc.exit_code)
+    except ImportError as exc:  # a package hazmat needs, absent or broken: say which, and how
+        command = f"hazmat {argv[0]}" if argv and argv[0] in COMMANDS else "hazmat"
+        said = broken_dependency(exc, command)
+        if said is None:  # hazmat's own module: a bug
+            return _internal(as_json, exc)
+        _debug(exc)
+        return _fail(as_json, InfraError.__name__, said, InfraError.exit_code)
     except Exception as exc:
-        if os.environ.get("HAZMAT_DEBUG"):
-            traceback.print_exc()
-        why = f"internal error ({type(exc).__name__}: {exc}); please report it"
-        return _fail(as_json, "InternalError", why, INTERNAL_ERROR)
+        return _internal(as_json, exc)
+
+
+def _debug(exc: BaseException) -> None:
+    if os.environ.get("HAZMAT_DEBUG"):
+        traceback.print_exception(exc)
+
+
+def _internal(as_json: bool, exc: Exception) -> int:
+    _debug(exc)
+    why = f"internal error ({type(exc).__name__}: {exc}); please report it"
+    return _fail(as_json, "InternalError", why, INTERNAL_ERROR)
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,13 +1,17 @@
 """What several commands share: the program-source options of `run` and `assess`, reading a
-file the command line names, the policy file, and the key store of `serve`, `mcp` and `keys`."""
+file the command line names, the policy file, the key store of `serve`, `mcp` and `keys`, and
+what to say when a package hazmat needs cannot be imported."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
 from hazmat.policy import Policy, TrustLevel
 
@@ -17,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERNAL_ERROR",
     "add_source",
+    "broken_dependency",
     "key_store",
     "policy",
     "program",
@@ -56,7 +61,7 @@ def read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read {what} {quoted(str(path))}: {exc.strerror or exc}") from None
 
 
 def policy(args: argparse.Namespace) -> Policy:
@@ -82,3 +87,70 @@ def key_store(args: argparse.Namespace) -> KeyStore:
     from hazmat.tenant_keys import KeyStore, default_keys_path
 
     return KeyStore(args.keys or default_keys_path())
+
+
+def broken_dependency(exc: ImportError, command: str) -> str | None:
+    """What to tell the user when `exc` says a package hazmat needs cannot be imported (absent,
+    of a version hazmat was not written for, or broken itself): the package, the versions
+    hazmat supports and the command that installs one. None when the import that failed was
+    hazmat's own (a bug, reported as one)."""
+    module = _failed_module(exc)
+    top = module.partition(".")[0]
+    if not top or top == "hazmat":
+        return None
+    if top in sys.stdlib_module_names:
+        return f"{command} needs Python's module {top!r}, which this Python lacks: {exc}"
+    name, wanted = _requirement(top)
+    install = f"{sys.executable} -m pip install --force-reinstall '{name}{wanted}'"
+    needs = f"the package {name!r}" + (f" ({wanted})" if wanted else "")
+    return f"{command} needs {needs}, which cannot be imported: {exc}; install it: {install}"
+
+
+def _failed_module(exc: ImportError) -> str:
+    """The module whose import failed, as hazmat asked for it: the first module past hazmat's
+    own frames (a package that is there but fails to import something of its own), else the
+    name the error gives (one that is not there at all)."""
+    modules = [str(frame.f_globals.get("__name__", "")) for frame in _frames(exc.__traceback__)]
+    ours = [i for i, name in enumerate(modules) if name.partition(".")[0] == "hazmat"]
+    past = modules[ours[-1] + 1 :] if ours else modules
+    theirs = [name for name in past if name and not name.startswith("importlib")]
+    return theirs[0] if theirs else exc.name or ""
+
+
+def _frames(tb: TracebackType | None) -> list[FrameType]:
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _requirement(module: str) -> tuple[str, str]:
+    """The distribution that provides `module` and the versions hazmat's metadata asks for
+    ("" when hazmat is not installed, as when run from a source tree)."""
+    from importlib import metadata
+
+    names = metadata.packages_distributions().get(module) or [_distribution_named(module)]
+    try:
+        required = metadata.requires("hazmat") or []
+    except metadata.PackageNotFoundError:
+        required = []
+    for line in required:
+        found = re.match(r"([A-Za-z0-9._-]+)(\[[^]]*\])?\s*([^;]*)(;.*)?$", line)
+        if found is None or "extra ==" in (found.group(4) or ""):
+            continue
+        for name in names:
+            if _normal(found.group(1)) == _normal(name):
+                parts = [part.strip() for part in found.group(3).split(",") if part.strip()]
+                return found.group(1), ",".join(sorted(parts, key=lambda p: p[0] != ">"))
+    return names[0], ""
+
+
+def _distribution_named(module: str) -> str:
+    """A missing module's distribution, by name: the same but for PyYAML, hazmat's one
+    dependency imported under another name."""
+    return "PyYAML" if module == "yaml" else module
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

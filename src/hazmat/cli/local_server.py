@@ -63,6 +63,7 @@ SETUP_ENV = (
     "HAZMAT_OCI_RUN",
     "HAZMAT_RUNC",
     "HAZMAT_RUNSC",
+    "HAZMAT_SEMGREP",
     "XDG_STATE_HOME",
     "XDG_CACHE_HOME",
     "HOME",
@@ -256,6 +257,7 @@ class LocalServer:
         if said != b"ready\n":
             if process.poll() is None:
                 process.kill()
+            process.wait()  # reaped: a server that could not start is no zombie of this run
             raise InfraError(f"the local server did not start: {self._last_words()}")
         state = {
             "pid": process.pid,
@@ -275,17 +277,35 @@ class LocalServer:
         _write_private(self.key_file, key.encode())
 
     def _key(self) -> str:
-        seen = os.lstat(self.key_file)
-        if seen.st_uid != os.geteuid() or seen.st_mode & 0o077 or not stat.S_ISREG(seen.st_mode):
-            raise InfraError(f"{self.key_file}: not a private file of yours: refused")
-        return self.key_file.read_text().strip()
+        """The CLI's API key for the server: `InfraError` if it is missing, not a private file
+        of the user's, or not a key (a damaged file), never a traceback."""
+        try:
+            seen = os.lstat(self.key_file)
+            if (
+                seen.st_uid != os.geteuid()
+                or seen.st_mode & 0o077
+                or not stat.S_ISREG(seen.st_mode)
+            ):
+                raise InfraError(f"{self.key_file}: not a private file of yours: refused")
+            key = self.key_file.read_bytes().strip()
+        except OSError as exc:
+            raise InfraError(f"cannot read {self.key_file}: {exc.strerror or exc}") from None
+        if not (key.isascii() and key.startswith(b"hzm_")):
+            raise InfraError(
+                f"{self.key_file} is not an API key (damaged): `hazmat server stop`, then "
+                f"remove {self.folder}"
+            )
+        return key.decode("ascii")
 
     def _last_words(self) -> str:
+        """The server's last line (its error: a package it needs that cannot be imported says
+        which, and how to install it), without the "hazmat: error: " the run says itself."""
         try:
             lines = self.log.read_text(errors="replace").strip().splitlines()
         except OSError:
             lines = []
-        return (lines[-1] if lines else "it said nothing") + f" (see {self.log})"
+        said = lines[-1].removeprefix("hazmat: error: ") if lines else "it said nothing"
+        return f"{said} (see {self.log})"
 
     @staticmethod
     def _check_folder(folder: Path) -> None:
@@ -361,6 +381,10 @@ def _read_line(fd: int, timeout_s: float) -> bytes:
 def _write_private(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

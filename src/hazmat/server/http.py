@@ -168,10 +168,9 @@ class _Service:
     def mcp_endpoint(self) -> ASGIApp:
         """MCP over streamable HTTP (server/mcp.py): the key is checked here before the SDK
         sees the request, and again by each tool call."""
-        from mcp.server.fastmcp.server import StreamableHTTPASGIApp
+        from hazmat.server.mcp import streamable_http
 
-        self._mcp.streamable_http_app()  # makes the session manager
-        return _Guarded(self, StreamableHTTPASGIApp(self._mcp.session_manager))
+        return _Guarded(self, streamable_http(self._mcp))
 
     def _mcp_key(self, ctx: Any) -> Key:
         """The key of the HTTP request an MCP tool call came in."""

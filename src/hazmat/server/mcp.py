@@ -1,5 +1,6 @@
-"""The pipeline as Model Context Protocol tools (the official `mcp` SDK): over stdio for an
-assistant that starts `hazmat mcp` itself, and over streamable HTTP at `/mcp` in `hazmat serve`.
+"""The pipeline as Model Context Protocol tools (the official `mcp` SDK, 2.x: `MCPServer`): over
+stdio for an assistant that starts `hazmat mcp` itself, and over streamable HTTP at `/mcp` in
+`hazmat serve`.
 
 The tools are thin over the same calls as the HTTP API: `run_code` (assess, decide, execute,
 verify, audit), `assess_code`, and `open_session`, `run_in_session`, `close_session` (a
@@ -18,22 +19,22 @@ import functools
 import itertools
 import json
 import os
-import sys
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from starlette.types import ASGIApp
 
-from hazmat._exceptions import AccessDenied
+from hazmat._exceptions import AccessDenied, HazmatError
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.quotas import QuotaBook
+from hazmat.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
 from hazmat.server.session_routes import SessionOwners
@@ -41,7 +42,7 @@ from hazmat.sessions import CALL_OPTIONS, Session
 from hazmat.tenant_keys import Key, KeyStore
 from hazmat.watch import Watch
 
-__all__ = ["build_mcp", "serve_stdio", "tool_result"]
+__all__ = ["build_mcp", "serve_stdio", "streamable_http", "tool_result"]
 
 INSTRUCTIONS = (
     "Run code in a fresh, hardened, single-use container (no network unless the policy allows "
@@ -53,7 +54,7 @@ INSTRUCTIONS = (
 SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "duration_ms", "files")
 
 
-KeyOf = Callable[[Context | None], Key]  # type: ignore[type-arg]
+KeyOf = Callable[[Context | None], Key]
 
 
 Execute = Callable[[ExecutionRequest, Session | None, Watch | None], Awaitable[ExecutionResult]]
@@ -65,20 +66,16 @@ def build_mcp(
     quotas: QuotaBook,
     execute: Execute | None = None,
     owners: SessionOwners | None = None,
-) -> FastMCP:
+) -> MCPServer:
     """The MCP server; `key_of` finds the caller's key for each call (AccessDenied if none);
     `execute` runs a checked request, in a session or not (default: in a worker thread; the
     HTTP service passes its own, with its slots and metrics); `owners` says which tenant
     opened which session (the HTTP service shares its own)."""
+    from hazmat import __version__
+
     tools = _Tools(sandbox, key_of, quotas, execute, owners or SessionOwners(sandbox))
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # keys guard it
-    with warnings.catch_warnings():
-        # the SDK's settings model warns about its own annotations on every start
-        warnings.filterwarnings("ignore", message=".*has an incomplete definition")
-        mcp = FastMCP(
-            "hazmat", instructions=INSTRUCTIONS, log_level="WARNING", transport_security=security
-        )
-    changes = ToolAnnotations(readOnlyHint=False, openWorldHint=False)
+    mcp = MCPServer("hazmat", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    changes = ToolAnnotations(read_only_hint=False, open_world_hint=False)
     for tool in (
         tools.run_code,
         tools.open_session,
@@ -87,9 +84,42 @@ def build_mcp(
         tools.resume_session,
         tools.close_session,
     ):
-        mcp.tool(annotations=changes)(tool)
-    mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))(tools.assess_code)
+        mcp.tool(annotations=changes)(_told(tool))
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    mcp.tool(annotations=reads)(_told(tools.assess_code))
     return mcp
+
+
+Tool = Callable[..., Awaitable[Any]]
+
+
+def _told(tool: Tool) -> Tool:
+    """`tool` with hazmat's errors as the SDK's `ToolError`: the client (the model) reads the
+    error's message in the tool's result, as an HTTP client reads it in the body ("unknown
+    language 'cobol'", "this key was revoked"). Anything else is a crash, whose text the SDK
+    keeps in the server's log and does not send."""
+
+    @functools.wraps(tool)  # the SDK reads the signature and the docstring through it
+    async def told(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await tool(*args, **kwargs)
+        except HazmatError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return told
+
+
+def streamable_http(mcp: MCPServer) -> ASGIApp:
+    """`mcp` over streamable HTTP, as an ASGI app for one route (`hazmat serve` mounts it at
+    `/mcp`, behind its key check; its lifespan runs `mcp.session_manager.run()`). The SDK's own
+    guards give way to the service's: no DNS-rebinding check (every request needs a key, which
+    a browser page does not have), and no body cap below the largest a key may allow (the
+    service holds each body to its key's `max_request_bytes` before the SDK sees it)."""
+    mcp.streamable_http_app(  # makes the session manager; its Starlette app is not used
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=QUOTA_BOUNDS["max_request_bytes"][1],
+    )
+    return mcp.session_manager.handle_request
 
 
 class _Tools:
@@ -126,7 +156,7 @@ class _Tools:
         files: dict[str, str] | None = None,
         output_files: list[str] | None = None,
         image: str | None = None,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
         timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
@@ -148,7 +178,7 @@ class _Tools:
         self,
         language: str = "python",
         image: str | None = None,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
@@ -171,7 +201,7 @@ class _Tools:
         timeout: float | None = None,
         files: dict[str, str] | None = None,
         output_files: list[str] | None = None,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run code in an open session (see open_session); the value of a final Python
         expression is printed (and a table or chart comes back as a display, as from
@@ -189,7 +219,7 @@ class _Tools:
     async def pause_session(
         self,
         session_id: str,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Pause a session: its files, and for Python the variables that can be saved, are
         kept by the service and its container is removed. resume_session brings it back,
@@ -203,7 +233,7 @@ class _Tools:
     async def resume_session(
         self,
         session_id: str,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Resume a paused session in a new container: its files are back, and for Python
         the saved variables (`resumed` says which came back). Then call run_in_session."""
@@ -216,7 +246,7 @@ class _Tools:
     async def close_session(
         self,
         session_id: str,
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Close a session and remove its container."""
         session = self.book.get(session_id, self.key_of(ctx))
@@ -227,7 +257,7 @@ class _Tools:
         self,
         code: str,
         language: str = "python",
-        ctx: Context | None = None,  # type: ignore[type-arg]
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Assess a program without running it: its risk level, the findings, and whether it
         would run, run with a warning, or be blocked."""
@@ -263,12 +293,12 @@ def _call(
     return data
 
 
-def progress(ctx: Context | None) -> Watch | None:  # type: ignore[type-arg]
+def progress(ctx: Context | None) -> Watch | None:
     """A watch that sends the program's output as it comes, as MCP progress notifications
     (`message`: "stdout: ..." or "stderr: ..."; `progress` counts them), when the client asked
     for progress with a token; None otherwise. The whole output is in the result too."""
     meta = ctx.request_context.meta if ctx is not None else None
-    if ctx is None or meta is None or meta.progressToken is None:
+    if ctx is None or not meta or meta.get("progress_token") is None:
         return None
     loop = anyio.lowlevel.current_token()
     sent = itertools.count(1)
@@ -306,7 +336,7 @@ def tool_result(result: ExecutionResult) -> CallToolResult:
         TextContent(type="text", text=json.dumps(summary, indent=2))
     ]
     content.extend(_display_content(d) for d in result.displays)
-    return CallToolResult(content=list(content), structuredContent=summary)
+    return CallToolResult(content=list(content), structured_content=summary)
 
 
 # what a model is shown of a display without an image, best first
@@ -318,7 +348,7 @@ def _display_content(bundle: Mapping[str, bytes | str]) -> TextContent | ImageCo
         data = bundle.get(mime)
         if isinstance(data, bytes):
             encoded = base64.b64encode(data).decode("ascii")
-            return ImageContent(type="image", data=encoded, mimeType=mime)
+            return ImageContent(type="image", data=encoded, mime_type=mime)
     for mime in _TEXT_TYPES:
         text = bundle.get(mime)
         if isinstance(text, str):
@@ -327,15 +357,11 @@ def _display_content(bundle: Mapping[str, bytes | str]) -> TextContent | ImageCo
 
 
 def serve_stdio(sandbox: Sandbox, keys: KeyStore) -> None:
-    """Serve until the client closes stdin. The SDK's transport closes stdout as it ends; a
-    closed stdout is replaced so that the process exits quietly."""
+    """Serve until the client closes stdin (the SDK keeps the protocol on descriptors of its
+    own meanwhile: what a program of the process writes to stdout goes to stderr)."""
     secret = os.environ.get("HAZMAT_API_KEY")
     if not secret:
         raise AccessDenied("hazmat mcp needs the tenant's key in HAZMAT_API_KEY")
     keys.check(secret)  # refused now rather than at the first call
     server = build_mcp(sandbox, lambda ctx: keys.check(secret), QuotaBook())
-    try:
-        server.run("stdio")
-    finally:
-        if sys.stdout.closed:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    server.run("stdio")
