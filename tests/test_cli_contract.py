@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -133,6 +137,25 @@ def test_output_files_never_follow_symlinks(tmp_path: Path) -> None:
     assert (out / "ok" / "x.txt").read_bytes() == b"fine"
 
 
+def test_output_files_are_never_written_into_a_fifo(tmp_path: Path) -> None:
+    """A FIFO in the way, read or not: refused at once, never a silent wait for a reader."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("unread", "read"):
+        os.mkfifo(out / name)
+    reader = os.open(out / "read", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        problems = output_dir.save(out, {"unread": b"x", "read": b"x", "ok.txt": b"fine"})
+    finally:
+        os.close(reader)
+    said = "a FIFO, a device or a socket is in the way (hazmat writes only regular files there)"
+    assert problems == [
+        f"output file 'unread' not written: {said}",
+        f"output file 'read' not written: {said}",
+    ]
+    assert (out / "ok.txt").read_bytes() == b"fine"
+
+
 def test_output_dir_is_created_when_missing(tmp_path: Path) -> None:
     fresh = tmp_path / "a" / "b"
     output_dir.prepare(fresh)
@@ -147,3 +170,47 @@ def test_json_errors_carry_no_raw_control_characters(capsys: pytest.CaptureFixtu
     code, out, _ = run_cli(capsys, "run", "-c", "1", "--lang", "co\x85bol\x1b[2J", "--json")
     assert code == 2 and all(ch == "\n" or 0x20 <= ord(ch) < 0x7F for ch in out)
     assert "unknown language" in json.loads(out)["error"]["message"]
+
+
+def test_server_status_reports_a_server_whose_metrics_do_not_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server that listens but answers /metrics with 503 (starting, stopping): said
+    so, never a KeyError (it was marked running before its metrics answered)."""
+    runtime = Path(tempfile.mkdtemp(prefix="hz-", dir="/tmp"))  # a socket path is short
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    folder = runtime / "hazmat" / "local" / "0123456789abcdef"
+    folder.mkdir(parents=True)
+    for made in (folder.parent, folder):
+        made.chmod(0o700)
+    key = folder / "key"
+    key.write_text("hzm_000000000000_" + "a" * 43)
+    key.chmod(0o600)
+    (folder / "server.json").write_text(json.dumps({"pid": 4242, "started": 0}))
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(folder / "server.sock"))
+    listening.listen()
+
+    def serve() -> None:
+        """The status's two connections: its probe (closed at once), then GET /metrics."""
+        for _ in range(2):
+            connection, _ = listening.accept()
+            with connection:
+                if connection.recv(4096):
+                    connection.sendall(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+                    )
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        code, out, err = run_cli(capsys, "server", "status")
+    finally:
+        server.join()
+        listening.close()
+        shutil.rmtree(runtime)
+    assert (code, err) == (0, "")
+    assert out == (
+        "hazmat: local server running (pid 4242) (another setup: engine, audit log or hazmat), "
+        f"not answering yet: unix:{folder / 'server.sock'}/metrics answered 503; {folder}\n"
+    )

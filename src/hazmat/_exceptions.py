@@ -31,6 +31,9 @@ Front-ends map errors with `exit_code` and `http_status`, never with their own t
 that happen while running code do not raise: they come back as an `ExecutionResult` whose outcome
 is `infra_error`, carrying the error's message, so that a caller (and the audit log) always gets
 a result for a run it asked for.
+
+A message that names a value the user gave quotes it with `quoted()`: cut to 80 characters,
+with an ellipsis and its full length, so that a 10,000-character id makes a short error.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "QUOTED_MOST",
     "AccessDenied",
     "AuditDamaged",
     "AuditError",
@@ -62,7 +66,22 @@ __all__ = [
     "SettingsMismatch",
     "UnknownLanguage",
     "UnsafeFileName",
+    "quoted",
 ]
+
+QUOTED_MOST = 80  # characters of a user's value an error message shows
+
+
+def quoted(value: object, most: int = QUOTED_MOST) -> str:
+    """`repr(value)` for an error message, a long value cut to its first `most` characters,
+    an ellipsis and its full length: `'aaaa...' (10000 characters)`."""
+    if isinstance(value, str | bytes) and len(value) > most:
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{value[:most]!r}... ({len(value)} {unit})"
+    text = repr(value)
+    if len(text) > most:
+        return f"{text[:most]}... ({len(text)} characters)"
+    return text
 
 
 class HazmatError(Exception):

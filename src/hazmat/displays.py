@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 
 __all__ = [
     "BINARY_TYPES",
@@ -171,14 +171,14 @@ def bundle_from_json(data: Any, name: str = "display") -> dict[str, bytes | str]
     bundle: dict[str, bytes | str] = {}
     for mime, value in data.items():
         if not isinstance(mime, str) or not isinstance(value, str):
-            raise InputError(f"{name}[{mime!r}] must be a string")
+            raise InputError(f"{name}[{quoted(mime)}] must be a string")
         if mime in BINARY_TYPES:
             try:
                 bundle[mime] = base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError):
-                raise InputError(f"{name}[{mime!r}] is not valid base64") from None
+                raise InputError(f"{name}[{quoted(mime)}] is not valid base64") from None
         else:
-            _utf8(value, f"{name}[{mime!r}]")
+            _utf8(value, f"{name}[{quoted(mime)}]")
             bundle[mime] = value
     return bundle
 

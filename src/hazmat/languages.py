@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from types import MappingProxyType
 
-from hazmat._exceptions import UnknownLanguage
+from hazmat._exceptions import UnknownLanguage, quoted
 
 __all__ = ["LANGUAGES", "Language", "get_language", "language_for_path"]
 
@@ -292,7 +292,7 @@ def get_language(name: str) -> Language:
     lang = _BY_ALIAS.get(name.strip().lower()) if isinstance(name, str) else None
     if lang is None:
         known = ", ".join(sorted(LANGUAGES))
-        raise UnknownLanguage(f"unknown language {name!r} (known: {known})")
+        raise UnknownLanguage(f"unknown language {quoted(name)} (known: {known})")
     return lang
 
 
@@ -303,5 +303,5 @@ def language_for_path(path: str | PurePath) -> Language:
         if suffix in lang.extensions:
             return lang
     raise UnknownLanguage(
-        f"cannot tell the language of {str(path)!r} from its extension; pass --lang"
+        f"cannot tell the language of {quoted(str(path))} from its extension; pass --lang"
     )

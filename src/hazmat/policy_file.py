@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from hazmat._exceptions import HazmatError, PolicyError
+from hazmat._exceptions import HazmatError, PolicyError, quoted
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
@@ -66,7 +66,9 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
     }  # fmt: skip
     _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
-        raise PolicyError(f"{source}: version: only version 1 is known, got {top['version']!r}")
+        raise PolicyError(
+            f"{source}: version: only version 1 is known, got {quoted(top['version'])}"
+        )
     levels = dict(default_levels())
     trust = _mapping(top.get("trust", {}), source, "trust")
     for key, value in trust.items():
@@ -90,7 +92,7 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
 def _parse_backend(value: object, source: str) -> str:
     if value not in BACKENDS:
         raise PolicyError(
-            f"{source}: backend: expected one of {', '.join(BACKENDS)}, got {value!r}"
+            f"{source}: backend: expected one of {', '.join(BACKENDS)}, got {quoted(value)}"
         )
     return str(value)
 
@@ -123,7 +125,7 @@ def _parse_sessions(data: object, source: str) -> SessionSettings:
     _check_numbers(values, SESSION_BOUNDS, SessionSettings, source, "sessions")
     if values.get("on_idle", "end") not in ("end", "pause"):
         raise PolicyError(
-            f"{source}: sessions.on_idle: expected end or pause, got {values['on_idle']!r}"
+            f"{source}: sessions.on_idle: expected end or pause, got {quoted(values['on_idle'])}"
         )
     if not isinstance(values.get("store", ""), str | None):
         raise PolicyError(f"{source}: sessions.store: expected a directory path")
@@ -145,9 +147,11 @@ def _check_numbers(
             continue
         wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
         if wrong_type or (isinstance(defaults[key], int) and not isinstance(value, int)):
-            raise PolicyError(f"{source}: {section}.{key}: expected a number, got {value!r}")
+            raise PolicyError(f"{source}: {section}.{key}: expected a number, got {quoted(value)}")
         if not low <= value <= high:
-            raise PolicyError(f"{source}: {section}.{key}: {value!r} is outside {low:g}..{high:g}")
+            raise PolicyError(
+                f"{source}: {section}.{key}: {quoted(value)} is outside {low:g}..{high:g}"
+            )
 
 
 def _parse_audit(data: object, source: str) -> AuditSettings:
@@ -162,9 +166,11 @@ def _parse_audit(data: object, source: str) -> AuditSettings:
             continue
         wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
         if wrong_type or (key != "checkpoint_seconds" and not isinstance(value, int)):
-            raise PolicyError(f"{source}: audit.{key}: expected a number, got {value!r}")
+            raise PolicyError(f"{source}: audit.{key}: expected a number, got {quoted(value)}")
         if not low <= value <= high:
-            raise PolicyError(f"{source}: audit.{key}: {value!r} is outside {low:g}..{high:g}")
+            raise PolicyError(
+                f"{source}: audit.{key}: {quoted(value)} is outside {low:g}..{high:g}"
+            )
     return AuditSettings(**values)
 
 
@@ -208,7 +214,9 @@ def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:
     for lang, image in images.items():
         _wrap(source, f"{where}.{lang}", get_language, lang)
         if not isinstance(image, str) or not image.strip():
-            raise PolicyError(f"{source}: {where}.{lang}: expected an image name, got {image!r}")
+            raise PolicyError(
+                f"{source}: {where}.{lang}: expected an image name, got {quoted(image)}"
+            )
     return MappingProxyType({get_language(k).name: v.strip() for k, v in images.items()})
 
 
@@ -226,7 +234,7 @@ def _parse_assess(data: object, source: str, where: str) -> AssessSettings:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
             raise PolicyError(
                 f"{source}: {where}.override_min_chars: expected a whole number 1..10000, "
-                f"got {value!r}"
+                f"got {quoted(value)}"
             )
         parsed["override_min_chars"] = value
     return AssessSettings(**parsed)
@@ -240,13 +248,13 @@ def _choice(kind: type[enum.StrEnum], value: object, source: str, where: str) ->
         return kind(value) if isinstance(value, str) else kind(str(value))
     except ValueError:
         names = ", ".join(member.value for member in kind)
-        raise PolicyError(f"{source}: {where}: {value!r} is not one of: {names}") from None
+        raise PolicyError(f"{source}: {where}: {quoted(value)} is not one of: {names}") from None
 
 
 def _runtime(value: object) -> Runtime:
     if isinstance(value, str) and value in Runtime.__members__.values():
         return Runtime(value)
-    raise PolicyError(f"unknown runtime {value!r} (expected runc or runsc)")
+    raise PolicyError(f"unknown runtime {quoted(value)} (expected runc or runsc)")
 
 
 def _wrap(source: str, where: str, func: Any, *args: Any) -> Any:
@@ -263,7 +271,9 @@ def _mapping(value: object, source: str, where: str) -> Mapping[str, Any]:
         raise PolicyError(f"{source}: {label}: expected a mapping, got {type(value).__name__}")
     for key in value:
         if not isinstance(key, str):
-            raise PolicyError(f"{source}: {where or 'top level'}: key {key!r} is not a string")
+            raise PolicyError(
+                f"{source}: {where or 'top level'}: key {quoted(key)} is not a string"
+            )
     return value
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from hazmat._exceptions import InputError, QuotaExceeded
+from hazmat._exceptions import InputError, QuotaExceeded, quoted
 
 __all__ = ["QUOTA_BOUNDS", "QuotaBook", "Quotas"]
 
@@ -42,7 +42,9 @@ class Quotas:
         for name, (low, high) in QUOTA_BOUNDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise InputError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
+                raise InputError(
+                    f"{name} must be a whole number in {low}..{high}, got {quoted(value)}"
+                )
 
 
 class QuotaBook:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
-from hazmat._exceptions import HazmatError, InputError, SessionClosed
+from hazmat._exceptions import HazmatError, InputError, SessionClosed, quoted
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
@@ -314,7 +314,7 @@ class Session:
         unknown = sorted(set(options) - CALL_OPTIONS)
         if unknown:
             raise InputError(
-                f"{', '.join(unknown)}: fixed when the session opened; a call may set "
+                f"{', '.join(map(quoted, unknown))}: fixed when the session opened; a call may set "
                 + ", ".join(sorted(CALL_OPTIONS))
             )
         self._check_open()
@@ -341,7 +341,7 @@ class Session:
         missing = [name for name in want if name not in report.files]
         if missing:
             why = "; ".join(report.notes) or "not found"
-            raise InputError(f"download: {', '.join(missing)}: {why}")
+            raise InputError(f"download: {', '.join(map(quoted, missing))}: {why}")
         return dict(report.files)
 
     def _job(self, program: Program) -> Job:

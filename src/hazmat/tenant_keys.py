@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import AccessDenied, InputError, PolicyError
+from hazmat._exceptions import AccessDenied, InputError, PolicyError, quoted
 from hazmat.policy import TrustLevel, parse_trust
 from hazmat.quotas import Quotas
 
@@ -105,7 +105,7 @@ class KeyStore:
         """A new key for `tenant`; returns the entry and the key itself (shown only now)."""
         if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
             raise InputError(
-                f"tenant name {tenant!r}: use 1-64 letters, digits, '.', '_' or '-' "
+                f"tenant name {quoted(tenant)}: use 1-64 letters, digits, '.', '_' or '-' "
                 "(starting with a letter or digit)"
             )
         key_id = secrets.token_hex(6)
@@ -129,7 +129,7 @@ class KeyStore:
         with self._locked() as keys:
             entry = keys.get(key_id)
             if entry is None:
-                raise InputError(f"no key with id {key_id!r} in {self.path}")
+                raise InputError(f"no key with id {quoted(key_id)} in {self.path}")
             if entry.revoked is None:
                 entry = dataclasses.replace(entry, revoked=_now())
                 keys[key_id] = entry
@@ -171,7 +171,7 @@ class KeyStore:
             return {item["id"]: _entry(item) for item in data["keys"]}
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError, KeyError, TypeError, InputError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, InputError) as exc:
             raise PolicyError(f"{self.path}: the key store is damaged: {exc}") from exc
 
     @contextlib.contextmanager

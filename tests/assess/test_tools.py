@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,31 @@ def test_bandit_reads_no_configuration_from_where_it_runs(
     finally:
         bandit.close()
     assert "B602" in rules
+
+
+def test_no_bandit_folder_outlives_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The assessment worker's Bandit folder goes with the worker, closed or dead (the worker
+    ends killed, so its own clean-up never ran: every run in process left an empty
+    hazmat-bandit-* folder in the temporary directory, 420 after half an hour)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes them
+
+    def folders() -> list[Path]:
+        return list(tmp_path.glob("hazmat-bandit-*"))
+
+    with Assessor(timeout_s=30) as assessor:
+        assert assessor.assess(SHELL, "python").complete
+        [first] = folders()
+        worker = assessor._worker
+        assert worker is not None
+        worker.process.kill()  # a worker that dies is replaced at the next assessment
+        worker.process.wait()
+        assert assessor.assess("print(2)\n", "python").complete
+        assert first not in folders() and len(folders()) == 1
+    assert folders() == []
+    BanditAnalyzer().close()  # one of its own: removed by close
+    assert folders() == []
 
 
 def test_bandit_skipping_the_code_is_an_error_not_a_clean_result() -> None:

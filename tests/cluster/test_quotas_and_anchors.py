@@ -118,3 +118,22 @@ def test_refused_checkpoints_and_a_log_rewritten_after_anchoring(
     )
     assert json.loads(alone.stdout)["verdict"] == "intact"
     assert verify(log.dir, anchors / "w1")["verdict"] == "tampered"
+
+
+def test_entries_that_are_not_utf8_are_refused_and_passed_over(
+    tmp_path: Path, redis_client: Any
+) -> None:
+    """A worker name, a note or a published verifier key of bytes that are not UTF-8: each is
+    refused (it stopped the collector at that entry for ever: UnicodeDecodeError, retried)."""
+    anchors = tmp_path / "anchors"
+    collector = AnchorCollector(redis_client, anchors)
+    log = worker_log(tmp_path, "w1", 2)
+    redis_client.xadd(CHECKPOINTS, {"worker": b"w\xff", "note": b"x"})
+    redis_client.xadd(CHECKPOINTS, {"worker": "w1", "note": b"\xff\xfe"})
+    redis_client.set(audit_key("w2"), b"\xff" * 64)
+    redis_client.xadd(CHECKPOINTS, {"worker": "w2", "note": (log.dir / "checkpoint").read_text()})
+    publish(redis_client, "w1", log)  # after them: still anchored
+    assert collector.collect(block_ms=None) == 1
+    assert collector.refused == 3
+    assert not (anchors / "w2").exists()
+    log.close()

@@ -67,6 +67,39 @@ def test_a_bad_task_names_what_is_wrong(raw: object, said: str) -> None:
     assert said in str(caught.value)
 
 
+LONG = "x" * 10_000
+SHOWN = f"'{'x' * 80}'... (10000 characters)"
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ({**BASE, "id": LONG, "check": ""}, f".id: {SHOWN} is too long"),
+        (
+            {**BASE, "id": "x" * 257, "check": ""},
+            f".id: '{'x' * 80}'... (257 characters) is too long",
+        ),
+        ({**BASE, "language": LONG, "check": ""}, f".language: {SHOWN} is too long"),
+        ({**BASE, "check": "", LONG: 1}, "Additional properties are not allowed ('xxxx"),
+        (
+            {**BASE, "tests": [{"expected_stdout": "", "files": {LONG: 1}}]},
+            f".tests[0].files[{SHOWN}]: 1 is not of type 'string'",
+        ),
+        ({**BASE, "check": "", "files": [LONG] * 100}, ".files: ['xxxx"),
+    ],
+)
+def test_a_long_value_makes_a_short_error(raw: object, said: str) -> None:
+    """A user's value in an error is cut to 80 characters with its length (a 10,000-character
+    id made a 10,083-character error); the whole message stays within a few lines."""
+    with pytest.raises(InputError) as caught:
+        parse_task(raw, "tasks.jsonl:3")
+    assert said in str(caught.value) and len(str(caught.value)) < 400, str(caught.value)
+
+
+def test_an_id_of_256_characters_is_taken() -> None:
+    assert parse_task({**BASE, "id": "x" * 256, "check": ""}).id == "x" * 256
+
+
 def test_every_bad_line_is_listed_with_its_number_before_anything_runs() -> None:
     lines = [
         line(**BASE, check="pass"),

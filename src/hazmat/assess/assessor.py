@@ -18,9 +18,11 @@ import contextlib
 import hashlib
 import os
 import selectors
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -183,21 +185,28 @@ class _WorkerLost(Exception):
 
 class _Worker:
     def __init__(self, memory_mb: int) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "hazmat.assess.worker", str(memory_mb)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-        )
+        # Bandit's scratch folder, the worker's while it lives: made and removed here, since a
+        # worker ends killed (its own clean-up never runs; each left one folder behind)
+        scratch = tempfile.mkdtemp(prefix="hazmat-bandit-")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "hazmat.assess.worker", str(memory_mb), scratch],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin = self.process.stdin
         self.fd = self.process.stdout.fileno()
         os.set_blocking(self.fd, False)
         self.buffer = bytearray()
         self.ready = False
-        # A sandbox that is never closed must not leave the worker or its pipes behind.
-        self._finalizer = weakref.finalize(self, _stop, self.process)
+        # A sandbox that is never closed must not leave the worker, its pipes or its folder.
+        self._finalizer = weakref.finalize(self, _stop, self.process, scratch)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -260,7 +269,7 @@ class _Worker:
         self._finalizer()
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def _stop(process: subprocess.Popen[bytes], scratch: str) -> None:
     if process.poll() is None:
         process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -269,6 +278,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _finding(data: dict[str, Any]) -> Finding:

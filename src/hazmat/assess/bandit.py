@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -51,7 +52,10 @@ class BanditAnalyzer:
     name = SOURCE
     languages = frozenset({"python"})
 
-    def __init__(self) -> None:
+    def __init__(self, directory: Path | None = None) -> None:
+        """`directory`: the private folder each program is copied into, the caller's to
+        remove (the assessment worker's parent: a worker ends killed); else one of its own,
+        removed by `close`."""
         with warnings.catch_warnings():
             # Bandit's plugin loader (stevedore) passes an argument it has deprecated.
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -71,7 +75,10 @@ class BanditAnalyzer:
         logging.getLogger("bandit").setLevel(logging.CRITICAL)
         self._meta_ast = meta_ast
         self._metrics = metrics
-        self._dir = Path(tempfile.mkdtemp(prefix="hazmat-bandit-"))
+        self._owned = directory is None
+        self._dir = (
+            Path(tempfile.mkdtemp(prefix="hazmat-bandit-")) if directory is None else directory
+        )
         os.chmod(self._dir, 0o700)
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
@@ -93,9 +100,8 @@ class BanditAnalyzer:
         return [_finding(issue) for issue in m.results]
 
     def close(self) -> None:
-        for child in self._dir.iterdir():
-            child.unlink()
-        self._dir.rmdir()
+        if self._owned:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def _no_nosec(self: Any, context: Any, test_result: Any = None) -> None:

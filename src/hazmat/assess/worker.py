@@ -17,6 +17,7 @@ import resource
 import struct
 import sys
 import time
+from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = ["analyzers_for", "main", "read_frame", "write_frame"]
@@ -60,7 +61,7 @@ def analyzers_for(language: str) -> list[str]:
     return []
 
 
-def _load() -> dict[str, Any]:
+def _load(scratch: Path | None = None) -> dict[str, Any]:
     from hazmat.assess.bandit import BanditAnalyzer
     from hazmat.assess.bash import BashAnalyzer
     from hazmat.assess.c_family import CFamilyAnalyzer
@@ -76,7 +77,7 @@ def _load() -> dict[str, Any]:
         language(grammar)
     return {
         "python-ast": PythonAnalyzer(),
-        "bandit": BanditAnalyzer(),
+        "bandit": BanditAnalyzer(scratch),
         "javascript": JavaScriptAnalyzer(),
         "go": GoAnalyzer(),
         "bash": BashAnalyzer(),
@@ -121,13 +122,14 @@ def _answer(out: BinaryIO, analyzers: dict[str, Any], request: dict[str, Any]) -
 
 def main() -> int:
     memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    scratch = Path(sys.argv[2]) if len(sys.argv) > 2 else None  # the parent's, removed by it
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.setrecursionlimit(4000)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing an analyser prints may corrupt the frames
-    analyzers = _load()
+    analyzers = _load(scratch)
     write_frame(out, {"ready": True, "pid": os.getpid()})
     while True:
         request = read_frame(inp)

@@ -19,14 +19,27 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-__all__ = ["Checkpoint", "CheckpointError", "Signer", "VerifierKey", "load_or_create_key"]
+__all__ = [
+    "NOT_A_KEY",
+    "Checkpoint",
+    "CheckpointError",
+    "Signer",
+    "VerifierKey",
+    "load_or_create_key",
+    "read_note",
+]
 
 _ALG_ED25519 = b"\x01"
 _DASH = "\u2014 "
+NOT_A_KEY = (
+    "not an Ed25519 verifier key (the one line `hazmat audit pubkey` prints: "
+    "<name>+<hex key hash>+<base64 key>)"
+)
+_KEY_FILE_MOST = 64 * 1024  # a verifier key is its name and ~60 characters
 
 
 class CheckpointError(ValueError):
@@ -57,18 +70,40 @@ class VerifierKey:
         return f"{self.name}+{self.key_hash.hex()}+{blob}"
 
     @classmethod
-    def decode(cls, text: str) -> VerifierKey:
+    def decode(cls, text: str | bytes) -> VerifierKey:
+        """The key `encode` wrote; `CheckpointError` saying why for anything else."""
         try:
-            name, hash_hex, blob = text.strip().split("+", 2)  # base64 may hold "+"
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckpointError(f"{NOT_A_KEY}: not UTF-8 text (byte {exc.start})") from None
+        parts = text.strip().split("+", 2)  # base64 may hold "+"
+        if len(parts) != 3:
+            raise CheckpointError(f"{NOT_A_KEY}: not three parts joined by '+'")
+        name, hash_hex, blob = parts
+        try:
             raw = base64.b64decode(blob, validate=True)
-        except ValueError as exc:
-            raise CheckpointError(f"not a verifier key: {exc}") from None
+        except ValueError:
+            raise CheckpointError(f"{NOT_A_KEY}: its key part is not base64") from None
         if raw[:1] != _ALG_ED25519 or len(raw) != 33:
-            raise CheckpointError("not an Ed25519 verifier key")
+            raise CheckpointError(f"{NOT_A_KEY}: its key part is not 0x01 and 32 bytes")
         key = cls(name, raw[1:])
         if key.key_hash.hex() != hash_hex:
-            raise CheckpointError("verifier key hash does not match its key")
+            raise CheckpointError(f"{NOT_A_KEY}: its key hash does not match its key")
         return key
+
+    @classmethod
+    def read(cls, path: Path) -> VerifierKey:
+        """The key in the file at `path`: `OSError` if it cannot be read, `CheckpointError`
+        naming the path if it holds anything else."""
+        with open(path, "rb") as f:
+            data = f.read(_KEY_FILE_MOST + 1)
+        if len(data) > _KEY_FILE_MOST:
+            raise CheckpointError(f"{path} is {NOT_A_KEY}: over {_KEY_FILE_MOST} bytes")
+        try:
+            return cls.decode(data)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{path} is {exc}") from None
 
     def open(self, note: str) -> Checkpoint:
         """Verify a signed note and return its checkpoint."""
@@ -138,12 +173,31 @@ def load_or_create_key(path: Path) -> tuple[Ed25519PrivateKey, bool]:
             serialization.NoEncryption(),
         )
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(pem)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(pem)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            path.unlink(missing_ok=True)  # half a key would make the new log look damaged
+            raise
         return key, True
-    loaded = serialization.load_pem_private_key(data, password=None)
+    try:
+        loaded = serialization.load_pem_private_key(data, password=None)
+    except TypeError:  # cryptography's word for a key that needs a password
+        raise CheckpointError(f"{path} {_NOT_A_PRIVATE_KEY}: it is encrypted") from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise CheckpointError(f"{path} {_NOT_A_PRIVATE_KEY}: not a PEM private key") from None
     if not isinstance(loaded, Ed25519PrivateKey):
-        raise CheckpointError(f"{path} is not an Ed25519 private key")
+        kind = type(loaded).__name__.removeprefix("_")
+        raise CheckpointError(f"{path} {_NOT_A_PRIVATE_KEY}: it is another kind of key ({kind})")
     return loaded, False
+
+
+_NOT_A_PRIVATE_KEY = "is not an Ed25519 private key (PEM, PKCS#8, unencrypted)"
+
+
+def read_note(path: Path) -> str:
+    """A signed note's file as text: bytes that are not UTF-8 are replaced (such a note
+    never verifies: its signature covers the exact text), never an error of their own."""
+    return path.read_bytes().decode("utf-8", "replace")

@@ -58,11 +58,12 @@ def published(directory: Path) -> tuple[str, str] | None:
     """A log's latest signed checkpoint and its verifier key, as written; None before the
     first checkpoint."""
     try:
-        note = (directory / CHECKPOINT).read_text()
-        pubkey = (directory / PUBKEY).read_text().strip()
+        note = (directory / CHECKPOINT).read_bytes()
+        pubkey = (directory / PUBKEY).read_bytes()
     except FileNotFoundError:
         return None
-    return note, pubkey
+    # damaged files are passed on as they are (replaced bytes never verify), never an error here
+    return note.decode("utf-8", "replace"), pubkey.decode("utf-8", "replace").strip()
 
 
 _SEGMENT = re.compile(r"([0-9]{6})\.(jsonl|leaves)")

@@ -33,7 +33,13 @@ import rfc8785
 
 from hazmat._exceptions import AuditDamaged, AuditError
 from hazmat.audit.anchor import append_note, last_note
-from hazmat.audit.checkpoint import Checkpoint, CheckpointError, Signer, load_or_create_key
+from hazmat.audit.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    Signer,
+    load_or_create_key,
+    read_note,
+)
 from hazmat.audit.index import BLOCK, BlockEntry, BlockIndex
 from hazmat.audit.layout import (
     CHECKPOINT,
@@ -438,7 +444,7 @@ class AuditLog:
         notes: list[tuple[str, str]] = []
         own = self.dir / CHECKPOINT
         if own.exists():
-            notes.append((str(own), own.read_text()))
+            notes.append((str(own), read_note(own)))
         if listing.seals:
             number = max(listing.seals)
             try:
@@ -589,14 +595,14 @@ class AuditLog:
             key, created = load_or_create_key(path)
         except FileExistsError:  # another process created it between our check and our create
             key, created = load_or_create_key(path)
-        except (ValueError, CheckpointError) as exc:
-            raise self._damaged(f"{path} is not a usable key: {exc}") from None
+        except CheckpointError as exc:
+            raise self._damaged(str(exc)) from None
         signer = Signer(self.origin, key)
         public = signer.verifier.encode() + "\n"
         pubkey = self.dir / PUBKEY
         if not pubkey.exists():
             write_atomic(pubkey, public.encode())
-        elif pubkey.read_text() != public:
+        elif pubkey.read_bytes() != public.encode():
             raise self._damaged(f"{pubkey} does not match the signing key")
         return signer, created
 

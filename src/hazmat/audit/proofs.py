@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import AuditError
-from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
+from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey, read_note
 from hazmat.audit.index import BLOCK
 from hazmat.audit.layout import CHECKPOINT
 from hazmat.audit.merkle import (
@@ -26,7 +26,7 @@ __all__ = ["consistency_proof", "inclusion_proof", "latest_checkpoint"]
 def latest_checkpoint(directory: Path, key: VerifierKey) -> Checkpoint:
     """The log's latest checkpoint, opened with `key`; `AuditError` if there is no valid one."""
     try:
-        return key.open((directory / CHECKPOINT).read_text())
+        return key.open(read_note(directory / CHECKPOINT))
     except (OSError, CheckpointError) as exc:
         raise AuditError(f"no valid checkpoint in {directory}: {exc}") from None
 

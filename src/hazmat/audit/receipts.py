@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import AuditError
-from hazmat.audit.checkpoint import CheckpointError, VerifierKey
+from hazmat.audit.checkpoint import CheckpointError, VerifierKey, read_note
 from hazmat.audit.layout import CHECKPOINT
 from hazmat.audit.merkle import inclusion_path, leaf_hash, verify_inclusion
 from hazmat.audit.records import LineError, parse_line_exact
@@ -31,7 +31,7 @@ def make_receipt(directory: Path, key: VerifierKey, seq: int) -> dict[str, Any]:
     """The receipt of record `seq` against the log's latest checkpoint; `AuditError` if the
     checkpoint does not cover it yet, or the record cannot be read or does not verify."""
     try:
-        note = (directory / CHECKPOINT).read_text()
+        note = read_note(directory / CHECKPOINT)
         checkpoint = key.open(note)
     except (OSError, CheckpointError) as exc:
         raise AuditError(f"no valid checkpoint in {directory}: {exc}") from None

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from hazmat._exceptions import AuditError
 from hazmat.audit.anchor import ANCHOR_FILE, read_notes
-from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey
+from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey, read_note
 from hazmat.audit.layout import CHECKPOINT, PUBKEY, flocked, list_log, segment_name
 from hazmat.audit.merkle import Frontier, leaf_hash
 from hazmat.audit.records import GENESIS, LineError, Record, parse_line_exact
@@ -122,7 +122,7 @@ def log_key(directory: Path, report: Report) -> VerifierKey | None:
     """The verifier key in the log's own `pubkey` file (weaker than one kept elsewhere)."""
     path = directory / PUBKEY
     try:
-        return VerifierKey.decode(path.read_text())
+        return VerifierKey.read(path)
     except (OSError, CheckpointError) as exc:
         report.fail("bad_signature", None, None, f"no usable verifier key {path}: {exc}")
         return None
@@ -132,7 +132,7 @@ def _notes_in(path: Path) -> list[tuple[str, str]]:
     """A checkpoint file: one signed note, or an anchor's `checkpoints` (one JSON per line)."""
     if path.is_dir():
         return [(f"{path}#{i + 1}", n) for i, n in enumerate(read_notes(path))]
-    text = path.read_text()
+    text = read_note(path)
     if text.startswith('"'):
         return [(f"{path}#{i + 1}", json.loads(x)) for i, x in enumerate(text.splitlines())]
     return [(str(path), text)]
@@ -162,13 +162,13 @@ def _read_snapshot(
                 (f"{anchor / ANCHOR_FILE}#{i + 1}", n) for i, n in enumerate(read_notes(anchor))
             ]
         if (anchor / CHECKPOINT).exists():  # an anchor written before the checkpoint history
-            found.append((str(anchor / CHECKPOINT), (anchor / CHECKPOINT).read_text()))
+            found.append((str(anchor / CHECKPOINT), read_note(anchor / CHECKPOINT)))
         if not found:
             report.fail("empty_anchor", None, None, f"the anchor {anchor} holds no checkpoint")
         notes += found
     own = directory / CHECKPOINT
     if own.exists():
-        notes.append((str(own), own.read_text()))
+        notes.append((str(own), read_note(own)))
     listing = list_log(directory)
     fds, sizes = {}, {}
     for path in [*listing.segments.values(), *listing.leaves.values()]:

@@ -124,9 +124,11 @@ def _key(args: argparse.Namespace, directory: Path) -> VerifierKey:
 
     path = args.pubkey or directory / PUBKEY
     try:
-        return VerifierKey.decode(path.read_text())
-    except (OSError, CheckpointError) as exc:
-        raise InputError(f"cannot use verifier key {path}: {exc}") from None
+        return VerifierKey.read(path)
+    except OSError as exc:
+        raise InputError(f"cannot read verifier key {path}: {exc.strerror or exc}") from None
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -235,9 +237,11 @@ def _check_receipt(args: argparse.Namespace) -> int:
 
     key = _key(args, args.receipt.parent)
     try:
-        receipt = json.loads(args.receipt.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read receipt {args.receipt}: {exc}") from None
+        receipt = json.loads(args.receipt.read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read receipt {args.receipt}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{args.receipt} is not a receipt (not JSON: {exc})") from None
     try:
         record = check_receipt(receipt, key)
     except AuditError as exc:
@@ -248,13 +252,13 @@ def _check_receipt(args: argparse.Namespace) -> int:
 
 
 def _consistency(args: argparse.Namespace) -> int:
-    from hazmat.audit.checkpoint import CheckpointError
+    from hazmat.audit.checkpoint import CheckpointError, read_note
     from hazmat.audit.proofs import consistency_proof, latest_checkpoint
 
     directory = _dir(args)
     key = _key(args, directory)
     try:
-        old = key.open(args.old_checkpoint.read_text())
+        old = key.open(read_note(args.old_checkpoint))
     except (OSError, CheckpointError) as exc:
         raise InputError(f"cannot use old checkpoint {args.old_checkpoint}: {exc}") from None
     new = latest_checkpoint(directory, key)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.run.validation import check_path
 
 __all__ = ["prepare", "save"]
@@ -25,7 +26,7 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEX
 
 def prepare(directory: Path, option: str = "--output-dir") -> None:
     """Make sure `directory` is (or can be made) a writable folder; `InputError` otherwise."""
-    name = f"{option} {str(directory)!r}"
+    name = f"{option} {quoted(str(directory))}"
     if directory.is_symlink() and not directory.is_dir():
         raise InputError(f"{name} is a broken symbolic link")
     if directory.exists() and not directory.is_dir():
@@ -45,7 +46,7 @@ def save(directory: Path, files: Mapping[str, bytes]) -> list[str]:
         try:
             _write(directory, check_path(name), data)
         except (OSError, InputError) as exc:
-            problems.append(f"output file {name!r} not written: {_reason(exc)}")
+            problems.append(f"output file {quoted(name)} not written: {_reason(exc)}")
     return problems
 
 
@@ -59,8 +60,12 @@ def _write(directory: Path, name: str, data: bytes) -> None:
             inner = os.open(folder, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = inner
-        out = os.open(leaf, _FILE_FLAGS, 0o644, dir_fd=fd)
+        # not blocking: a FIFO in the way fails at once (ENXIO) instead of waiting for a reader
+        out = os.open(leaf, _FILE_FLAGS | os.O_NONBLOCK, 0o644, dir_fd=fd)
         try:
+            if not stat.S_ISREG(os.fstat(out).st_mode):
+                raise InputError(_NOT_A_FILE)
+            os.set_blocking(out, True)
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view) :]
@@ -70,7 +75,12 @@ def _write(directory: Path, name: str, data: bytes) -> None:
         os.close(fd)
 
 
+_NOT_A_FILE = "a FIFO, a device or a socket is in the way (hazmat writes only regular files there)"
+
+
 def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ENXIO:
+        return _NOT_A_FILE
     if isinstance(exc, OSError) and exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return "a symbolic link or a non-folder is in the way (hazmat never follows links there)"
     if isinstance(exc, OSError):

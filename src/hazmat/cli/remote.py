@@ -30,6 +30,7 @@ from hazmat._exceptions import (
     NotPermitted,
     QuotaExceeded,
     ServiceUnavailable,
+    quoted,
 )
 from hazmat.models import ExecutionResult
 from hazmat.wire import options_to_wire, result_from_wire
@@ -106,7 +107,9 @@ class Service:
         if parts.scheme == "https":
             return http.client.HTTPSConnection(parts.netloc, timeout=TIMEOUT_S)
         if parts.scheme != "http" or not parts.hostname:
-            raise InputError(f"HAZMAT_URL {self.url!r}: expected http://HOST:PORT or unix:/path")
+            raise InputError(
+                f"HAZMAT_URL {quoted(self.url)}: expected http://HOST:PORT or unix:/path"
+            )
         return _TCPConnection(parts.netloc, timeout=TIMEOUT_S)
 
     def get(self, path: str, timeout_s: float = 10.0) -> bytes:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.cli import local_server
 from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read, weaker_runtime
 from hazmat.cli.remote import run_remote
@@ -224,7 +224,7 @@ def _env(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
-            raise InputError(f"--env {pair!r} must look like NAME=VALUE")
+            raise InputError(f"--env {quoted(pair)} must look like NAME=VALUE")
         env[name] = value
     return env
 

@@ -5,6 +5,7 @@ this setup's, ahead of the first run (with a policy, if given)."""
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import re
 import time
@@ -68,6 +69,8 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _describe(server: Any, this_setup: bool) -> dict[str, Any]:
+    """What `status` says of one server. Never raises: a server whose folder is refused, or
+    that listens but whose metrics do not answer (starting, stopping, stuck), says so."""
     from hazmat._exceptions import HazmatError
 
     info = server.info()
@@ -75,17 +78,25 @@ def _describe(server: Any, this_setup: bool) -> dict[str, Any]:
         "folder": str(server.folder),
         "this_setup": this_setup,
         "running": False,
+        "answering": False,
         "pid": info.get("pid"),
         "started": info.get("started"),
         "policy": info.get("policy"),
     }
     try:
         service = server.running()
-        if service is not None:
-            entry["running"] = True
-            entry.update(_work(service.get("/metrics").decode()))
-    except HazmatError as exc:
+    except (HazmatError, OSError) as exc:
         entry["problem"] = str(exc)
+        return entry
+    if service is None:
+        return entry
+    entry["running"] = True
+    try:
+        entry.update(_work(service.get("/metrics").decode("utf-8", "replace")))
+    except (HazmatError, OSError, http.client.HTTPException) as exc:
+        entry["problem"] = f"not answering yet: {exc}"
+    else:
+        entry["answering"] = True
     return entry
 
 
@@ -99,7 +110,10 @@ def _work(metrics: str) -> dict[str, int]:
         found = _SAMPLE.match(line)
         if not found:
             continue
-        value = int(float(line.rsplit(" ", 1)[1]))
+        try:
+            value = int(float(line.rsplit(" ", 1)[1]))
+        except (ValueError, OverflowError):
+            continue  # not a count (NaN, +Inf): nothing to add
         if found[1] == "hazmat_runs_total":
             runs += value
         elif found[3] == "hit":
@@ -110,9 +124,16 @@ def _work(metrics: str) -> dict[str, int]:
 
 
 def _line(entry: dict[str, Any]) -> str:
-    up = time.time() - float(entry["started"] or time.time())
-    policy = f", policy {entry['policy']}" if entry["policy"] else ""
     setup = "" if entry["this_setup"] else " (another setup: engine, audit log or hazmat)"
+    if not entry["answering"]:
+        pid = entry["pid"] if entry["pid"] is not None else "unknown"
+        return (
+            f"hazmat: local server running (pid {pid}){setup}, {entry['problem']}; "
+            f"{entry['folder']}"
+        )
+    started = entry["started"]
+    up = time.time() - started if isinstance(started, int | float) else 0.0
+    policy = f", policy {entry['policy']}" if entry["policy"] else ""
     return (
         f"hazmat: local server pid {entry['pid']}{setup}: up {up:.0f} s, {entry['runs']} runs, "
         f"pool hits {entry['pool_hits']}, misses {entry['pool_misses']}{policy}; "

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.cli.common import policy
 
 __all__ = ["add"]
@@ -60,7 +60,7 @@ def _name(args: argparse.Namespace) -> str:
     name: str = args.name or socket.gethostname()
     if not WORKER_NAME.fullmatch(name):
         raise InputError(
-            f"--name {name!r}: a worker's name is 1-63 letters, digits, '.', '_' or '-', "
+            f"--name {quoted(name)}: a worker's name is 1-63 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return name

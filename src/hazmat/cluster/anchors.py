@@ -97,11 +97,14 @@ class AnchorCollector:
             published = self.redis.get(audit_key(worker))
             if published is None:
                 raise CheckpointError("the worker has published no verifier key")
-            key = VerifierKey.decode(_text(published))
+            key = VerifierKey.decode(published)  # bytes: CheckpointError if not UTF-8
             anchor.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_atomic(pinned, (key.encode() + "\n").encode())
-        return VerifierKey.decode(pinned.read_text())
+        return VerifierKey.read(pinned)
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    """A stream field as text: bytes that are not UTF-8 replaced, so that such an entry is
+    refused (a worker name that does not match, a note whose signature fails) and passed
+    over, never raised on (the collector retried it for ever, anchoring nothing after it)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

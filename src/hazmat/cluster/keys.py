@@ -139,7 +139,7 @@ def broker(url: str) -> RedisBroker:
     import redis
     from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 
-    from hazmat._exceptions import InputError
+    from hazmat._exceptions import InputError, quoted
 
     try:
         client = redis.Redis.from_url(
@@ -152,5 +152,5 @@ def broker(url: str) -> RedisBroker:
             maintenance_chance=MAINTENANCE_SCALE,
         )
     except ValueError as exc:  # redis-py's words on a URL it cannot use
-        raise InputError(f"--redis {url!r}: {exc}") from None
+        raise InputError(f"--redis {quoted(url)}: {exc}") from None
     return reachable(made, url)

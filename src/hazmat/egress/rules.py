@@ -17,6 +17,8 @@ import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 
+from hazmat._exceptions import quoted
+
 __all__ = [
     "Address",
     "Refused",
@@ -59,9 +61,9 @@ def check_pattern(raw: str) -> str:
     try:
         host = check_host(raw[2:] if wildcard else raw)
     except Refused as exc:
-        raise ValueError(f"{raw!r}: {exc}") from None
+        raise ValueError(f"{quoted(raw)}: {exc}") from None
     if wildcard and "." not in host:
-        raise ValueError(f"{raw!r}: a wildcard needs a domain with at least two labels")
+        raise ValueError(f"{quoted(raw)}: a wildcard needs a domain with at least two labels")
     return f"*.{host}" if wildcard else host
 
 

@@ -19,6 +19,7 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hazmat._exceptions import quoted
 from hazmat.egress.rules import Network, check_pattern, covered_by
 
 __all__ = ["NetworkSettings", "narrowed", "parse_network", "parse_reachable"]
@@ -65,16 +66,17 @@ def narrowed(settings: NetworkSettings, requested: Sequence[str] | None) -> tupl
     if requested is None:
         return settings.allow
     if isinstance(requested, str) or not isinstance(requested, Sequence):
-        raise ValueError(f"network must be a list of host names, not {requested!r}")
+        raise ValueError(f"network must be a list of host names, not {quoted(requested)}")
     chosen = []
     for entry in requested:
         if not isinstance(entry, str):
-            raise ValueError(f"network entries are host names, not {entry!r}")
+            raise ValueError(f"network entries are host names, not {quoted(entry)}")
         pattern = check_pattern(entry)
         if not covered_by(pattern, settings.allow):
             allowed = ", ".join(settings.allow) or "none"
             raise ValueError(
-                f"network host {entry!r} is not allowed at this trust level (allowed: {allowed})"
+                f"network host {quoted(entry)} is not allowed at this trust level "
+                f"(allowed: {allowed})"
             )
         chosen.append(pattern)
     return tuple(dict.fromkeys(chosen))

@@ -10,7 +10,7 @@ refused before anything runs, so a caller can never pick an image the policy did
 
 from __future__ import annotations
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.languages import IMAGE_VERSION, Language
 from hazmat.policy import Policy, TrustLevel
 
@@ -47,14 +47,14 @@ def resolve_image(policy: Policy, level: TrustLevel, lang: Language, requested: 
     if requested is None:
         return default_image(policy, level, lang)
     if not isinstance(requested, str) or not requested.strip():
-        raise InputError(f"image must be a non-empty image name, not {requested!r}")
+        raise InputError(f"image must be a non-empty image name, not {quoted(requested)}")
     if any(ord(c) < 33 or ord(c) == 127 for c in requested):
-        raise InputError(f"image name {requested!r} has spaces or control characters")
+        raise InputError(f"image name {quoted(requested)} has spaces or control characters")
     ref = image_ref(requested)
     allowed = allowed_images(policy, level, lang)
     if ref not in allowed:
         raise InputError(
-            f"image {requested!r} is not allowed for {lang.name} at trust level "
+            f"image {quoted(requested)} is not allowed for {lang.name} at trust level "
             f"{level.value!r} (allowed: {', '.join(allowed)}; a policy adds more with "
             f"trust.{level.value}.allow_images)"
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from hazmat._exceptions import quoted
+
 __all__ = ["missing_package_note"]
 
 _PYTHON = re.compile(r"^ModuleNotFoundError: No module named '([A-Za-z0-9_]+)", re.MULTILINE)
@@ -41,14 +43,14 @@ def missing_package_note(language: str, image: str, stderr: str) -> str | None:
     if language == "python":
         if package in _DATA_MODULES and image.startswith("hazmat/python:"):
             return (
-                f"{package!r} is not in {where}; the python-data image has it "
+                f"{quoted(package)} is not in {where}; the python-data image has it "
                 "(image='python-data', or --image python-data)"
             )
         base = "python-data" if image.startswith("hazmat/python-data:") else "python"
         build = _BUILD.format(base=base, flag="--pip", pkg=package)
     else:
         build = _BUILD.format(base="node", flag="--npm", pkg=package)
-    return f"{package!r} is not in {where}; {build}{_ALLOW}"
+    return f"{quoted(package)} is not in {where}; {build}{_ALLOW}"
 
 
 def _missing(language: str, stderr: str) -> str | None:

@@ -14,7 +14,7 @@ caller may choose (`module="esm"` or `"commonjs"`); otherwise it is read from th
 
 from __future__ import annotations
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.languages import Language
 
 __all__ = ["MODULES", "check_module", "module_for"]
@@ -41,9 +41,11 @@ def check_module(lang: Language, module: str | None) -> None:
         return
     if module not in MODULES:
         known = ", ".join(MODULES)
-        raise InputError(f"unknown module system {module!r} (expected one of: {known})")
+        raise InputError(f"unknown module system {quoted(module)} (expected one of: {known})")
     if not lang.module_sources:
-        raise InputError(f"module={module!r} is for JavaScript and TypeScript, not {lang.name}")
+        raise InputError(
+            f"module={quoted(module)} is for JavaScript and TypeScript, not {lang.name}"
+        )
 
 
 def module_for(lang: Language, code: str, module: str | None) -> str | None:

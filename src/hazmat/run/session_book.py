@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Generic, Protocol, TypeVar
 
-from hazmat._exceptions import QuotaExceeded, SessionClosed, SessionNotFound
+from hazmat._exceptions import QuotaExceeded, SessionClosed, SessionNotFound, quoted
 from hazmat.policy import SessionSettings
 
 __all__ = ["SessionBook"]
@@ -101,7 +101,7 @@ class SessionBook(Generic[S]):
             why = self._ended.get(session_id)
         if why is not None:
             raise SessionClosed(f"session {session_id} has ended: {why}")
-        raise SessionNotFound(f"no open session {session_id!r}")
+        raise SessionNotFound(f"no open session {quoted(session_id)}")
 
     def all(self) -> list[S]:
         with self._lock:

@@ -43,7 +43,7 @@ from typing import Any, Protocol
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from hazmat._exceptions import InfraError, SessionNotFound
+from hazmat._exceptions import InfraError, SessionNotFound, quoted
 
 __all__ = ["DirectoryShelf", "Paused", "SessionStore", "Shelf", "default_store_dir"]
 
@@ -157,21 +157,21 @@ class SessionStore:
 
     def info(self, session_id: str, owner: str | None) -> Paused:
         if not _ID.match(session_id):
-            raise SessionNotFound(f"no paused session {session_id!r}")
+            raise SessionNotFound(f"no paused session {quoted(session_id)}")
         key = self._key()
         try:
             sealed = self.shelf.read(session_id, "json")
         except FileNotFoundError:
-            raise SessionNotFound(f"no paused session {session_id!r}") from None
+            raise SessionNotFound(f"no paused session {quoted(session_id)}") from None
         try:
             data = json.loads(_open(AESGCM(key), sealed, _bound(session_id, owner) + b"json"))
         except InvalidTag:
             self._check_key(session_id, key)
-            raise SessionNotFound(f"no paused session {session_id!r}") from None
+            raise SessionNotFound(f"no paused session {quoted(session_id)}") from None
         paused = Paused(**{**data, "saved": tuple(data["saved"])})
         if paused.paused_at + self.keep_s <= time.time():
             self.remove(session_id)
-            raise SessionNotFound(f"paused session {session_id!r} expired") from None
+            raise SessionNotFound(f"paused session {quoted(session_id)} expired") from None
         return paused
 
     def remove(self, session_id: str) -> None:
@@ -246,10 +246,14 @@ def _write(directory: Path, name: str, data: bytes, exclusive: bool = False) -> 
     final = directory / name
     temporary = directory / f".{name}.{secrets.token_hex(4)}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)  # a failed write leaves no temporary file behind
+        raise
     if exclusive:  # the key: the first writer's wins, a racing one's is dropped
         with contextlib.suppress(FileExistsError):
             os.link(temporary, final)

@@ -35,7 +35,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from hazmat._exceptions import BatchNotFound, HazmatError, InputError, QuotaExceeded
+from hazmat._exceptions import BatchNotFound, HazmatError, InputError, QuotaExceeded, quoted
 from hazmat.grade.grader import Grader, TaskResult, TestResult
 from hazmat.grade.tasks import Task, parse_entries
 from hazmat.quotas import QuotaBook
@@ -154,7 +154,7 @@ class BatchBook:
         with self._lock:
             batch = self._batches.get(bid)
         if batch is None or batch.tenant != key.tenant:
-            raise BatchNotFound(f"no batch {bid!r}")
+            raise BatchNotFound(f"no batch {quoted(bid)}")
         return batch
 
     def mine(self, key: Key) -> list[Batch]:
@@ -279,7 +279,7 @@ class BatchRoutes:
         batch = self._get(request, key)
         wait = request.query_params.get("wait", "true")
         if wait not in ("true", "false"):
-            raise InputError(f"wait must be true or false, not {wait!r}")
+            raise InputError(f"wait must be true or false, not {quoted(wait)}")
 
         pause = WAIT_S if wait == "true" else 0.0
 
@@ -318,14 +318,16 @@ def _parse(
         data = parse_body(body)
         unknown = sorted(set(data) - set(BATCH_FIELDS))
         if unknown:
-            raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(BATCH_FIELDS)})")
+            raise InputError(
+                f"unknown field {quoted(unknown[0])} (fields: {', '.join(BATCH_FIELDS)})"
+            )
         tasks = data.get("tasks")
         if not isinstance(tasks, list):
             raise InputError("field 'tasks' must be a list of task objects (docs/batch.md)")
         return data, [(f"tasks[{i}]", task) for i, task in enumerate(tasks)]
     unknown = sorted(set(query) - (set(BATCH_FIELDS) - {"tasks"}))
     if unknown:
-        raise InputError(f"unknown query parameter {unknown[0]!r}")
+        raise InputError(f"unknown query parameter {quoted(unknown[0])}")
     given: dict[str, Any] = dict(query)
     if "jobs" in given:
         given["jobs"] = int(given["jobs"]) if given["jobs"].isdigit() else given["jobs"]
@@ -360,7 +362,7 @@ def _fresh(value: object) -> bool:
         return bool(value)
     if value in ("true", "false"):  # from the query string
         return value == "true"
-    raise InputError(f"fresh must be true or false, not {value!r}")
+    raise InputError(f"fresh must be true or false, not {quoted(value)}")
 
 
 def _failed(task: Task, message: str) -> dict[str, Any]:

@@ -39,38 +39,56 @@ _ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth is the same; the decoder chec
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or `InputError` saying what is wrong with it. Its nesting is
-    measured before it is decoded: deeper than `MAX_DEPTH` is refused (a 400, never the
-    decoder's recursion error)."""
-    check_depth(body)
+    """The body as a JSON object, or `InputError` saying what is wrong with it: not UTF-8
+    (where), not JSON (the decoder's words and position), nested too deeply, not an object.
+    Its nesting is measured before it is decoded: deeper than `MAX_DEPTH` is refused (a 400,
+    never the decoder's recursion error)."""
     try:
-        data = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("the request body is not UTF-8") from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"the request body is not valid JSON: {exc}") from None
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"the request body is not UTF-8 (byte {exc.start}: {exc.reason}); send UTF-8 JSON"
+        ) from None
+    check_depth(body)
+    data = _decoded(text)
     if not isinstance(data, dict):
         raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
     return data
 
 
+def _decoded(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:  # brackets that do not match, too many to reach their error
+        raise InputError(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise InputError(f"the request body is not JSON: {exc}") from None
+
+
 def check_depth(body: bytes) -> None:
     """Refuse JSON nested deeper than `MAX_DEPTH`, without decoding it, at C speed: strings are
     cut out (a bracket inside one does not count), then each pass removes the innermost pairs;
-    brackets left after `MAX_DEPTH` passes are deeper than that (or do not match)."""
-    if b"\x00" in body:  # UTF-16 or UTF-32, which the decoder would take: quotes fall apart
-        raise InputError("the request body is not UTF-8 JSON (it has NUL bytes)")
+    pairs left after `MAX_DEPTH` passes are deeper than that. Brackets that do not pair up are
+    no JSON: the decoder says where (it meets the first one within `MAX_DEPTH` levels, or its
+    recursion limit, which is said as nesting)."""
+    nul = body.find(b"\x00")
+    if nul >= 0:  # UTF-16 or UTF-32, which the decoder would take: quotes fall apart
+        raise InputError(
+            f"the request body is not JSON: a NUL byte at byte {nul} (send UTF-8, not UTF-16 "
+            "or UTF-32)"
+        )
     brackets = _STRINGS.sub(b"", body).translate(_ONE_KIND, _NOT_BRACKETS)
-    inner = brackets
     for _ in range(MAX_DEPTH):  # one pass removes exactly one level: the innermost pairs
         inner = brackets.replace(b"[]", b"")
-        if not inner or inner == brackets:  # all matched, or nothing more can be
-            break
+        if inner == brackets:
+            break  # all paired (empty), or what is left does not pair up
         brackets = inner
-    if inner:
-        raise InputError(
-            f"the request body is nested deeper than {MAX_DEPTH} levels (or is not JSON)"
-        )
+    else:
+        if b"[]" in brackets:
+            raise InputError(f"the request body is nested deeper than {MAX_DEPTH} levels")
+    if brackets:
+        _decoded(body)  # raises: the brackets do not match
+        raise InputError("the request body is not JSON: its brackets do not match")
 
 
 def run_arguments(

@@ -19,7 +19,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound
+from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound, quoted
 from hazmat.models import ExecutionRequest
 from hazmat.quotas import QuotaBook
 from hazmat.run.session_book import SLOT_RETRY_S
@@ -137,7 +137,7 @@ class SessionOwners:
         with self._lock:
             owner = self._owner.get(sid)
         if owner != key.tenant:
-            raise SessionNotFound(f"no open session {sid!r}")
+            raise SessionNotFound(f"no open session {quoted(sid)}")
         return self.sandbox.sessions.get(sid)
 
 
@@ -157,7 +157,9 @@ class SessionRoutes:
         data = await self._json(request, key)
         unknown = sorted(set(data) - set(OPEN_FIELDS))
         if unknown:
-            raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(OPEN_FIELDS)})")
+            raise InputError(
+                f"unknown field {quoted(unknown[0])} (fields: {', '.join(OPEN_FIELDS)})"
+            )
         _, language, options = run_arguments({**data, "code": ""}, key, self.sandbox.policy)
         self.owners.check_room(key)  # before the quota counts it
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
