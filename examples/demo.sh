@@ -81,7 +81,7 @@ expect 0 "$hazmat" run -c 'import os, sys; print(os.environ["GREETING"], sys.arg
     --env GREETING=hello --arg world --arg "two words"
 
 echo
-echo "== Grading: 23 submissions in ten languages against their test cases (docs/batch.md) =="
+echo "== Grading: 24 submissions in ten languages against their test cases (docs/batch.md) =="
 graded=$(mktemp -d)
 expect 0 "$hazmat" batch "$here/grading/tasks.jsonl" -o "$graded/results.jsonl" --trust unknown
 "$(dirname "$(command -v "$hazmat")")/python" -c '

@@ -75,6 +75,9 @@ class FakeLeaser:
         with self.discard_seen:
             return self.discard_seen.wait_for(lambda: len(self.discarded) >= count, 10)
 
+    def waiting_for_core(self) -> int:
+        return 0
+
     def resources(self) -> HostResources:
         return HostResources(cpus=2, memory_mb=4096)
 

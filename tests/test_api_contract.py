@@ -39,7 +39,7 @@ def run(**options: Any) -> Job:
         ({"timeout_s": 2}, r"unknown option 'timeout_s'; did you mean 'timeout'\?"),
         ({"memory": 64}, r"did you mean 'memory_mb'\?"),
         ({"environment": {"A": "1"}}, r"did you mean 'env'\?"),
-        ({"colour": "red"}, "valid options: args, caller, env, figure_formats, files, image"),
+        ({"colour": "red"}, "valid options: args, caller, clock, cpus, env, figure_formats, files"),
         ({"files": ["a.txt"]}, "option 'files' must be a mapping"),
         ({"output_files": "out.txt"}, "option 'output_files' must be a list of relative paths"),
         ({"timeout": "5"}, "option 'timeout' must be seconds"),

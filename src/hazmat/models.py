@@ -11,7 +11,7 @@ from typing import Any
 
 from hazmat._exceptions import InputError
 from hazmat.displays import displays_to_json
-from hazmat.policy import Limits, Runtime, TrustLevel
+from hazmat.policy import Clock, Limits, Runtime, TrustLevel
 
 __all__ = [
     "Assessment",
@@ -154,6 +154,10 @@ class ExecutionRequest:
     timeout_s: float | None = None
     memory_mb: int | None = None
     runtime: Runtime | None = None
+    # what timeout_s measures: wall-clock time, or the program's CPU time (a grader's test,
+    # with a whole CPU: backends/cpu_time.py); None: wall-clock time
+    clock: Clock | None = None
+    cpus: float | None = None  # at most the level's cpus (measured_cpus on the CPU clock)
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the program's
     args: Sequence[str] = ()  # the program's command-line arguments (after the file name)
     caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)
@@ -207,7 +211,9 @@ class ExecutionResult:
     decision: str | None = None  # run, warn, block or override (see Decision)
     override_reason: str | None = None
     peak_memory_bytes: int | None = None  # the container's peak, from its cgroup on the host
-    cpu_time_ms: float | None = None  # CPU time the container used during the run
+    # CPU time the container used during the run; on the CPU clock, the program's alone
+    # (from its start, after any build, to its end: backends/cpu_time.py)
+    cpu_time_ms: float | None = None
     pooled: bool | None = None  # True: a container from the warm pool; False: a cold start
     settings_mismatch: Sequence[str] = ()  # the engine's settings that differ from the policy
     compile_ms: float | None = None  # the build step's time (None: the language has none)
@@ -216,6 +222,9 @@ class ExecutionResult:
     # what a Python program showed, in order (displays.py): each a MIME type -> data mapping,
     # bytes for binary types (a PNG), text for the others (HTML, plain text)
     displays: Sequence[Mapping[str, bytes | str]] = ()
+    clock: Clock = Clock.WALL  # what limits.timeout_s measured
+    # the program's own wall-clock time, from its start (after any build) to its end
+    program_ms: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -260,6 +269,8 @@ class ExecutionResult:
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
             "connections": [dict(c) for c in self.connections],
             "displays": displays_to_json(self.displays),
+            "clock": self.clock.value,
+            "program_ms": None if self.program_ms is None else round(self.program_ms, 3),
         }
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from hazmat._exceptions import InputError, PolicyError
+from hazmat._exceptions import InputError, PolicyError, quoted
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
 
@@ -37,6 +37,7 @@ __all__ = [
     "Action",
     "AssessSettings",
     "AuditSettings",
+    "Clock",
     "HostResources",
     "Limits",
     "Policy",
@@ -64,10 +65,20 @@ class Runtime(enum.StrEnum):
     RUNSC = "runsc"
 
 
+class Clock(enum.StrEnum):
+    """What a run's `timeout` measures: wall-clock time (a run, a session's call), or the CPU
+    time of the program and all its processes, with wall-clock time as a backstop for a
+    program that sleeps or waits (a grader's test: backends/cpu_time.py)."""
+
+    WALL = "wall"
+    CPU = "cpu"
+
+
 # Bounds on every limit: (minimum, maximum). Values outside are refused, not clamped.
 _BOUNDS: dict[str, tuple[float, float]] = {
     "memory_mb": (32, 1024 * 1024),
     "cpus": (0.01, 1024),
+    "measured_cpus": (0.01, 1024),
     "pids": (8, 1_000_000),
     "timeout_s": (0.1, 24 * 3600),
     "compile_timeout_s": (0.1, 3600),
@@ -107,6 +118,9 @@ class Limits:
     # a Python run's displays (charts, tables: displays.py): how many, and their data together
     max_displays: int = 16
     max_display_bytes: int = 8 * MiB
+    # the CPUs a run on the CPU clock gets (a grader's test): a whole one, so that its own
+    # wall-clock time is close to its CPU time; a task may ask for less, never more
+    measured_cpus: float = 1.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -128,24 +142,27 @@ class Limits:
         memory = min(self.memory_mb, host.max_memory_mb)
         build = min(self.compile_memory_mb, host.max_memory_mb)
         cpus = min(self.cpus, float(host.cpus))
-        return self.replace(memory_mb=memory, compile_memory_mb=build, cpus=cpus)
+        measured = min(self.measured_cpus, float(host.cpus))
+        return self.replace(
+            memory_mb=memory, compile_memory_mb=build, cpus=cpus, measured_cpus=measured
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-_FRACTIONAL = {"cpus", "timeout_s", "compile_timeout_s"}
+_FRACTIONAL = {"cpus", "measured_cpus", "timeout_s", "compile_timeout_s"}
 
 
 def number_problem(name: str, value: object) -> str | None:
     """What is wrong with `value` for the limit `name`, or None."""
     low, high = _BOUNDS[name]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"expected a number, got {value!r}"
+        return f"expected a number, got {quoted(value)}"
     if name not in _FRACTIONAL and not isinstance(value, int):
-        return f"expected a whole number, got {value!r}"
+        return f"expected a whole number, got {quoted(value)}"
     if not math.isfinite(value) or not low <= value <= high:
-        return f"{value!r} is outside the allowed range {low:g}..{high:g}"
+        return f"{quoted(value)} is outside the allowed range {low:g}..{high:g}"
     return None
 
 
@@ -379,7 +396,7 @@ class Policy:
         if self.backend not in BACKENDS:
             raise PolicyError(
                 f"{self.source}: backend: expected one of {', '.join(BACKENDS)}, "
-                f"got {self.backend!r}"
+                f"got {quoted(self.backend)}"
             )
         missing = set(TrustLevel) - set(self.levels)
         if missing:
@@ -407,10 +424,12 @@ def parse_trust(value: TrustLevel | str) -> TrustLevel:
         return TrustLevel(value)
     except ValueError:
         names = ", ".join(level.value for level in TrustLevel)
-        raise InputError(f"unknown trust level {value!r} (expected one of: {names})") from None
+        raise InputError(
+            f"unknown trust level {quoted(value)} (expected one of: {names})"
+        ) from None
 
 
 def preset_limits(name: object, key: str) -> Limits:
     if not isinstance(name, str) or name not in PRESETS:
-        raise PolicyError(f"unknown {key} {name!r} (expected one of: {', '.join(PRESETS)})")
+        raise PolicyError(f"unknown {key} {quoted(name)} (expected one of: {', '.join(PRESETS)})")
     return PRESETS[name]

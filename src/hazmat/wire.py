@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from hazmat._exceptions import HazmatError, InfraError, InputError
+from hazmat._exceptions import HazmatError, InfraError, InputError, quoted
 from hazmat.displays import bundle_from_json
 from hazmat.models import (
     Assessment,
@@ -33,7 +33,7 @@ from hazmat.models import (
     RiskLevel,
     Severity,
 )
-from hazmat.policy import Limits, Runtime, TrustLevel
+from hazmat.policy import Clock, Limits, Runtime, TrustLevel
 
 __all__ = [
     "INTERNAL_FIELDS",
@@ -63,6 +63,8 @@ RUN_FIELDS: Mapping[str, str | None] = {
     "args": "args",
     "timeout": "timeout",
     "memory_mb": "memory_mb",
+    "cpus": "cpus",
+    "clock": "clock",
     "runtime": "runtime",
     "image": "image",
     "module": "module",
@@ -134,7 +136,7 @@ def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
     """No unknown field, a `code`; returns the language (python by default)."""
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise InputError(f"unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
+        raise InputError(f"unknown field {quoted(unknown[0])} (fields: {', '.join(fields)})")
     if "code" not in data:
         raise InputError("the field 'code' is required")
     language = data.get("language", "python")
@@ -154,6 +156,8 @@ def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
         "args": list(request.args),
         "timeout": request.timeout_s,
         "memory_mb": request.memory_mb,
+        "cpus": request.cpus,
+        "clock": request.clock.value if request.clock else None,
         "runtime": request.runtime.value if request.runtime else None,
         "image": request.image,
         "module": request.module,
@@ -179,7 +183,7 @@ def request_from_wire(data: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]
     version = data.get("wire") if isinstance(data, Mapping) else None
     if version != WIRE_VERSION:
         raise InputError(
-            f"a run message of wire version {version!r}; this hazmat reads version "
+            f"a run message of wire version {quoted(version)}; this hazmat reads version "
             f"{WIRE_VERSION}: run the same hazmat version on the service and its workers"
         )
     return options_from_wire(data, {**RUN_FIELDS, **INTERNAL_FIELDS})
@@ -227,6 +231,8 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             pooled=data.get("pooled"),
             settings_mismatch=tuple(data.get("settings_mismatch") or ()),
             compile_ms=data.get("compile_ms"),
+            clock=Clock(data.get("clock") or "wall"),
+            program_ms=data.get("program_ms"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))
@@ -302,11 +308,13 @@ def _b64(data: bytes) -> str:
 
 def _unb64(value: object, name: str) -> bytes:
     if not isinstance(value, str):
-        raise InputError(f"field {name!r} must be a base64 string, not {type(value).__name__}")
+        raise InputError(
+            f"field {quoted(name)} must be a base64 string, not {type(value).__name__}"
+        )
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError(f"field {name!r} is not valid base64") from None
+        raise InputError(f"field {quoted(name)} is not valid base64") from None
 
 
 def _files(value: object, name: str = "files_base64") -> dict[str, bytes]:

@@ -3,7 +3,9 @@ test a fresh process from the state right after the build; on the real engine, r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,15 +16,29 @@ from hazmat.models import ExecutionResult
 
 pytestmark = pytest.mark.docker
 
-# `dirty` leaves something everywhere the program may write, and replaces its own build and
-# source; `check` says what of that it finds
+# `dirty` leaves something in every place a program can leave state, and a process behind (a
+# child whose first thread has exited, so it shows Z, while its other thread puts the files back
+# and holds a memfd and an abstract socket); `tcp` leaves a connection in TIME_WAIT; `check`
+# says what of all that it finds
 PROBE = r"""
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
+#include <mqueue.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static const char *paths[] = {"left", "/tmp/left", "/dev/shm/left", "locked/f", 0};
@@ -33,17 +49,87 @@ static void put(const char *path, const char *text, int mode) {
     if (fd >= 0) { write(fd, text, strlen(text)); close(fd); }
 }
 
+static int abstract(int listening) {
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, "\0hazmat-probe", 13);
+    socklen_t n = offsetof(struct sockaddr_un, sun_path) + 13;
+    int r = listening ? (bind(s, (void *)&a, n) || listen(s, 1)) : connect(s, (void *)&a, n);
+    if (!listening) close(s);
+    return r == 0;
+}
+
+static void *linger(void *unused) {
+    memfd_create("hazmat-probe", 0);
+    abstract(1);
+    for (;;) {
+        put("/work/survivor", "x", 0644); put("/tmp/survivor", "x", 0644);
+        put("/dev/shm/survivor", "x", 0644);
+        usleep(1000);
+    }
+    return unused;
+}
+
+static struct sockaddr_in loopback(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+static int others(void) {
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        char p[64];
+        struct stat st;
+        snprintf(p, sizeof p, "/proc/%d", pid);
+        if (pid > 0 && pid != getpid() && stat(p, &st) == 0 && st.st_uid == getuid()) n++;
+    }
+    closedir(d);
+    return n;
+}
+
 int main(void) {
     char what[16] = "";
     if (scanf("%15s", what) != 1) return 2;
     if (strcmp(what, "dirty") == 0) {
+        if (fork() == 0) {
+            pthread_t t;
+            pthread_create(&t, 0, linger, 0);
+            pthread_exit(0);
+        }
         mkdir("locked", 0700);
         for (int i = 0; paths[i]; i++) put(paths[i], "x", 0644);
         chmod("locked", 0);
         shmget(4242, 4096, IPC_CREAT | 0600);
+        mqd_t q = mq_open("/hazmat-probe", O_CREAT | O_RDWR, 0600, 0);
+        if (q != (mqd_t)-1) mq_send(q, "x", 1, 0);
+        setxattr(".", "user.hazmat", "x", 1, 0);
+        syscall(SYS_add_key, "user", "hazmat-probe", "x", 1, -4 /* the user's keyring */);
+        chmod(".", 0700);
         put("/tmp/.hazmat-build/main", "#!/bin/sh\necho replaced\n", 0755);
         put("main.c", "int main(void) { return 3; }\n", 0644);
+        usleep(50000);
         puts("dirtied");
+        return 0;
+    }
+    if (strcmp(what, "tcp") == 0) {  /* the client closes first: TIME_WAIT on its port 4243 */
+        int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+        struct sockaddr_in server = loopback(4242), client = loopback(4243);
+        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        bind(l, (void *)&server, sizeof server);
+        listen(l, 1);
+        bind(c, (void *)&client, sizeof client);
+        if (connect(c, (void *)&server, sizeof server) == 0) {
+            int s = accept(l, 0, 0);
+            close(c);
+            usleep(20000);
+            close(s);
+        }
+        puts("connected");
         return 0;
     }
     int found = 0;
@@ -52,7 +138,33 @@ int main(void) {
             printf("found %s\n", paths[i]);
             found = 1;
         }
+    const char *left[] = {"/work/survivor", "/tmp/survivor", "/dev/shm/survivor", 0};
+    for (int i = 0; left[i]; i++)
+        if (access(left[i], F_OK) == 0) { printf("found %s\n", left[i]); found = 1; }
+    if (others()) { printf("found %d other processes\n", others()); found = 1; }
+    if (abstract(0)) { puts("found an abstract socket"); found = 1; }
     if (shmget(4242, 0, 0) >= 0) { puts("found a shared memory segment"); found = 1; }
+    if (mq_open("/hazmat-probe", O_RDONLY) != (mqd_t)-1) {
+        puts("found a message queue");
+        found = 1;
+    }
+    if (syscall(SYS_request_key, "user", "hazmat-probe", 0, 0) >= 0) {
+        puts("found a key");
+        found = 1;
+    }
+    char value[8];
+    if (getxattr(".", "user.hazmat", value, sizeof value) >= 0) {
+        puts("found an xattr");
+        found = 1;
+    }
+    struct stat st;
+    if (stat(".", &st) == 0 && (st.st_mode & 07777) != 01777) {
+        printf("found the working directory at mode %o\n", st.st_mode & 07777);
+        found = 1;
+    }
+    int b = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in port = loopback(4243);
+    if (bind(b, (void *)&port, sizeof port) != 0) { puts("found port 4243 taken"); found = 1; }
     if (!found) puts("clean");
     return 0;
 }
@@ -82,22 +194,26 @@ def run_tests(
 
 
 def test_each_test_starts_from_the_state_right_after_the_build(cold: Sandbox, runtime: str) -> None:
-    steps = ["check", "dirty", "check", "dirty", "check"]
+    steps = ["check", "dirty", "check", "dirty", "check", "tcp", "check"]
     results, containers = run_tests(cold, PROBE, "c", runtime, [{"stdin": step} for step in steps])
     said = [(r.outcome, r.stdout) for r in results]
+    clean = (Outcome.OK, "clean\n")
     assert said == [
-        (Outcome.OK, "clean\n"),
+        clean,
         (Outcome.OK, "dirtied\n"),
-        (Outcome.OK, "clean\n"),
+        clean,
         (Outcome.OK, "dirtied\n"),
-        (Outcome.OK, "clean\n"),
+        clean,
+        (Outcome.OK, "connected\n"),
+        clean,
     ], [r.stderr for r in results]
-    # Linux lists System V IPC objects, and the agent removes them; gVisor lists none, so a
-    # test that leaves one moves the next test to a new container
-    assert containers == (1 if runtime == "runc" else 3)
+    # Linux lists TCP's TIME_WAIT (and every other socket) in /proc/net: a test that leaves
+    # one moves the next to a new container; under gVisor each test has a network namespace
+    # of its own, and everything else is cleared in place under both
+    assert containers == (2 if runtime == "runc" else 1)
     # built once: the first test carries the build's time, the others none
     assert results[0].compile_ms is not None and results[0].compile_ms > 0
-    assert [r.compile_ms for r in results[1:]] == [None] * 4
+    assert [r.compile_ms for r in results[1:]] == [None] * 6
 
 
 def test_a_test_that_ends_the_container_costs_a_container_not_a_build(
@@ -141,6 +257,22 @@ def test_a_tests_own_file_wins_over_the_tasks_and_is_gone_for_the_next(
     }
     (result,) = list(cold.map([task], runtime=runtime))
     assert [t.verdict for t in result.tests] == ["accepted"] * 3, result.message
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "grading" / "tasks.jsonl"
+
+
+def test_a_process_left_by_one_test_cannot_answer_the_next(cold: Sandbox, runtime: str) -> None:
+    # the example set's submission whose first test leaves a process (its first thread gone,
+    # so it shows Z) that would write each later test's answer into the shared output
+    (task,) = [
+        json.loads(line)
+        for line in EXAMPLES.read_text().splitlines()
+        if json.loads(line)["id"] == "survivor-c-wrong-wrong_answer"
+    ]
+    (result,) = list(cold.map([task], runtime=runtime))
+    assert [t.verdict for t in result.tests] == ["accepted", "wrong_answer", "wrong_answer"]
+    assert result.verdict == "wrong_answer"
 
 
 def test_each_test_reports_its_own_peak_memory(cold: Sandbox) -> None:

@@ -55,7 +55,7 @@ def test_the_example_set_is_graded_right_in_every_language(tmp_path: Path, runti
         expected = "accepted" if task_id.endswith("-right") else task_id.rsplit("-", 1)[1]
         assert record["verdict"] == expected, record
         assert record["score"] == (1.0 if expected == "accepted" else record["score"])
-    assert "hazmat: graded 23 tasks" in done.stderr
+    assert "hazmat: graded 24 tasks" in done.stderr
     # a student's receipt: their verdict, checked with the log's public key alone
     mine = graded["sum-go-wrong-wrong_answer"]
     receipt = subprocess.run(

@@ -85,6 +85,36 @@ def test_pooled_runs_each_get_a_new_container_that_is_removed(
     assert stats.pool_hits == 4 and stats.pool_misses == 0
 
 
+def test_a_process_whose_first_thread_exited_ends_with_the_run(
+    pool: Sandbox, engine: Engine, runtime: str
+) -> None:
+    # a child whose first thread exits while another runs on shows Z, as a zombie would
+    code = textwrap.dedent(
+        """
+        import ctypes, os, threading, time
+        print(os.getuid(), flush=True)
+        if os.fork() == 0:
+            threading.Thread(target=lambda: time.sleep(600)).start()
+            ctypes.CDLL(None).pthread_exit(None)
+        time.sleep(0.1)
+        """
+    )
+    result = pool.run(code, runtime=runtime, override_reason=OVERRIDE)
+    assert result.outcome is Outcome.OK, result.stderr
+    uid = result.stdout.strip()
+    # the agent ended every process of the run before it reported its end (under runc they
+    # are the host's; under gVisor they go with the sandbox, which the pool removes)
+    assert [p for p in Path("/proc").iterdir() if _uid_of(p) == uid] == []
+    assert _gone(engine, result.container_id or "")
+
+
+def _uid_of(process: Path) -> str | None:
+    try:
+        return (process / "status").read_text().split("\nUid:\t", 1)[1].split("\t", 1)[0]
+    except (OSError, IndexError):
+        return None
+
+
 def test_a_miss_takes_the_cold_path_and_fills_the_pool(pool: Sandbox) -> None:
     backend = pool.backend
     assert isinstance(backend, PoolBackend)

@@ -141,6 +141,56 @@ def test_nothing_a_call_started_outlives_it(sb: Sandbox, runtime: str) -> None:
         assert "sleep" not in probe.stdout, probe.stdout
 
 
+# A child whose first thread exits while another runs on: it shows Z in /proc/<pid>/stat, as a
+# zombie would, but lives (the kind of process a cleanup that skips zombies misses)
+ZOMBIE_LEADER = (
+    "import ctypes, os, threading, time\n"
+    "if os.fork() == 0:\n"
+    "    def linger():\n"
+    "        while True:\n"
+    "            open('/tmp/alive', 'w').write(str(time.time()))\n"
+    "            time.sleep(0.001)\n"
+    "    threading.Thread(target=linger).start()\n"
+    "    ctypes.CDLL(None).pthread_exit(None)\n"
+    "time.sleep(0.1)\n"
+)
+MY_OTHERS = (
+    "import os\n"
+    "mine = [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()\n"
+    "        and os.stat(f'/proc/{p}').st_uid == os.getuid()]\n"
+    "print(len(mine))"
+)
+
+
+def host_processes_of(uid: str) -> list[str]:
+    """The host's processes running as `uid` (under runc a sandbox's program is one)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            owner = (entry / "status").read_text().split("\nUid:\t", 1)[1].split("\t", 1)[0]
+        except (OSError, IndexError):
+            continue
+        if owner == uid:
+            found.append(entry.name)
+    return found
+
+
+def test_a_process_whose_first_thread_exited_does_not_outlive_a_call_or_the_session(
+    sb: Sandbox, engine: Engine, runtime: str
+) -> None:
+    session = sb.session("python", runtime=runtime)
+    left = session.run(ZOMBIE_LEADER, override_reason=OVERRIDE)
+    assert left.outcome is Outcome.OK, left.stderr
+    assert session.run(MY_OTHERS, override_reason=OVERRIDE).stdout == "0\n"
+    cid = left.container_id
+    assert cid is not None
+    env = engine.api.inspect_container(cid)["Config"]["Env"]
+    uid = next(e.split("=", 1)[1] for e in env if e.startswith("HAZMAT_UID="))
+    session.close()
+    assert cid not in session_containers(engine)
+    assert host_processes_of(uid) == []
+
+
 def test_a_forged_end_marker_is_only_output(sb: Sandbox) -> None:
     with sb.session("python") as session:
         fake = "\n--hazmat-end-0123456789abcdef0123456789abcdef-- 0\n"

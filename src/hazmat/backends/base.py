@@ -11,9 +11,10 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, TypeVar
 
 from hazmat._exceptions import InfraError
+from hazmat.backends.cpu_time import CpuLimit
 from hazmat.displays import DISPLAY_FILE, display_cap
 from hazmat.languages import Language, get_language
-from hazmat.policy import HostResources, Limits, Runtime, TrustLevel
+from hazmat.policy import Clock, HostResources, Limits, Runtime, TrustLevel
 from hazmat.watch import Watch
 
 __all__ = [
@@ -141,16 +142,28 @@ class Job:
     program: Program
     egress: str | None = None  # see Spec.egress
     watch: Watch | None = field(default=None, compare=False)  # output as it comes (watch.py)
+    clock: Clock = Clock.WALL  # what limits.timeout_s measures (backends/cpu_time.py)
 
     @property
     def spec(self) -> Spec:
         return Spec.of(self.language.name, self.image, self.runtime, self.limits, self.egress)
 
     @property
+    def cpu_limit(self) -> CpuLimit | None:
+        """The program's CPU-time limit, on the CPU clock."""
+        return CpuLimit(self.limits.timeout_s) if self.clock is Clock.CPU else None
+
+    @property
+    def program_s(self) -> float:
+        """The longest the program itself may take, in wall-clock time."""
+        cpu = self.cpu_limit
+        return cpu.cap_s if cpu is not None else self.limits.timeout_s
+
+    @property
     def wall_s(self) -> float:
         """The longest the job may take: its build step's budget, then the program's."""
         build = self.limits.compile_timeout_s if self.language.build else 0.0
-        return build + self.limits.timeout_s
+        return build + self.program_s
 
 
 @dataclass(frozen=True)
@@ -161,8 +174,13 @@ class RunReport:
     stdout: bytes
     stderr: bytes
     duration_ms: float
+    program_ms: float | None = None  # the program's own wall-clock time (after any build)
     container_id: str | None = None
     timed_out: bool = False
+    # on the CPU clock, why the program was stopped (backends/cpu_time.py): `cpu` (its CPU
+    # time reached the limit, or passed it by its end), `idle` (the wall-clock backstop),
+    # `busy` (the machine starved it); None: the wall clock's limit
+    stopped_by: str | None = None
     compile_timed_out: bool = False  # the build step ran out of its own budget
     build_status: int | None = None  # the build step's exit status (None: no build step ran)
     build_ms: float | None = None
@@ -224,6 +242,10 @@ class Backend:
     def ready_kinds(self) -> set[tuple[str, str]]:
         """The (language, runtime) pairs that have a warm container ready now."""
         return set()
+
+    def waiting_for_core(self) -> int:
+        """How many programs on the CPU clock wait for a core now (backends/cores.py)."""
+        return 0
 
     def runtimes(self) -> set[str]:
         """The runtimes that can take a job now; empty while the engine does not answer."""
@@ -320,6 +342,8 @@ class Leaser(Protocol[L]):
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend: ...
 
     def runtimes(self) -> set[str]: ...
+
+    def waiting_for_core(self) -> int: ...
 
     def reap(self) -> list[str]: ...
 

@@ -31,13 +31,28 @@ class Sample:
 
 
 class Cgroup:
-    """The cgroup files of one container, found from the host pid of its first process."""
+    """The cgroup files of one container, found from the host pid of its first process.
 
-    def __init__(self, memory: Path, cpu: Path, unified: bool, pids: Path | None = None) -> None:
+    `pressure` is the container's own cgroup v2 `cpu.pressure` where it has one (v2, or runc
+    on a v1 host, which also places it in the unified hierarchy; not runsc there): how long
+    its tasks waited for a CPU the machine gave to others. `tasks` lists its threads."""
+
+    def __init__(
+        self,
+        memory: Path,
+        cpu: Path,
+        unified: bool,
+        pids: Path | None = None,
+        pressure: Path | None = None,
+        proc: Path = Path("/proc"),
+    ) -> None:
         self.memory = memory
         self.cpu = cpu
         self.unified = unified
         self.pids = pids if pids is not None else memory
+        self.pressure = pressure
+        self.tasks = cpu / ("cgroup.threads" if unified else "tasks")
+        self.proc = proc
 
     @classmethod
     def of_pid(
@@ -53,6 +68,7 @@ class Cgroup:
             _, controllers, path = line.split(":", 2)
             for name in controllers.split(",") if controllers else [""]:
                 paths[name] = path.lstrip("/")
+        own = paths.get("", "")  # the cgroup v2 path; "" or "/" is the root's, not its own
         if "memory" in paths and "cpuacct" in paths:
             pids = root / "pids" / paths["pids"] if "pids" in paths else None
             found = cls(
@@ -60,12 +76,41 @@ class Cgroup:
                 root / "cpuacct" / paths["cpuacct"],
                 False,
                 pids,
+                _pressure(root / "unified" / own) if own else None,
+                proc,
             )
         elif "" in paths:
-            found = cls(root / paths[""], root / paths[""], True)
+            pressure = _pressure(root / own) if own else None
+            found = cls(root / own, root / own, True, None, pressure, proc)
         else:
             return None
         return found if found.sample() is not None else None
+
+    def stall_ns(self) -> int | None:
+        """How long, in all, at least one of its tasks waited for a CPU (PSI's `some`); None
+        without a pressure file of its own."""
+        if self.pressure is None:
+            return None
+        try:
+            some = _read(self.pressure).splitlines()[0].split()
+            return int(some[-1].removeprefix("total=")) * 1000
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def waits_ns(self) -> dict[int, int]:
+        """Each live thread's time spent waiting for a CPU (/proc/<tid>/schedstat's second
+        figure); empty when the cgroup is gone."""
+        try:
+            tids = _read(self.tasks).split()
+        except OSError:
+            return {}
+        waits = {}
+        for tid in tids:
+            try:
+                waits[int(tid)] = int(_read(self.proc / tid / "schedstat").split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        return waits
 
     def sample(self) -> Sample | None:
         """The figures now, or None when the cgroup is gone."""
@@ -141,6 +186,11 @@ class Cgroup:
             oom_kills=_field(_read(self.memory / "memory.events"), "oom_kill"),
             **self._pids(),
         )
+
+
+def _pressure(folder: Path) -> Path | None:
+    path = folder / "cpu.pressure"
+    return path if path.is_file() else None
 
 
 def _read(path: Path) -> str:

@@ -35,8 +35,10 @@ from hazmat.backends.agent import (
 )
 from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.cgroup import Cgroup, Monitor, Sample
+from hazmat.backends.cores import Cores, cores_folder
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.hardening import container_config
+from hazmat.backends.measure import Measure
 from hazmat.backends.owners import LABEL, abandoned, owner_labels
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import MISSING_NOTE, SeccompProfile, UnsafeProfile, load_profile
@@ -61,6 +63,9 @@ log = logging.getLogger(__name__)
 _MiB = 1024 * 1024
 # How long a new container may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
+# How long a bench's test may take to be unpacked (the agent first clears what the last test
+# left): past it, the test moves to a new container (backends/bench.py)
+UNPACK_S = 120.0
 # How many uids to try before giving up on a container (each try loses only to another
 # live container holding the same uid: one in 65536 per live container)
 UID_TRIES = 8
@@ -87,6 +92,7 @@ class DockerBackend(Backend):
         # job nonce -> (the thread that prepared it, its container on the way)
         self._prepared: dict[str, tuple[int, Future[Started]]] = {}
         self._preparer: ThreadPoolExecutor | None = None
+        self._cores: Cores | None = None
 
     def resources(self) -> HostResources:
         return self.engine.info().resources
@@ -218,14 +224,33 @@ class DockerBackend(Backend):
         return self._run(started, job, header, after_build=b"go\n" + stdin)[0]
 
     def run_kept(
-        self, started: Started, job: Job, data: bytes, pending: bytes
+        self, started: Started, job: Job, data: bytes, pending: bytes, ready: bool = False
     ) -> tuple[RunReport, bytes | None]:
         """One call of a session (backends/session.py): send `data` without closing the
         stream, read until this call's end marker. Returns the report and the bytes read past
         it (the start of the next frame) for the next call, or None when the stream did not
         reach the end marker (the container is gone or was killed: running out of time or
-        output kills it, as for a single run)."""
+        output kills it, as for a single run). With `ready` (a bench's test) the agent says
+        when the test is unpacked and waits for the host's go: the program's time starts
+        there, and its unpacking has a budget of its own (`UNPACK_S`)."""
+        if ready:
+            return self._run(started, job, data, True, pending, b"go\n", prelude=True)
         return self._run(started, job, data, keep=True, pending=pending)
+
+    def cores(self) -> Cores:
+        """The machine's cores, for the programs measured on the CPU clock (backends/cores.py);
+        the engine's count, shared with this user's other processes when the engine is this
+        machine's."""
+        with self._lock:
+            if self._cores is None:
+                folder = cores_folder() if self.engine.local else None
+                self._cores = Cores(self.resources().cpus, folder)
+            return self._cores
+
+    def waiting_for_core(self) -> int:
+        with self._lock:
+            cores = self._cores
+        return cores.waiting if cores is not None else 0
 
     def _run(
         self,
@@ -235,8 +260,12 @@ class DockerBackend(Backend):
         keep: bool = False,
         pending: bytes = b"",
         after_build: bytes | None = None,
+        *,
+        prelude: bool = False,
     ) -> tuple[RunReport, bytes | None]:
         monitor = Monitor(started.cgroup) if started.cgroup else None
+        limit = job.cpu_limit
+        measure = Measure(limit, started.cgroup, self.cores() if limit else None)
         killer = threading.Thread(target=self._kill, args=(started.cid,), daemon=True)
 
         def stop() -> None:
@@ -245,8 +274,13 @@ class DockerBackend(Backend):
             killer.start()
 
         try:
-            capture = self._pump(started, job, stop, data, keep, pending, after_build=after_build)
+            if not job.language.build and not prelude:
+                measure.begin()  # nothing comes first: the program starts with the job
+            capture = self._pump(
+                started, job, stop, data, keep, pending, after_build, prelude, measure
+            )
         finally:
+            measure.finish()
             figures = monitor.stop() if monitor is not None else None
             # Tell the engine nobody reads any more, so a pending kill need not wait for us.
             if not keep or killer.ident is not None:
@@ -263,13 +297,20 @@ class DockerBackend(Backend):
         displays = files.pop(DISPLAY_FILE, None)
         if capture.cancelled and job.watch is not None:
             notes.append(f"cancelled: {job.watch.reason}")
+        notes.extend([measure.note] if measure.note else [])
+        cpu_ms = (figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None
+        if measure.final is not None:
+            cpu_ms = measure.final.cpu_s * 1000
+        over = measure.over_limit() and not capture.timed_out and capture.end_status is not None
         report = RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
             stderr=bytes(capture.stderr),
             duration_ms=capture.duration_ms,
+            program_ms=capture.program_ms,
             container_id=started.cid,
-            timed_out=capture.timed_out,
+            timed_out=capture.timed_out or over,
+            stopped_by="cpu" if over else capture.stopped_by,
             compile_timed_out=capture.compile_timed_out,
             build_status=capture.build_status,
             build_ms=capture.build_ms,
@@ -280,7 +321,7 @@ class DockerBackend(Backend):
             displays=displays,
             notes=tuple(notes),
             peak_memory_bytes=figures.memory_peak if figures else None,
-            cpu_time_ms=(figures.cpu_ns - base.cpu_ns) / 1e6 if figures and base else None,
+            cpu_time_ms=cpu_ms,
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
             held_after_build=capture.held_after_build,
@@ -288,7 +329,7 @@ class DockerBackend(Backend):
         kept = capture.end_status is not None and not capture.timed_out
         return report, capture.rest if kept and not capture.output_exceeded else None
 
-    def _pump(
+    def _pump(  # noqa: PLR0917 (one call's parts, from _run alone)
         self,
         started: Started,
         job: Job,
@@ -296,24 +337,36 @@ class DockerBackend(Backend):
         data: bytes,
         keep: bool,
         pending: bytes,
-        *,
         after_build: bytes | None,
+        prelude: bool,
+        measure: Measure,
     ) -> Capture:
-        """Send the job, read the output until the agent's end marker, within the limits."""
+        """Send the job, read the output until the agent's end marker, within the limits.
+        `prelude`: a bench's test, whose unpacking comes first (`UNPACK_S`)."""
         program = job.program
+
+        def on_built() -> int | None:
+            in_use = self.program_memory(started, job)
+            if in_use is None:
+                measure.begin()
+            return in_use
+
+        limit = measure.limit
         exchange = Exchange(
             data,
-            timeout_s=job.limits.timeout_s,
+            timeout_s=limit.cap_s + 1.0 if measure.active and limit else job.limits.timeout_s,
             output_cap=job.limits.output_bytes,
             end=end_marker(program.nonce),
             marker=file_marker(program.nonce) if program.wanted else None,
             files_cap=files_cap(job.limits, len(program.want), program.own_cap),
-            built=built_marker(program.nonce) if job.language.build else None,
-            compile_s=job.limits.compile_timeout_s,
+            built=built_marker(program.nonce) if job.language.build or prelude else None,
+            compile_s=UNPACK_S if prelude else job.limits.compile_timeout_s,
             keep_open=keep,
             pending=pending,
             after_build=after_build,
-            on_built=lambda: self.program_memory(started, job),
+            on_built=on_built,
+            check=measure.check if measure.active else None,
+            check_s=limit.check_s if limit else 0.05,
         )
         return pump(started.sock, exchange, stop, job.watch)
 

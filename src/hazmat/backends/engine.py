@@ -164,6 +164,12 @@ class Engine:
         version = min(server, ours, key=lambda v: tuple(int(p) for p in v.split(".")))
         return docker.APIClient(version=version, **kwargs)
 
+    @property
+    def local(self) -> bool:
+        """Whether the engine runs on this machine (reached through a unix socket)."""
+        url = self._base_url or os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+        return url.startswith(("unix://", "/"))
+
     def probe(self) -> Engine:
         """The same engine through a client of its own with a short timeout
         (PROBE_TIMEOUT_S), for health checks and upkeep a hung engine must not hold up."""

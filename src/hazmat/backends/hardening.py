@@ -26,6 +26,7 @@ from hazmat.backends.verify import (
 )
 from hazmat.egress.proxy import SOCKET_NAME
 from hazmat.languages import Language, get_language
+from hazmat.policy import Runtime
 
 __all__ = ["WORKDIR", "agent_command", "container_config", "environment", "heap_mb"]
 
@@ -85,8 +86,13 @@ def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         **({"HAZMAT_RUNNER": runner} if runner else {}),
         **({"HAZMAT_EGRESS": f"{EGRESS_DIR}/{SOCKET_NAME}"} if spec.egress else {}),
         **lang.env,
-        **(session_environment(lang, heap_mb(spec.memory_mb), spec.bench) if spec.session else {}),
+        **(_kept_environment(spec, lang) if spec.session else {}),
     }
+
+
+def _kept_environment(spec: Spec, lang: Language) -> dict[str, str]:
+    isolate = spec.bench and spec.runtime is Runtime.RUNSC
+    return session_environment(lang, heap_mb(spec.memory_mb), spec.bench, isolate)
 
 
 def _host_config(

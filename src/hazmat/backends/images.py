@@ -280,7 +280,11 @@ class ImageBuilder:
             if target.is_dir():
                 shutil.rmtree(target)
                 target.mkdir()
+        # the working directory's mount point: runc gives a tmpfs mounted over a folder that
+        # folder's mode, so a bench's working directory (root's, backends/verify.py) is
+        # writable only if this one is 1777; a run's is the program's whatever the mode
         (rootfs / "work").mkdir(exist_ok=True)
+        (rootfs / "work").chmod(0o1777)
         resolv = rootfs / "etc/resolv.conf"  # debootstrap copies the host's; runs have no DNS
         resolv.unlink(missing_ok=True)
         resolv.write_text("")

@@ -128,6 +128,9 @@ class PoolBackend(Backend, Generic[L]):
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
         return self.leaser.keep(spec, lifetime_s)
 
+    def waiting_for_core(self) -> int:
+        return self.leaser.waiting_for_core()
+
     def runtimes(self) -> set[str]:
         return self.leaser.runtimes()
 

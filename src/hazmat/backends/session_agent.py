@@ -75,6 +75,11 @@ __all__ = [
 ]
 
 SESSION_VERSION = 3
+# A bench's test under gVisor: the program in user, IPC and network namespaces of its own, so
+# that System V and POSIX IPC objects, abstract sockets and TCP's TIME_WAIT end with it (gVisor
+# lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
+# resets or checks each instead)
+ISOLATE = "unshare --user --map-current-user --ipc --net --"
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
 
 SESSION_SCRIPT = (
@@ -103,6 +108,16 @@ warmrun=${HAZMAT_SESSION_WARM:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
+# a bench's container (backends/bench.py): nothing of the agent's runs between calls, so every
+# process but PID 1 and the agent is the program's; under gVisor each test runs in a user, IPC
+# and network namespace of its own (`isolate`: `unshare ... --`), which end with its processes
+bench=${HAZMAT_BENCH:-}
+isolate=${HAZMAT_ISOLATE:-}
+dirty=''
+if [ -n "$bench" ] && ! setpriv $drop -- test -w "$workdir"; then
+    die "the program cannot write $workdir: a bench needs it mode 1777 in the image \
+(hazmat images build)"
+fi
 # root's folder (the program may read it, not change it): each call's job, and for Python
 # the two FIFOs to the interpreter kept between calls
 chan=/tmp/.hazmat-session
@@ -171,8 +186,19 @@ repl_call() {
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 unset OLDPWD
 start_warm
-# every process but PID 1, this one and the interpreter kept between calls (zombies wait for
-# their parent and are skipped); until none is left, boundedly
+# whether process $1 (whose stat says Z) still runs: a process whose first thread has exited
+# shows Z while its other threads run on, and counts them (its thread count, the 18th field
+# after its name, is more than 1); gVisor lists no task folder for it
+alive() {
+    zstat=''
+    IFS= read -r zstat <"/proc/$1/stat" || return 1
+    # shellcheck disable=SC2086 # the fields, split on purpose
+    set -- ${zstat##*) }
+    [ "${18:-1}" -gt 1 ]
+}
+# every process but PID 1, this one and the interpreter kept between calls (true zombies wait
+# for their parent and are skipped; a zombie leader with a live thread is killed); until none
+# is left, boundedly
 sweep() {
     n=0
     while [ "$n" -lt 1000 ]; do
@@ -182,12 +208,22 @@ sweep() {
             case $p in 1 | "$$" | "$pid" | "$warmpid") continue ;; esac
             stat=''
             IFS= read -r stat <"/proc/$p/stat" || continue
-            state=${stat##*) }
-            case $state in Z*) continue ;; esac
+            case ${stat##*) } in Z*) alive "$p" || continue ;; esac
             kill -9 "$p" && left=1
         done
         [ -n "$left" ] || return 0
         n=$((n + 1))
+    done
+}
+# a bench: every process but PID 1 and this one, whatever its state or name, killed at once
+# (kill -9 -1); then wait until the kernel has ended them all and PID 1 has reaped them. If
+# one will not go, the container is not fit for another test (`dirty`)
+end_all() {
+    kill -9 -1
+    n=0
+    while kill -0 -1; do
+        n=$((n + 1))
+        [ "$n" -lt 100000 ] || return 1
     done
 }
 printf 'hazmat-ready\n'
@@ -203,20 +239,25 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     done
     # the rest of the job, whatever happens next, so the stream stays in step
     head -c "$size" >"$job" || die "cannot keep the job"
-    rc=0
+    rc=0 unclean=''
     if [ -n "$repl" ] && [ "$mode" != restore ]; then
         # the interpreter unpacks the job itself and (mode run) runs it; a pause saves its
         # variables into the working directory first (mode save)
         repl_call "$mode"
+    elif [ "$mode" = again ] && [ -n "$dirty" ]; then
+        rc=126 unclean=1  # a process of the last test would not end: this container is done
     elif [ "$mode" != save ]; then
         # a bench's test (mode again) starts from the state right after the build: the
-        # unpack script empties the working directory, /tmp and /dev/shm first
-        setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" <"$job" 2>&3
+        # unpack script empties every place the program may write first
+        setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" "$isolate" <"$job" 2>&3
         rc=$?
-        if [ "$rc" -eq 126 ] && [ "$mode" = again ]; then
-            # what the last test left cannot be removed here: the host moves this test to a
-            # new container (only the agent knows the nonce: the program did not run)
-            printf -- '--hazmat-unclean-%s--\n' "$nonce"
+        if [ "$rc" -eq 126 ] && [ "$mode" = again ]; then unclean=1; fi
+        if [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
+            # the test is ready: the host starts its clock (and gives it a CPU) when it reads
+            # this line, and says go
+            printf -- '--hazmat-built-%s-- 0\n' "$nonce"
+            IFS= read -r go || die "no go-ahead for the test"
+            [ "$go" = go ] || die "no go-ahead for the test"
         fi
         if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = build ]; } && [ -n "$build" ]
         then
@@ -232,11 +273,21 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
         fi
         if [ "$rc" -eq 0 ] && [ "$mode" = run ] && warm_call; then
             :
-        elif [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = again ]; }; then
+        elif [ "$rc" -eq 0 ] && [ "$mode" = run ]; then
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
                 </tmp/.hazmat-stdin 2>&3
             rc=$?
+        elif [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
+            # shellcheck disable=SC2086 # isolate is a command line, split on purpose
+            setpriv $drop -- $isolate sh -c "$stage" stage "$workdir" "" "" "$run" run \
+                </tmp/.hazmat-stdin 2>&3
+            rc=$?
         fi
+    fi
+    if [ -n "$unclean" ]; then
+        # what the last test left cannot be removed here: the host moves this test to a new
+        # container (only the agent knows the nonce: the program did not run)
+        printf -- '--hazmat-unclean-%s--\n' "$nonce"
     fi
     if [ "$rc" -eq 0 ] && [ "$mode" = save ]; then
         setpriv $drop -- sh -c "$save" save "$workdir" </dev/null 2>&3
@@ -244,7 +295,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     fi
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
-    sweep
+    if [ -z "$bench" ]; then sweep; elif ! end_all; then dirty=1; fi
     if [ "$nwant" -gt 0 ] && worth_collecting; then
         printf -- '--hazmat-files-%s--\n' "$nonce"
         printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
@@ -272,18 +323,48 @@ cd "$1" || die "no working directory"
 mode=${2:-run}
 number() { case $1 in '' | *[!0-9]*) die "truncated job" ;; esac; }
 if [ "$mode" = again ]; then
+    # Every place the program may write, found afresh each time so that none is missed: each
+    # mount it can write to. A writable place that is the program's own (its mode and
+    # attributes would carry) or not a folder cannot be reset here: status 126, and the host
+    # moves the test to a new container. A bench's working directory is root's, mode 1777.
+    places=''
+    while read -r _ mnt fstype opts _; do
+        case $fstype in proc | sysfs | cgroup | cgroup2 | devpts) continue ;; esac
+        case ",$opts," in *,rw,*) ;; *) continue ;; esac
+        [ -w "$mnt" ] || continue
+        [ -c "$mnt" ] && continue  # a masked path: /dev/null bound over it
+        case $mnt in *\\*) exit 126 ;; esac  # a name /proc/mounts escaped: not one of ours
+        { [ -d "$mnt" ] && [ ! -O "$mnt" ]; } || exit 126
+        places="$places $mnt"
+    done </proc/mounts
+    # POSIX message queues live on /dev/mqueue under Linux; under gVisor (no such mount) each
+    # test has an IPC namespace of its own ($3), which ends with its processes
+    if [ -z "${3:-}" ]; then case "$places " in *" /dev/mqueue "*) ;; *) exit 126 ;; esac; fi
     wipe() {
-        find "$1" /tmp /dev/shm -mindepth 1 ! -path /tmp/.hazmat-session \
-            ! -path '/tmp/.hazmat-session/*' -delete
+        for p in $places; do
+            find "$p" -xdev -mindepth 1 ! -path /tmp/.hazmat-session \
+                ! -path '/tmp/.hazmat-session/*' -delete || return 1
+        done
     }
-    if ! wipe "$1"; then  # folders the program made unreadable or unwritable
-        find "$1" /tmp /dev/shm -mindepth 1 -maxdepth 1 ! -path /tmp/.hazmat-session ! -type l \
-            -exec chmod -R u+rwx {} +
-        wipe "$1" || exit 126
+    if ! wipe; then  # folders the program made unreadable or unwritable
+        for p in $places; do
+            find "$p" -xdev -mindepth 1 -maxdepth 1 ! -path /tmp/.hazmat-session ! -type l \
+                -exec chmod -R u+rwx {} +
+        done
+        wipe || exit 126
+    fi
+    # Sockets end with their processes, but a closed TCP connection stays in TIME_WAIT for a
+    # minute, its ports listed in /proc/net/tcp: under Linux any socket left in the network
+    # namespace moves the next test to a new container (under gVisor, a namespace per test)
+    if [ -z "${3:-}" ]; then
+        for f in tcp tcp6 udp udp6 raw raw6 unix; do
+            [ -r "/proc/net/$f" ] || continue
+            { read -r _ && read -r _; } <"/proc/net/$f" && exit 126
+        done
     fi
     # System V IPC objects outlive their processes. Linux lists them, and they are removed;
-    # gVisor lists none (no /proc/sysvipc) but counts them: if any is left, this container
-    # cannot be made clean (status 126), and the host starts a new one for the test
+    # gVisor lists none (no /proc/sysvipc) but counts them: if any is left (the build's: a
+    # test's are in its own namespace), this container cannot be made clean (status 126)
     if [ -r /proc/sysvipc/shm ]; then
         ipc=''
         for f in /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem; do
@@ -331,6 +412,7 @@ if [ "$mode" = again ]; then
     if [ "$size" -gt 0 ]; then head -c "$size" > /tmp/.hazmat-stdin || die "cannot write stdin"
     else : > /tmp/.hazmat-stdin || die "cannot write the program's stdin"; fi
     # the test's own files win over the build's
+    # (existing folders, the working directory among them, are left as they are)
     if [ "$archive" -gt 0 ]; then tar -xf - -C / --skip-old-files || die "cannot unpack"; fi
 elif [ "$mode" = restore ]; then  # a paused session's working directory, as it was saved
     tar -xf - --no-overwrite-dir || die "cannot unpack the paused session's files"
@@ -340,7 +422,9 @@ fi
 """
 
 
-def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> dict[str, str]:
+def session_environment(
+    lang: Language, heap_mb: int, bench: bool = False, isolate: bool = False
+) -> dict[str, str]:
     """What the session agent needs beyond the single-run agent's environment: its unpack
     script, and how each language builds and runs when the container is kept (a fresh build
     folder per call; the source file the call named, not one left by an earlier call). A
@@ -364,7 +448,9 @@ def session_environment(lang: Language, heap_mb: int, bench: bool = False) -> di
         "HAZMAT_WARM": "",
     }
     if bench:
-        pass
+        env["HAZMAT_BENCH"] = "1"
+        if isolate:  # gVisor: each test in user, IPC and network namespaces of its own
+            env["HAZMAT_ISOLATE"] = ISOLATE
     elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
         env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
     elif lang.runner == "python":

@@ -44,6 +44,7 @@ class Capture:
     build_status: int | None = None  # the build step's exit status, once the agent said it
     build_ms: float | None = None  # from the job's start to the end of its build step
     timed_out: bool = False
+    stopped_by: str | None = None  # the exchange's `check` said why (backends/cpu_time.py)
     compile_timed_out: bool = False  # the build step outlasted its own budget
     output_exceeded: bool = False
     cancelled: bool = False  # the caller's watch stopped the run
@@ -53,6 +54,9 @@ class Capture:
     # more than the program may have, so it did not run
     held_after_build: int | None = None
     duration_ms: float = 0.0
+    # the program's own wall-clock time: from its go (after any build, and the host's step
+    # after it) to its end
+    program_ms: float | None = None
     rest: bytes = b""  # bytes read after the end that belong to the next frame (sessions)
 
 
@@ -196,9 +200,12 @@ class Exchange:
     `files_cap` bytes; with `built`, the first `compile_s` seconds are the build step's and
     `timeout_s` starts when the marker comes; `after_build` is then sent, after
     `on_built()` (the host's work between the build and the program: it returns None, or the
-    bytes in use when the program's memory limit could not be set, which ends the run). With
-    `keep_open` (a session's kept container) no EOF is sent after the payload, and `pending`
-    (the previous call's `Capture.rest`) is read first: the stream stays framed across calls."""
+    bytes in use when the program's memory limit could not be set, which ends the run); a
+    bench's test says it is unpacked with the same marker. With `keep_open` (a session's kept
+    container) no EOF is sent after the payload, and `pending` (the previous call's
+    `Capture.rest`) is read first: the stream stays framed across calls. While the program
+    runs (after the build, if any), `check()` is called every `check_s`: a reason to stop it
+    ends the run as its time limit would, with `Capture.stopped_by` saying why."""
 
     payload: bytes
     timeout_s: float
@@ -212,6 +219,8 @@ class Exchange:
     pending: bytes = b""
     after_build: bytes | None = None
     on_built: Callable[[], int | None] | None = None
+    check: Callable[[], str | None] | None = None
+    check_s: float = 0.05
 
 
 def pump(
@@ -256,6 +265,8 @@ class _Pump:
         self.drain_until: float | None = None
         self.outgoing = memoryview(exchange.payload)
         self.held = exchange.after_build  # sent once the build is done
+        self.next_check = self.started if exchange.built is None else None
+        self.go_at = self.started if exchange.built is None else None
         self.sel: selectors.BaseSelector = selectors.DefaultSelector()
 
     @property
@@ -284,6 +295,9 @@ class _Pump:
         finally:
             if self.drain_until is None:
                 self.capture.duration_ms = (time.monotonic() - self.started) * 1000
+            if self.go_at is not None:
+                ended = self.started + self.capture.duration_ms / 1000
+                self.capture.program_ms = max(0.0, (ended - self.go_at) * 1000)
             sel.close()
             self.demux.finish()
             self.demux.pass_on(final=True)
@@ -302,6 +316,11 @@ class _Pump:
             capture.compile_timed_out = self.ex.built is not None and capture.build_status is None
         if self.watch is not None and self.watch.cancelled:
             capture.cancelled = True
+        if self.ex.check is not None and self.next_check is not None and now >= self.next_check:
+            self.next_check = now + self.ex.check_s
+            reason = self.ex.check()
+            if reason is not None:
+                capture.timed_out, capture.stopped_by = True, reason
         if capture.timed_out or capture.cancelled or self.demux.must_stop:
             self.stop()
             self.drain_until = now + _DRAIN_SECONDS
@@ -311,6 +330,8 @@ class _Pump:
         wait = max(0.0, limit - now)
         if self.watch is not None and self.drain_until is None:
             wait = min(wait, _CANCEL_POLL_SECONDS)
+        if self.ex.check is not None and self.next_check is not None and self.drain_until is None:
+            wait = min(wait, max(0.0, self.next_check - now))
         return wait
 
     def _serve(self, sel: selectors.BaseSelector, wait: float) -> bool:
@@ -337,6 +358,7 @@ class _Pump:
             now = time.monotonic()
             capture.build_ms = (now - self.started) * 1000
             self.deadline = now + self.ex.timeout_s
+            self.next_check = self.go_at = now
             self._after_build(now)
         if self.demux.ended and not self.demux.must_stop:
             capture.rest = bytes(self.demux.buffer)
@@ -356,6 +378,10 @@ class _Pump:
                 self.stop()
                 self.drain_until = now + _DRAIN_SECONDS
                 return
+            # on_built may have waited (for a core): the program's time starts now
+            now = time.monotonic()
+            self.deadline = now + self.ex.timeout_s
+            self.next_check = self.go_at = now
             self.outgoing = memoryview(bytes(self.outgoing) + held)
             self.sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
         elif not self.outgoing and not self.ex.keep_open:

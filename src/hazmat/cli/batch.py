@@ -17,7 +17,7 @@ import contextlib
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,12 @@ def add(sub: Any) -> None:
     )
     batch.add_argument("tasks", type=Path, metavar="TASKS", help="the tasks, JSON Lines")
     batch.add_argument(
-        "-o", "--output", type=Path, required=True, help="where the results go, JSON Lines"
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="where the results go, JSON Lines: a file, or a pipe, FIFO or terminal "
+        "(/dev/stdout) that takes them as they come",
     )
     batch.add_argument("--jobs", type=int, default=4, help="tasks graded at once (default: 4)")
     batch.add_argument(
@@ -90,8 +95,9 @@ def _batch(args: argparse.Namespace) -> int:
         counts: Counter[str] = Counter()
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
-            results = _grading(args, chosen, todo, stack) if todo else iter(())
-            with _Bar(len(todo), args.no_progress) as bar:
+            waiting: list[Callable[[], int]] = []
+            results = _grading(args, chosen, todo, stack, waiting) if todo else iter(())
+            with _Bar(len(todo), args.no_progress, waiting[0] if waiting else None) as bar:
                 for line in results:
                     out.write(line)
                     counts[str(line.get("verdict"))] += 1
@@ -101,11 +107,16 @@ def _batch(args: argparse.Namespace) -> int:
 
 
 def _grading(
-    args: argparse.Namespace, chosen: Any, todo: list[tuple[Any, Any]], stack: Any
+    args: argparse.Namespace,
+    chosen: Any,
+    todo: list[tuple[Any, Any]],
+    stack: Any,
+    waiting: list[Callable[[], int]],
 ) -> Iterator[dict[str, Any]]:
     """The result lines of `todo`, every task checked first: graded by the service if there is
-    one (the user's local server, kept warm), else in this process. Nothing has run yet when
-    this returns; `stack` ends the grading (a batch left early is cancelled)."""
+    one (the user's local server, kept warm), else in this process, where `waiting` gets how
+    to count the programs waiting for a core. Nothing has run yet when this returns; `stack`
+    ends the grading (a batch left early is cancelled)."""
     from hazmat import Sandbox
     from hazmat.cli import local_server
     from hazmat.cli.batch_remote import RemoteBatch
@@ -132,13 +143,29 @@ def _grading(
         most = service.max_running
         if most is not None and args.jobs > most:
             local_server.say(f"the local server grades {most} tasks at once (--local: more)")
+        _say_cores(args.jobs, None)
         raws = [raw for _, raw in todo]
         return iter(stack.enter_context(RemoteBatch(service, raws, args.jobs, options)))
     sandbox = stack.enter_context(Sandbox(chosen))
+    waiting.append(sandbox.backend.waiting_for_core)
+    _say_cores(args.jobs, sandbox.backend.resources().cpus)
     grader = Grader(sandbox, fresh=args.fresh, **options)
     tasks = [task for task, _ in todo]
     _check_all(grader, tasks)
     return (result.to_dict() for result in grade_many(grader, tasks, args.jobs))
+
+
+def _say_cores(jobs: int, cores: int | None) -> None:
+    """Say, once, that --jobs above the cores does not mean more programs measured at once."""
+    from hazmat.backends.base import local_resources
+
+    cores = cores or local_resources().cpus
+    if jobs > cores:
+        print(
+            f"hazmat: {jobs} tasks at once, but at most {cores} programs are measured at once "
+            "(one per core, on the CPU clock); the others wait for a core",
+            file=sys.stderr,
+        )
 
 
 def _check_all(grader: Any, tasks: list[Any]) -> None:
@@ -170,16 +197,25 @@ def _summary(skipped: int, counts: Counter[str], seconds: float) -> None:
 class _Bar:
     """rich's progress bar on stderr when it is a terminal; nothing otherwise."""
 
-    def __init__(self, total: int, off: bool) -> None:
+    def __init__(self, total: int, off: bool, waiting: Callable[[], int] | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
             Progress,
+            ProgressColumn,
             TaskProgressColumn,
             TextColumn,
             TimeRemainingColumn,
         )
+        from rich.text import Text
+
+        class Waiting(ProgressColumn):
+            """How many programs wait for a core, at each refresh."""
+
+            def render(self, task: Any) -> Text:
+                count = waiting() if waiting is not None else 0
+                return Text(f"{count} waiting for a core" if count else "")
 
         console = Console(stderr=True)
         self.progress = Progress(
@@ -190,6 +226,7 @@ class _Bar:
             TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(),
             TextColumn("{task.fields[verdicts]}"),
+            Waiting(),
             console=console,
             disable=off or not console.is_terminal,
         )

@@ -20,12 +20,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
 from hazmat.backends.bench import Bench
 from hazmat.grade.compare import difference
 from hazmat.grade.tasks import Comparator, Task, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.policy import Clock
 from hazmat.run.intake import RunOptions
 
 __all__ = ["VERDICT_OF", "Grader", "Runner", "TaskResult", "TestResult"]
@@ -80,8 +81,9 @@ class TestResult:
     verdict: str
     message: str | None = None
     exit_code: int | None = None
-    time_ms: float | None = None
+    time_ms: float | None = None  # CPU time on the CPU clock, else wall-clock time
     memory_bytes: int | None = None
+    wall_ms: float | None = None  # the program's wall-clock time
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +91,7 @@ class TestResult:
             "message": self.message,
             "exit_code": self.exit_code,
             "time_ms": _rounded(self.time_ms),
+            "wall_ms": _rounded(self.wall_ms),
             "memory_bytes": self.memory_bytes,
         }
 
@@ -132,6 +135,7 @@ class TaskResult:
     def to_dict(self) -> dict[str, Any]:
         """The result line (schema.py's RESULT_SCHEMA)."""
         times = [t.time_ms for t in self.tests if t.time_ms is not None]
+        walls = [t.wall_ms for t in self.tests if t.wall_ms is not None]
         memory = [t.memory_bytes for t in self.tests if t.memory_bytes is not None]
         return {
             "id": self.id,
@@ -142,6 +146,7 @@ class TaskResult:
             "message": self.message,
             "compile_ms": _rounded(self.compile_ms),
             "time_ms": _rounded(max(times)) if times else None,
+            "wall_ms": _rounded(max(walls)) if walls else None,
             "memory_bytes": max(memory) if memory else None,
             "receipt": self.receipt,
             "tests": [t.to_dict() for t in self.tests],
@@ -152,7 +157,9 @@ class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
     runtime, image, caller, override_reason). A task's test cases share a bench (built once,
     each test a fresh process: backends/bench.py); with `fresh`, each runs in a fresh
-    container with a build of its own instead."""
+    container with a build of its own instead. A task's `timeout` is CPU time unless it says
+    `clock: wall` (backends/cpu_time.py), and each of its programs gets the trust level's
+    `measured_cpus` (a whole CPU) unless it asks for fewer (`cpus`)."""
 
     def __init__(self, sandbox: Runner, *, fresh: bool = False, **options: Any) -> None:
         self.sandbox = sandbox
@@ -170,7 +177,7 @@ class Grader:
             try:
                 self.sandbox.request(code, task.language, **options)
             except InputError as exc:
-                raise InputError(f"task {task.id!r}, run {number}: {exc}") from None
+                raise InputError(f"task {quoted(task.id)}, run {number}: {exc}") from None
 
     def grade(self, task: Task) -> TaskResult:
         """Run the task's test cases (or its check), judge them, and record the verdict in the
@@ -214,6 +221,8 @@ class Grader:
             "files": {**task.files, **case.files} or None,
             "timeout": case.timeout if case.timeout is not None else task.timeout,
             "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
+            "clock": task.clock,
+            "cpus": task.cpus,
             **self.options,
         }
 
@@ -222,6 +231,8 @@ class Grader:
             "files": dict(task.files) or None,
             "timeout": task.timeout,
             "memory_mb": task.memory_mb,
+            "clock": task.clock,
+            "cpus": task.cpus,
             **self.options,
         }
 
@@ -247,6 +258,7 @@ class Grader:
             checker.language or "python",
             files=files,
             args=["input", "output", "expected"],
+            clock="cpu",
             **{k: v for k, v in self.options.items() if k != "override_reason"},
         )
         if run.outcome is Outcome.OK:
@@ -306,9 +318,13 @@ def _sha256(text: str) -> str:
 
 
 def _measured(verdict: str, message: str | None, run: ExecutionResult) -> TestResult:
-    """A test case's result: its time is the program's, without the build's."""
-    spent = run.duration_ms - (run.compile_ms or 0.0)
-    return TestResult(verdict, message, run.exit_code, spent, run.peak_memory_bytes)
+    """A test case's result: its times are the program's, without the build's; `time_ms` is
+    its CPU time on the CPU clock."""
+    wall = run.program_ms
+    if wall is None and run.exit_code is not None:
+        wall = run.duration_ms - (run.compile_ms or 0.0)
+    spent = run.cpu_time_ms if run.clock is Clock.CPU else wall
+    return TestResult(verdict, message, run.exit_code, spent, run.peak_memory_bytes, wall)
 
 
 def _with_check(task: Task) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["COMPARATORS", "RESULT_SCHEMA", "TASK_SCHEMA", "VERDICTS"]
+__all__ = ["COMPARATORS", "MAX_ID", "RESULT_SCHEMA", "TASK_SCHEMA", "VERDICTS"]
 
 # judge vocabulary: these exact strings, per test case and per task
 VERDICTS = (
@@ -25,6 +25,7 @@ VERDICTS = (
     "infra_error",
 )
 COMPARATORS = ("exact", "whitespace", "lines", "float", "checker")
+MAX_ID = 256  # characters of a task's id (it names the task in results, receipts, errors)
 
 _TEXT = {"type": "string", "maxLength": 64 * 1024 * 1024}
 _FILES = {
@@ -62,7 +63,7 @@ _COMPARATOR = {
             "type": "object",
             "properties": {
                 "name": {"const": "checker"},
-                "language": {"type": "string", "minLength": 1},
+                "language": {"type": "string", "minLength": 1, "maxLength": 64},
                 "code": {"type": "string", "minLength": 1},
             },
             "required": ["name", "language", "code"],
@@ -88,8 +89,8 @@ TASK_SCHEMA: dict[str, Any] = {
     "title": "hazmat batch task (one JSON Lines line)",
     "type": "object",
     "properties": {
-        "id": {"type": "string", "minLength": 1, "maxLength": 512},
-        "language": {"type": "string", "minLength": 1},
+        "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID},
+        "language": {"type": "string", "minLength": 1, "maxLength": 64},
         "code": {"type": "string"},
         "tests": {"type": "array", "items": _TEST, "minItems": 1, "maxItems": 10_000},
         "check": {
@@ -99,13 +100,30 @@ TASK_SCHEMA: dict[str, Any] = {
         "comparator": _COMPARATOR,
         "files": _FILES,
         **_LIMITS,
+        "clock": {
+            "enum": ["cpu", "wall"],
+            "description": "what timeout measures: the program's CPU time (the default; "
+            "wall-clock time is a backstop for a program that sleeps or waits), or wall-clock "
+            "time",
+        },
+        "cpus": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "the CPUs each test's program gets; default: the trust level's "
+            "measured_cpus (1) on the cpu clock, its cpus on the wall clock",
+        },
     },
     "required": ["id", "language", "code"],
     "oneOf": [{"required": ["tests"]}, {"required": ["check"]}],
     "additionalProperties": False,
 }
 _MEASURED = {
-    "time_ms": {"type": ["number", "null"]},
+    "time_ms": {
+        "type": ["number", "null"],
+        "description": "the program's CPU time on the cpu clock, its wall-clock time on the "
+        "wall clock",
+    },
+    "wall_ms": {"type": ["number", "null"], "description": "the program's wall-clock time"},
     "memory_bytes": {"type": ["integer", "null"]},
 }
 RESULT_SCHEMA: dict[str, Any] = {
@@ -113,7 +131,7 @@ RESULT_SCHEMA: dict[str, Any] = {
     "title": "hazmat batch result (one JSON Lines line)",
     "type": "object",
     "properties": {
-        "id": {"type": "string"},
+        "id": {"type": "string", "maxLength": MAX_ID},
         "verdict": {"enum": list(VERDICTS)},
         "score": {"type": "number", "minimum": 0, "maximum": 1},
         "passed": {"type": "integer", "minimum": 0},

@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
-from hazmat._exceptions import InputError, UnknownLanguage
+from hazmat._exceptions import QUOTED_MOST, InputError, UnknownLanguage, quoted
 from hazmat.grade.schema import TASK_SCHEMA
 from hazmat.languages import get_language
 
@@ -85,6 +85,8 @@ class Task:
     files: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     timeout: float | None = None
     memory_mb: int | None = None
+    clock: str = "cpu"  # what timeout measures (policy.Clock)
+    cpus: float | None = None
 
     @property
     def total(self) -> int:
@@ -97,8 +99,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
     and the key that is wrong."""
     error = best_match(_VALIDATOR.iter_errors(raw))
     if error is not None:
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise InputError(f"{where}{path or ''}: {error.message}")
+        raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
     _known_languages(raw, where)
     default = Comparator.of(raw.get("comparator"))
     tests = tuple(
@@ -122,7 +123,31 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         files=MappingProxyType(dict(raw.get("files", {}))),
         timeout=raw.get("timeout"),
         memory_mb=raw.get("memory_mb"),
+        clock=raw.get("clock", "cpu"),
+        cpus=raw.get("cpus"),
     )
+
+
+def _key_path(error: ValidationError) -> str:
+    """Where in the task the error is: `.tests[0].files['a.txt']` (long keys cut short)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else _key(p) for p in error.absolute_path)
+
+
+def _key(name: str) -> str:
+    return f".{name}" if name.isidentifier() and len(name) <= QUOTED_MOST else f"[{quoted(name)}]"
+
+
+def _said(error: ValidationError) -> str:
+    """jsonschema's message with the user's value in it cut short (it quotes the whole value:
+    a 10,000-character id made a 10,083-character error), and never longer than a few
+    lines whatever else it quotes (a key, a list of keys)."""
+    message = str(error.message).replace(repr(error.instance), quoted(error.instance))
+    if len(message) <= _MESSAGE_MOST:
+        return message
+    return f"{message[:_MESSAGE_MOST]}... ({len(message)} characters)"
+
+
+_MESSAGE_MOST = 240
 
 
 def _known_languages(raw: dict[str, Any], where: str) -> None:
@@ -177,7 +202,7 @@ def parse_entries(entries: Iterable[tuple[str, bytes | Any]], name: str) -> list
             problems.append(said if said.startswith(where) else f"{where}: {said}")
             continue
         if task.id in seen:
-            problems.append(f"{where}: id {task.id!r} is used twice")
+            problems.append(f"{where}: id {quoted(task.id)} is used twice")
         seen.add(task.id)
         tasks.append((task, raw))
     if problems:

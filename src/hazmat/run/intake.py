@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypedDict
 
-from hazmat._exceptions import InputError, InputTooLarge, PolicyError
+from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
 from hazmat.egress.settings import narrowed
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
-from hazmat.policy import Limits, Policy, Runtime, TrustLevel, parse_trust
+from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel, parse_trust
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.module_kind import check_module
 from hazmat.run.validation import (
@@ -64,7 +64,7 @@ def build_request(
         trust=level,
         stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
         files=MappingProxyType(
-            {check_path(n): to_bytes(d, f"file {n!r}") for n, d in files.items()}
+            {check_path(n): to_bytes(d, f"file {quoted(n)}") for n, d in files.items()}
         ),
         output_files=tuple(check_path(n) for n in options.get("output_files") or ()),
         env=MappingProxyType(check_env(options.get("env") or {})),
@@ -72,6 +72,8 @@ def build_request(
         timeout_s=options.get("timeout"),
         memory_mb=options.get("memory_mb"),
         runtime=parse_runtime(options.get("runtime")),
+        clock=parse_clock(options.get("clock")),
+        cpus=options.get("cpus"),
         caller=options.get("caller"),
         session=options.get("session"),
         override_reason=options.get("override_reason"),
@@ -126,6 +128,8 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
             raise InputError(f"{name} must be str, not {type(value).__name__}")
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
+    if request.clock is not None and not isinstance(request.clock, Clock):
+        raise InputError(f"clock must be a Clock, not {type(request.clock).__name__}")
     check_origin(request.origin)
     check_figure_formats(request.figure_formats)
     settings = policy.settings(request.trust)
@@ -150,7 +154,7 @@ def _check_files(request: ExecutionRequest) -> None:
     for name, data in request.files.items():
         check_path(name)
         if not isinstance(data, bytes):
-            raise InputError(f"file {name!r} must be bytes, not {type(data).__name__}")
+            raise InputError(f"file {quoted(name)} must be bytes, not {type(data).__name__}")
     if isinstance(request.output_files, str) or not isinstance(request.output_files, list | tuple):
         raise InputError(
             f"output_files must be a list of paths, not {type(request.output_files).__name__}"
@@ -162,15 +166,23 @@ def _check_files(request: ExecutionRequest) -> None:
 
 
 # A request's own limits: (its field, the option that sets it, the unit)
-_OWN_LIMITS = (("timeout_s", "timeout", "s"), ("memory_mb", "memory_mb", "MB"))
+_OWN_LIMITS = (
+    ("timeout_s", "timeout", "s"),
+    ("memory_mb", "memory_mb", "MB"),
+    ("cpus", "cpus", ""),
+)
 
 
 def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
-    """The trust level's limits with the request's own timeout and memory, if it gave any.
+    """The trust level's limits with the request's own timeout, memory and CPUs, if it gave
+    any. A run on the CPU clock gets the level's `measured_cpus` (a whole CPU by default)
+    rather than its `cpus`.
 
     The level's values are the ceiling on every path (the Python API, the service's keys,
     sessions, MCP, a cluster worker): a request may ask for less, never for more."""
     limits = policy.settings(request.trust).limits
+    if request.clock is Clock.CPU:
+        limits = limits.replace(cpus=limits.measured_cpus)
     changes = {
         field: getattr(request, field)
         for field, _, _ in _OWN_LIMITS
@@ -183,10 +195,11 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
     for field, option, unit in _OWN_LIMITS:
         ceiling = getattr(limits, field)
         if getattr(asked, field) > ceiling:
+            key = "measured_cpus" if field == "cpus" and request.clock is Clock.CPU else field
             raise InputError(
-                f"{option} {getattr(asked, field):g} {unit} is over the limit of trust level "
-                f"{request.trust.value!r}: at most {ceiling:g} {unit} "
-                f"(policy key trust.{request.trust.value}.{field})"
+                f"{option} {getattr(asked, field):g}{f' {unit}' if unit else ''} is over the "
+                f"limit of trust level {request.trust.value!r}: at most {ceiling:g}"
+                f"{f' {unit}' if unit else ''} (policy key trust.{request.trust.value}.{key})"
             )
     return asked
 
@@ -202,10 +215,10 @@ def _check_sizes(request: ExecutionRequest, source_names: tuple[str, ...], limit
         raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
     for name, data in request.files.items():
         if name in source_names:
-            raise InputError(f"file name {name!r} is taken by the program's source file")
+            raise InputError(f"file name {quoted(name)} is taken by the program's source file")
         if len(data) > limits.max_file_bytes:
             raise InputTooLarge(
-                f"file {name!r} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
+                f"file {quoted(name)} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
             )
     if len(request.stdin) > limits.max_file_bytes:
         raise InputTooLarge(
@@ -219,13 +232,22 @@ def _check_sizes(request: ExecutionRequest, source_names: tuple[str, ...], limit
         )
 
 
+def parse_clock(value: Clock | str | None) -> Clock | None:
+    if value is None:
+        return None
+    try:
+        return Clock(value)
+    except ValueError:
+        raise InputError(f"unknown clock {quoted(value)} (expected wall or cpu)") from None
+
+
 def parse_runtime(value: Runtime | str | None) -> Runtime | None:
     if value is None:
         return None
     try:
         return Runtime(value)
     except ValueError:
-        raise InputError(f"unknown runtime {value!r} (expected runc or runsc)") from None
+        raise InputError(f"unknown runtime {quoted(value)} (expected runc or runsc)") from None
 
 
 class RunOptions(TypedDict, total=False):
@@ -240,6 +262,8 @@ class RunOptions(TypedDict, total=False):
     args: Sequence[str] | None
     timeout: float | None
     memory_mb: int | None
+    cpus: float | None
+    clock: Clock | str | None
     runtime: Runtime | str | None
     caller: str | None
     origin: Mapping[str, str | int] | None

@@ -11,7 +11,7 @@ from hazmat.backends.agent import RELAY_PORT
 from hazmat.backends.base import Job, Program
 from hazmat.egress.proxy import Gate, proxy_env
 from hazmat.languages import Language, get_language
-from hazmat.policy import Limits
+from hazmat.policy import Clock, Limits
 from hazmat.run.module_kind import module_for
 from hazmat.run.results import Plan
 from hazmat.watch import Watch
@@ -34,7 +34,10 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         displays=_displays(lang, plan.limits, request.figure_formats),
     )
     egress = str(gate.directory) if gate else None
-    return Job(lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch)
+    clock = request.clock or Clock.WALL
+    return Job(
+        lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch, clock
+    )
 
 
 def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:

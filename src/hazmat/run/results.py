@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
+from hazmat.backends.cpu_time import CpuLimit
 from hazmat.displays import parse_displays
 from hazmat.languages import get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
-from hazmat.policy import Limits, Runtime
+from hazmat.policy import Clock, Limits, Runtime
 from hazmat.run.missing_package import missing_package_note
 
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
@@ -61,6 +62,8 @@ def derive_outcome(report: RunReport) -> Outcome:
     """The outcome, from the facts the host and the engine observed, most decisive first."""
     if report.cancelled:
         return Outcome.CANCELLED
+    if report.timed_out and report.stopped_by == "busy":
+        return Outcome.INFRA_ERROR  # the machine starved it: no verdict on the program
     if report.compile_timed_out:
         return Outcome.COMPILE_TIMEOUT
     if report.timed_out:
@@ -169,6 +172,30 @@ def explain(
     return None
 
 
+def time_message(report: RunReport, limits: Limits) -> str | None:
+    """The sentence for a program stopped on the CPU clock (backends/cpu_time.py); None for
+    any other run."""
+    if not report.timed_out or report.stopped_by is None or report.compile_timed_out:
+        return None
+    rule = CpuLimit(limits.timeout_s)
+    used = (report.cpu_time_ms or 0.0) / 1000
+    wall = report.duration_ms / 1000
+    if report.stopped_by == "cpu":
+        return f"the program used {used:.2f} s of CPU time, past its limit of {rule.limit_s:g} s"
+    if report.stopped_by == "idle":
+        return (
+            f"the program was stopped as idle: {wall:.2f} s of wall-clock time passed in which "
+            f"it used only {used:.2f} s of CPU time (it was sleeping or waiting); the backstop "
+            f"is {rule.backstop_s:g} s of its own wall-clock time, the larger of twice its CPU "
+            "time limit and the limit plus 1 s"
+        )
+    return (
+        f"the machine was too busy to judge the program: after {wall:.1f} s of wall-clock time "
+        f"it had been given only {used:.2f} s of its {rule.limit_s:g} s of CPU time; run it "
+        "again on a machine with a core to spare"
+    )
+
+
 def _signal_note(exit_code: int | None) -> str:
     """` (SIGSEGV)` for a status of 128 + a signal's number: how a shell reports a process
     that a signal ended (a C program's segmentation fault, an abort)."""
@@ -232,7 +259,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         trust=plan.request.trust,
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
-        error=explain(
+        error=time_message(report, plan.limits)
+        or explain(
             outcome,
             plan.limits,
             exit_code,
@@ -254,6 +282,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         pooled=report.pooled,
         compile_ms=report.build_ms,
         displays=displays,
+        clock=plan.request.clock or Clock.WALL,
+        program_ms=report.program_ms,
     )
 
 

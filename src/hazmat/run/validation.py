@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName
+from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName, quoted
 
 __all__ = [
     "OPTION_TYPES",
@@ -49,6 +49,8 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "output_files": ((list, tuple), "a list of relative paths"),
     "timeout": ((int, float), "seconds, a positive number"),
     "memory_mb": ((int,), "megabytes, a positive whole number"),
+    "cpus": ((int, float), "CPUs, a positive number (at most the trust level's)"),
+    "clock": ((str,), "what timeout measures: wall (the default) or cpu"),
     "runtime": ((str,), "runc or runsc"),
     "image": ((str,), "an image name the policy allows (e.g. python-data)"),
     "module": ((str,), "auto, esm or commonjs (JavaScript, TypeScript)"),
@@ -87,19 +89,23 @@ def check_options(options: Mapping[str, Any]) -> None:
             guess = _SYNONYMS.get(name) or (repr(close[0]) if close else "")
             hint = f"; did you mean {guess}?" if guess else ""
             raise InputError(
-                f"unknown option {name!r}{hint} (valid options: {', '.join(sorted(OPTION_TYPES))})"
+                f"unknown option {quoted(name)}{hint} "
+                f"(valid options: {', '.join(sorted(OPTION_TYPES))})"
             )
         types, wanted = OPTION_TYPES[name]
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, types):
-            raise InputError(f"option {name!r} must be {wanted}, not {type(value).__name__}")
+            raise InputError(f"option {quoted(name)} must be {wanted}, not {type(value).__name__}")
     timeout = options.get("timeout")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise InputError(f"option 'timeout' must be a positive number of seconds, not {timeout!r}")
     memory = options.get("memory_mb")
     if memory is not None and memory <= 0:
         raise InputError(f"option 'memory_mb' must be a positive whole number, not {memory!r}")
+    cpus = options.get("cpus")
+    if cpus is not None and not (math.isfinite(cpus) and cpus > 0):
+        raise InputError(f"option 'cpus' must be a positive number, not {cpus!r}")
 
 
 def check_file_name(name: str) -> str:
@@ -108,7 +114,7 @@ def check_file_name(name: str) -> str:
         raise UnsafeFileName(f"file name must be a string, not {type(name).__name__}")
     problem = _name_problem(name)
     if problem:
-        raise UnsafeFileName(f"unsafe file name {name!r}: {problem}")
+        raise UnsafeFileName(f"unsafe file name {quoted(name)}: {problem}")
     return name
 
 
@@ -118,17 +124,19 @@ def check_path(path: str) -> str:
     if not isinstance(path, str):
         raise UnsafeFileName(f"file path must be a string, not {type(path).__name__}")
     if path.startswith("/"):
-        raise UnsafeFileName(f"unsafe file path {path!r}: absolute; give a path relative to /work")
+        raise UnsafeFileName(
+            f"unsafe file path {quoted(path)}: absolute; give a path relative to /work"
+        )
     parts = path.split("/")
     if len(parts) > MAX_PATH_DEPTH:
-        raise UnsafeFileName(f"unsafe file path {path!r}: more than {MAX_PATH_DEPTH} levels")
+        raise UnsafeFileName(f"unsafe file path {quoted(path)}: more than {MAX_PATH_DEPTH} levels")
     if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        raise UnsafeFileName(f"unsafe file path {path!r}: longer than {MAX_PATH_BYTES} bytes")
+        raise UnsafeFileName(f"unsafe file path {quoted(path)}: longer than {MAX_PATH_BYTES} bytes")
     for part in parts:
         problem = _name_problem(part)
         if problem:
-            where = f"part {part!r} " if len(parts) > 1 else ""
-            raise UnsafeFileName(f"unsafe file path {path!r}: {where}{problem}")
+            where = f"part {quoted(part)} " if len(parts) > 1 else ""
+            raise UnsafeFileName(f"unsafe file path {quoted(path)}: {where}{problem}")
     return path
 
 
@@ -140,7 +148,7 @@ def check_paths_distinct(paths: Sequence[str], what: str) -> None:
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
             if folder in names:
-                raise InputError(f"{what} {folder!r} is also the folder of {path!r}")
+                raise InputError(f"{what} {quoted(folder)} is also the folder of {quoted(path)}")
 
 
 def _name_problem(name: str) -> str | None:
@@ -175,15 +183,15 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
     for name, value in env.items():
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise InputError(
-                f"env name {name!r} is not a valid variable name (letters, digits, _; "
+                f"env name {quoted(name)} is not a valid variable name (letters, digits, _; "
                 "not starting with a digit)"
             )
         if name.startswith("HAZMAT_") or name in RESERVED_ENV:
-            raise InputError(f"env name {name!r} is reserved for the sandbox")
+            raise InputError(f"env name {quoted(name)} is reserved for the sandbox")
         if not isinstance(value, str):
-            raise InputError(f"env value of {name!r} must be str, not {type(value).__name__}")
+            raise InputError(f"env value of {quoted(name)} must be str, not {type(value).__name__}")
         if "\x00" in value:
-            raise InputError(f"env value of {name!r} contains a NUL byte")
+            raise InputError(f"env value of {quoted(name)} contains a NUL byte")
     return dict(env)
 
 
@@ -225,11 +233,13 @@ def check_origin(origin: Mapping[str, object]) -> None:
         raise InputError(f"origin has {len(origin)} entries; at most {MAX_ORIGIN}")
     for name, value in origin.items():
         if not isinstance(name, str) or not 0 < len(name) <= 256:
-            raise InputError(f"origin names must be short strings, not {name!r}")
+            raise InputError(f"origin names must be short strings, not {quoted(name)}")
         if isinstance(value, bool) or not isinstance(value, str | int):
-            raise InputError(f"origin {name!r} must be str or int, not {type(value).__name__}")
+            raise InputError(
+                f"origin {quoted(name)} must be str or int, not {type(value).__name__}"
+            )
         if isinstance(value, str) and len(value) > 256:
-            raise InputError(f"origin {name!r} is over 256 characters")
+            raise InputError(f"origin {quoted(name)} is over 256 characters")
 
 
 def check_figure_formats(formats: object) -> tuple[str, ...]:
@@ -241,7 +251,7 @@ def check_figure_formats(formats: object) -> tuple[str, ...]:
     for name in formats:
         if name not in known:
             raise InputError(
-                f"figure_formats: unknown format {name!r} (formats: {', '.join(known)})"
+                f"figure_formats: unknown format {quoted(name)} (formats: {', '.join(known)})"
             )
     if len(set(formats)) != len(formats):
         raise InputError("figure_formats: a format is named twice")

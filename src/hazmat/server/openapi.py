@@ -73,6 +73,18 @@ _RUN_REQUEST = {
             "minimum": 1,
             "description": "at most the trust level's memory_mb (400 above it)",
         },
+        "cpus": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "at most the trust level's cpus (measured_cpus on the cpu clock)",
+        },
+        "clock": {
+            "type": "string",
+            "enum": ["wall", "cpu"],
+            "default": "wall",
+            "description": "what timeout measures: wall-clock time, or the program's CPU time "
+            "with a whole CPU and wall-clock time as a backstop (docs/batch.md)",
+        },
         "runtime": {"type": "string", "enum": ["runc", "runsc"]},
         "image": _STR,
         "module": {"type": "string", "enum": ["esm", "commonjs"]},
@@ -96,6 +108,16 @@ _RUN_RESULT = {
         "stderr": _STR,
         "truncated": {"type": "boolean"},
         "duration_ms": {"type": "number"},
+        "clock": {
+            "type": "string",
+            "enum": ["wall", "cpu"],
+            "description": "what limits.timeout_s measured; on the cpu clock cpu_time_ms is "
+            "the program's own CPU time",
+        },
+        "program_ms": {
+            "type": ["number", "null"],
+            "description": "the program's own wall-clock time, after any build",
+        },
         "limits": {"type": "object"},
         "runtime": _STR,
         "image": _STR,
