@@ -24,6 +24,8 @@ class ScriptedService:
         self.gone = gone  # its DELETE finds nothing to cancel
         self.sent: dict[str, Any] = {}
         self.deleted: list[str] = []
+        self.waiting: int | None = 3  # the service's measured programs waiting for a core
+        self.asked = 0
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         assert path == "/v1/batches"
@@ -34,6 +36,13 @@ class ScriptedService:
         assert path == "/v1/batches/b-1/results"
         yield from self.lines_out
         yield b"\n"  # a blank line is no result
+
+    def get(self, path: str, timeout_s: float = 10.0) -> bytes:
+        assert path == "/v1/batches/b-1"
+        self.asked += 1
+        if self.gone:
+            raise ServiceUnavailable("the service does not answer")
+        return json.dumps({"id": "b-1", "waiting_for_core": self.waiting}).encode()
 
     def delete(self, path: str) -> dict[str, Any]:
         if self.gone:
@@ -82,3 +91,16 @@ def test_a_batch_the_service_ended_short_says_how_many_are_missing() -> None:
     said = r"ended batch b-1 with 2 of 3 tasks not graded.*--resume"
     with pytest.raises(InfraError, match=said), send(service, tasks) as batch:
         list(batch)
+
+
+def test_the_programs_waiting_for_a_core_are_asked_at_most_once_a_second() -> None:
+    service = ScriptedService([])
+    batch = send(service, [task("a")])
+    assert [batch.waiting(), batch.waiting()] == [3, 3]
+    assert service.asked == 1  # the second answer is the first's
+    service.waiting = None  # a cluster's front does not know
+    batch._asked -= 1.0  # as if a second had passed
+    assert batch.waiting() == 0
+    service.gone = True
+    batch._asked -= 1.0
+    assert batch.waiting() == 0  # a service that does not answer: nothing to show

@@ -145,7 +145,9 @@ def _grading(
             local_server.say(f"the local server grades {most} tasks at once (--local: more)")
         _say_cores(args.jobs, None)
         raws = [raw for _, raw in todo]
-        return iter(stack.enter_context(RemoteBatch(service, raws, args.jobs, options)))
+        remote = stack.enter_context(RemoteBatch(service, raws, args.jobs, options))
+        waiting.append(remote.waiting)
+        return iter(remote)
     sandbox = stack.enter_context(Sandbox(chosen))
     waiting.append(sandbox.backend.waiting_for_core)
     _say_cores(args.jobs, sandbox.backend.resources().cpus)

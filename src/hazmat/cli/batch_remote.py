@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,6 +33,21 @@ class RemoteBatch:
         self.total = len(tasks)
         self.id = str(service.post("/v1/batches", body)["id"])
         self.received = 0
+        self._asked = 0.0
+        self._waiting = 0
+
+    def waiting(self) -> int:
+        """The service's measured programs waiting for a core, asked at most once a second
+        (0 when it does not answer, or does not know)."""
+        now = time.monotonic()
+        if now - self._asked >= 1.0:
+            self._asked = now
+            try:
+                said = json.loads(self.service.get(f"/v1/batches/{self.id}", timeout_s=2.0))
+                self._waiting = int(said.get("waiting_for_core") or 0)
+            except (HazmatError, OSError, ValueError, TypeError, AttributeError):
+                self._waiting = 0
+        return self._waiting
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.service.lines(f"/v1/batches/{self.id}/results"):

@@ -62,6 +62,10 @@ class ClusterRunner:
         finally:
             self.dispatcher.release(placement)  # only if it was never used
 
+    def waiting_for_core(self) -> int | None:
+        """Each worker counts its own cores: not known here."""
+        return None
+
 
 @dataclass(frozen=True)
 class Placed:

@@ -80,7 +80,8 @@ class Batch:
         self.cancelled = threading.Event()
         self.changed = threading.Condition()
 
-    def info(self) -> dict[str, Any]:
+    def info(self, waiting: int | None = None) -> dict[str, Any]:
+        """Its state; `waiting`: the service's measured programs waiting for a core now."""
         with self.changed:
             return {
                 "id": self.id,
@@ -88,6 +89,7 @@ class Batch:
                 "total": len(self.tasks),
                 "done": len(self.lines),
                 "running": self.running,
+                "waiting_for_core": waiting,
                 "verdicts": dict(sorted(self.verdicts.items())),
                 "jobs": self.jobs,
                 "fresh": bool(self.options.get("fresh")),
@@ -268,7 +270,8 @@ class BatchRoutes:
         return JSONResponse({"batches": [b.info() for b in self.book.mine(key)]})
 
     async def show(self, request: Request, key: Key) -> Response:
-        return JSONResponse(self._get(request, key).info())
+        waiting = self.book.runner.waiting_for_core()
+        return JSONResponse(self._get(request, key).info(waiting))
 
     async def cancel(self, request: Request, key: Key) -> Response:
         batch = self._get(request, key)

@@ -68,6 +68,12 @@ BATCH_SCHEMAS: dict[str, Any] = {
             "state": {"type": "string", "enum": ["running", "done", "cancelled"]},
             "total": {"type": "integer"},
             "done": {"type": "integer"},
+            "waiting_for_core": {
+                "type": ["integer", "null"],
+                "description": "the service's measured programs waiting for a core now (its "
+                "cores bound how many run at once, docs/batch.md); null where not known (a "
+                "cluster's front)",
+            },
             "running": {"type": "integer"},
             "verdicts": {"type": "object", "additionalProperties": {"type": "integer"}},
             "jobs": {"type": "integer"},

@@ -44,6 +44,10 @@ class Runner(Protocol):
         self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
     ) -> dict[str, Any]: ...
 
+    def waiting_for_core(self) -> int | None:
+        """How many of its measured programs wait for a core now (None: not known here)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Direct:
@@ -75,3 +79,6 @@ class LocalRunner:
         self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
     ) -> dict[str, Any]:
         return Grader(self.sandbox, **options).grade(task).to_dict()
+
+    def waiting_for_core(self) -> int | None:
+        return self.sandbox.backend.waiting_for_core()
