@@ -1,21 +1,27 @@
 """The direct OCI tier's parts that need no runtime: the relay's framing, the bundle's
 config.json, the seccomp profile in the spec's terms, the settings check on a made-up /proc,
-and the policy key that chooses the tier. tests/execution/test_oci.py runs the real thing."""
+the waits on what a runtime writes (with real files and processes standing in for it), and
+the policy key that chooses the tier. tests/execution/test_oci.py runs the real thing."""
 
 from __future__ import annotations
 
 import json
 import os
 import struct
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from hazmat import PolicyError, parse_policy
+from hazmat._exceptions import InfraError
 from hazmat.backends.base import Spec
 from hazmat.backends.oci_relay import Relay
 from hazmat.backends.oci_spec import bundle_config
 from hazmat.backends.oci_verify import check_bundle, check_kernel
+from hazmat.backends.oci_wait import FirstProcess, runtime_state, wait_for_pid
 from hazmat.backends.seccomp import for_oci
 from hazmat.backends.verify import MASKED_PATHS
 from hazmat.languages import get_language
@@ -191,3 +197,68 @@ def test_the_policy_chooses_the_tier_by_a_key_it_checks() -> None:
         parse_policy({"backend": "kvm"})
     with pytest.raises(PolicyError, match="backend"):
         parse_policy({"backend": ["oci"]})
+
+
+def test_a_pid_file_being_written_is_not_yet_a_pid(tmp_path: Path) -> None:
+    """runsc writes the file in place: an empty one is not a pid. After the runtime ended, one
+    more look is taken (it may have written the file just before)."""
+    ended = threading.Event()
+    ended.set()
+    pid_file = tmp_path / "pid"
+    pid_file.write_text("")
+    with pytest.raises(InfraError, match=r"^sandbox s: runc ended without writing its pid file"):
+        wait_for_pid(pid_file, ended, "s", "runc", timeout_s=60)
+    pid_file.write_text("1234")
+    assert wait_for_pid(pid_file, ended, "s", "runc", timeout_s=60) == 1234
+
+
+def test_the_first_process_is_held_until_it_ends() -> None:
+    """A process of this one's (standing in for the runtime's child): held, and its end seen
+    once it has ended; a process not this one's is refused."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    held = FirstProcess(child.pid, os.getpid(), "s")
+    try:
+        assert not held.ended()
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+        assert held.ended()
+    finally:
+        held.close()
+    with pytest.raises(InfraError, match=r"^sandbox s: process 1, .* not one of the runtime's"):
+        FirstProcess(1, os.getpid(), "s")
+
+
+def test_the_runtimes_state_is_asked_again_until_it_answers(tmp_path: Path) -> None:
+    """A runtime whose `state` fails twice, then answers (it counts its calls in a file)."""
+    calls = tmp_path / "calls"
+    runtime = tmp_path / "runsc"
+    runtime.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys\n"
+        f"calls = pathlib.Path({str(calls)!r})\n"
+        "calls.write_text(calls.read_text() + 'x' if calls.exists() else 'x')\n"
+        "if len(calls.read_text()) < 3:\n"
+        "    sys.exit('busy')\n"
+        "print(json.dumps({'id': sys.argv[-1], 'bundle': '/b', 'status': 'running'}))\n"
+    )
+    runtime.chmod(0o755)
+    state = runtime_state([str(runtime)], "s", threading.Event(), timeout_s=60)
+    assert state == {"id": "s", "bundle": "/b", "status": "running"}
+    assert calls.read_text() == "xxx"
+
+
+def test_a_uid_claim_is_removed_only_by_the_sandbox_that_holds_it(tmp_path: Path) -> None:
+    from hazmat.backends.oci import _unclaim
+
+    claim = tmp_path / "1500000007"
+    claim.write_text("hazmat-new")  # the uid went to a new sandbox after the old was reaped
+    _unclaim(claim, "hazmat-old")
+    assert claim.read_text() == "hazmat-new"
+    _unclaim(claim, "hazmat-new")
+    assert not claim.exists()
+    claim.write_text("")  # an older hazmat's claim names nobody
+    _unclaim(claim, "hazmat-old")
+    assert not claim.exists()
+    _unclaim(claim, "hazmat-old")  # already gone: nothing to do

@@ -5,8 +5,10 @@ against the tier through the `sandbox` fixture (modules marked `oci`)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,10 +17,10 @@ import pytest
 
 from hazmat import Outcome, Policy, Sandbox
 from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends import oci
+from hazmat.backends import oci, oci_rootfs, oci_wait
 from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.engine import Engine
-from hazmat.backends.oci import OCI_UID_BASE, OciBackend, OciStarted
+from hazmat.backends.oci import OCI_UID_BASE, OciBackend, OciStarted, runtime_binary
 from hazmat.backends.oci_rootfs import RootFs
 from hazmat.backends.uids import Uids
 from hazmat.languages import get_language
@@ -238,3 +240,221 @@ def test_a_session_keeps_its_state_on_the_tier(runtime: str) -> None:
     assert second.stdout == "42 hi\n", second
     assert kept is not None and kept == first.container_id and kept.startswith("hazmat-")
     assert not (OciBackend().run_dir / "bundles" / kept).exists()  # ended with the session
+
+
+# -- what the tier waits for (backends/oci_wait.py), against runtimes that take their time ----
+# Each runtime below is a real program put in front of the real one (HAZMAT_RUNC /
+# HAZMAT_RUNSC): every command but the one it changes is the real runtime's.
+
+_FRONT = """#!{python}
+import os, subprocess, sys, time
+REAL = {real!r}
+args = sys.argv[1:]
+if {command!r} not in args:
+    os.execv(REAL, [REAL, *args])
+pid_file = args[args.index("--pid-file") + 1] if "--pid-file" in args else ""
+{body}
+"""
+
+
+def _front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime: str, body: str, command: str = "run"
+) -> None:
+    """Put a runtime that runs `body` for `command` in front of the real `runtime`."""
+    real = runtime_binary(Runtime(runtime))
+    assert real is not None
+    front = tmp_path / runtime  # the runtime's own name: the tier's `_delete` goes by it
+    front.write_text(
+        _FRONT.format(python=sys.executable, real=str(real), command=command, body=body)
+    )
+    front.chmod(0o755)
+    monkeypatch.setenv(f"HAZMAT_{runtime.upper()}", str(front))
+
+
+# runc's `run`, slower still to write its pid file than it is (utils_linux.go writes it only
+# after the container's process was let go): under another name, renamed 2 s after it came
+_LATE_PID_FILE = """
+args[args.index("--pid-file") + 1] = pid_file + ".late"
+runtime = subprocess.Popen([REAL, *args])
+while not os.path.exists(pid_file + ".late") and runtime.poll() is None:
+    time.sleep(0.01)
+time.sleep(2)
+if runtime.poll() is None:
+    os.rename(pid_file + ".late", pid_file)
+sys.exit(runtime.wait())
+"""
+
+
+def test_the_pid_file_is_waited_for_when_the_runtime_writes_it_late(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent says it is ready 2 s before the pid file is there: the settings are read
+    once it is, and the run goes on (it was "has no pid file", CI's failures of issue 45)."""
+    _front(tmp_path, monkeypatch, "runc", _LATE_PID_FILE)
+    backend = OciBackend(engine)
+    try:
+        started = backend.start(_spec("runc"), lifetime_s=60)
+        assert started.bundle is not None and started.cgroup is not None
+        assert (started.bundle / "pid").is_file() and not started.ended.is_set()
+        report = backend.run(started, _job("runc", "print('after the pid file')"))
+        backend.discard(started)
+    finally:
+        backend.close()
+    assert report.exit_code == 0 and report.stdout == b"after the pid file\n", report
+
+
+def test_a_runtime_that_ends_without_its_pid_file_is_an_infra_error_at_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime's exit ends the wait, not the deadline (a minute here)."""
+    _front(tmp_path, monkeypatch, "runc", 'print("hazmat-ready", flush=True)\nsys.exit(3)')
+    monkeypatch.setattr(oci_wait, "PID_FILE_TIMEOUT_S", 60.0)
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(InfraError) as caught:
+            backend.start(_spec("runc"), lifetime_s=60)
+    finally:
+        backend.close()
+    said = str(caught.value)
+    assert type(caught.value) is InfraError and "runc ended without writing its pid file" in said
+    cid = said.removeprefix("sandbox ").split(":")[0]
+    assert cid.startswith("hazmat-") and not (backend.run_dir / "bundles" / cid).exists()
+
+
+def test_a_pid_file_that_never_comes_is_an_infra_error_at_its_deadline(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime that stays (until its stdin closes) and never writes the file."""
+    _front(tmp_path, monkeypatch, "runc", 'print("hazmat-ready", flush=True)\nsys.stdin.read()')
+    monkeypatch.setattr(oci_wait, "PID_FILE_TIMEOUT_S", 0.5)
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(
+            InfraError, match=r"^sandbox hazmat-\w+: runc wrote no pid file .* 0.5 s"
+        ):
+            backend.start(_spec("runc"), lifetime_s=60)
+    finally:
+        backend.close()
+
+
+def test_a_pid_that_is_not_the_runtimes_is_never_read_as_the_sandbox(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pid file names a process that does not descend from the runtime (here this test's
+    own: as a reused pid would): no settings are read from it, so no false mismatch."""
+    body = 'open(pid_file, "w").write(str(os.getppid()))\nprint("hazmat-ready", flush=True)'
+    _front(tmp_path, monkeypatch, "runc", body + "\nsys.stdin.read()")
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(InfraError) as caught:
+            backend.start(_spec("runc"), lifetime_s=60)
+    finally:
+        backend.close()
+    assert type(caught.value) is InfraError, caught.value
+    assert "named by the runtime's pid file, is not one of the runtime's" in str(caught.value)
+
+
+# a first process that ended (not yet collected: its pid is still its own) before its
+# settings were read
+_ENDED_FIRST = """
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)  # ended, left uncollected
+open(pid_file, "w").write(str(child))
+print("hazmat-ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_sandbox_that_ended_while_read_is_an_infra_error_not_a_mismatch(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _front(tmp_path, monkeypatch, "runc", _ENDED_FIRST)
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(InfraError) as caught:
+            backend.start(_spec("runc"), lifetime_s=60)
+    finally:
+        backend.close()
+    assert type(caught.value) is InfraError, caught.value  # not SettingsMismatch
+    assert "ended while its settings were read" in str(caught.value)
+
+
+def test_a_runtime_state_that_does_not_come_is_an_infra_error_not_a_mismatch(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runsc state` answers with an error every time: asked again until its deadline, then
+    an error naming the sandbox and what runsc said (it was a settings mismatch: a security
+    event for a runtime that did not answer)."""
+    body = 'sys.exit("state: container is busy")'
+    _front(tmp_path, monkeypatch, "runsc", body, command="state")
+    monkeypatch.setattr(oci_wait, "STATE_TIMEOUT_S", 0.5)
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(InfraError) as caught:
+            backend.start(_spec("runsc"), lifetime_s=60)
+    finally:
+        backend.close()
+    assert type(caught.value) is InfraError, caught.value
+    said = str(caught.value)
+    assert "`runsc state` gave no state (none in 0.5 s): state: container is busy" in said
+
+
+def test_an_export_under_way_elsewhere_is_waited_for_until_a_deadline(
+    engine: Engine, tmp_path: Path, python_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the image's lock (its export is under way): waited for, then an
+    error naming the image and the lock, with nothing half-made left."""
+    rootfs = RootFs(engine, tmp_path)
+    name = str(engine.api.inspect_image(python_image)["Id"]).split(":")[-1][:24]
+    rootfs.base.mkdir(parents=True)
+    monkeypatch.setattr(oci_rootfs, "EXPORT_WAIT_S", 0.5)
+    with open(rootfs.base / f".{name}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        wanted = rf"^{python_image}: another process .*/\.{name}\.lock\)$"
+        with pytest.raises(InfraError, match=wanted):
+            rootfs.path(python_image)
+    assert not (rootfs.base / name).exists() and rootfs.prepared() == []
+
+
+def test_a_runtime_that_ends_before_the_ready_line_is_an_infra_error_at_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay's stream ends with the runtime: the ready wait ends then, with what it said."""
+    _front(tmp_path, monkeypatch, "runc", 'sys.exit("runc: cannot start the container")')
+    backend = OciBackend(engine)
+    try:
+        with pytest.raises(InfraError) as caught:
+            backend.start(_spec("runc"), lifetime_s=60)
+    finally:
+        backend.close()
+    said = str(caught.value)
+    assert said.startswith("sandbox hazmat-") and "did not get ready: the container ended" in said
+    assert said.endswith("it said: runc: cannot start the container"), said
+
+
+# runc's `run` whose process stays after the real runtime has ended (until its stdin closes)
+_STAYS = """
+code = subprocess.call([REAL, *args])
+sys.stdin.read()
+sys.exit(code)
+"""
+
+
+def test_a_runtime_that_does_not_end_after_its_run_is_killed_then_an_infra_error(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a run, the runtime process's end is waited for; the sandbox is killed when it
+    does not come, and an error names the sandbox when it does not come even then."""
+    _front(tmp_path, monkeypatch, "runc", _STAYS)
+    backend = OciBackend(engine)
+    started = backend.start(_spec("runc"), lifetime_s=60)
+    monkeypatch.setattr(oci, "_KILL_TIMEOUT_S", 0.5)
+    try:
+        with pytest.raises(InfraError, match=rf"^sandbox {started.cid}: runc did not end in 1 s"):
+            backend._final_state(started, _job("runc", ""))
+    finally:
+        backend.discard(started)
+        backend.close()
+    assert started.ended.is_set() and not (started.bundle and started.bundle.exists())

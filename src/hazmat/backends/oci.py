@@ -5,11 +5,11 @@ Each sandbox is a bundle folder (config.json from backends/oci_spec.py, over the
 file system prepared once by backends/oci_rootfs.py and mounted read-only) and one
 `<runtime> run` process whose stdin, stdout and stderr are pipes, joined into one framed
 socket by backends/oci_relay.py. From there on it is the Docker backend's protocol: the agent
-says it is ready, the settings are read back (backends/oci_verify.py) before the sandbox may
-take its one job, the pump sends the job and enforces time and output from the host, the
-cgroup is sampled from the host, and the sandbox is killed and deleted after its run. So this
-class is the Docker backend with its engine calls replaced: start, kill, final state,
-discard, and the reaper.
+says it is ready, the settings are read back (backends/oci_verify.py; what is waited for
+before, and how: backends/oci_wait.py) before the sandbox may take its one job, the pump
+sends the job and enforces time and output from the host, the cgroup is sampled from the
+host, and the sandbox is killed and deleted after its run. So this class is the Docker
+backend with its engine calls replaced: start, kill, final state, discard, and the reaper.
 
 Every bundle carries the owner's annotations (backends/owners.py), so any hazmat process's
 `reap()` removes what a killed process left behind, and its program's uid is claimed by a
@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from hazmat.backends.oci_verify import (
     load_config,
     sandbox_problems,
 )
+from hazmat.backends.oci_wait import FirstProcess, runtime_state, wait_for_pid
 from hazmat.backends.owners import LABEL, abandoned
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import SeccompProfile
@@ -89,11 +90,18 @@ def find_init() -> Path | None:
 
 @dataclass
 class OciStarted(Started):
-    """A sandbox of the OCI tier: `attached` is its relay; `process` the runtime's `run`."""
+    """A sandbox of the OCI tier: `attached` is its relay; `process` the runtime's `run`, and
+    `ended` set once that process has ended and been collected (its `returncode` is then set)."""
 
     process: subprocess.Popen[bytes] | None = None
     bundle: Path | None = None
     uid_file: Path | None = None
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+def _collect(process: subprocess.Popen[bytes], ended: threading.Event) -> None:
+    process.wait()
+    ended.set()
 
 
 class OciBackend(DockerBackend):
@@ -147,7 +155,7 @@ class OciBackend(DockerBackend):
         rootfs = self.rootfs.path(spec.image)
         expires = time.time() + lifetime_s + REAP_GRACE_S
         cid = f"hazmat-{secrets.token_hex(8)}"
-        uid, uid_file = self._claim_uid()
+        uid, uid_file = self._claim_uid(cid)
         bundle = self.run_dir / "bundles" / cid
         try:
             annotations = {**self._labels(spec, expires, pooled), f"{LABEL}.uid": str(uid)}
@@ -159,7 +167,7 @@ class OciBackend(DockerBackend):
             started = self._launch(spec, command, cid, uid, bundle, expires)
         except BaseException:
             self._delete(command, cid, bundle)
-            self._release_uid(uid, uid_file)
+            self._release_uid(uid, uid_file, cid)
             raise
         started.uid_file = uid_file
         try:
@@ -209,8 +217,12 @@ class OciBackend(DockerBackend):
         for fd in (stdin_r, stdout_w, stderr_w):
             os.close(fd)
         # the runtime's exit is collected however the sandbox ends, even one a caller dropped
-        # without discarding it (the reaper kills it then): never a zombie
-        threading.Thread(target=process.wait, name="hazmat-oci-wait", daemon=True).start()
+        # without discarding it (the reaper kills it then): never a zombie. Every wait on the
+        # runtime is a wait on `ended`, which this thread sets.
+        ended = threading.Event()
+        threading.Thread(
+            target=_collect, args=(process, ended), name="hazmat-oci-wait", daemon=True
+        ).start()
         try:
             relay = Relay(stdin_w, stdout_r, stderr_r)
         except BaseException:
@@ -218,46 +230,49 @@ class OciBackend(DockerBackend):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             process.kill()  # `runc|runsc run` itself; start()'s _delete removes the sandbox
-            process.wait()
+            ended.wait()
             raise
         started = OciStarted(
             spec, cid, uid, relay, relay.sock, time.monotonic(), expires, None,
-            process=process, bundle=bundle,
+            process=process, bundle=bundle, ended=ended,
         )  # fmt: skip
         with self._lock:
             self._live[cid] = started
         return started
 
     def _check(self, started: OciStarted) -> None:
-        """Read the applied settings back; the sandbox takes no job if any differs."""
-        assert started.bundle is not None
+        """Read the applied settings back; the sandbox takes no job if any differs. Its pid
+        file and its process are waited for and held as backends/oci_wait.py says."""
+        assert started.bundle is not None and started.process is not None
         spec = started.spec
+        pid = wait_for_pid(started.bundle / "pid", started.ended, started.cid, spec.runtime.value)
+        first = FirstProcess(pid, started.process.pid, started.cid)
         try:
-            pid = int((started.bundle / "pid").read_text().strip())
-        except (OSError, ValueError) as exc:
-            raise InfraError(f"sandbox {started.cid} has no pid file: {exc}") from None
-        problems = cgroup_problems(pid, spec)
-        if spec.runtime is Runtime.RUNC:
-            problems += check_kernel(pid, spec, started.uid)
-        else:
-            problems += sandbox_problems(pid, spec)
-            problems += check_bundle(self._held_config(started), spec, started.uid)
+            problems = cgroup_problems(pid, spec)
+            if spec.runtime is Runtime.RUNC:
+                problems += check_kernel(pid, spec, started.uid)
+            else:
+                problems += sandbox_problems(pid, spec)
+                problems += check_bundle(self._held_config(started), spec, started.uid)
+            cgroup = Cgroup.of_pid(pid)
+            if first.ended():
+                raise InfraError(f"sandbox {started.cid} ended while its settings were read")
+        finally:
+            first.close()
         if problems:
             raise SettingsMismatch(
                 f"sandbox {started.cid} differs from the policy: " + "; ".join(problems), problems
             )
-        started.cgroup = Cgroup.of_pid(pid)
+        started.cgroup = cgroup
 
     def _held_config(self, started: OciStarted) -> dict[str, Any]:
         """The config.json of the bundle the runtime says it runs (`state`)."""
-        state = subprocess.run(
-            [*self._runtime_command(started.spec.runtime), "state", started.cid],
-            capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
-        )  # fmt: skip
+        command = self._runtime_command(started.spec.runtime)
+        state = runtime_state(command, started.cid, started.ended)
         try:
-            return load_config(Path(json.loads(state.stdout)["bundle"]))
-        except (ValueError, KeyError, OSError) as exc:
-            return {"error": f"no state for {started.cid}: {exc}"}
+            return load_config(Path(state["bundle"]))
+        except (ValueError, OSError) as exc:
+            raise InfraError(f"sandbox {started.cid}: its bundle is unreadable: {exc}") from None
 
     def _kill(self, cid: str) -> None:
         with self._lock:
@@ -270,15 +285,18 @@ class OciBackend(DockerBackend):
         )  # fmt: skip
 
     def _final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
-        """The runtime's exit status (128 + the signal for a killed sandbox); the cgroup's
-        OOM count is read by the run itself."""
+        """The runtime's exit status (128 + the signal for a killed sandbox), once its process
+        has ended (killed if it has not within `_KILL_TIMEOUT_S`); the cgroup's OOM count is
+        read by the run itself."""
         assert isinstance(started, OciStarted) and started.process is not None
-        try:
-            code = started.process.wait(timeout=_KILL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        if not started.ended.wait(_KILL_TIMEOUT_S):
             self._kill(started.cid)
-            code = started.process.wait(timeout=_KILL_TIMEOUT_S)
-        return code, False
+            if not started.ended.wait(_KILL_TIMEOUT_S):
+                raise InfraError(
+                    f"sandbox {started.cid}: {started.spec.runtime.value} did not end in "
+                    f"{2 * _KILL_TIMEOUT_S:g} s after its run, killed after the first half"
+                )
+        return started.process.returncode, False
 
     def program_memory(self, started: Started, job: Job) -> int | None:
         spec = job.spec
@@ -297,8 +315,8 @@ class OciBackend(DockerBackend):
             started.attached.close()
         command = self._runtime_command(started.spec.runtime)
         process = started.process
-        # returncode, not poll(): the waiter thread holds the wait, so poll() says "running"
-        if process is not None and process.returncode is None:
+        # `ended`, not poll(): the waiter thread holds the wait, so poll() says "running"
+        if process is not None and not started.ended.is_set():
             try:
                 subprocess.run(
                     [*command, "kill", "--all", started.cid, "KILL"],
@@ -306,16 +324,14 @@ class OciBackend(DockerBackend):
                 )  # fmt: skip
             except (OSError, subprocess.SubprocessError) as exc:  # the runtime process is
                 log.warning("sandbox %s: %s kill failed: %s", started.cid, command[0], exc)
-            try:
-                process.wait(timeout=_KILL_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
+            if not started.ended.wait(_KILL_TIMEOUT_S):
                 process.kill()  # `runc|runsc run` itself: its sandbox goes with it
-                process.wait()
+                started.ended.wait()
         assert started.bundle is not None
         self._delete(command, started.cid, started.bundle)
         with self._lock:
             self._live.pop(started.cid, None)
-        self._release_uid(started.uid, started.uid_file)
+        self._release_uid(started.uid, started.uid_file, started.cid)
 
     def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
         if Path(command[0]).name == "runc" and not (Path(command[2]) / cid).exists():
@@ -328,9 +344,9 @@ class OciBackend(DockerBackend):
         )  # fmt: skip
         shutil.rmtree(bundle, ignore_errors=True)
 
-    # -- uids: a file per uid, created exclusively -------------------------------------------
+    # -- uids: a file per uid, created exclusively, naming the sandbox that holds it ----------
 
-    def _claim_uid(self) -> tuple[int, Path]:
+    def _claim_uid(self, cid: str) -> tuple[int, Path]:
         folder = self.run_dir / "uids"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         for _ in range(8):
@@ -341,14 +357,16 @@ class OciBackend(DockerBackend):
             except FileExistsError:
                 self.uids.release(uid)
                 continue
-            os.close(fd)
+            try:
+                os.write(fd, cid.encode())
+            finally:
+                os.close(fd)
             return uid, path
         raise InfraError("no free sandbox uid after 8 tries")
 
-    def _release_uid(self, uid: int, path: Path | None) -> None:
+    def _release_uid(self, uid: int, path: Path | None, cid: str) -> None:
         if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            _unclaim(path, cid)
         self.uids.release(uid)
 
     # -- what processes that died left behind ----------------------------------------------
@@ -379,8 +397,7 @@ class OciBackend(DockerBackend):
                 self._delete(command, bundle.name, bundle)
         uid = labels.get(f"{LABEL}.uid", "")
         if uid.isdigit():
-            with contextlib.suppress(FileNotFoundError):
-                (self.run_dir / "uids" / uid).unlink()
+            _unclaim(self.run_dir / "uids" / uid, bundle.name)
         shutil.rmtree(bundle, ignore_errors=True)
 
     def reap(self) -> list[str]:
@@ -411,3 +428,16 @@ class OciBackend(DockerBackend):
             if labels.get(mine) == self._token:
                 self._remove_bundle(bundle, labels)
         self.engine.close()
+
+
+def _unclaim(path: Path, cid: str) -> None:
+    """Remove a uid's claim file if `cid` still holds it: a sandbox reaped past its deadline
+    and a new one given the same uid since must not lose the new one's claim (two live
+    sandboxes would then share the uid). A claim file of an older hazmat, empty, is removed."""
+    try:
+        holder = path.read_text()
+    except FileNotFoundError:
+        return
+    if holder in ("", cid):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

@@ -5,9 +5,12 @@ run goes through it.
 
 A folder is complete when its `ready` file exists (written last, after a rename), so a
 preparation that died half-way is never used, and one under way in another process is
-waited for (a lock per image). A new build of an image has a new ID, hence a new folder;
-`hazmat doctor` lists the folders (`prepared`), and `remove_unused` deletes those of IDs the
-engine no longer has.
+waited for: a lock per image ID, taken before the `ready` file is looked at again. Its
+release (the other process done, or dead: the kernel releases a dead process's lock) is
+what is waited for, for at most `EXPORT_WAIT_S`; an export that holds it longer is an
+`InfraError` naming the image and the lock. A new build of an image has a new ID, hence a
+new folder; `hazmat doctor` lists the folders (`prepared`), and `remove_unused` deletes those
+of IDs the engine no longer has.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,9 +31,12 @@ from hazmat._exceptions import InfraError
 from hazmat.backends.engine import Engine, map_docker_errors
 from hazmat.backends.owners import LABEL, owner_labels
 
-__all__ = ["OCI_DIR", "RootFs", "oci_dir"]
+__all__ = ["EXPORT_WAIT_S", "OCI_DIR", "RootFs", "oci_dir"]
 
 OCI_DIR = Path("/var/lib/hazmat/oci")
+# How long to wait for another process's export of the same image (the largest image, under
+# load, exports in a few minutes)
+EXPORT_WAIT_S = 600.0
 _READY = "ready"
 
 
@@ -65,7 +72,7 @@ class RootFs:
         folder = self.base / image_id.split(":")[-1][:24]
         root = folder / "root"
         if not (folder / _READY).is_file():
-            with self._locked(folder.name):
+            with self._locked(folder.name, image):
                 if not (folder / _READY).is_file():
                     self._export(image, image_id, folder)
         with self._lock:
@@ -88,11 +95,28 @@ class RootFs:
         return gone
 
     @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
+    def _locked(self, name: str, image: str) -> Iterator[None]:
+        """Hold the image's lock; while another process holds it, try again at growing
+        intervals (10 ms to 0.5 s) for at most `EXPORT_WAIT_S`."""
         self.base.mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o700)
-        with open(self.base / f".{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        path = self.base / f".{name}.lock"
+        with open(path, "w") as lock:
+            deadline = time.monotonic() + EXPORT_WAIT_S
+            pause = 0.01
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise InfraError(
+                            f"{image}: another process has been preparing its root file system "
+                            f"for the OCI tier for over {EXPORT_WAIT_S:g} s (it holds {path})"
+                        ) from None
+                    time.sleep(min(pause, left))
+                    pause = min(pause * 2, 0.5)
             yield
 
     def _export(self, image: str, image_id: str, folder: Path) -> None:
