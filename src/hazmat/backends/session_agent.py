@@ -19,11 +19,13 @@ attached stdin, and the stream stays open between calls::
 `mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
 and downloads); a bench's container (backends/bench.py) also takes `build` (unpack, build,
 and archive the working directory and the build folder as the output file the host asks
-for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty the working
-directory, /tmp and /dev/shm and remove the System V IPC objects; unpack the test's files
-and the build's archive; run, without building). A pause (sessions.py) is mode `save`: Python's
-interpreter pickles what it can of its variables into the working directory
-(.hazmat-variables), and the working directory is archived as the output file
+for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty every mount the
+program can write and remove the System V IPC objects; unpack the test's files and the
+build's archive; say so with the built marker and wait for the host's `go`, where the test's
+clock starts; run, without building, under gVisor in namespaces of its own). A pause
+(sessions.py) is mode `save`: Python's interpreter pickles what it can of its variables into
+the working directory (.hazmat-variables), and the working directory is archived as the output
+file
 /tmp/.hazmat-save.tar; its resume, in a new container, is mode `restore`: the archive arrives
 as the job's stdin and is unpacked into the working directory as the program's uid, and
 Python's new interpreter loads the variables (each call's stdout is a one-line JSON report of which
@@ -37,7 +39,8 @@ unpacked from it as the program's uid (each process started in these containers 
 20 ms, so Python's interpreter unpacks the job itself). The working directory and /tmp are
 kept between calls (not between a bench's tests); every process the call started is killed
 before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between
-calls), so nothing of one call runs into the next.
+calls; in a bench's container all but PID 1 and the agent, at once), so nothing of one call
+runs into the next.
 
 Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
 container start and, for each call, writes the mode to a FIFO it holds open (/tmp/.hazmat-
