@@ -59,6 +59,9 @@ class ScriptedRunner:
         trust, fresh = options["trust"], options.get("fresh", False)
         return {"id": task.id, "verdict": "accepted", "score": 1.0, "trust": trust, "fresh": fresh}
 
+    def waiting_for_core(self) -> int | None:
+        return 2  # programs of the service waiting for a core: shown in each batch's state
+
 
 def task(tid: str, code: str = "print(1)") -> dict[str, Any]:
     return {"id": tid, "language": "python", "code": code, "tests": [{"expected_stdout": "1"}]}
@@ -106,6 +109,7 @@ def test_a_batch_runs_and_its_results_stream_until_it_ends(
     assert {line["fresh"] for line in lines} == {False}  # one build per task by default
     status = client.get(f"/v1/batches/{bid}", headers=auth(keys["acme"])).json()
     assert (status["state"], status["done"], status["verdicts"]) == ("done", 3, {"accepted": 3})
+    assert status["waiting_for_core"] == 2  # the service's, as its runner counts them
     listed = client.get("/v1/batches", headers=auth(keys["acme"])).json()["batches"]
     assert [b["id"] for b in listed] == [bid]
 
