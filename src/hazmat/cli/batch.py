@@ -148,12 +148,12 @@ def _grading(
         remote = stack.enter_context(RemoteBatch(service, raws, args.jobs, options))
         waiting.append(remote.waiting)
         return iter(remote)
+    tasks = [task for task, _ in todo]
+    _check_all(chosen, tasks, options)  # before the engine: a wrong task is exit 2, not 125
     sandbox = stack.enter_context(Sandbox(chosen))
     waiting.append(sandbox.backend.waiting_for_core)
     _say_cores(args.jobs, sandbox.backend.resources().cpus)
     grader = Grader(sandbox, fresh=args.fresh, **options)
-    tasks = [task for task, _ in todo]
-    _check_all(grader, tasks)
     return (result.to_dict() for result in grade_many(grader, tasks, args.jobs))
 
 
@@ -170,14 +170,20 @@ def _say_cores(jobs: int, cores: int | None) -> None:
         )
 
 
-def _check_all(grader: Any, tasks: list[Any]) -> None:
-    """Every run of every task is a valid request, before the first one runs."""
+def _check_all(chosen: Any, tasks: list[Any], options: dict[str, Any]) -> None:
+    """Every run of every task is a valid request under the policy, before the first one runs
+    and before the engine is reached."""
     from hazmat._exceptions import InputError
+    from hazmat.grade.grader import check_task
+    from hazmat.run.intake import build_request
+
+    def request(code: str, language: str, **run_options: Any) -> Any:
+        return build_request(chosen, code, language, run_options)
 
     problems = []
     for task in tasks:
         try:
-            grader.check(task)
+            check_task(task, request, options)
         except InputError as exc:
             problems.append(str(exc))
     if problems:

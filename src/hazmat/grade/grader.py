@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
@@ -153,6 +153,47 @@ class TaskResult:
         }
 
 
+def check_task(
+    task: Task, request: Callable[..., ExecutionRequest], options: Mapping[str, Any]
+) -> None:
+    """Every run `task` would make is a request `request` (`Sandbox.request`, or
+    `build_request` over a policy) accepts: `Grader.check`. It needs no engine, so a command
+    can check every task before it reaches one."""
+    if task.check is not None:
+        runs = [(_with_check(task), _check_run_options(task, options))]
+    else:
+        runs = [(task.code, _test_options(task, case, options)) for case in task.tests]
+    for number, (code, run_options) in enumerate(runs, 1):
+        try:
+            request(code, task.language, **run_options)
+        except InputError as exc:
+            raise InputError(f"task {quoted(task.id)}, run {number}: {exc}") from None
+
+
+def _test_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "stdin": case.stdin,
+        "args": list(case.args),
+        "files": {**task.files, **case.files} or None,
+        "timeout": case.timeout if case.timeout is not None else task.timeout,
+        "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
+        "clock": task.clock,
+        "cpus": task.cpus,
+        **options,
+    }
+
+
+def _check_run_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "files": dict(task.files) or None,
+        "timeout": task.timeout,
+        "memory_mb": task.memory_mb,
+        "clock": task.clock,
+        "cpus": task.cpus,
+        **options,
+    }
+
+
 class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
     runtime, image, caller, override_reason). A task's test cases share a bench (built once,
@@ -169,15 +210,7 @@ class Grader:
     def check(self, task: Task) -> None:
         """Every run the task would make is a valid request (limits within the trust level,
         sizes, file names): `InputError` naming the task and its run if not. Nothing runs."""
-        if task.check is not None:
-            runs = [(_with_check(task), self._check_options(task))]
-        else:
-            runs = [(task.code, self._options(task, case)) for case in task.tests]
-        for number, (code, options) in enumerate(runs, 1):
-            try:
-                self.sandbox.request(code, task.language, **options)
-            except InputError as exc:
-                raise InputError(f"task {quoted(task.id)}, run {number}: {exc}") from None
+        check_task(task, self.sandbox.request, self.options)
 
     def grade(self, task: Task) -> TaskResult:
         """Run the task's test cases (or its check), judge them, and record the verdict in the
@@ -215,26 +248,10 @@ class Grader:
         return self.sandbox.execute_in(request, bench)
 
     def _options(self, task: Task, case: TestCase) -> dict[str, Any]:
-        return {
-            "stdin": case.stdin,
-            "args": list(case.args),
-            "files": {**task.files, **case.files} or None,
-            "timeout": case.timeout if case.timeout is not None else task.timeout,
-            "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
-            "clock": task.clock,
-            "cpus": task.cpus,
-            **self.options,
-        }
+        return _test_options(task, case, self.options)
 
     def _check_options(self, task: Task) -> dict[str, Any]:
-        return {
-            "files": dict(task.files) or None,
-            "timeout": task.timeout,
-            "memory_mb": task.memory_mb,
-            "clock": task.clock,
-            "cpus": task.cpus,
-            **self.options,
-        }
+        return _check_run_options(task, self.options)
 
     def _judge(self, case: TestCase, run: ExecutionResult) -> TestResult:
         verdict, message = VERDICT_OF[run.outcome], run.error
