@@ -10,8 +10,8 @@ PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
 
-.PHONY: setup venv engine images demo test test-fresh check-install cluster-test lint typecheck \
-	unit doctor clean
+.PHONY: setup venv engine images demo test test-fresh check check-install cluster-test lint \
+	typecheck unit doctor clean
 
 setup: venv engine images
 
@@ -49,6 +49,10 @@ typecheck: venv
 # Unit tests only: no Docker engine needed.
 unit: venv
 	$(VENV)/bin/pytest -m "not docker" $(PYTEST_ARGS)
+
+# The fast lane: lint, types and every test that needs no engine (budget: 2 minutes on these
+# 2-core machines). Needs no Docker engine and no images.
+check: lint typecheck unit
 
 test: setup lint typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
