@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from hazmat.assess.assessor import Assessor
-from hazmat.assess.bandit import BanditAnalyzer
+from hazmat.assess.bandit import BanditAnalyzer, scratch_folder
 from hazmat.assess.base import AnalyzerSkipped
 from hazmat.assess.semgrep import Semgrep
 from hazmat.models import RiskLevel
@@ -173,3 +175,23 @@ def test_semgrep_cache_entries_are_authenticated(tmp_path: Path) -> None:
     other._store(bad, ())
     path.write_bytes((tmp_path / "other" / bad[:2] / f"{bad}.json").read_bytes())
     assert tool._cached(bad) is None  # another user's key does not count
+
+
+def test_a_bandit_folder_of_a_process_that_was_killed_outright_is_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed with SIGKILL never cleans up: the next folder made removes the folders
+    of this user's processes that are gone, and leaves those of live ones and any other."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone.kill()
+    gone.wait()
+    dead = tmp_path / f"hazmat-bandit-{gone.pid}-abc"
+    live = tmp_path / f"hazmat-bandit-{os.getpid()}-def"
+    other = tmp_path / "hazmat-bandit-notapid"
+    for folder in (dead, live, other):
+        folder.mkdir()
+        (folder / "code.py").write_text("print(1)\n")
+    made = scratch_folder()
+    assert made.name.startswith(f"hazmat-bandit-{os.getpid()}-") and made.is_dir()
+    assert not dead.exists() and live.exists() and other.exists()

@@ -22,7 +22,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -30,6 +29,7 @@ from collections import OrderedDict
 from typing import Any
 
 from hazmat._exceptions import InputTooLarge
+from hazmat.assess.bandit import scratch_folder
 from hazmat.assess.semgrep import Semgrep
 from hazmat.assess.verdict import verdict
 from hazmat.assess.worker import MAX_FRAME, analyzers_for
@@ -187,7 +187,7 @@ class _Worker:
     def __init__(self, memory_mb: int) -> None:
         # Bandit's scratch folder, the worker's while it lives: made and removed here, since a
         # worker ends killed (its own clean-up never runs; each left one folder behind)
-        scratch = tempfile.mkdtemp(prefix="hazmat-bandit-")
+        scratch = str(scratch_folder())
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "hazmat.assess.worker", str(memory_mb), scratch],

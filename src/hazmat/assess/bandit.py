@@ -21,7 +21,7 @@ from typing import Any
 from hazmat.assess.base import AnalyzerSkipped
 from hazmat.models import Finding, Severity
 
-__all__ = ["NOT_RUN", "BanditAnalyzer"]
+__all__ = ["NOT_RUN", "BanditAnalyzer", "scratch_folder"]
 
 SOURCE = "bandit"
 
@@ -44,6 +44,39 @@ _INFO_ONLY = {
     "B311",  # random is not cryptographic (a blacklist entry: cannot be excluded alone)
     "B404",  # import subprocess (hazmat's own rules rate it)
 }
+
+
+_PREFIX = "hazmat-bandit-"
+
+
+def scratch_folder() -> Path:
+    """A new private folder for Bandit's copies, named after this process
+    (`hazmat-bandit-<pid>-...`). Folders of this user's processes that are gone are removed
+    first: a process killed outright (SIGKILL, the OOM killer) never ran its clean-up, and
+    nothing else would ever remove its folder. A reused pid only keeps a folder longer."""
+    top = Path(tempfile.gettempdir())
+    for folder in top.glob(f"{_PREFIX}*"):
+        pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and _ours(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's: alive
+    return True
+
+
+def _ours(folder: Path) -> bool:
+    try:
+        return folder.lstat().st_uid == os.getuid() and folder.is_dir() and not folder.is_symlink()
+    except OSError:
+        return False
 
 
 class BanditAnalyzer:
@@ -76,9 +109,7 @@ class BanditAnalyzer:
         self._meta_ast = meta_ast
         self._metrics = metrics
         self._owned = directory is None
-        self._dir = (
-            Path(tempfile.mkdtemp(prefix="hazmat-bandit-")) if directory is None else directory
-        )
+        self._dir = scratch_folder() if directory is None else directory
         os.chmod(self._dir, 0o700)
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
