@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import hazmat
 import hazmat.testing
+from hazmat.testing import invoke
 
 DOCS = Path(__file__).parent.parent / "docs" / "api.md"
 
@@ -32,3 +37,28 @@ def test_the_docstring_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_the_docs_show_the_same_example() -> None:
     assert docstring_example().strip() in DOCS.read_text()
+
+
+def test_invoke_runs_the_command_here_and_puts_everything_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HAZMAT_TEST_KEPT", "before")
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    bad = invoke(["run", "-c", "print(1)", "--lang", "cobol", "--json"])
+    assert bad.exit_code == 2
+    assert json.loads(bad.stdout)["error"]["type"] == "UnknownLanguage"
+    assert bad.stderr.startswith("hazmat: error: unknown language 'cobol'")
+    assert bad.stdout_bytes == bad.stdout.encode()
+    version = invoke(["--version"], env={"HAZMAT_TEST_KEPT": None, "HAZMAT_TEST_NEW": "x"})
+    assert version.exit_code == 0 and version.stdout == f"hazmat {hazmat.__version__}\n"
+    assert (sys.stdin, sys.stdout, sys.stderr) == streams
+    assert os.environ["HAZMAT_TEST_KEPT"] == "before" and "HAZMAT_TEST_NEW" not in os.environ
+
+
+
+@pytest.mark.docker
+def test_invoke_gives_the_command_its_stdin() -> None:
+    """`hazmat run --stdin -` feeds the program this command's standard input."""
+    ran = invoke(["run", "-c", "print(input()[::-1])", "--stdin", "-", "--local"], stdin="olleh\n")
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.stdout == "hello\n"

@@ -30,12 +30,23 @@ Give `RecordingBackend(error=hazmat.EngineUnavailable("engine gone"))` to see ho
 takes an infrastructure failure (an `infra_error` result), and `report(exit_code=137,
 oom_killed=True)` for a run that ran out of memory: the outcome is derived from these facts
 exactly as from a container's.
+
+`invoke(argv, stdin=, env=)` runs the `hazmat` command in this process, as click's
+`CliRunner.invoke` does, and gives back its exit status and what it wrote::
+
+    from hazmat.testing import invoke
+
+    result = invoke(["run", "-c", "print(1)", "--lang", "cobol"])
+    assert result.exit_code == 2 and "unknown language 'cobol'" in result.stderr
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+import io
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hazmat.audit.layout import list_log
@@ -46,7 +57,7 @@ from hazmat.policy import HostResources
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
 
-__all__ = ["Clock", "RecordingBackend", "audit_records", "report"]
+__all__ = ["Clock", "Invoked", "RecordingBackend", "audit_records", "invoke", "report"]
 
 _EMPTY = RunReport(exit_code=0, stdout=b"", stderr=b"", duration_ms=1.0)
 
@@ -119,3 +130,59 @@ def audit_records(sandbox: Sandbox) -> list[tuple[str, dict[str, Any]]]:
             record = parse_line(line)[0]
             found.append((record.kind, record.data))
     return found
+
+
+@dataclass(frozen=True)
+class Invoked:
+    """What `invoke` saw: the command's exit status and what it wrote (as click's `Result`:
+    the bytes, and `stdout` / `stderr` as text)."""
+
+    exit_code: int
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8", errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8", errors="replace")
+
+
+def invoke(
+    argv: Sequence[str],
+    *,
+    stdin: bytes | str = b"",
+    env: Mapping[str, str | None] | None = None,
+) -> Invoked:
+    """Run `hazmat *argv` in this process (`hazmat.cli.main`), with `stdin` as its standard
+    input and `env` over the environment (a None value unsets a variable), both put back
+    afterwards. Standard output and error are pipes to the command: not terminals, and with
+    no file descriptor (a test that needs a real process, for signals or file descriptors,
+    starts one). Not thread-safe: it swaps `sys.std*` and `os.environ` while it runs."""
+    from hazmat.cli import main
+
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (
+        io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
+        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True),
+    )
+    saved, environment = (sys.stdin, sys.stdout, sys.stderr), dict(os.environ)
+    try:
+        for name, value in (env or {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        sys.stdin, sys.stdout, sys.stderr = streams
+        code = main(list(argv))
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        os.environ.clear()
+        os.environ.update(environment)
+    for stream in streams[1:]:
+        stream.flush()
+    return Invoked(code, out.getvalue(), err.getvalue())

@@ -6,8 +6,6 @@ import base64
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,12 +16,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hazmat import AuditDamaged
 from hazmat.audit.log import AuditLog
 from hazmat.cli import main
+from hazmat.testing import Invoked, invoke
 
 
-def hazmat(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", "audit", *args], capture_output=True, text=True, timeout=60
-    )
+def hazmat(*args: str) -> Invoked:
+    return invoke(["audit", *args])
 
 
 def write_log(path: Path, records: int = 20) -> AuditLog:
@@ -37,7 +34,7 @@ def write_log(path: Path, records: int = 20) -> AuditLog:
 def test_verify_show_proof_and_pubkey(tmp_path: Path) -> None:
     log = write_log(tmp_path)
     verify = hazmat("verify", "--log", str(tmp_path))
-    assert verify.returncode == 0 and "INTACT" in verify.stdout
+    assert verify.exit_code == 0 and "INTACT" in verify.stdout
     assert "verified records 0..20" in verify.stdout
     shown = hazmat("show", "--log", str(tmp_path), "--json", "--since", "18").stdout.splitlines()
     assert [json.loads(x)["seq"] for x in shown] == [18, 19, 20]
@@ -52,7 +49,7 @@ def test_verify_reports_the_first_problem_and_exits_1(tmp_path: Path) -> None:
     rows = segment.read_bytes().splitlines(keepends=True)
     segment.write_bytes(b"".join(rows[:10]))
     result = hazmat("verify", "--log", str(tmp_path), "--json")
-    assert result.returncode == 1
+    assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["problem"]["kind"] == "truncated" and report["problem"]["seq"] == 10
     assert (report["verified_to"], report["expected_to"]) == (10, 21)
@@ -70,7 +67,7 @@ def test_consistency_with_an_old_checkpoint(tmp_path: Path) -> None:
         log.append("test.event", {"i": i})
     log.close()
     result = hazmat("consistency", str(old), "--log", str(tmp_path))
-    assert result.returncode == 0 and json.loads(result.stdout)["consistent"] is True
+    assert result.exit_code == 0 and json.loads(result.stdout)["consistent"] is True
     # Rewrite history and re-sign it with the log's own key: the old checkpoint catches it.
     shutil.rmtree(tmp_path / "segments")
     (tmp_path / "segments").mkdir()
@@ -80,12 +77,12 @@ def test_consistency_with_an_old_checkpoint(tmp_path: Path) -> None:
         rewritten.append("test.event", {"i": -i})
     rewritten.close()
     result = hazmat("consistency", str(old), "--log", str(tmp_path))
-    assert result.returncode == 1 and json.loads(result.stdout)["consistent"] is False
+    assert result.exit_code == 1 and json.loads(result.stdout)["consistent"] is False
 
 
 def test_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
     result = hazmat("verify", "--log", str(tmp_path / "nothing"))
-    assert result.returncode == 2 and "is not a hazmat audit log" in result.stderr
+    assert result.exit_code == 2 and "is not a hazmat audit log" in result.stderr
 
 
 def test_json_output_carries_no_raw_control_characters(tmp_path: Path) -> None:

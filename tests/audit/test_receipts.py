@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from hazmat import AuditError
 from hazmat.audit.checkpoint import VerifierKey
 from hazmat.audit.log import AuditLog
 from hazmat.audit.receipts import check_receipt, make_receipt
+from hazmat.testing import Invoked, invoke
 
 VERDICT = {"task": "sum-1", "code_sha256": "ab" * 32, "verdict": "accepted", "score": 1.0}
 
@@ -81,16 +80,14 @@ def test_a_record_past_the_latest_checkpoint_has_no_receipt_yet(tmp_path: Path) 
     assert check_receipt(make_receipt(tmp_path, log.signer.verifier, seq), log.signer.verifier)
 
 
-def hazmat(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", "audit", *args], capture_output=True, text=True, timeout=60
-    )
+def hazmat(*args: str) -> Invoked:
+    return invoke(["audit", *args])
 
 
 def test_the_commands_make_and_check_a_receipt(tmp_path: Path) -> None:
     log, seq = write_log(tmp_path / "log")
     made = hazmat("receipt", str(seq), "--log", str(tmp_path / "log"))
-    assert made.returncode == 0, made.stderr
+    assert made.exit_code == 0, made.stderr
     elsewhere = tmp_path / "reviewer"  # no log here: the receipt and the key only
     elsewhere.mkdir()
     (elsewhere / "receipt.json").write_text(made.stdout)
@@ -98,13 +95,13 @@ def test_the_commands_make_and_check_a_receipt(tmp_path: Path) -> None:
     good = hazmat(
         "check-receipt", str(elsewhere / "receipt.json"), "--pubkey", str(elsewhere / "hazmat.pub")
     )
-    assert good.returncode == 0, good.stderr
+    assert good.exit_code == 0, good.stderr
     assert json.loads(good.stdout)["record"]["data"] == VERDICT
     (elsewhere / "receipt.json").write_text(made.stdout.replace("accepted", "rejected"))
     bad = hazmat(
         "check-receipt", str(elsewhere / "receipt.json"), "--pubkey", str(elsewhere / "hazmat.pub")
     )
-    assert bad.returncode == 1 and json.loads(bad.stdout)["verified"] is False
+    assert bad.exit_code == 1 and json.loads(bad.stdout)["verified"] is False
     missing = hazmat("receipt", "99999", "--log", str(tmp_path / "log"))
-    assert missing.returncode == 74 and "not in the latest checkpoint" in missing.stderr
+    assert missing.exit_code == 74 and "not in the latest checkpoint" in missing.stderr
     assert isinstance(VerifierKey.decode(log.signer.verifier.encode()), VerifierKey)

@@ -21,7 +21,7 @@ from hazmat.cli import main
 from hazmat.grade.batch import ResultFile, grade_many
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import parse_task
-from hazmat.testing import RecordingBackend, report
+from hazmat.testing import Invoked, RecordingBackend, invoke, report
 
 
 def tasks(n: int) -> list:
@@ -276,13 +276,8 @@ def test_a_write_that_fails_is_a_clear_error_and_leaves_no_partial_line(tmp_path
     assert out.read_bytes() == kept
 
 
-def hazmat_batch(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", "batch", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def hazmat_batch(*args: str) -> Invoked:
+    return invoke(["batch", *args])
 
 
 def test_the_command_refuses_bad_input_before_anything_runs(tmp_path: Path) -> None:
@@ -290,19 +285,19 @@ def test_the_command_refuses_bad_input_before_anything_runs(tmp_path: Path) -> N
     tasks.write_text('{"id": "a", "language": "cobol", "code": "", "check": ""}\n{"id": 3}\n')
     out = tmp_path / "out.jsonl"
     bad = hazmat_batch(str(tasks), "-o", str(out))
-    assert bad.returncode == 2
+    assert bad.exit_code == 2
     assert f"{tasks}:1.language: unknown language 'cobol'" in bad.stderr
     assert f"{tasks}:2: 'language' is a required property" in bad.stderr
     assert not out.exists()  # nothing written, nothing run
     missing = hazmat_batch(str(tmp_path / "nope.jsonl"), "-o", str(out))
-    assert missing.returncode == 2 and "cannot read tasks" in missing.stderr
+    assert missing.exit_code == 2 and "cannot read tasks" in missing.stderr
     tasks.write_text('{"id": "a", "language": "python", "code": "", "check": ""}\n')
     empty = hazmat_batch(str(tasks), "-o", str(out))
-    assert empty.returncode == 2 and "task 'a', run 1: code is empty" in empty.stderr
+    assert empty.exit_code == 2 and "task 'a', run 1: code is empty" in empty.stderr
     unwritable = hazmat_batch(str(tasks), "-o", str(tmp_path / "no" / "dir" / "out.jsonl"))
-    assert unwritable.returncode == 2 and "cannot write results" in unwritable.stderr
+    assert unwritable.exit_code == 2 and "cannot write results" in unwritable.stderr
     jobs = hazmat_batch(str(tasks), "-o", str(out), "--jobs", "0")
-    assert jobs.returncode == 2 and "--jobs must be at least 1, not 0" in jobs.stderr
+    assert jobs.exit_code == 2 and "--jobs must be at least 1, not 0" in jobs.stderr
 
 
 def one_task(tmp_path: Path, task_id: str = "one") -> Path:
@@ -341,7 +336,13 @@ def test_the_command_answers_a_long_id_with_a_short_error(
 def test_the_command_streams_its_lines_to_stdout(tmp_path: Path) -> None:
     """`-o /dev/stdout` into a pipe: the line, exit 0 (fsync on the pipe was an internal
     error, exit 70)."""
-    done = hazmat_batch(str(one_task(tmp_path)), "-o", "/dev/stdout", "--local")
+    tasks = str(one_task(tmp_path))
+    done = subprocess.run(  # a real process: /dev/stdout is its own standard output
+        [sys.executable, "-m", "hazmat", "batch", tasks, "-o", "/dev/stdout", "--local"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     [line] = done.stdout.splitlines()
     assert json.loads(line)["verdict"] == "accepted"

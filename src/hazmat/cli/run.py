@@ -103,7 +103,12 @@ def _add_limits(run: argparse.ArgumentParser) -> None:
 
 
 def _add_io(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--stdin", type=Path, metavar="FILE", help="file fed to the program's stdin")
+    run.add_argument(
+        "--stdin",
+        type=Path,
+        metavar="FILE",
+        help="file fed to the program's stdin ('-': this command's own standard input)",
+    )
     run.add_argument(
         "--file",
         dest="input_files",
@@ -190,7 +195,12 @@ def _run(args: argparse.Namespace) -> int:
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     """The files (then stdin) the program is given, read before anything runs."""
     files = {p.name: read(p, "file") for p in args.input_files}
-    stdin = read(args.stdin, "stdin") if args.stdin else None
+    if args.stdin is None:
+        stdin = None
+    elif str(args.stdin) == "-":
+        stdin = sys.stdin.buffer.read()
+    else:
+        stdin = read(args.stdin, "stdin")
     return {"stdin": stdin, "files": files}
 
 
