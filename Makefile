@@ -40,8 +40,12 @@ images: venv engine
 demo: setup
 	bash examples/demo.sh $(HAZMAT)
 
+# ruff reads the Python that runs inside the sandbox with the rest (src/hazmat/backends/inside/);
+# scripts/lint-inside.sh checks the rest of it: ShellCheck (installed when missing, as
+# ensure-venv.sh installs python3-venv), node --check, javac and ruby -c where present.
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks scripts
+	bash scripts/lint-inside.sh
 
 typecheck: venv
 	$(VENV)/bin/mypy

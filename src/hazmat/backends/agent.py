@@ -1,4 +1,6 @@
-"""The agent: a POSIX shell script that runs inside the container and receives the job on stdin.
+"""The agent: a POSIX shell script that runs inside the container and receives the job on stdin
+(backends/inside/: prologue.sh and agent.sh, with stage.sh and collect.sh; this module hands
+them out as `AGENT_SCRIPT`, `STAGE_SCRIPT` and `COLLECT_SCRIPT`).
 
 Nothing of the job travels in argv or touches the image's filesystem: the host writes one
 payload to the container's attached stdin, and the job is unpacked into the working directory
@@ -84,6 +86,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hazmat.backends.inside import program
+
 __all__ = [
     "AGENT_SCRIPT",
     "COLLECT_SCRIPT",
@@ -110,203 +114,21 @@ PROTOCOL_VERSION = 7
 # uid, no capability at all, so it cannot read the agent's memory, signal it or write its
 # files, and the nonce stays with the agent. `prepare` is the language's own setup before the
 # job exists (Go seeds its build cache), run as the program.
-PROLOGUE = r"""
-set -u
-exec 3>&2 2>/dev/null
-die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
-uid=${HAZMAT_UID:-}
-case $uid in '' | 0 | *[!0-9]*) die "no uid for the program" ;; esac
-command -v setpriv >/dev/null || die "the image has no setpriv (Debian's util-linux)"
-drop="--reuid=$uid --regid=$uid --clear-groups --inh-caps=-all --bounding-set=-all"
-# whether the files section is worth its processes (20-50 ms each under gVisor): a file the
-# caller asked for, or one of hazmat's own (an absolute name: the displays) that is there,
-# tested as root without reading it; `callers` and `owns` are set as the names are read
-worth_collecting() {
-    [ -n "$callers" ] && return 0
-    for f in $owns; do { [ -e "$f" ] || [ -L "$f" ]; } && return 0; done
-    return 1
-}
-want() {
-    wants="$wants$1
-"
-    case $1 in /*) owns="$owns $1" ;; *) callers=1 ;; esac
-}
-prepare() {
-    [ -z "$1" ] && return 0
-    setpriv $drop -- sh -c 'cd /tmp && eval "$1"' prepare "$1" </dev/null >/dev/null 2>&1
-}
-"""
-
-AGENT_SCRIPT = (
-    PROLOGUE
-    + r"""
-workdir=$HAZMAT_WORKDIR
-build=$HAZMAT_BUILD
-run=$HAZMAT_RUN
-warm=$HAZMAT_WARM
-stage=$HAZMAT_STAGE
-collect=$HAZMAT_COLLECT
-setup=${HAZMAT_PREPARE:-}
-egress=${HAZMAT_EGRESS:-}
-unset HAZMAT_UID HAZMAT_WORKDIR HAZMAT_BUILD HAZMAT_RUN HAZMAT_WARM HAZMAT_STAGE HAZMAT_COLLECT \
-    HAZMAT_PREPARE HAZMAT_EGRESS
-unset OLDPWD
-prepare "$setup"
-# a run with an allowlist: its proxy's unix socket, relayed to the loopback port the
-# program's HTTPS_PROXY names; ready once the kernel lists the port as listening
-if [ -n "$egress" ]; then
-    command -v socat >/dev/null || die "the image has no socat: rebuild it (hazmat images build)"
-    setpriv $drop -- socat TCP-LISTEN:@RELAY_PORT@,bind=127.0.0.1,reuseaddr,fork \
-        "UNIX-CONNECT:$egress" </dev/null >/dev/null 2>&1 &
-    i=0
-    until grep -q ' 0100007F:@RELAY_HEX@ 00000000:0000 0A' /proc/net/tcp; do
-        i=$((i + 1))
-        [ "$i" -le 500 ] || die "the network relay did not start"
-        sleep 0.01
-    done
-fi
-runner=''
-if [ -n "$warm" ]; then
-    # the runner unpacks the input files itself unless a build step needs them first
-    if [ -z "$build" ]; then HAZMAT_UNPACK=1; else HAZMAT_UNPACK=0; fi
-    export HAZMAT_UNPACK
-    # A background job's stdin is /dev/null unless redirected: hand it the real one on fd 4.
-    exec 4<&0
-    setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&- 4<&-; eval "$2"' \
-        warm "$workdir" "$warm" <&4 2>&3 &
-    runner=$!
-    exec 4<&-
-else
-    printf 'hazmat-ready\n'
-fi
-# Nothing of hazmat's reaches the program: the runner (started above with its own copy) clears
-# its environment itself; the agent drops every HAZMAT_ variable before the job arrives.
-for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
-IFS=' ' read -r magic version nwant maxfile nonce maxtotal maxown || die "no job on stdin"
-[ "$magic" = hazmat ] && [ "$version" = 7 ] || die "unknown job format"
-wants='' callers='' owns=''
-i=0
-while [ "$i" -lt "$nwant" ]; do
-    IFS= read -r name || die "truncated job"
-    want "$name"
-    i=$((i + 1))
-done
-rc=0
-if [ -z "$runner" ] || [ -n "$build" ]; then
-    # the rest of the job is unpacked, built and (without a runner) run as the program's uid
-    setpriv $drop -- sh -c "$stage" stage "$workdir" "$runner" "$build" "$run" unpack 2>&3
-    rc=$?
-    if [ -n "$build" ]; then
-        # the host's compile budget ends here, and the program's own time limit starts; the
-        # host sets the program's memory limit, then sends `go` and the program's stdin
-        printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
-        if [ "$rc" -eq 0 ]; then
-            IFS= read -r go || die "no go-ahead after the build"
-            [ "$go" = go ] || die "no go-ahead after the build"
-        fi
-        if [ "$rc" -eq 0 ] && [ -z "$runner" ]; then
-            setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run 2>&3
-            rc=$?
-        fi
-    fi
-fi
-if [ -n "$runner" ] && [ "$rc" -eq 0 ]; then
-    kill -USR2 "$runner" || die "the runner is gone"
-    wait "$runner"
-    rc=$?
-fi
-# every process but this one and PID 1: all of them the program's; then wait (boundedly)
-# until the kernel has ended them and PID 1 has reaped them, so none outlives the result
-kill -9 -1
-i=0
-while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
-if [ "$nwant" -gt 0 ] && worth_collecting; then
-    printf -- '--hazmat-files-%s--\n' "$nonce"
-    printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-        "$maxtotal" "$maxown"
-fi
-# on both streams: the engine forwards them independently, and the host reads until both end
-printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
-# Stay, stopped, until the host removes the container: its cgroup, and the figures the host
-# reads from it (refused forks, peak memory, CPU time), must outlive the run.
-kill -STOP $$
-exit "$rc"
-"""
-)
+PROLOGUE = program("prologue.sh")
 
 RELAY_PORT = 3128  # the loopback port in the container where the allowlist proxy is reached
-AGENT_SCRIPT = AGENT_SCRIPT.replace("@RELAY_PORT@", str(RELAY_PORT)).replace(
-    "@RELAY_HEX@", f"{RELAY_PORT:04X}"
+AGENT_SCRIPT = PROLOGUE + program(
+    "agent.sh", RELAY_PORT=str(RELAY_PORT), RELAY_HEX=f"{RELAY_PORT:04X}"
 )
 
 # The part of the job that is the program's, run as its uid: the env and args, the input
 # files, the build step and (without a runner) the program itself. Its own stderr goes nowhere
 # (fd 3 is the program's), so the shell's job messages never reach the output.
-STAGE_SCRIPT = r"""
-exec 2>/dev/null
-die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
-cd "$1" || die "no working directory"
-unset OLDPWD
-runner=$2 build=$3 run=$4 phase=$5
-if [ "$phase" = unpack ]; then
-    IFS=' ' read -r jsonsize shsize || die "truncated job"
-    # the program's env and args: JSON for a runner, shell for the run command (not both)
-    if [ -n "$runner" ]; then json=/tmp/.hazmat-job.json shell=/dev/null
-    else json=/dev/null shell=/tmp/.hazmat-job.sh; fi
-    if [ "$jsonsize" -gt 0 ]; then head -c "$jsonsize" > "$json" || die "cannot write the job"; fi
-    if [ "$shsize" -gt 0 ]; then head -c "$shsize" > "$shell" || die "cannot write the job"; fi
-    IFS= read -r nfiles || die "truncated job"
-    i=0
-    while [ "$i" -lt "$nfiles" ]; do
-        IFS=' ' read -r size name || die "truncated job"
-        case $name in */*) mkdir -p "./${name%/*}" || die "cannot make a folder" ;; esac
-        head -c "$size" > "./$name" || die "cannot write input file"
-        i=$((i + 1))
-    done
-    if [ -n "$build" ]; then
-        sh -c 'exec 2>&3 3>&-; eval "$1"' build "$build" </dev/null || exit
-        exit 0
-    fi
-    [ -z "$runner" ] || exit 0
-fi
-# the program's env and args (quoted by the host) apply to it alone
-exec sh -c 'exec 2>&3 3>&-; run=$1; shift; set --
-    if [ -f /tmp/.hazmat-job.sh ]; then . /tmp/.hazmat-job.sh; rm -f /tmp/.hazmat-job.sh; fi
-    eval "$run \"\$@\""' run "$run"
-"""
+STAGE_SCRIPT = program("stage.sh")
 
 # The output files, read as the program's uid once none of its processes is left; each at most
 # max_file_bytes, and all together at most max_total_bytes (names of one file count each).
-COLLECT_SCRIPT = r"""
-cd "$1" || exit 125
-maxfile=$2
-maxtotal=$3
-maxown=$4
-total=0
-while IFS= read -r name; do
-    # the caller's files are in the working directory; hazmat's own (the runner's displays)
-    # are named by an absolute path, with a cap of their own, outside the total
-    case $name in
-    /*) path=$name cap=$maxown own=1 ;;
-    *) path=./$name cap=$maxfile own=0 ;;
-    esac
-    if [ -f "$path" ] && [ ! -L "$path" ]; then
-        size=$(wc -c < "$path")
-        if [ "$size" -gt "$cap" ]; then
-            printf 'too_large %s %s\n' "$size" "$name"
-        elif [ "$own" = 0 ] && [ $((total + size)) -gt "$maxtotal" ]; then
-            printf 'over_total %s %s\n' "$size" "$name"
-        else
-            [ "$own" = 1 ] || total=$((total + size))
-            printf 'file %s %s\n' "$size" "$name"
-            head -c "$size" "$path"
-        fi
-    else
-        printf 'missing 0 %s\n' "$name"
-    fi
-done
-"""
+COLLECT_SCRIPT = program("collect.sh")
 
 
 def file_marker(nonce: str) -> bytes:

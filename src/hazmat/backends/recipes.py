@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from hazmat._exceptions import ImageBuildError
 from hazmat.backends.chroot import Progress, in_chroot, run_tool
+from hazmat.backends.inside import program
 from hazmat.backends.toolchains import (
     JAVA_INPUTS,
     PCH_INPUTS,
@@ -159,15 +160,9 @@ def prebuild_go(rootfs: Path, scratch: Path, progress: Progress) -> None:
 
 
 # Run by the Python runner before it says it is ready (see runners.py): the imports a data
-# program makes are paid for before the job arrives, and matplotlib finds its font list.
-DATA_PRELOAD = """\
-import os, shutil
-_dir = os.environ.get("MPLCONFIGDIR")
-if _dir and not os.path.exists(_dir):
-    shutil.copytree("/usr/share/hazmat/matplotlib", _dir)
-import numpy, pandas, matplotlib, matplotlib.pyplot
-del os, shutil, _dir
-"""
+# program makes are paid for before the job arrives, and matplotlib finds its font list
+# (backends/inside/data_preload.py, put into the python-data image).
+DATA_PRELOAD = program("data_preload.py")
 
 
 def prepare_data(rootfs: Path, scratch: Path, progress: Progress) -> None:

@@ -1,4 +1,5 @@
-"""The session agent: the agent of a container kept for many calls (sessions.py).
+"""The session agent: the agent of a container kept for many calls (sessions.py); its code is
+backends/inside/session.sh after the single-run agent's prologue.sh, and session_unpack.sh.
 
 It keeps the single-run agent's rules (backends/agent.py): it runs as root inside the container
 with four capabilities, everything of the program's runs through `setpriv` as the session's
@@ -64,6 +65,7 @@ from __future__ import annotations
 
 from hazmat.backends.agent import PROLOGUE, job_header
 from hazmat.backends.base import Program
+from hazmat.backends.inside import fill, program, read
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.session_repl import REPL
 from hazmat.backends.shell_session import shell_repl
@@ -85,232 +87,7 @@ SESSION_VERSION = 3
 ISOLATE = "unshare --user --map-current-user --ipc --net --"
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
 
-SESSION_SCRIPT = (
-    PROLOGUE
-    + r"""
-trap '' PIPE
-umask 022
-workdir=$HAZMAT_WORKDIR
-build=$HAZMAT_BUILD
-run=$HAZMAT_RUN
-unpack=$HAZMAT_UNPACK_SCRIPT
-stage=$HAZMAT_STAGE
-collect=$HAZMAT_COLLECT
-# a bench's build (mode build): the working directory and the build folder, for the host
-archive='cd / && w=${1#/} && set -- "$w" && if [ -d tmp/.hazmat-build ]; then
-    set -- "$w" tmp/.hazmat-build; fi && exec tar -cf "$w/.hazmat-build.tar" \
-    --exclude="$w/.hazmat-build.tar" "$@"'
-# a pause (mode save): the working directory, for the host to keep and send back on resume
-# (mode restore: unpacked from the job as the program's uid, by the unpack script)
-save='exec tar -cf /tmp/.hazmat-save.tar -C "$1" .'
-setup=${HAZMAT_PREPARE:-}
-repl=${HAZMAT_REPL:-}
-replcode=${HAZMAT_REPL_CODE:-}
-# JavaScript and TypeScript: the next call's node, started and waiting before the call
-warmrun=${HAZMAT_SESSION_WARM:-}
-runnercode=${HAZMAT_RUNNER:-}
-heapmb=${HAZMAT_HEAP_MB:-}
-replname=${HAZMAT_REPL_NAME:-interpreter}
-# a bench's container (backends/bench.py): nothing of the agent's runs between calls, so every
-# process but PID 1 and the agent is the program's; under gVisor each test runs in a user, IPC
-# and network namespace of its own (`isolate`: `unshare ... --`), which end with its processes
-bench=${HAZMAT_BENCH:-}
-isolate=${HAZMAT_ISOLATE:-}
-dirty=''
-if [ -n "$bench" ] && ! setpriv $drop -- test -w "$workdir"; then
-    die "the program cannot write $workdir: a bench needs it mode 1777 in the image \
-(hazmat images build)"
-fi
-# root's folder (the program may read it, not change it): each call's job, and for Python
-# the two FIFOs to the interpreter kept between calls
-chan=/tmp/.hazmat-session
-job=$chan/job
-mkdir -m 0755 "$chan" || die "cannot make the session's folder"
-if [ -n "$repl" ]; then
-    mkfifo -m 0644 "$chan/go" && mkfifo -m 0622 "$chan/done" \
-        || die "cannot make the interpreter's channels"
-fi
-prepare "$setup"
-pid=''
-start_repl() {
-    setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&-; eval "$2"' \
-        repl "$workdir" "$repl" "$replcode" </dev/null 2>&3 &
-    pid=$!
-    # the interpreter opens go, then done: these block until it has
-    exec 6>"$chan/go" 5<"$chan/done"
-}
-if [ -n "$repl" ]; then start_repl; fi
-# the next call's runner (backends/runners.py): started as the program now, so that a call
-# need not wait for node; it says it is ready on a FIFO of the agent's, reads the call's
-# stdin from the file the unpack script writes, and runs the call's program when signalled
-warmpid=''
-start_warm() {
-    [ -n "$warmrun" ] || return 0
-    rm -f "$chan/ready" && mkfifo -m 0622 "$chan/ready" || return 0
-    setpriv $drop -- env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" \
-        HAZMAT_READY_FD=4 HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin \
-        sh -c 'cd "$1" || exit 125; exec 2>&3 3>&- 4>"$2"; eval "$3"' \
-        warm "$workdir" "$chan/ready" "$warmrun" </dev/null 2>&3 &
-    warmpid=$!
-    exec 7<"$chan/ready"  # blocks until the runner has opened it
-}
-# the warm runner, if it is there and ready: signalled, it runs the call; its status in rc
-warm_call() {
-    [ -n "$warmpid" ] || return 1
-    if IFS= read -r ready <&7 && [ "$ready" = hazmat-ready ]; then
-        exec 7<&-
-        kill -USR2 "$warmpid" || { warmpid=''; return 1; }
-        wait "$warmpid"
-        rc=$?
-        warmpid=''
-        return 0
-    fi
-    exec 7<&-
-    kill -9 "$warmpid"
-    wait "$warmpid"
-    warmpid=''
-    return 1
-}
-# one step of the kept interpreter (run, files, save, load); its status in rc
-repl_call() {
-    [ -n "$pid" ] || start_repl
-    if printf '%s\n' "$1" >&6 && IFS= read -r status <&5; then
-        case $status in '' | *[!0-9]*) rc=1 ;; *) rc=$status ;; esac
-    else
-        kill -9 "$pid"
-        wait "$pid"
-        rc=$?
-        pid=''
-        exec 5<&- 6>&-
-        printf '\nhazmat: the %s ended (status %s); %s\n' "$replname" "$rc" \
-            'the next call starts a new one, without the variables' >&3
-    fi
-}
-for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
-unset OLDPWD
-start_warm
-# whether process $1 (whose stat says Z) still runs: a process whose first thread has exited
-# shows Z while its other threads run on, and counts them (its thread count, the 18th field
-# after its name, is more than 1); gVisor lists no task folder for it
-alive() {
-    zstat=''
-    IFS= read -r zstat <"/proc/$1/stat" || return 1
-    # shellcheck disable=SC2086 # the fields, split on purpose
-    set -- ${zstat##*) }
-    [ "${18:-1}" -gt 1 ]
-}
-# every process but PID 1, this one and the interpreter kept between calls (true zombies wait
-# for their parent and are skipped; a zombie leader with a live thread is killed); until none
-# is left, boundedly
-sweep() {
-    n=0
-    while [ "$n" -lt 1000 ]; do
-        left=''
-        for p in /proc/[0-9]*; do
-            p=${p#/proc/}
-            case $p in 1 | "$$" | "$pid" | "$warmpid") continue ;; esac
-            stat=''
-            IFS= read -r stat <"/proc/$p/stat" || continue
-            case ${stat##*) } in Z*) alive "$p" || continue ;; esac
-            kill -9 "$p" && left=1
-        done
-        [ -n "$left" ] || return 0
-        n=$((n + 1))
-    done
-}
-# a bench: every process but PID 1 and this one, whatever its state or name, killed at once
-# (kill -9 -1); then wait until the kernel has ended them all and PID 1 has reaped them. If
-# one will not go, the container is not fit for another test (`dirty`)
-end_all() {
-    kill -9 -1
-    n=0
-    while kill -0 -1; do
-        n=$((n + 1))
-        [ "$n" -lt 100000 ] || return 1
-    done
-}
-printf 'hazmat-ready\n'
-while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxown; do
-    [ "$magic" = hazmat-session ] && [ "$version" = 3 ] || die "unknown job format"
-    case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
-    wants='' callers='' owns=''
-    i=0
-    while [ "$i" -lt "$nwant" ]; do
-        IFS= read -r name || die "truncated job"
-        want "$name"
-        i=$((i + 1))
-    done
-    # the rest of the job, whatever happens next, so the stream stays in step
-    head -c "$size" >"$job" || die "cannot keep the job"
-    rc=0 unclean=''
-    if [ -n "$repl" ] && [ "$mode" != restore ]; then
-        # the interpreter unpacks the job itself and (mode run) runs it; a pause saves its
-        # variables into the working directory first (mode save)
-        repl_call "$mode"
-    elif [ "$mode" = again ] && [ -n "$dirty" ]; then
-        rc=126 unclean=1  # a process of the last test would not end: this container is done
-    elif [ "$mode" != save ]; then
-        # a bench's test (mode again) starts from the state right after the build: the
-        # unpack script empties every place the program may write first
-        setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" "$isolate" <"$job" 2>&3
-        rc=$?
-        if [ "$rc" -eq 126 ] && [ "$mode" = again ]; then unclean=1; fi
-        if [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
-            # the test is ready: the host starts its clock (and gives it a CPU) when it reads
-            # this line, and says go
-            printf -- '--hazmat-built-%s-- 0\n' "$nonce"
-            IFS= read -r go || die "no go-ahead for the test"
-            [ "$go" = go ] || die "no go-ahead for the test"
-        fi
-        if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = build ]; } && [ -n "$build" ]
-        then
-            setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
-                build "$workdir" "$build" </dev/null 2>&3
-            rc=$?
-            printf -- '--hazmat-built-%s-- %s\n' "$nonce" "$rc"
-        fi
-        if [ "$rc" -eq 0 ] && [ "$mode" = build ]; then
-            # the build, for the host to keep and send with each test (mode again)
-            setpriv $drop -- sh -c "$archive" archive "$workdir" </dev/null 2>&3
-            rc=$?
-        fi
-        if [ "$rc" -eq 0 ] && [ "$mode" = run ] && warm_call; then
-            :
-        elif [ "$rc" -eq 0 ] && [ "$mode" = run ]; then
-            setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
-                </tmp/.hazmat-stdin 2>&3
-            rc=$?
-        elif [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
-            # shellcheck disable=SC2086 # isolate is a command line, split on purpose
-            setpriv $drop -- $isolate sh -c "$stage" stage "$workdir" "" "" "$run" run \
-                </tmp/.hazmat-stdin 2>&3
-            rc=$?
-        fi
-    fi
-    if [ -n "$unclean" ]; then
-        # what the last test left cannot be removed here: the host moves this test to a new
-        # container (only the agent knows the nonce: the program did not run)
-        printf -- '--hazmat-unclean-%s--\n' "$nonce"
-    fi
-    if [ "$rc" -eq 0 ] && [ "$mode" = save ]; then
-        setpriv $drop -- sh -c "$save" save "$workdir" </dev/null 2>&3
-        rc=$?
-    fi
-    if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
-    : >"$job"
-    if [ -z "$bench" ]; then sweep; elif ! end_all; then dirty=1; fi
-    if [ "$nwant" -gt 0 ] && worth_collecting; then
-        printf -- '--hazmat-files-%s--\n' "$nonce"
-        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-            "$maxtotal" "$maxown"
-    fi
-    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
-    [ -n "$warmpid" ] || start_warm
-done
-exit 0
-"""
-)
+SESSION_SCRIPT = PROLOGUE + program("session.sh")
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
 # and args (both forms), the input files (the language's source files from earlier calls go
@@ -318,111 +95,9 @@ exit 0
 # again) first empties everything the last test left where the program may write (status
 # 126: it could not); its job then begins with the size of the build's archive, its stdin
 # has a size of its own, and the archive comes last, unpacked around the test's files. Every
-# process costs 20-50 ms under gVisor, so none starts that is not needed.
-SESSION_UNPACK = r"""
-exec 2>/dev/null
-die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
-cd "$1" || die "no working directory"
-mode=${2:-run}
-number() { case $1 in '' | *[!0-9]*) die "truncated job" ;; esac; }
-if [ "$mode" = again ]; then
-    # Every place the program may write, found afresh each time so that none is missed: each
-    # mount it can write to. A writable place that is the program's own (its mode and
-    # attributes would carry) or not a folder cannot be reset here: status 126, and the host
-    # moves the test to a new container. A bench's working directory is root's, mode 1777.
-    places=''
-    while read -r _ mnt fstype opts _; do
-        case $fstype in proc | sysfs | cgroup | cgroup2 | devpts) continue ;; esac
-        case ",$opts," in *,rw,*) ;; *) continue ;; esac
-        [ -w "$mnt" ] || continue
-        [ -c "$mnt" ] && continue  # a masked path: /dev/null bound over it
-        case $mnt in *\\*) exit 126 ;; esac  # a name /proc/mounts escaped: not one of ours
-        { [ -d "$mnt" ] && [ ! -O "$mnt" ]; } || exit 126
-        places="$places $mnt"
-    done </proc/mounts
-    # POSIX message queues live on /dev/mqueue under Linux; under gVisor (no such mount) each
-    # test has an IPC namespace of its own ($3), which ends with its processes
-    if [ -z "${3:-}" ]; then case "$places " in *" /dev/mqueue "*) ;; *) exit 126 ;; esac; fi
-    wipe() {
-        for p in $places; do
-            find "$p" -xdev -mindepth 1 ! -path /tmp/.hazmat-session \
-                ! -path '/tmp/.hazmat-session/*' -delete || return 1
-        done
-    }
-    if ! wipe; then  # folders the program made unreadable or unwritable
-        for p in $places; do
-            find "$p" -xdev -mindepth 1 -maxdepth 1 ! -path /tmp/.hazmat-session ! -type l \
-                -exec chmod -R u+rwx {} +
-        done
-        wipe || exit 126
-    fi
-    # Sockets end with their processes, but a closed TCP connection stays in TIME_WAIT for a
-    # minute, its ports listed in /proc/net/tcp: under Linux any socket left in the network
-    # namespace moves the next test to a new container (under gVisor, a namespace per test)
-    if [ -z "${3:-}" ]; then
-        for f in tcp tcp6 udp udp6 raw raw6 unix; do
-            [ -r "/proc/net/$f" ] || continue
-            { read -r _ && read -r _; } <"/proc/net/$f" && exit 126
-        done
-    fi
-    # System V IPC objects outlive their processes. Linux lists them, and they are removed;
-    # gVisor lists none (no /proc/sysvipc) but counts them: if any is left (the build's: a
-    # test's are in its own namespace), this container cannot be made clean (status 126)
-    if [ -r /proc/sysvipc/shm ]; then
-        ipc=''
-        for f in /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem; do
-            { read -r _ && read -r _; } <"$f" && ipc=1
-        done
-        if [ -n "$ipc" ]; then ipcrm --all || exit 126; fi
-    else
-        ipcs -u | {
-            left=0
-            while IFS= read -r line; do
-                case $line in
-                    *"segments allocated "* | *"allocated queues = "* | *"used arrays = "*)
-                        [ "${line##* }" = 0 ] || left=1 ;;
-                esac
-            done
-            exit "$left"
-        } || exit 126
-    fi
-    IFS= read -r archive || die "truncated job"
-    number "$archive"
-else
-    rm -f /tmp/.hazmat-job.json /tmp/.hazmat-job.sh /tmp/.hazmat-stdin @SOURCES@
-fi
-IFS=' ' read -r jsonsize shsize || die "truncated job"
-number "$jsonsize"
-number "$shsize"
-for part in "$jsonsize /tmp/.hazmat-job.json" "$shsize /tmp/.hazmat-job.sh"; do
-    size=${part%% *} path=${part#* }
-    if [ "$size" -gt 0 ]; then head -c "$size" > "$path" || die "cannot write the job"
-    else : > "$path" || die "cannot write the job"; fi
-done
-IFS= read -r nfiles || die "truncated job"
-i=0
-while [ "$i" -lt "$nfiles" ]; do
-    IFS=' ' read -r size name || die "truncated job"
-    case $name in */*) [ -d "./${name%/*}" ] || mkdir -p "./${name%/*}" \
-        || die "cannot make a folder" ;; esac
-    if [ -e "./$name" ] || [ -L "./$name" ]; then rm -f "./$name"; fi
-    head -c "$size" > "./$name" || die "cannot write input file"
-    i=$((i + 1))
-done
-if [ "$mode" = again ]; then
-    IFS= read -r size || die "truncated job"
-    number "$size"
-    if [ "$size" -gt 0 ]; then head -c "$size" > /tmp/.hazmat-stdin || die "cannot write stdin"
-    else : > /tmp/.hazmat-stdin || die "cannot write the program's stdin"; fi
-    # the test's own files win over the build's
-    # (existing folders, the working directory among them, are left as they are)
-    if [ "$archive" -gt 0 ]; then tar -xf - -C / --skip-old-files || die "cannot unpack"; fi
-elif [ "$mode" = restore ]; then  # a paused session's working directory, as it was saved
-    tar -xf - --no-overwrite-dir || die "cannot unpack the paused session's files"
-else
-    cat > /tmp/.hazmat-stdin || die "cannot write the program's stdin"
-fi
-"""
+# process costs 20-50 ms under gVisor, so none starts that is not needed. A template:
+# `session_environment` fills in the language's source files.
+SESSION_UNPACK = read("session_unpack.sh")
 
 
 def session_environment(
@@ -443,7 +118,7 @@ def session_environment(
         ),
     }
     sources = " ".join(f"./{name}" for name in lang.source_names)
-    unpack = SESSION_UNPACK.replace("@SOURCES@", sources)
+    unpack = fill(SESSION_UNPACK, SOURCES=sources)
     env = {
         "HAZMAT_UNPACK_SCRIPT": unpack,
         "HAZMAT_RUN": runs.get(lang.name, lang.run),

@@ -12,41 +12,21 @@ terminal, `exit` ends the shell, and so does a failing command under `set -e`: t
 starts a new one in the working directory, with the files and without the variables (the
 agent says so on stderr). The options `-e`, `-u` and `pipefail` are turned off after each call
 that survives them, so one call's `set -e` does not end the shell in a later one.
+
+Its code is backends/inside/shell_session.bash, a template: `shell_repl` fills it in.
 """
 
 from __future__ import annotations
 
 import shlex
 
+from hazmat.backends.inside import fill, read
+
 __all__ = ["shell_repl"]
 
-_SHELL = r"""
-exec 7</tmp/.hazmat-session/go 8>/tmp/.hazmat-session/done
-for __hazmat_name in $(compgen -e); do
-    case $__hazmat_name in HAZMAT_*) unset "$__hazmat_name" ;; esac
-done
-unset __hazmat_name OLDPWD
-__hazmat_unpack=@UNPACK@
-__hazmat_workdir=@WORKDIR@
-while IFS= read -r __hazmat_mode <&7; do
-    sh -c "$__hazmat_unpack" unpack "$__hazmat_workdir" </tmp/.hazmat-session/job 3>&2
-    __hazmat_status=$?
-    if [ "$__hazmat_status" -eq 0 ] && [ "$__hazmat_mode" = run ]; then
-        set --
-        . /tmp/.hazmat-job.sh
-        rm -f /tmp/.hazmat-job.sh /tmp/.hazmat-job.json
-        . "$__hazmat_workdir/main.sh" </tmp/.hazmat-stdin
-        __hazmat_status=$?
-        set +e +u +o pipefail
-    fi
-    printf '%s\n' "$__hazmat_status" >&8
-done
-exit 0
-"""
+_SHELL = read("shell_session.bash")
 
 
 def shell_repl(unpack: str, workdir: str) -> str:
     """The shell's code, with the agent's unpack script and the working directory in it."""
-    return _SHELL.replace("@UNPACK@", shlex.quote(unpack)).replace(
-        "@WORKDIR@", shlex.quote(workdir)
-    )
+    return fill(_SHELL, UNPACK=shlex.quote(unpack), WORKDIR=shlex.quote(workdir))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hazmat._exceptions import ImageBuildError
 from hazmat.backends.chroot import Progress, in_chroot
+from hazmat.backends.inside import program
 from hazmat.languages import (
     CXX_FLAGS,
     JAVA_PREPARE,
@@ -26,68 +27,13 @@ from hazmat.languages import (
 __all__ = ["JAVA_INPUTS", "PCH_INPUTS", "precompile_stdcxx", "prepare_java"]
 
 PCH_INPUTS = (CXX_FLAGS,)
-# The warm javac (languages.JAVA_PREPARE starts it ahead of the job, JAVA_BUILD asks it): reads
-# one request (javac's arguments, a line each) from the FIFO `in`, removes it, compiles in
-# process, writes the diagnostics to `out` and the status to `status`, says so by writing to
-# `done` and exits. Before the request it compiles a small program once (the JIT and the
-# compiler's classes warm), unless the request is already there (a container started for the
-# job: it would only delay it).
-JAVAC_SERVER_SOURCE = """\
-import java.io.ByteArrayOutputStream;
-import java.io.OutputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.SynchronousQueue;
-import javax.tools.JavaCompiler;
-import javax.tools.ToolProvider;
-
-public final class HazmatJavac {
-    public static void main(String[] argv) throws Exception {
-        Path dir = Path.of(argv[0]);
-        SynchronousQueue<List<String>> requests = new SynchronousQueue<>();
-        Thread reader = new Thread(() -> {
-            try {
-                requests.put(Files.readAllLines(dir.resolve("in")));
-            } catch (Exception e) {
-                System.exit(2);
-            }
-        });
-        reader.setDaemon(true);
-        reader.start();
-        JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
-        List<String> request = requests.poll();
-        if (request == null) {
-            warm(javac, dir);
-            request = requests.take();
-        }
-        Files.deleteIfExists(dir.resolve("in"));
-        ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
-        int status = javac.run(null, diagnostics, diagnostics, request.toArray(new String[0]));
-        Files.write(dir.resolve("out"), diagnostics.toByteArray());
-        Files.writeString(dir.resolve("status"), status + "\\n");
-        try (OutputStream done = Files.newOutputStream(dir.resolve("done"))) {
-            done.write('\\n');
-        }
-        Files.deleteIfExists(dir.resolve("done"));
-        System.exit(0);
-    }
-
-    private static void warm(JavaCompiler javac, Path dir) throws Exception {
-        Path work = Files.createTempDirectory(dir, "warm");
-        Path source = work.resolve("Main.java");
-        Files.writeString(source, "import java.util.*;\\npublic class Main {\\n"
-            + "    public static void main(String[] args) {\\n"
-            + "        List<Integer> xs = new ArrayList<>(List.of(3, 1, 2));\\n"
-            + "        Collections.sort(xs);\\n        System.out.println(xs);\\n    }\\n}\\n");
-        OutputStream nothing = OutputStream.nullOutputStream();
-        javac.run(null, nothing, nothing, "-proc:none", "-d", work.toString(), source.toString());
-        try (var paths = Files.walk(work)) {
-            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
-    }
-}
-"""
+# The warm javac (backends/inside/HazmatJavac.java; languages.JAVA_PREPARE starts it ahead of
+# the job, JAVA_BUILD asks it): reads one request (javac's arguments, a line each) from the
+# FIFO `in`, removes it, compiles in process, writes the diagnostics to `out` and the status
+# to `status`, says so by writing to `done` and exits. Before the request it compiles a small
+# program once (the JIT and the compiler's classes warm), unless the request is already there
+# (a container started for the job: it would only delay it).
+JAVAC_SERVER_SOURCE = program("HazmatJavac.java")
 JAVA_INPUTS = (JAVAC_ARCHIVE, JVM_FLAGS, JAVA_PREPARE, JAVAC_SERVER_ARCHIVE, JAVAC_SERVER_SOURCE)
 _PROBE = "#include <bits/stdc++.h>\nint main() { std::cout << 1 << std::endl; }\n"
 

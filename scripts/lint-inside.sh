@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Lint the programs that run inside the sandbox (src/hazmat/backends/inside/) that are not
+# Python (ruff and mypy read its .py files with the rest of src/): ShellCheck on the shell
+# programs, `node --check` on the JavaScript, `javac` on the Java, `ruby -c` on the Ruby.
+# ShellCheck is installed when missing (Debian's package, as root with apt-get); node, javac
+# and ruby are used when this machine has them, and skipped with a note when it has not.
+set -euo pipefail
+dir=${1:-src/hazmat/backends/inside}
+say() { printf 'lint-inside: %s\n' "$*"; }
+
+if ! command -v shellcheck >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing shellcheck"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+    else
+        echo "lint-inside: error: shellcheck is not installed (Debian: apt-get install shellcheck)" >&2
+        exit 1
+    fi
+fi
+
+cd "$dir"  # ShellCheck reads the folder's .shellcheckrc (for standard input too)
+status=0
+# The .sh files run under Debian's dash (/bin/sh in the images). The agents reach the
+# container after prologue.sh (agent.py, session_agent.py) and are checked that way, so that
+# ShellCheck sees what the prologue defines; their line numbers count from its first line.
+for f in ./*.sh; do
+    case $f in
+        ./prologue.sh) ;;
+        ./agent.sh | ./session.sh)
+            cat prologue.sh "$f" | shellcheck --shell=dash - \
+                || { say "$f: the lines above count from prologue.sh's first"; status=1; } ;;
+        *) shellcheck --shell=dash "$f" || status=1 ;;
+    esac
+done
+shellcheck --shell=bash ./*.bash || status=1
+
+if command -v node >/dev/null 2>&1; then
+    for f in ./*.js; do node --check "$f" || status=1; done
+else
+    say "node is not installed: the JavaScript was not checked"
+fi
+if command -v javac >/dev/null 2>&1; then
+    classes=$(mktemp -d)
+    javac -Xlint:all -Werror -d "$classes" ./*.java || status=1
+    rm -rf "$classes"
+else
+    say "javac is not installed: the Java was not checked"
+fi
+if command -v ruby >/dev/null 2>&1; then
+    for f in ./*.rb; do ruby -c "$f" >/dev/null || status=1; done
+else
+    say "ruby is not installed: the Ruby was not checked"
+fi
+exit "$status"
