@@ -143,7 +143,7 @@ def _grading(
         most = service.max_running
         if most is not None and args.jobs > most:
             local_server.say(f"the local server grades {most} tasks at once (--local: more)")
-        _say_cores(args.jobs, None)
+        _say_cores(min(args.jobs, len(todo)), None)
         raws = [raw for _, raw in todo]
         remote = stack.enter_context(RemoteBatch(service, raws, args.jobs, options))
         waiting.append(remote.waiting)
@@ -152,7 +152,7 @@ def _grading(
     _check_all(chosen, tasks, options)  # before the engine: a wrong task is exit 2, not 125
     sandbox = stack.enter_context(Sandbox(chosen))
     waiting.append(sandbox.backend.waiting_for_core)
-    _say_cores(args.jobs, sandbox.backend.resources().cpus)
+    _say_cores(min(args.jobs, len(todo)), sandbox.backend.resources().cpus)
     grader = Grader(sandbox, fresh=args.fresh, **options)
     return (result.to_dict() for result in grade_many(grader, tasks, args.jobs))
 
