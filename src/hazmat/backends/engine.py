@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +53,22 @@ def map_docker_errors(image: str | None = None) -> Iterator[None]:
     except (requests.exceptions.RequestException, docker.errors.DockerException) as exc:
         if _caused_by(exc, requests.exceptions.Timeout):
             raise EngineUnavailable(f"the Docker engine did not answer in time: {exc}") from exc
+        raise EngineUnavailable(unreachable_message(exc)) from exc
+
+
+def _reach(url: str, timeout: float) -> None:
+    """Connect to a local engine's socket once, and close it: `EngineUnavailable` if nobody
+    is there. docker-py leaves the socket of a failed connect open (an unclosed socket for
+    every try at a stopped engine, in a process that keeps trying), so it is only handed a
+    socket that answers. Engines reached over TCP or SSH are left to docker-py."""
+    if not url.startswith(("unix://", "/")):
+        return
+    path = url.removeprefix("unix://")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+    except OSError as exc:
         raise EngineUnavailable(unreachable_message(exc)) from exc
 
 
@@ -155,6 +172,7 @@ class Engine:
             kwargs["base_url"] = self._base_url
         else:
             kwargs.update(docker.utils.kwargs_from_env())
+        _reach(str(kwargs.get("base_url") or DEFAULT_HOST), self._timeout)
         probe = docker.APIClient(version=MIN_API_VERSION, **kwargs)
         try:
             server = str(probe.version(api_version=False)["ApiVersion"])
