@@ -12,20 +12,11 @@ import pytest
 
 from hazmat.backends.recipes import RECIPES
 from hazmat.languages import LANGUAGES
+from hazmat.testing import Invoked, invoke
 
-HAZMAT = [sys.executable, "-m", "hazmat"]
 
-
-def hazmat(
-    *args: str, stdin: bytes = b"", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*HAZMAT, *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+def hazmat(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> Invoked:
+    return invoke(args, stdin=stdin, env=env)
 
 
 # --- no engine needed: bad requests are refused before anything runs ----------------------
@@ -46,46 +37,46 @@ def hazmat(
 )
 def test_bad_requests_exit_with_clear_errors(args: list[str], code: int, message: bytes) -> None:
     result = hazmat(*args)
-    assert result.returncode == code, result.stderr
-    assert message in result.stderr
-    assert result.stderr.startswith(b"hazmat: error: ")
+    assert result.exit_code == code, result.stderr_bytes
+    assert message in result.stderr_bytes
+    assert result.stderr_bytes.startswith(b"hazmat: error: ")
 
 
 def test_unknown_extension_asks_for_lang(tmp_path: Path) -> None:
     program = tmp_path / "prog.txt"
     program.write_text("print(1)")
     result = hazmat("run", str(program))
-    assert result.returncode == 2 and b"pass --lang" in result.stderr
+    assert result.exit_code == 2 and b"pass --lang" in result.stderr_bytes
 
 
 def test_policy_errors_name_the_file_and_key(tmp_path: Path) -> None:
     policy = tmp_path / "p.yaml"
     policy.write_text("trust:\n  untrusted:\n    memory: 5\n")
     result = hazmat("run", "-c", "1", "--policy", str(policy))
-    assert result.returncode == 78
-    assert f"{policy}: trust.untrusted.memory: unknown key".encode() in result.stderr
+    assert result.exit_code == 78
+    assert f"{policy}: trust.untrusted.memory: unknown key".encode() in result.stderr_bytes
 
 
 def test_stopped_engine_exits_125_and_doctor_says_what_to_do(tmp_path: Path) -> None:
     dead = {"DOCKER_HOST": f"unix://{tmp_path}/stopped.sock"}
     result = hazmat("run", "-c", "print(1)", env=dead)
-    assert result.returncode == 125
-    said = result.stderr.decode()
+    assert result.exit_code == 125
+    said = result.stderr_bytes.decode()
     assert said.startswith(f"hazmat: cannot reach the Docker engine at {dead['DOCKER_HOST']}")
     assert "DOCKER_HOST" in said and "No such file or directory" in said
     assert "('" not in said and "scripts/" not in said  # no raw tuple, no source-tree path
     as_json = hazmat("run", "-c", "print(1)", "--json", env=dead)
-    data = json.loads(as_json.stdout)
+    data = json.loads(as_json.stdout_bytes)
     assert data["outcome"] == "infra_error" and data["error"] in said
     doctor = hazmat("doctor", env=dead)
-    assert doctor.returncode == 1
-    assert doctor.stdout.startswith(b"FAIL engine: cannot reach the Docker engine")
-    assert b"fix: start the engine" in doctor.stdout
+    assert doctor.exit_code == 1
+    assert doctor.stdout_bytes.startswith(b"FAIL engine: cannot reach the Docker engine")
+    assert b"fix: start the engine" in doctor.stdout_bytes
 
 
 def test_version_and_help() -> None:
-    assert hazmat("--version").stdout.startswith(b"hazmat ")
-    assert b"--timeout SEC" in hazmat("run", "--help").stdout
+    assert hazmat("--version").stdout_bytes.startswith(b"hazmat ")
+    assert b"--timeout SEC" in hazmat("run", "--help").stdout_bytes
 
 
 # --- on the real engine --------------------------------------------------------------------
@@ -104,8 +95,8 @@ def test_version_and_help() -> None:
 )
 def test_exit_codes_follow_the_outcome(code: str, exit_code: int, outcome: str) -> None:
     result = hazmat("run", "-c", code, "--timeout", "2", "--json")
-    assert result.returncode == exit_code, result.stderr
-    data = json.loads(result.stdout)
+    assert result.exit_code == exit_code, result.stderr_bytes
+    data = json.loads(result.stdout_bytes)
     assert data["outcome"] == outcome
     for key in (
         "exit_code",
@@ -128,14 +119,16 @@ def test_plain_output_is_the_programs_own(tmp_path: Path) -> None:
         "process.stdout.write('out\\n'); process.stderr.write('err\\n'); process.exit(3)"
     )
     result = hazmat("run", str(program))
-    assert (result.returncode, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    assert (result.exit_code, result.stdout_bytes, result.stderr_bytes) == (3, b"out\n", b"err\n")
 
 
 @pytest.mark.docker
 def test_timeout_explains_itself_on_stderr() -> None:
     result = hazmat("run", "-c", "import time; time.sleep(10)", "--timeout", "1")
-    assert result.returncode == 124
-    assert result.stderr.endswith(b"hazmat: the program was stopped at its time limit of 1 s\n")
+    assert result.exit_code == 124
+    assert result.stderr_bytes.endswith(
+        b"hazmat: the program was stopped at its time limit of 1 s\n"
+    )
 
 
 @pytest.mark.docker
@@ -146,9 +139,9 @@ def test_a_program_imitating_a_timeout_is_told_apart_by_json() -> None:
         "file=sys.stderr); sys.exit(124)"
     )
     plain = hazmat("run", "-c", code, "--timeout", "5")
-    assert plain.returncode == 124
-    assert b"hazmat: the program was stopped at its time limit of 1 s\n" in plain.stderr
-    data = json.loads(hazmat("run", "-c", code, "--timeout", "5", "--json").stdout)
+    assert plain.exit_code == 124
+    assert b"hazmat: the program was stopped at its time limit of 1 s\n" in plain.stderr_bytes
+    data = json.loads(hazmat("run", "-c", code, "--timeout", "5", "--json").stdout_bytes)
     assert (data["outcome"], data["exit_code"]) == ("error", 124)
     assert data["error"].startswith("the program exited with status 124")
 
@@ -176,7 +169,7 @@ def test_stdin_files_and_output_files(tmp_path: Path) -> None:
         "--output-dir",
         str(out),
     )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr_bytes
     assert (out / "report.txt").read_text() == "2 rows; from stdin"
 
 
@@ -185,8 +178,11 @@ def test_missing_image_exits_125(tmp_path: Path) -> None:
     policy = tmp_path / "p.yaml"
     policy.write_text("images:\n  python: hazmat/python:nope\n")
     result = hazmat("run", "-c", "print(1)", "--policy", str(policy))
-    assert result.returncode == 125
-    assert b"is not on the Docker engine" in result.stderr and b"never pulls" in result.stderr
+    assert result.exit_code == 125
+    assert (
+        b"is not on the Docker engine" in result.stderr_bytes
+        and b"never pulls" in result.stderr_bytes
+    )
 
 
 @pytest.mark.docker
@@ -203,7 +199,7 @@ def test_memory_and_runtime_flags_are_applied() -> None:
         "--trust",
         "trusted",
     )
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout_bytes)
     assert (data["limits"]["memory_mb"], data["runtime"], data["trust"]) == (
         128,
         "runsc",
@@ -214,8 +210,8 @@ def test_memory_and_runtime_flags_are_applied() -> None:
 @pytest.mark.docker
 def test_images_list_and_doctor() -> None:
     listing = hazmat("images", "list", "--json")
-    assert listing.returncode == 0
-    rows = json.loads(listing.stdout)
+    assert listing.exit_code == 0
+    rows = json.loads(listing.stdout_bytes)
     ours = [row for row in rows if row["from"] is None]
     assert {row["image"] for row in ours} == {recipe.ref for recipe in RECIPES.values()}
     assert all(row["present"] and row["current"] for row in ours), ours
@@ -230,23 +226,25 @@ def test_images_list_and_doctor() -> None:
         "ruby",
     }
     doctor = hazmat("doctor")
-    assert doctor.returncode == 0, doctor.stdout
-    assert b"OK   runtime runsc" in doctor.stdout and b"OK   runtime runc" in doctor.stdout
+    assert doctor.exit_code == 0, doctor.stdout_bytes
+    assert (
+        b"OK   runtime runsc" in doctor.stdout_bytes and b"OK   runtime runc" in doctor.stdout_bytes
+    )
 
 
 @pytest.mark.docker
 def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) -> None:
     env = {"HAZMAT_OCI_DIR": str(tmp_path / "oci")}
     export = hazmat("images", "export", "--lang", "python", env=env)
-    assert export.returncode == 0, export.stderr
+    assert export.exit_code == 0, export.stderr_bytes
     image = LANGUAGES["python"].image
-    assert export.stdout.decode().startswith(f"{image}: {tmp_path / 'oci' / 'rootfs'}")
+    assert export.stdout_bytes.decode().startswith(f"{image}: {tmp_path / 'oci' / 'rootfs'}")
     policy = tmp_path / "oci.yaml"
     policy.write_text("backend: oci\n")
     # the other images are not exported here: a failure when the policy uses the tier...
     doctor = hazmat("doctor", "--json", "--policy", str(policy), env=env)
-    checks = {c["name"]: c for c in json.loads(doctor.stdout)}
-    assert doctor.returncode == 1
+    checks = {c["name"]: c for c in json.loads(doctor.stdout_bytes)}
+    assert doctor.exit_code == 1
     for name in ("runc", "runsc", "init", "cgroups"):
         assert checks[f"oci tier: {name}"]["ok"], checks[f"oci tier: {name}"]
     roots = checks["oci tier: root file systems"]
@@ -254,8 +252,8 @@ def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) ->
     assert "1 prepared" in roots["detail"] and image not in roots["detail"]
     # ...and a warning when it does not
     plain = hazmat("doctor", env=env)
-    assert plain.returncode == 0, plain.stdout
-    assert b"WARN oci tier: root file systems" in plain.stdout
+    assert plain.exit_code == 0, plain.stdout_bytes
+    assert b"WARN oci tier: root file systems" in plain.stdout_bytes
 
 
 # --- hazmat assess, and the enforcement seen from the command line ------------------------
@@ -265,8 +263,8 @@ def test_assess_prints_a_table_with_level_lines_and_rules(tmp_path: Path) -> Non
     program = tmp_path / "tool.py"
     program.write_text("import json\nimport subprocess\nsubprocess.run(['ls'])\n")
     result = hazmat("assess", str(program))
-    assert result.returncode == 0, result.stderr
-    out = result.stdout.decode()
+    assert result.exit_code == 0, result.stderr_bytes
+    out = result.stdout_bytes.decode()
     assert out.startswith("HIGH  score ")
     assert "policy for untrusted: warn" in out
     assert any(line.split()[:3] == ["2", "high", "python-ast"] for line in out.splitlines())
@@ -277,8 +275,8 @@ def test_assess_json_has_the_documented_keys() -> None:
     result = hazmat(
         "assess", "-c", "require('child_' + 'process')", "--lang", "javascript", "--json"
     )
-    assert result.returncode == 126, result.stderr  # the policy would block it
-    data = json.loads(result.stdout)
+    assert result.exit_code == 126, result.stderr_bytes  # the policy would block it
+    data = json.loads(result.stdout_bytes)
     assert {"level", "score", "complete", "findings", "duration_ms"} <= set(data)
     assert data["level"] == "BLOCKED" and data["complete"] is True
     finding = data["findings"][0]
@@ -295,34 +293,34 @@ def test_assess_json_has_the_documented_keys() -> None:
 )
 def test_assess_bad_input(args: list[str], code: int, message: bytes) -> None:
     result = hazmat(*args)
-    assert result.returncode == code, result.stderr
-    assert message in result.stderr
+    assert result.exit_code == code, result.stderr_bytes
+    assert message in result.stderr_bytes
 
 
 def test_assess_refuses_code_over_the_trust_levels_limit(tmp_path: Path) -> None:
     program = tmp_path / "big.py"
     program.write_text("#" * 200_000)
     result = hazmat("assess", str(program), "--trust", "untrusted")
-    assert result.returncode == 2 and b"assessment limit is 131072" in result.stderr
+    assert result.exit_code == 2 and b"assessment limit is 131072" in result.stderr_bytes
 
 
 def test_assess_refuses_invalid_utf8_in_a_file(tmp_path: Path) -> None:
     program = tmp_path / "bad.py"
     program.write_bytes(b"print('\xff\xfe')\n")
     result = hazmat("assess", str(program))
-    assert result.returncode == 2 and b"not valid UTF-8" in result.stderr
+    assert result.exit_code == 2 and b"not valid UTF-8" in result.stderr_bytes
 
 
 def test_run_refuses_blocked_code_with_exit_126_and_says_how_to_override() -> None:
     result = hazmat("run", "-c", "().__class__.__base__.__subclasses__()")
-    assert result.returncode == 126, result.stderr
-    assert b"blocked by the static assessment" in result.stderr
-    assert b"--override-reason" in result.stderr
+    assert result.exit_code == 126, result.stderr_bytes
+    assert b"blocked by the static assessment" in result.stderr_bytes
+    assert b"--override-reason" in result.stderr_bytes
 
 
 def test_run_override_reason_too_short_is_a_bad_request() -> None:
     result = hazmat("run", "-c", "print(1)", "--override-reason", "why")
-    assert result.returncode == 2 and b"at least 20 characters" in result.stderr
+    assert result.exit_code == 2 and b"at least 20 characters" in result.stderr_bytes
 
 
 @pytest.mark.docker
@@ -330,8 +328,8 @@ def test_run_with_an_override_reason_runs_blocked_code() -> None:
     code = "print(len(().__class__.__base__.__subclasses__()) > 10)"
     reason = "grader self-test: counts classes, nothing more"
     result = hazmat("run", "-c", code, "--override-reason", reason, "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    assert result.exit_code == 0, result.stderr_bytes
+    data = json.loads(result.stdout_bytes)
     assert data["stdout"] == "True\n" and data["decision"] == "override"
     assert data["override_reason"] == reason and data["assessment"]["level"] == "BLOCKED"
 
