@@ -57,19 +57,9 @@ def scratch_folder() -> Path:
     top = Path(tempfile.gettempdir())
     for folder in top.glob(f"{_PREFIX}*"):
         pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and _ours(folder):
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _ours(folder):
             shutil.rmtree(folder, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's: alive
-    return True
 
 
 def _ours(folder: Path) -> bool:
