@@ -13,7 +13,6 @@ import pytest
 
 from hazmat import InputError, Policy, Sandbox
 from hazmat.audit.log import AuditLog
-from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest
 from hazmat.policy import TrustLevel
@@ -58,34 +57,9 @@ def test_request_then_execute_is_checked_once(
     assert result.ok and len(checks) == 1
 
 
-class KeptRecorder(KeptBackend):
-    """A session's kept container, recorded (the recording backend keeps none)."""
-
-    def __init__(self) -> None:
-        self.inner = RecordingBackend()
-
-    @property
-    def container_id(self) -> str | None:
-        return "kept"
-
-    def call(self, job: Job, mode: str) -> RunReport:
-        return self.inner.execute(job)
-
-    def execute(self, job: Job) -> RunReport:
-        return self.call(job, "run")
-
-    def end(self, why: str, now: bool = False) -> None:
-        self.ended = self.ended or why
-
-
-class Keeping(RecordingBackend):
-    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
-        return KeptRecorder()
-
-
 def test_a_session_call_is_checked_once(tmp_path: Path, checks: list[ExecutionRequest]) -> None:
     with (
-        Sandbox(Policy(), backend=Keeping(), audit=AuditLog(tmp_path)) as sandbox,
+        Sandbox(Policy(), backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox,
         sandbox.session("python") as session,
     ):
         assert session.run("x = 1").ok

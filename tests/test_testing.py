@@ -62,3 +62,19 @@ def test_invoke_gives_the_command_its_stdin() -> None:
     ran = invoke(["run", "-c", "print(input()[::-1])", "--stdin", "-", "--local"], stdin="olleh\n")
     assert ran.exit_code == 0, ran.stderr
     assert ran.stdout == "hello\n"
+
+
+def test_a_session_on_the_recording_backend_records_each_call_of_its_kept_container(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HAZMAT_AUDIT_DIR", str(tmp_path))
+    backend = hazmat.testing.RecordingBackend(hazmat.testing.report(stdout=b"2\n"))
+    with hazmat.Sandbox(backend=backend) as sandbox:
+        with sandbox.session("python") as session:
+            session.upload({"data.txt": "1"})
+            assert session.run("x = 1\nprint(x + 1)").stdout == "2\n"
+        [kept] = backend.kept
+        assert kept.ended is not None and kept.container_id == "recorded-1"
+    assert [mode for mode, _ in kept.calls] == ["files", "run"]
+    assert kept.calls[1][1].program.files["main.py"] == b"x = 1\nprint(x + 1)"
+    assert [job for _, job in kept.calls] == backend.jobs

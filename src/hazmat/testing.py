@@ -31,6 +31,9 @@ takes an infrastructure failure (an `infra_error` result), and `report(exit_code
 oom_killed=True)` for a run that ran out of memory: the outcome is derived from these facts
 exactly as from a container's.
 
+A session on a `RecordingBackend` keeps a `KeptRecording` (in the backend's `kept`), whose
+`calls` are each call's mode (`run`, `files`, ...) and job.
+
 `invoke(argv, stdin=, env=)` runs the `hazmat` command in this process, as click's
 `CliRunner.invoke` does, and gives back its exit status and what it wrote::
 
@@ -51,13 +54,21 @@ from typing import TYPE_CHECKING, Any
 
 from hazmat.audit.layout import list_log
 from hazmat.audit.records import parse_line
-from hazmat.backends.base import Backend, Job, RunReport
+from hazmat.backends.base import Backend, Job, KeptBackend, RunReport, Spec
 from hazmat.policy import HostResources
 
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
 
-__all__ = ["Clock", "Invoked", "RecordingBackend", "audit_records", "invoke", "report"]
+__all__ = [
+    "Clock",
+    "Invoked",
+    "KeptRecording",
+    "RecordingBackend",
+    "audit_records",
+    "invoke",
+    "report",
+]
 
 _EMPTY = RunReport(exit_code=0, stdout=b"", stderr=b"", duration_ms=1.0)
 
@@ -101,6 +112,7 @@ class RecordingBackend(Backend):
         self.error = error
         self.host = host or HostResources(cpus=2, memory_mb=24 * 1024)
         self.closed = False
+        self.kept: list[KeptRecording] = []
 
     def execute(self, job: Job) -> RunReport:
         self.jobs.append(job)
@@ -111,8 +123,40 @@ class RecordingBackend(Backend):
     def resources(self) -> HostResources:
         return self.host
 
+    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
+        """A session's kept container, recorded (`kept`): its calls are recorded and answered
+        as the backend's jobs are. (A grader's tests still run one by one here: the backend
+        says it keeps no containers for benches.)"""
+        self.kept.append(KeptRecording(self, spec))
+        return self.kept[-1]
+
     def close(self) -> None:
         self.closed = True
+
+
+class KeptRecording(KeptBackend):
+    """One kept container of a `RecordingBackend`: `calls` holds each call's mode (`run`,
+    `files`, `save`, `restore`) and job, in order; every job also lands in the backend's
+    `jobs`. `ended` says why it was ended, once it is."""
+
+    def __init__(self, backend: RecordingBackend, spec: Spec) -> None:
+        self.backend = backend
+        self.spec = spec
+        self.calls: list[tuple[str, Job]] = []
+
+    @property
+    def container_id(self) -> str | None:
+        return f"recorded-{self.backend.kept.index(self) + 1}"
+
+    def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
+        self.calls.append((mode, job))
+        return self.backend.execute(job)
+
+    def execute(self, job: Job) -> RunReport:
+        return self.call(job, "run")
+
+    def end(self, why: str, now: bool = False) -> None:
+        self.ended = self.ended or why
 
 
 def report(**facts: Any) -> RunReport:
