@@ -61,9 +61,14 @@ def _reach(url: str, timeout: float) -> None:
     is there. docker-py leaves the socket of a failed connect open (an unclosed socket for
     every try at a stopped engine, in a process that keeps trying), so it is only handed a
     socket that answers. Engines reached over TCP or SSH are left to docker-py."""
-    if not url.startswith(("unix://", "/")):
+    try:
+        parsed = docker.utils.parse_host(url)  # as docker-py reads it
+    except docker.errors.DockerException:
+        return  # docker-py says what is wrong with it
+    if not parsed.startswith("http+unix://"):
         return
-    path = url.removeprefix("unix://")
+    path = parsed.removeprefix("http+unix://")
+    path = path if path.startswith("/") else f"/{path}"  # as docker-py's unix adapter does
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
