@@ -150,3 +150,66 @@ def test_a_claim_that_redis_carried_out_is_still_ours_when_retried(redis_client:
     assert not claim(redis_client, key, "lost:service-b")  # anyone else: answered already
     assert redis_client.get(key) == b"result:epoch-a:1"
     assert claim(redis_client, "hazmat:run:r2.1:answered", "lost:service-b")  # a fresh key
+
+
+def test_a_worker_takes_an_attempt_in_one_step_with_the_services_giving_up(
+    redis_client: Any,
+) -> None:
+    """Taking and giving up exclude each other, and each is safe to retry after a lost answer;
+    a second delivery is skipped quietly in the same process and answered as lost in another."""
+    from hazmat.cluster.keys import give_up, take
+
+    assert take(redis_client, "r1.1", "epoch-a:n1") == "first"
+    assert take(redis_client, "r1.1", "epoch-a:n1") == "first"  # the retry of the same call
+    assert take(redis_client, "r1.1", "epoch-a:n2") == "same"  # the broker handed it twice
+    assert take(redis_client, "r1.1", "epoch-b:n3") == "again"  # a new process of the name
+    assert not give_up(redis_client, "r1.1", "lost:service")  # taken: the service waits on
+    assert give_up(redis_client, "r2.1", "lost:service")  # nobody took it: lost
+    assert give_up(redis_client, "r2.1", "lost:service")  # the retry of the same call
+    assert not give_up(redis_client, "r2.1", "lost:other-service")
+    assert take(redis_client, "r2.1", "epoch-a:n4") == "answered"  # turns up late: skipped
+
+
+def test_a_run_whose_message_no_worker_takes_is_lost_then_retried_or_reported(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    """A worker whose heartbeat goes on but which never takes the run's message (it was lost
+    on the way: CI saw Redis restart as a worker fetched it, and the run wait 300 s): with
+    `retry` the run is placed again and answered by another worker; with `report` the caller
+    is told what happened. The message, if it turns up later, is skipped, never executed."""
+    from hazmat import InfraError, Policy, Sandbox
+    from hazmat.audit.log import AuditLog
+    from hazmat.cluster.dispatch import Dispatcher
+    from hazmat.cluster.keys import run_key
+    from hazmat.cluster.worker import ClusterWorker
+    from hazmat.testing import RecordingBackend
+
+    announce(redis_client, "ghost", 9, 0)  # alive, free, and chosen first; it never fetches
+    request = ExecutionRequest("print(1)", "python", TrustLevel.TRUSTED, timeout_s=5)
+    backend, late = RecordingBackend(), RecordingBackend()
+    with (
+        Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path / "real")) as sandbox,
+        Sandbox(Policy(), backend=late, audit=AuditLog(tmp_path / "late")) as ghost_box,
+    ):
+        worker = ClusterWorker(redis_url, "real", 1, sandbox)
+        worker.start()
+        retrying = Dispatcher(redis_url, on_lost="retry", take_wait_s=0.5)
+        reporting = Dispatcher(redis_url, on_lost="report", take_wait_s=0.5)
+        try:
+            result = retrying.execute(request, "run-retried", None)
+            lost = r"worker ghost did not take the run within 0\.5 s"
+            with pytest.raises(InfraError, match=lost):
+                reporting.execute(request, "run-reported", None)
+        finally:
+            retrying.broker.close()
+            reporting.broker.close()
+            worker.stop()
+            worker.broker.close()
+        assert result.stdout == "hi\n" and len(backend.jobs) == 1  # the retry's, on "real"
+        ghost = ClusterWorker(redis_url, "ghost", 1, ghost_box)  # the lost messages turn up
+        for run_id in ("run-retried", "run-reported"):
+            ghost.actor.fn(run_id, 1, request_to_wire(request), "epoch-ghost")
+            kinds = [f[b"kind"] for _, f in redis_client.xrange(run_key(f"{run_id}.1", "events"))]
+            assert kinds == [b"skipped"]
+        ghost.broker.close()
+    assert late.jobs == []

@@ -10,11 +10,15 @@ result.
 While it waits for the result, the service watches the worker's catalogue entry: if the
 worker's heartbeat stops (it died, its host or its link to Redis went away) or a new process has
 taken its name, the attempt is marked answered as lost. So is an attempt its worker could not
-run for a fault of its own (its Docker engine stopped). Then, by the service's rule (`on_lost`):
-`report` answers `InfraError` (503, or an `error` event) saying what happened; `retry` places
-the run again, as a new attempt, on another worker; a streamed run whose output already reached
-the caller gets a `retry` event first (what came before it is from the lost attempt). Every
-attempt is in the audit log of the worker that ran it.
+run for a fault of its own (its Docker engine stopped), and one that no worker took within
+`TAKE_WAIT_S` while its worker stayed alive: its message was lost on the way (CI saw Redis
+restart as a worker fetched one, and the run wait for its caller's timeout). The service marks
+it in one step with the worker's taking, so a message that turns up later is skipped, never
+run. Then, by the service's rule (`on_lost`): `report` answers `InfraError` (503, or an `error`
+event) saying what happened; `retry` places the run again, as a new attempt, on another worker;
+a streamed run whose output already reached the caller gets a `retry` event first (what came
+before it is from the lost attempt). Every attempt is in the audit log of the worker that ran
+it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from hazmat.cluster.keys import (
     attempt_id,
     broker,
     claim,
+    give_up,
     patiently,
     queue_of,
     run_key,
@@ -55,6 +60,9 @@ RESULT_WAIT_S = 3600.0  # a run's own limits end it long before this
 # the worker's last beat; this covers the second after a Redis restart before workers re-announce.
 GONE_AFTER_S = 2.0
 RETRY_WAIT_S = 60.0
+# A worker takes a run as soon as it has it: placement gives it a free thread. An attempt not
+# taken for this long is lost (a Redis restart cost a worker's consumer 3 s to come back).
+TAKE_WAIT_S = 30.0
 WORKER_FAULTS = ("InfraError", "RuntimeUnavailable", "lost", "skipped")
 
 # KEYS[1] the workers set; ARGV: language, runtime ('' for any), workers not to use (commas:
@@ -119,9 +127,16 @@ class _Lost(Exception):
 
 class Dispatcher:
     """Runs requests on the cluster's workers (blocking: call it from a worker thread).
-    `on_lost`: "report" or "retry" a run whose worker died; `attempts`: at most this many."""
+    `on_lost`: "report" or "retry" a run whose worker died; `attempts`: at most this many;
+    `take_wait_s`: how long a worker may take to take a run before it is lost."""
 
-    def __init__(self, url: str, on_lost: str = "report", attempts: int = 3) -> None:
+    def __init__(
+        self,
+        url: str,
+        on_lost: str = "report",
+        attempts: int = 3,
+        take_wait_s: float = TAKE_WAIT_S,
+    ) -> None:
         from dramatiq import Message
 
         if on_lost not in ON_LOST:
@@ -129,6 +144,7 @@ class Dispatcher:
         self._message = Message
         self.on_lost = on_lost
         self.attempts = attempts if on_lost == "retry" else 1
+        self.take_wait_s = take_wait_s
         self.token = secrets.token_hex(8)  # this service's mark on what it answers as lost
         self.broker = broker(url)
         self.redis = self.broker.client
@@ -283,11 +299,21 @@ class Dispatcher:
     ) -> ExecutionResult | dict[str, Any]:
         events, last, shown = run_key(aid, "events"), "0-0", False
         deadline = time.monotonic() + RESULT_WAIT_S
+        take_by: float | None = time.monotonic() + self.take_wait_s  # None once it is taken
         gone_since: float | None = None
         while time.monotonic() < deadline:
             if watch is not None and watch.cancelled:
                 patiently(lambda: self.redis.set(run_key(aid, "cancel"), 1, ex=RUN_TTL_S))
             now = time.monotonic()
+            if take_by is not None:
+                if patiently(lambda: self.redis.exists(run_key(aid, "taken"))):
+                    take_by = None
+                elif now >= take_by and give_up(self.redis, aid, f"lost:{self.token}"):
+                    raise _Lost(
+                        f"worker {worker} did not take the run within {self.take_wait_s:g} s "
+                        "(its message was lost on the way)",
+                        shown,
+                    )
             if _text(patiently(lambda: self.redis.hget(worker_key(worker), "epoch"))) != epoch:
                 gone_since = gone_since or now
                 if now - gone_since >= GONE_AFTER_S and self._lost(aid):

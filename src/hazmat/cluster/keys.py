@@ -4,11 +4,12 @@
     hazmat:worker:<name>            hash: slots, busy, epoch, languages, runtimes, warm, seen
                                     (expires: the worker's heartbeat)
     hazmat:run:<id>.<n>:events      stream: attempt n's output chunks, then its result
-    hazmat:run:<id>.<n>:deliveries  counter: how often attempt n was handed to a worker (a
-                                    redelivery by the broker makes it 2)
+    hazmat:run:<id>.<n>:taken       the token of the worker process that took attempt n (a
+                                    later delivery finds it: the broker gave the run back)
     hazmat:run:<id>.<n>:cancel      set when the caller has gone or cancelled
     hazmat:run:<id>.<n>:answered    set once attempt n has its answer (a result, or "lost"): a
-                                    redelivery of an answered attempt is not executed
+                                    redelivery of an answered attempt is not executed, and an
+                                    attempt no worker took in time is never taken after
     hazmat:checkpoints              stream: the workers' signed audit checkpoints, for the
                                     service to anchor (cluster/anchors.py)
     hazmat:audit-key:<name>         a worker's audit verifier key
@@ -42,11 +43,13 @@ __all__ = [
     "audit_key",
     "broker",
     "claim",
+    "give_up",
     "patiently",
     "paused_key",
     "queue_of",
     "reachable",
     "run_key",
+    "take",
     "worker_key",
 ]
 
@@ -111,6 +114,48 @@ def claim(client: Any, key: str, token: str) -> bool:
         return True
     held = patiently(lambda: client.get(key))
     return (held.decode() if isinstance(held, bytes) else held) == token
+
+
+# KEYS: an attempt's `taken` and `answered`; ARGV: the taker's token (its process's epoch, a
+# colon, a nonce of this call), the keys' lifetime. What the taker is to do.
+_TAKE = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'answered' end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 'first' end
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then return 'first' end
+local epoch = string.match(ARGV[1], '^[^:]*:')
+if held and string.sub(held, 1, string.len(epoch)) == epoch then return 'same' end
+return 'again'
+"""
+
+# KEYS: an attempt's `taken` and `answered`; ARGV: the service's mark, the keys' lifetime.
+# 1 when the attempt is now answered as lost by this mark (no worker had taken it), else 0.
+_GIVE_UP = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[2]) == ARGV[1] then return 1 end
+return 0
+"""
+
+
+def take(client: Any, aid: str, token: str) -> str:
+    """A worker takes attempt `aid` before it runs it, in one step with the service's
+    `give_up`, so that a run is never both given up and executed: `first` (run it),
+    `answered` (answered already: skip it), `same` (this process took it already: the broker
+    handed it twice; skip it silently) or `again` (a process that died took it: answer it as
+    lost). `token` is "<epoch>:<nonce>", the nonce new for each delivery; a retry of this call
+    after a lost answer finds its own token and is still `first`."""
+    keys = [run_key(aid, "taken"), run_key(aid, "answered")]
+    found = patiently(lambda: client.eval(_TAKE, 2, *keys, token, RUN_TTL_S))
+    return found.decode() if isinstance(found, bytes) else str(found)
+
+
+def give_up(client: Any, aid: str, mark: str) -> bool:
+    """The service marks attempt `aid` answered as lost unless a worker has taken it (its
+    message never reached a worker: Redis restarted as a worker's fetch ran, say); whether it
+    did. A worker that finds the message later skips it (`take` says `answered`)."""
+    keys = [run_key(aid, "taken"), run_key(aid, "answered")]
+    return bool(patiently(lambda: client.eval(_GIVE_UP, 2, *keys, mark, RUN_TTL_S)))
 
 
 def queue_of(worker: str) -> str:

@@ -3,10 +3,11 @@ pipeline, with its own warm pool and its own audit log (docs/scale.md).
 
 A run arrives as a Dramatiq message on the worker's own queue (the service chose the worker),
 naming the run and the service's attempt at it. An attempt already answered (its result
-written, or the service gave it up as lost when its worker died) is not executed again.
-Otherwise the attempt's delivery counter goes up before the program starts: a first delivery
-runs; a later one (the broker gave back the run of a worker that died, and nobody answered it)
-is answered as lost, so that the broker never makes a run execute twice. The output goes to the
+written, or the service gave it up as lost: its worker died, or no worker took it in time) is
+not executed. Otherwise the worker takes it, in one step that the service's giving up cannot
+interleave with, before the program starts: the first taker runs it; a later delivery (the
+broker gave back the run of a worker that died, and nobody answered it) is answered as lost,
+so that the broker never makes a run execute twice. The output goes to the
 attempt's Redis stream as it comes, the result last; a cancel key set by the service stops the
 run. Every audit record of the run names the run, the worker and the attempt.
 
@@ -41,6 +42,7 @@ from hazmat.cluster.keys import (
     patiently,
     queue_of,
     run_key,
+    take,
     worker_key,
 )
 from hazmat.grade.grader import Grader
@@ -171,8 +173,8 @@ class ClusterWorker:
         here as `hazmat batch` grades it; its result line into the attempt's stream."""
 
         def grade(aid: str) -> None:
-            delivery = self._delivery(aid)
-            if delivery is None:
+            token = self._take(aid)
+            if token is None:
                 return
             task = parse_task(body.get("task"), "task")
             options = {
@@ -180,7 +182,7 @@ class ClusterWorker:
                 "origin": {"run": run_id, "worker": self.name, "attempt": attempt},
             }
             line = Grader(self.sandbox, **options).grade(task).to_dict()
-            self._deliver(aid, delivery, {**line, "worker": self.name})
+            self._deliver(aid, token, {**line, "worker": self.name})
 
         self._answer(run_id, attempt, epoch, grade)
 
@@ -203,35 +205,37 @@ class ClusterWorker:
             with self._lock:
                 self._running -= 1
 
-    def _delivery(self, aid: str) -> int | None:
-        """This attempt's delivery number if it is to be executed here; None (its answer sent)
-        if it was answered already, or started before by a worker that died."""
-        events, answered = run_key(aid, "events"), run_key(aid, "answered")
-        if patiently(lambda: self.redis.exists(answered)):
-            log.warning("worker %s: run %s already answered; not run again", self.name, aid)
+    def _take(self, aid: str) -> str | None:
+        """This delivery's token if the attempt is to be executed here; None (its answer sent,
+        if it needs one) if it was answered already, taken by this process already, or taken
+        before by a process that died."""
+        events = run_key(aid, "events")
+        token = f"{self.epoch}:{uuid.uuid4().hex}"
+        found = take(self.redis, aid, token)
+        if found == "first":
+            return token
+        if found == "answered":
+            log.warning("worker %s: run %s already answered; not run", self.name, aid)
             self._send(events, "skipped", {"worker": self.name, "why": "already answered"})
-            return None
-        deliveries = run_key(aid, "deliveries")
-        delivery = int(patiently(lambda: self.redis.incr(deliveries)))
-        patiently(lambda: self.redis.expire(deliveries, RUN_TTL_S))
-        if delivery > 1:  # started before, by a worker that died, and nobody answered it
-            claim(self.redis, answered, f"lost:{self.epoch}")
-            self._send(events, "lost", {"delivery": delivery, "worker": self.name})
-            return None
-        return delivery
+        elif found == "same":  # the broker handed this process the message twice
+            log.warning("worker %s: run %s delivered twice; run once", self.name, aid)
+        else:  # taken before by a process that died, and nobody answered it
+            claim(self.redis, run_key(aid, "answered"), f"lost:{self.epoch}")
+            self._send(events, "lost", {"worker": self.name, "why": "taken by a process that died"})
+        return None
 
-    def _deliver(self, aid: str, delivery: int, result: dict[str, Any]) -> None:
+    def _deliver(self, aid: str, token: str, result: dict[str, Any]) -> None:
         """The attempt's result, unless the service gave it up meanwhile (audit only then)."""
         answered = run_key(aid, "answered")
-        if claim(self.redis, answered, f"result:{self.epoch}:{delivery}"):
+        if claim(self.redis, answered, f"result:{token}"):
             self._send(run_key(aid, "events"), "result", result)
         else:  # the service gave it up meanwhile (this worker was out of reach): audit only
             log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
 
     def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
         events = run_key(aid, "events")
-        delivery = self._delivery(aid)
-        if delivery is None:
+        token = self._take(aid)
+        if token is None:
             return
         watch = Watch(lambda stream, data: self._send(events, stream, data))
         done = threading.Event()
@@ -247,7 +251,7 @@ class ClusterWorker:
             poller.join()
         if result.outcome is Outcome.INFRA_ERROR:
             self._announce()  # no slots while the engine does not answer: not the next beat
-        self._deliver(aid, delivery, result_to_wire(result, exact=True))
+        self._deliver(aid, token, result_to_wire(result, exact=True))
 
     def _send(self, events: str, kind: str, data: bytes | dict[str, Any]) -> None:
         body = data if isinstance(data, bytes) else json.dumps(data).encode()
