@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,20 +33,43 @@ os.environ.pop("HAZMAT_API_KEY", None)
 os.environ["HAZMAT_NO_SERVER"] = "1"
 
 
+CELL_PARAMS = ("sandbox", "runtime")  # the fixtures whose params make the matrix's cells
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The OCI tier's runs of the `sandbox` fixture only in modules marked `oci`: the
-    execution, abuse and red-team suites, which it must pass as the Docker backend does."""
-    chosen, dropped = [], []
+    """The matrix of tiers (`sandbox`: cold, pool, oci) and runtimes (runc, runsc) runs whole
+    only where the tier or the runtime is what is tested: modules and tests marked `matrix`
+    (the boundary, the abuse and red-team suites, the languages' conformance, the program
+    interface, cleanup between a grader's tests and a session's calls, CPU-time accounting).
+    Elsewhere each test runs in one cell, chosen by a hash of its name and its other params, so
+    that across a module every cell takes its share; `HAZMAT_TEST_MATRIX=full` runs every
+    cell of every test. The OCI tier's cells exist only in modules marked `oci`."""
+    full = os.environ.get("HAZMAT_TEST_MATRIX", "") == "full"
+    groups: dict[tuple[str, str], list[pytest.Item]] = {}
+    dropped: list[pytest.Item] = []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        tier = callspec.params.get("sandbox") if callspec is not None else None
-        if tier == "oci" and item.get_closest_marker("oci") is None:
+        params = getattr(item, "callspec", None)
+        params = params.params if params is not None else {}
+        if params.get("sandbox") == "oci" and item.get_closest_marker("oci") is None:
             dropped.append(item)
+        elif full or item.get_closest_marker("matrix") or not set(CELL_PARAMS) & set(params):
+            continue
         else:
-            chosen.append(item)
+            rest = sorted((k, str(v)) for k, v in params.items() if k not in CELL_PARAMS)
+            groups.setdefault((item.nodeid.split("[")[0], repr(rest)), []).append(item)
+    for key, cells in groups.items():
+        cells.sort(key=_cell)
+        kept = cells[zlib.crc32(repr(key).encode()) % len(cells)]
+        dropped += [cell for cell in cells if cell is not kept]
     if dropped:
+        gone = set(map(id, dropped))
         config.hook.pytest_deselected(items=dropped)
-        items[:] = chosen
+        items[:] = [item for item in items if id(item) not in gone]
+
+
+def _cell(item: pytest.Item) -> tuple[str, ...]:
+    params = getattr(item, "callspec").params  # noqa: B009 (only parametrized items get here)
+    return tuple(str(params.get(name, "")) for name in CELL_PARAMS)
 
 
 def _labelled_containers() -> list[dict[str, Any]]:

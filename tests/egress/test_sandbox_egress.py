@@ -20,7 +20,7 @@ from hazmat.egress.proxy import EgressProxy
 from hazmat.models import ExecutionResult
 from hazmat.policy_file import parse_policy
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
 HOSTS = {"allowed.test": ["127.0.0.2"], "other.test": ["127.0.0.2"], "local.test": ["127.0.0.1"]}
 

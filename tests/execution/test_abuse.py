@@ -18,7 +18,7 @@ from probes import gone, lines, run, tier_of, uids_of
 from hazmat import PRESETS, ExecutionResult, Outcome, Sandbox, parse_policy
 from hazmat.backends.engine import Engine
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 STRICT = PRESETS["strict"]
 
 

@@ -14,7 +14,7 @@ from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.models import ExecutionResult
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
 # `dirty` leaves something in every place a program can leave state, and a process behind (a
 # child whose first thread has exited, so it shows Z, while its other thread puts the files back

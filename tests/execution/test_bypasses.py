@@ -17,7 +17,7 @@ from probes import uids_of
 
 from hazmat import ExecutionResult, Outcome, RiskLevel, Sandbox
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
 
 def run_missed(sandbox: Sandbox, runtime: str, code: str, language: str) -> ExecutionResult:

@@ -14,7 +14,7 @@ from hazmat import Outcome, Sandbox
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
 OVERRIDE = "CPU clock tests fork and spin on purpose"
 SPIN = "while True:\n    pass\n"

@@ -18,7 +18,7 @@ from hazmat.backends.engine import Engine
 from hazmat.backends.owners import LABEL
 from hazmat.grade.schema import RESULT_SCHEMA
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
 HAZMAT = [sys.executable, "-m", "hazmat"]
 EXAMPLES = Path(__file__).parents[2] / "examples" / "grading" / "tasks.jsonl"

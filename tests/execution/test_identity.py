@@ -23,7 +23,7 @@ from hazmat.backends.uids import Uids
 from hazmat.languages import get_language
 from hazmat.policy import Runtime, TrustLevel
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 STRICT = PRESETS["strict"]
 
 # Everything of other uids the program can reach: each process's memory, environment and

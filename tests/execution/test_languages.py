@@ -9,7 +9,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.recipes import RECIPES
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
 HELLO = {
     "python": "import sys\nprint('hello', sys.stdin.read().strip())\n",

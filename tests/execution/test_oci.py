@@ -26,7 +26,7 @@ from hazmat.backends.uids import Uids
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime, TrustLevel
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 STRICT = PRESETS["strict"]
 
 

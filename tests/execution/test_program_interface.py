@@ -10,7 +10,7 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
 ENV_ARGS = {
     "python": (

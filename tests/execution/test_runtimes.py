@@ -7,7 +7,7 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
 # Debian 13's runtimes, each shown by what older ones cannot do
 VERSIONS = {

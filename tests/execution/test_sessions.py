@@ -124,6 +124,7 @@ def test_sys_exit_sets_the_status_and_keeps_the_state(sb: Sandbox) -> None:
         assert session.run("y").stdout == "5\n"
 
 
+@pytest.mark.matrix
 def test_nothing_a_call_started_outlives_it(sb: Sandbox, runtime: str) -> None:
     with sb.session("python", runtime=runtime) as session:
         session.run(
@@ -234,6 +235,7 @@ def test_a_timeout_ends_the_session_and_removes_its_container(sb: Sandbox, engin
         sb.sessions.get("s-0000000000000000")
 
 
+@pytest.mark.matrix
 def test_the_memory_limit(sb: Sandbox, runtime: str) -> None:
     """Under runc the kernel kills the interpreter (the largest process) and the session goes
     on; under runsc the whole sandbox is one process on the host, so the session ends."""

@@ -14,7 +14,7 @@ from hazmat.backends.uids import UID_BASE
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime, TrustLevel
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
 
 @pytest.mark.parametrize("language", ["python", "go"])

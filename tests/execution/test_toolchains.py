@@ -343,6 +343,7 @@ int main(void) {
 """
 
 
+@pytest.mark.matrix
 def test_a_c_fork_bomb_is_contained(sandbox: Sandbox, runtime: str) -> None:
     result = run(sandbox, runtime, C_FORK_BOMB, language="c", timeout=10)
     if runtime == "runc":
@@ -355,6 +356,7 @@ def test_a_c_fork_bomb_is_contained(sandbox: Sandbox, runtime: str) -> None:
     assert after.stdout == "fine\n"
 
 
+@pytest.mark.matrix
 def test_a_shell_fork_bomb_is_contained(sandbox: Sandbox, runtime: str) -> None:
     result = run(
         sandbox, runtime, "bomb() { bomb | bomb & }\nbomb\nsleep 3\n", language="bash", timeout=8
@@ -382,6 +384,7 @@ HOST_IDENTITY = {
 }
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("language", sorted(HOST_IDENTITY))
 def test_the_host_identity_is_not_readable(sandbox: Sandbox, runtime: str, language: str) -> None:
     host = [
