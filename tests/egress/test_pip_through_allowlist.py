@@ -66,6 +66,7 @@ def _file_hosts(index: str, context: ssl.SSLContext) -> set[str]:
     return hosts - {""}
 
 
+@pytest.mark.matrix
 def test_pip_installs_a_package_through_the_allowlist(engine: Engine, runtime: str) -> None:
     config = _pip_config()
     index = _index_url(config)

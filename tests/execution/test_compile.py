@@ -9,7 +9,7 @@ from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.policy_file import parse_policy
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
 # net/http links a large binary: its build takes far longer than a tenth of a second
 HEAVY_GO = (

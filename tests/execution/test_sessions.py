@@ -176,6 +176,7 @@ def host_processes_of(uid: str) -> list[str]:
     return found
 
 
+@pytest.mark.matrix
 def test_a_process_whose_first_thread_exited_does_not_outlive_a_call_or_the_session(
     sb: Sandbox, engine: Engine, runtime: str
 ) -> None:

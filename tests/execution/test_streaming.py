@@ -15,7 +15,7 @@ from hazmat import Outcome, Sandbox, SessionClosed, Watch, parse_policy
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci]
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 OVERRIDE = "streaming test: the container must contain this whatever the assessment says"
 
 
