@@ -20,12 +20,11 @@ from pathlib import Path
 from hazmat.backends import (
     agent,
     display_runner,
-    recipes,
     runners,
     session_agent,
     session_repl,
-    toolchains,
 )
+from hazmat.images import recipes, toolchains
 from hazmat.languages import LANGUAGES
 
 PINNED = Path(__file__).resolve().parent.parent / "tests" / "inside_digests.json"

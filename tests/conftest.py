@@ -14,9 +14,9 @@ from hazmat import Policy, Sandbox
 from hazmat.backends.base import Backend
 from hazmat.backends.docker import LABEL, DockerBackend
 from hazmat.backends.engine import Engine, missing_image_message
-from hazmat.backends.images import RECIPES, ImageBuilder, recipe_digest
 from hazmat.backends.oci import OciBackend
 from hazmat.backends.pool import PoolBackend
+from hazmat.images.builder import RECIPES, ImageBuilder, recipe_digest
 from hazmat.languages import LANGUAGES
 from hazmat.policy import PoolSettings
 
@@ -89,7 +89,7 @@ def _oci_sandboxes() -> list[dict[str, Any]]:
     bundle folder's name and its annotations (backends/oci.py)."""
     backend = OciBackend(Engine())
     try:
-        return [{"Id": b.name, "Labels": labels} for b, labels in backend._bundles()]
+        return [{"Id": b.name, "Labels": labels} for b, labels in backend.driver.bundles()]
     finally:
         backend.engine.close()
 
@@ -159,11 +159,11 @@ def sandbox(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Sandbox]
     once more through a warm pool of the direct OCI tier (runc and runsc without the engine,
     backends/oci.py). The pool waits on a miss (it starts a container for the run, or the run
     fails with the start's error), so every run gets a pooled container."""
-    docker_backend = DockerBackend(engine) if request.param != "oci" else OciBackend(engine)
-    backend: Backend = docker_backend
+    tier = DockerBackend(engine) if request.param != "oci" else OciBackend(engine)
+    backend: Backend = tier
     if request.param in ("pool", "oci"):
         settings = PoolSettings(size=1, max_size=1, refill_concurrency=2, max_containers=4)
-        backend = PoolBackend(docker_backend, settings, wait_on_miss=True)
+        backend = PoolBackend(tier, settings, wait_on_miss=True)
     with Sandbox(Policy(), backend=backend) as sb:
         yield sb
 

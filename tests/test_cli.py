@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hazmat.backends.recipes import RECIPES
+from hazmat.images.recipes import RECIPES
 from hazmat.languages import LANGUAGES
 from hazmat.testing import Invoked, invoke
 

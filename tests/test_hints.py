@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hazmat.backends.recipes import RECIPES
+from hazmat.images.recipes import RECIPES
 from hazmat.run.missing_package import missing_package_note
 
 PYTHON, DATA = RECIPES["python"].ref, RECIPES["python-data"].ref

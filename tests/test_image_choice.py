@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hazmat import InputError, Policy, Sandbox
-from hazmat.backends.recipes import RECIPES
+from hazmat.images.recipes import RECIPES
 from hazmat.languages import get_language
 from hazmat.policy import TrustLevel
 from hazmat.policy_file import parse_policy

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.custom_images import CustomImage, host_pip_index, rebuild_command
-from hazmat.backends.recipes import (
+from hazmat.images.custom import CustomImage, host_pip_index, rebuild_command
+from hazmat.images.recipes import (
     DEFAULT_SUITE,
     ESBUILD_INTEGRITY,
     RECIPES,
@@ -113,7 +113,7 @@ def _other_step(rootfs: Path, scratch: Path, progress: object) -> None:
 def test_the_recipe_digest_changes_with_anything_that_changes_the_image() -> None:
     from dataclasses import replace
 
-    from hazmat.backends.images import recipe_digest
+    from hazmat.images.builder import recipe_digest
 
     node = RECIPES["node"]
     digest = recipe_digest(node)
@@ -134,9 +134,11 @@ def test_the_recipe_digest_changes_with_anything_that_changes_the_image() -> Non
 
 def test_every_language_runs_in_an_image_that_images_build_makes() -> None:
     """The language table names its images itself (languages.IMAGE_VERSION); the recipes make
-    them (recipes.SUITES). The two must agree, or runs ask for a tag nothing builds."""
-    from hazmat.languages import LANGUAGES
+    them (languages.SUITES). The two must agree, or runs ask for a tag nothing builds; and the
+    run path's missing-image message (which never imports the recipes) names what they make."""
+    from hazmat.languages import LANGUAGES, standard_images
 
     built = {recipe.ref for recipe in RECIPES.values()}
     assert {language.image for language in LANGUAGES.values()} <= built
     assert {name for recipe in RECIPES.values() for name in recipe.languages} == set(LANGUAGES)
+    assert set(RECIPES) == standard_images()

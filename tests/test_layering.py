@@ -5,7 +5,10 @@
 - no upward import: a module imports only from its own package or from a lower layer;
 - the front-ends (server/, cluster/) never import each other; cli/ composes them at start-up;
 - nothing outside backends/ imports docker-py, and nothing outside cluster/ imports Redis or
-  Dramatiq.
+  Dramatiq;
+- inside backends/, the two tiers' drivers are siblings behind one seam (backends/containers.py):
+  neither imports the other, and no other module of backends/ (the shared run, the pool, the
+  kept containers, the code that runs inside the sandbox, image building) imports either.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"sandbox"}),
     frozenset({"hazmat"}),
     frozenset({"server", "cluster"}),
+    # image building: only the commands use it; nothing on the run path may import it
+    frozenset({"images"}),
     frozenset({"cli"}),
     # the test doubles that ship, above every front-end: `invoke` runs the command in-process
     frozenset({"testing"}),
@@ -41,6 +46,13 @@ LAYERS: tuple[frozenset[str], ...] = (
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 # third-party libraries only one package may use
 ONLY_IN = {"docker": "backends", "dramatiq": "cluster", "redis": "cluster"}
+
+# backends/'s drivers: the modules of each tier's own (backends/containers.py is the seam)
+DRIVERS = {
+    "docker": frozenset({"docker", "baseline"}),
+    "oci": frozenset({"oci", "oci_relay", "oci_rootfs", "oci_spec", "oci_verify", "oci_wait"}),
+}
+DRIVER_OF = {f"hazmat.backends.{m}": tier for tier, ms in DRIVERS.items() for m in ms}
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:
@@ -149,6 +161,47 @@ def problems(edges: dict[str, set[str]]) -> list[str]:
             elif RANK[there] >= RANK[here]:
                 found.append(f"{source} imports {target}: {there} is not below {here}")
     return found
+
+
+def driver_problems(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a driver's module by the other driver or by the rest of backends/."""
+    found = []
+    for source, targets in sorted(edges.items()):
+        if not source.startswith("hazmat.backends"):
+            continue
+        here = DRIVER_OF.get(source)
+        for target in sorted(targets):
+            there = DRIVER_OF.get(target)
+            if there is not None and there != here:
+                who = f"the {here} driver" if here else "a module outside the drivers"
+                found.append(f"{source} imports {target}: {who} imports the {there} driver")
+    return found
+
+
+def test_the_drivers_are_siblings_behind_one_seam() -> None:
+    assert driver_problems(graph()) == []
+    assert set(DRIVER_OF) <= set(modules()), "a driver module named in DRIVERS is gone"
+
+
+def test_the_driver_check_finds_what_it_must(tmp_path: Path) -> None:
+    """It can fail: a driver importing the other, the seam importing a driver."""
+    files = {
+        "hazmat/__init__.py": "",
+        "hazmat/backends/__init__.py": "",
+        "hazmat/backends/containers.py": "from hazmat.backends.docker import DockerDriver\n",
+        "hazmat/backends/docker.py": "from hazmat.backends import containers\n",
+        "hazmat/backends/oci.py": "from hazmat.backends.docker import x\n",
+        "hazmat/backends/oci_spec.py": "from hazmat.backends import oci\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert driver_problems(graph(tmp_path)) == [
+        "hazmat.backends.containers imports hazmat.backends.docker: a module outside the "
+        "drivers imports the docker driver",
+        "hazmat.backends.oci imports hazmat.backends.docker: the oci driver imports the "
+        "docker driver",
+    ]
 
 
 def test_every_unit_has_a_layer() -> None:

@@ -17,8 +17,13 @@ from hazmat._exceptions import UnknownLanguage, quoted
 
 __all__ = ["LANGUAGES", "Language", "get_language", "language_for_path"]
 
-IMAGE_VERSION = "2"  # the tag of the current images (Debian 13); tag 1 is Debian 12's
-# The Go image's build cache with the standard library compiled (backends/recipes.py)
+# Debian suite -> the tag hazmat's images built from it carry (images/recipes.py builds them)
+SUITES: Mapping[str, str] = MappingProxyType({"trixie": "2", "bookworm": "1"})
+DEFAULT_SUITE = "trixie"
+IMAGE_VERSION = SUITES[DEFAULT_SUITE]  # the tag of the current images (Debian 13)
+# The images beside each language's own: the data image (`image: python-data`)
+EXTRA_IMAGES = ("python-data",)
+# The Go image's build cache with the standard library compiled (images/recipes.py)
 GO_CACHE = "/usr/lib/hazmat/gocache"
 # Where compiled languages put their build (a tmpfs that allows exec: Language.exec_tmp)
 BUILD_DIR = "/tmp/.hazmat-build"
@@ -74,7 +79,7 @@ exec javac @JFLAGS@ -J-XX:SharedArchiveFile=@ARCHIVE@ "$@"
 # A javac kept warm in the container ahead of the job (Language.prepare, as the program's uid):
 # a JVM that has loaded the compiler and compiled a small program once, so that the job's
 # compile costs a fraction of a fresh javac's. It serves one compile through the FIFOs in its
-# folder, removes them and exits before the program runs (backends/toolchains.py).
+# folder, removes them and exits before the program runs (images/toolchains.py).
 JAVAC_SERVER = "/tmp/.hazmat-javac"
 JAVAC_SERVER_JAR = "/usr/lib/hazmat/javac-server.jar"  # CDS archives classes from jars only
 JAVAC_SERVER_ARCHIVE = "/usr/lib/hazmat/javac-server.jsa"
@@ -305,3 +310,10 @@ def language_for_path(path: str | PurePath) -> Language:
     raise UnknownLanguage(
         f"cannot tell the language of {quoted(str(path))} from its extension; pass --lang"
     )
+
+
+def standard_images() -> frozenset[str]:
+    """The names of the images `hazmat images build` makes (`hazmat/<name>:<tag>`): each
+    language's, and the extra ones (tests/test_images.py checks them against the recipes)."""
+    names = {lang.image.partition(":")[0].removeprefix("hazmat/") for lang in LANGUAGES.values()}
+    return frozenset(names | set(EXTRA_IMAGES))

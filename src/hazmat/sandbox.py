@@ -470,19 +470,22 @@ class Sandbox:
 
 
 def _default_backend(policy: Policy, pool: bool) -> Backend:
-    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.containers import ContainerBackend
 
+    tier: ContainerBackend
     if policy.backend == "oci":
         from hazmat.backends.oci import OciBackend
 
-        docker: DockerBackend = OciBackend()
+        tier = OciBackend()
     else:
-        docker = DockerBackend()
+        from hazmat.backends.docker import DockerBackend
+
+        tier = DockerBackend()
     if not pool or policy.pool.size == 0 or policy.pool.max_containers == 0:
-        return docker
+        return tier
     from hazmat.backends.pool import PoolBackend
 
-    return PoolBackend(docker, policy.pool)
+    return PoolBackend(tier, policy.pool)
 
 
 def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tuple[Plan, list[str]]:

@@ -10,6 +10,7 @@ import time
 import docker.errors
 
 from hazmat import ExecutionResult, Sandbox
+from hazmat.backends.containers import ContainerBackend
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.oci import OCI_UID_BASE, OciBackend
@@ -29,10 +30,13 @@ def lines(result: ExecutionResult) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def tier_of(sandbox: Sandbox, engine: Engine) -> DockerBackend:
+def tier_of(sandbox: Sandbox, engine: Engine) -> ContainerBackend:
     """A new backend of the tier `sandbox` runs on (the Docker backend or the OCI tier)."""
     inner = getattr(sandbox.backend, "leaser", sandbox.backend)
-    return OciBackend(engine) if isinstance(inner, OciBackend) else DockerBackend(engine)
+    tier: ContainerBackend = (
+        OciBackend(engine) if isinstance(inner, OciBackend) else DockerBackend(engine)
+    )
+    return tier
 
 
 def gone(sandbox: Sandbox, container_id: str | None, within_s: float = 15) -> bool:

@@ -11,10 +11,10 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 from hazmat._exceptions import InputError
-from hazmat.backends.custom_images import CustomImage
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
-from hazmat.backends.images import ImageBuilder
+from hazmat.images.builder import ImageBuilder
+from hazmat.images.custom import CustomImage
 from hazmat.policy_file import parse_policy
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.recipes import RECIPES
+from hazmat.images.recipes import RECIPES
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,7 @@ import pytest
 
 from hazmat._exceptions import ImageBuildError
 from hazmat.backends.engine import Engine
-from hazmat.backends.images import DIGEST_LABEL, ImageBuilder, ImageRecipe, recipe_digest
+from hazmat.images.builder import DIGEST_LABEL, ImageBuilder, ImageRecipe, recipe_digest
 
 pytestmark = pytest.mark.docker
 

@@ -28,7 +28,7 @@ def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> 
     policy = parse_policy({"images": {"python": "hazmat/python:does-not-exist"}})
     result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
     assert result.outcome is Outcome.INFRA_ERROR
-    from hazmat.backends.recipes import RECIPES
+    from hazmat.images.recipes import RECIPES
 
     error = result.error or ""
     assert "not one `hazmat images build` makes (" in error and "never pulls" in error
@@ -37,7 +37,7 @@ def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> 
 
 def test_a_missing_image_hazmat_builds_names_the_command() -> None:
     from hazmat.backends.engine import missing_image_message
-    from hazmat.backends.recipes import RECIPES
+    from hazmat.images.recipes import RECIPES
 
     message = missing_image_message(RECIPES["node"].ref)
     assert "`hazmat images build --lang node`" in message

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.recipes import RECIPES
+from hazmat.images.recipes import RECIPES
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 

@@ -22,6 +22,7 @@ from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.engine import Engine
 from hazmat.backends.oci import OCI_UID_BASE, OciBackend, OciStarted, runtime_binary
 from hazmat.backends.oci_rootfs import RootFs
+from hazmat.backends.oci_spec import bundle_config
 from hazmat.backends.uids import Uids
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime, TrustLevel
@@ -41,7 +42,7 @@ def _job(runtime: str, code: str) -> Job:
 
 
 def _state(backend: OciBackend, runtime: str, cid: str) -> subprocess.CompletedProcess[bytes]:
-    command = backend._runtime_command(Runtime(runtime))
+    command = backend.driver.runtime_command(Runtime(runtime))
     return subprocess.run([*command, "state", cid], capture_output=True, check=False)
 
 
@@ -52,8 +53,8 @@ def test_a_run_needs_no_engine_once_the_image_is_prepared(
     root file system's preparation, done here beforehand, ever needed it."""
     dead = Engine(base_url=f"unix://{tmp_path / 'nobody.sock'}")
     backend = OciBackend(dead)
-    backend.rootfs = RootFs(engine)
-    backend.rootfs.path(get_language("python").image)  # prepared (or found) with the engine
+    backend.driver.rootfs = RootFs(engine)
+    backend.driver.rootfs.path(get_language("python").image)  # prepared (or found) with the engine
     try:
         report = backend.execute(_job(runtime, "import os; print('ran', os.getuid())"))
     finally:
@@ -64,22 +65,20 @@ def test_a_run_needs_no_engine_once_the_image_is_prepared(
     assert not (tmp_path / "nobody.sock").exists()  # nothing was ever there to answer
 
 
-class _Wider(OciBackend):
-    """A tier whose bundles ask for more than the policy allows."""
-
-    def bundle(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        config = super().bundle(*args, **kwargs)
-        config["process"]["capabilities"]["bounding"].append("CAP_NET_RAW")
-        config["process"]["capabilities"]["effective"].append("CAP_NET_RAW")
-        config["process"]["capabilities"]["permitted"].append("CAP_NET_RAW")
-        config["process"]["noNewPrivileges"] = False
-        config["linux"]["resources"]["memory"] = {"limit": 1 << 30, "swap": 1 << 30}
-        config["linux"]["resources"]["pids"] = {"limit": 4096}
-        return config
+def _wider(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """A bundle that asks for more than the policy allows."""
+    config = bundle_config(*args, **kwargs)
+    config["process"]["capabilities"]["bounding"].append("CAP_NET_RAW")
+    config["process"]["capabilities"]["effective"].append("CAP_NET_RAW")
+    config["process"]["capabilities"]["permitted"].append("CAP_NET_RAW")
+    config["process"]["noNewPrivileges"] = False
+    config["linux"]["resources"]["memory"] = {"limit": 1 << 30, "swap": 1 << 30}
+    config["linux"]["resources"]["pids"] = {"limit": 4096}
+    return config
 
 
 def test_a_sandbox_that_differs_from_the_policy_takes_no_job(engine: Engine, runtime: str) -> None:
-    backend = _Wider(engine)
+    backend = OciBackend(engine, bundle=_wider)
     try:
         with pytest.raises(SettingsMismatch) as caught:
             backend.start(_spec(runtime), lifetime_s=60)
@@ -104,7 +103,7 @@ def test_live_sandboxes_never_share_a_uid(engine: Engine, runtime: str) -> None:
         assert len(uids) == 3 and all(uid in Uids(OCI_UID_BASE) for uid in uids)
         # another process whose bookkeeping can only pick a uid taken here: the claim file
         # (created exclusively) refuses it every time
-        other.uids = Uids(base=started[0].uid, count=1)
+        other.driver.uids = Uids(base=started[0].uid, count=1)
         with pytest.raises(InfraError, match="no free sandbox uid"):
             other.start(_spec(runtime), lifetime_s=60)
     finally:
@@ -168,22 +167,23 @@ def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
     assert _state(backend, runtime, started.cid).returncode != 0  # the runtime has none
 
 
-class _DeleteFailsOnce(OciBackend):
-    """A tier whose first removal of a sandbox does not answer in time."""
+class _DeleteFailsOnce:
+    """Calls the runtime, but the first `delete` does not answer in time."""
 
-    failed = False
+    def __init__(self) -> None:
+        self.failed = False
 
-    def _delete(self, command: list[str], cid: str, bundle: Path) -> None:
-        if not self.failed:
+    def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        if "delete" in argv and not self.failed:
             self.failed = True
-            raise subprocess.TimeoutExpired([*command, "delete", cid], 30)
-        super()._delete(command, cid, bundle)
+            raise subprocess.TimeoutExpired(argv, 30)
+        return subprocess.run(argv, **kwargs)
 
 
 def test_a_sandbox_whose_removal_failed_is_removed_when_its_backend_closes(
     engine: Engine, runtime: str
 ) -> None:
-    backend = _DeleteFailsOnce(engine)
+    backend = OciBackend(engine, call=_DeleteFailsOnce())
     started = backend.start(_spec(runtime), lifetime_s=60)
     assert started.bundle is not None
     try:
@@ -453,7 +453,7 @@ def test_a_runtime_that_does_not_end_after_its_run_is_killed_then_an_infra_error
     monkeypatch.setattr(oci, "_KILL_TIMEOUT_S", 0.5)
     try:
         with pytest.raises(InfraError, match=rf"^sandbox {started.cid}: runc did not end in 1 s"):
-            backend._final_state(started, _job("runc", ""))
+            backend.driver.final_state(started, _job("runc", ""))
     finally:
         backend.discard(started)
         backend.close()

@@ -85,6 +85,7 @@ def test_pooled_runs_each_get_a_new_container_that_is_removed(
     assert stats.pool_hits == 4 and stats.pool_misses == 0
 
 
+@pytest.mark.matrix
 def test_a_process_whose_first_thread_exited_ends_with_the_run(
     pool: Sandbox, engine: Engine, runtime: str
 ) -> None:
@@ -302,20 +303,18 @@ def test_the_settings_check_covers_every_security_relevant_field(
         engine.api.remove_container(same, force=True, v=True)
 
 
-class _Loosened(DockerBackend):
+def _loosened(*args: Any) -> dict[str, Any]:
     """Asks the engine for a writable root filesystem: the settings check must notice."""
-
-    def config(self, spec: Spec, labels: dict[str, str], uid: int) -> dict[str, Any]:
-        config = super().config(spec, labels, uid)
-        config["host_config"]["ReadonlyRootfs"] = False
-        return config
+    config = container_config(*args)
+    config["host_config"]["ReadonlyRootfs"] = False
+    return config
 
 
 @pytest.mark.parametrize("pooled", [False, True])
 def test_a_container_that_differs_gets_no_job_and_is_a_security_event(
     engine: Engine, tmp_path: Path, pooled: bool
 ) -> None:
-    backend: Any = _Loosened(engine)
+    backend: Any = DockerBackend(engine, config=_loosened)
     if pooled:
         backend = PoolBackend(backend, PoolSettings(size=1))
     with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sb:

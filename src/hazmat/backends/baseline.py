@@ -55,7 +55,7 @@ class RawStarts:
         self.engine = engine
         backend = DockerBackend(engine)
         self.config = container_config(spec, {}, engine.api.api_version, backend.seccomp, UID_BASE)
-        self.config["labels"] = backend._labels(spec, time.time() + 3600, False)
+        self.config["labels"] = backend.labels(spec, time.time() + 3600, False)
 
     @contextlib.contextmanager
     def calls(self, remove: bool) -> Iterator[Callable[[], None]]:

@@ -112,18 +112,21 @@ def _root_reason(exc: BaseException) -> str:
 
 
 def missing_image_message(image: str) -> str:
-    from hazmat.backends.recipes import DEFAULT_SUITE, RECIPES, SUITES
+    """What to do about an image the engine does not have: the command that builds it when
+    it is one of hazmat's standard images, else where images come from."""
+    from hazmat.languages import DEFAULT_SUITE, SUITES, standard_images
 
     repository, _, tag = image.partition(":")
     name = repository.removeprefix("hazmat/")
     suite = next((s for s, t in SUITES.items() if t == tag), None)
-    if repository.startswith("hazmat/") and name in RECIPES and suite is not None:
+    standard = standard_images()
+    if repository.startswith("hazmat/") and name in standard and suite is not None:
         option = "" if suite == DEFAULT_SUITE else f" --suite {suite}"
         return (
             f"image {image} is not on the Docker engine; build it with "
             f"`hazmat images build --lang {name}{option}` (needs root; hazmat never pulls images)"
         )
-    ours = sorted(recipe.ref for recipe in RECIPES.values())
+    ours = sorted(f"hazmat/{n}:{SUITES[DEFAULT_SUITE]}" for n in standard)
     unknown = (
         f", and it is not one `hazmat images build` makes ({', '.join(ours)}; an image of "
         "your own comes from `hazmat images build --name NAME --from BASE`)"

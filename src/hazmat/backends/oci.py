@@ -4,12 +4,12 @@ no daemon in the path of a run (policy `backend: oci`; Docker stays the default)
 Each sandbox is a bundle folder (config.json from backends/oci_spec.py, over the image's root
 file system prepared once by backends/oci_rootfs.py and mounted read-only) and one
 `<runtime> run` process whose stdin, stdout and stderr are pipes, joined into one framed
-socket by backends/oci_relay.py. From there on it is the Docker backend's protocol: the agent
-says it is ready, the settings are read back (backends/oci_verify.py; what is waited for
-before, and how: backends/oci_wait.py) before the sandbox may take its one job, the pump
-sends the job and enforces time and output from the host, the cgroup is sampled from the
-host, and the sandbox is killed and deleted after its run. So this class is the Docker
-backend with its engine calls replaced: start, kill, final state, discard, and the reaper.
+socket by backends/oci_relay.py. From there on the run is the same as the Docker tier's
+(backends/containers.py): the agent says it is ready, the settings are read back
+(backends/oci_verify.py; what is waited for before, and how: backends/oci_wait.py) before the
+sandbox may take its one job, the pump sends the job and enforces time and output from the
+host, the cgroup is sampled from the host, and the sandbox is killed and deleted after its
+run. This module is the tier's driver: start, kill, final state, discard, and the reaper.
 
 Every bundle carries the owner's annotations (backends/owners.py), so any hazmat process's
 `reap()` removes what a killed process left behind, and its program's uid is claimed by a
@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 from hazmat._exceptions import InfraError, SettingsMismatch
 from hazmat.backends.base import Job, Spec, local_resources
 from hazmat.backends.cgroup import Cgroup
-from hazmat.backends.docker import READY_TIMEOUT_S, DockerBackend
+from hazmat.backends.containers import READY_TIMEOUT_S, ContainerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.oci_relay import Relay
 from hazmat.backends.oci_rootfs import RootFs
@@ -50,13 +51,13 @@ from hazmat.backends.oci_verify import (
 from hazmat.backends.oci_wait import FirstProcess, runtime_state, wait_for_pid
 from hazmat.backends.owners import LABEL, abandoned
 from hazmat.backends.runners import READY_LINE
-from hazmat.backends.seccomp import SeccompProfile
-from hazmat.backends.started import REAP_GRACE_S, Started
+from hazmat.backends.seccomp import SeccompProfile, usable_profile
+from hazmat.backends.started import Started
 from hazmat.backends.stream import NotReady, wait_ready
 from hazmat.backends.uids import UID_BASE, UID_COUNT, Uids
 from hazmat.policy import HostResources, Runtime
 
-__all__ = ["OciBackend", "OciStarted", "find_init", "runtime_binary"]
+__all__ = ["OciBackend", "OciDriver", "OciStarted", "find_init", "runtime_binary"]
 
 log = logging.getLogger(__name__)
 # gVisor's flags, as the engine is given them (scripts/ensure-engine.sh): no network of its
@@ -67,6 +68,11 @@ INIT_PATHS = (Path("/usr/bin/docker-init"), Path("/usr/bin/tini"))
 # the OCI tier's uids: the range after the Docker backend's (the kernel is the same)
 OCI_UID_BASE = UID_BASE + UID_COUNT
 _KILL_TIMEOUT_S = 30
+# The bundle's config.json for a spec and the program's uid (oci_spec.bundle_config's keywords:
+# rootfs, init, cgroup, annotations, seccomp); a test gives one that asks for more
+Bundle = Callable[..., dict[str, Any]]
+# How the driver calls its runtime (subprocess.run's arguments); a test gives one that fails
+Call = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
 
 def runtime_binary(runtime: Runtime) -> Path | None:
@@ -104,8 +110,9 @@ def _collect(process: subprocess.Popen[bytes], ended: threading.Event) -> None:
     ended.set()
 
 
-class OciBackend(DockerBackend):
-    """Runs each job in a sandbox nobody used before, made by runc or runsc directly."""
+class OciBackend(ContainerBackend):
+    """Runs each job in a sandbox nobody used before, made by runc or runsc directly. The
+    engine given (or DOCKER_HOST's) is used only to prepare an image's root file system."""
 
     def __init__(
         self,
@@ -113,14 +120,45 @@ class OciBackend(DockerBackend):
         seccomp: SeccompProfile | None = None,
         base: Path | None = None,
         run_dir: Path | None = None,
+        *,
+        bundle: Bundle = bundle_config,
+        call: Call = subprocess.run,
     ) -> None:
-        super().__init__(engine, seccomp)
-        self.rootfs = RootFs(self.engine, base)
+        self.engine = engine or Engine()
+        driver = OciDriver(self.engine, usable_profile(seccomp), base, run_dir, bundle, call)
+        super().__init__(driver)
+        self.driver: OciDriver = driver
+
+    @property
+    def run_dir(self) -> Path:
+        """The tier's state on this host: bundles, uid claims, the runtimes' own folders."""
+        return self.driver.run_dir
+
+
+class OciDriver:
+    """Makes, checks and removes the tier's sandboxes (`Driver`): bundles, the runtime's
+    processes, and a claim file per uid."""
+
+    local = True  # the runtime runs here
+
+    def __init__(
+        self,
+        engine: Engine,
+        seccomp: SeccompProfile,
+        base: Path | None,
+        run_dir: Path | None,
+        bundle: Bundle,
+        call: Call,
+    ) -> None:
+        self.engine = engine
+        self.seccomp = seccomp
+        self.rootfs = RootFs(engine, base)
         self.run_dir = run_dir or Path(os.environ.get("HAZMAT_OCI_RUN") or "/run/hazmat-oci")
         self.uids = Uids(OCI_UID_BASE, UID_COUNT)
+        self.bundle = bundle
+        self.call = call
+        self._lock = threading.Lock()
         self._live: dict[str, OciStarted] = {}
-
-    # -- what the engine did for the Docker backend -----------------------------------------
 
     def resources(self) -> HostResources:
         return local_resources()
@@ -128,7 +166,8 @@ class OciBackend(DockerBackend):
     def runtimes(self) -> set[str]:
         return {r.value for r in Runtime if runtime_binary(r) is not None}
 
-    def _runtime_command(self, runtime: Runtime) -> list[str]:
+    def runtime_command(self, runtime: Runtime) -> list[str]:
+        """The runtime's command line up to its subcommand (its state folder, gVisor's flags)."""
         binary = runtime_binary(runtime)
         if binary is None:
             raise InfraError(
@@ -138,29 +177,25 @@ class OciBackend(DockerBackend):
         flags = RUNSC_FLAGS if runtime is Runtime.RUNSC else ()
         return [str(binary), "--root", str(self.run_dir / runtime.value), *flags]
 
-    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> OciStarted:
+    def start(self, spec: Spec, labels: dict[str, str], expires: float) -> OciStarted:
         """Write the bundle, run the runtime, wait until the agent is ready, read the
         settings back. Raises `SettingsMismatch` (after removing the sandbox) when they differ
         from the policy's, and `InfraError` when the sandbox does not get ready."""
         init = find_init()
         if init is None:
             raise InfraError("the OCI tier needs tini (docker-init) on the host: apt install tini")
-        command = self._runtime_command(spec.runtime)
-        if not self._reaped:
-            self._reaped = True
-            try:
-                self.reap()
-            except (OSError, subprocess.SubprocessError) as exc:  # best effort, as Docker's
-                log.warning("could not look for abandoned sandboxes: %s", exc)
+        command = self.runtime_command(spec.runtime)
         rootfs = self.rootfs.path(spec.image)
-        expires = time.time() + lifetime_s + REAP_GRACE_S
         cid = f"hazmat-{secrets.token_hex(8)}"
         uid, uid_file = self._claim_uid(cid)
         bundle = self.run_dir / "bundles" / cid
         try:
-            annotations = {**self._labels(spec, expires, pooled), f"{LABEL}.uid": str(uid)}
+            annotations = {**labels, f"{LABEL}.uid": str(uid)}
             cgroup = f"/hazmat/{cid}"
-            config = self.bundle(spec, uid, rootfs, init, cgroup, annotations)
+            config = self.bundle(
+                spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
+                seccomp=self.seccomp.text,
+            )  # fmt: skip
             bundle.mkdir(parents=True, mode=0o700)
             (bundle / "config.json").write_text(json.dumps(config))
             (bundle / "runtime").write_text(spec.runtime.value)
@@ -183,21 +218,6 @@ class OciBackend(DockerBackend):
                 raise InfraError(f"sandbox {cid} did not get ready: {exc}") from None
             raise
         return started
-
-    def bundle(
-        self,
-        spec: Spec,
-        uid: int,
-        rootfs: Path,
-        init: Path,
-        cgroup: str,
-        annotations: dict[str, str],
-    ) -> dict[str, Any]:
-        """The bundle's config.json (a method, so a test can make a sandbox differ)."""
-        return bundle_config(
-            spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
-            seccomp=self.seccomp.text,
-        )  # fmt: skip
 
     def _launch(
         self, spec: Spec, command: list[str], cid: str, uid: int, bundle: Path, expires: float
@@ -267,30 +287,30 @@ class OciBackend(DockerBackend):
 
     def _held_config(self, started: OciStarted) -> dict[str, Any]:
         """The config.json of the bundle the runtime says it runs (`state`)."""
-        command = self._runtime_command(started.spec.runtime)
+        command = self.runtime_command(started.spec.runtime)
         state = runtime_state(command, started.cid, started.ended)
         try:
             return load_config(Path(state["bundle"]))
         except (ValueError, OSError) as exc:
             raise InfraError(f"sandbox {started.cid}: its bundle is unreadable: {exc}") from None
 
-    def _kill(self, cid: str) -> None:
+    def kill(self, started: Started) -> None:
         with self._lock:
-            started = self._live.get(cid)
-        if started is None:
+            live = started.cid in self._live
+        if not live:
             return
-        subprocess.run(
-            [*self._runtime_command(started.spec.runtime), "kill", "--all", cid, "KILL"],
+        self.call(
+            [*self.runtime_command(started.spec.runtime), "kill", "--all", started.cid, "KILL"],
             capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
         )  # fmt: skip
 
-    def _final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
+    def final_state(self, started: Started, job: Job) -> tuple[int | None, bool]:
         """The runtime's exit status (128 + the signal for a killed sandbox), once its process
         has ended (killed if it has not within `_KILL_TIMEOUT_S`); the cgroup's OOM count is
         read by the run itself."""
         assert isinstance(started, OciStarted) and started.process is not None
         if not started.ended.wait(_KILL_TIMEOUT_S):
-            self._kill(started.cid)
+            self.kill(started)
             if not started.ended.wait(_KILL_TIMEOUT_S):
                 raise InfraError(
                     f"sandbox {started.cid}: {started.spec.runtime.value} did not end in "
@@ -299,12 +319,9 @@ class OciBackend(DockerBackend):
         return started.process.returncode, False
 
     def program_memory(self, started: Started, job: Job) -> int | None:
-        spec = job.spec
-        if spec.start_memory_mb == spec.memory_mb:
-            return None
         if started.cgroup is None:
             raise InfraError(f"sandbox {started.cid}: its cgroup is not writable from here")
-        return started.cgroup.limit_memory(spec.memory_mb * 1024 * 1024)
+        return started.cgroup.limit_memory(job.spec.memory_mb * 1024 * 1024)
 
     def discard(self, started: Started) -> None:
         """Close the relay, kill and delete the sandbox, remove its bundle, free its uid. The
@@ -313,12 +330,12 @@ class OciBackend(DockerBackend):
         assert isinstance(started, OciStarted)
         with contextlib.suppress(OSError):
             started.attached.close()
-        command = self._runtime_command(started.spec.runtime)
+        command = self.runtime_command(started.spec.runtime)
         process = started.process
         # `ended`, not poll(): the waiter thread holds the wait, so poll() says "running"
         if process is not None and not started.ended.is_set():
             try:
-                subprocess.run(
+                self.call(
                     [*command, "kill", "--all", started.cid, "KILL"],
                     capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
                 )  # fmt: skip
@@ -338,7 +355,7 @@ class OciBackend(DockerBackend):
             # runc's `run` deleted its container on the way out: no state is left to delete
             shutil.rmtree(bundle, ignore_errors=True)
             return
-        subprocess.run(
+        self.call(
             [*command, "delete", "--force", cid],
             capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
         )  # fmt: skip
@@ -371,7 +388,7 @@ class OciBackend(DockerBackend):
 
     # -- what processes that died left behind ----------------------------------------------
 
-    def _bundles(self) -> list[tuple[Path, dict[str, str]]]:
+    def bundles(self) -> list[tuple[Path, dict[str, str]]]:
         folder = self.run_dir / "bundles"
         found = []
         for bundle in sorted(folder.iterdir()) if folder.is_dir() else []:
@@ -389,8 +406,8 @@ class OciBackend(DockerBackend):
             kinds = list(Runtime)
         for kind in kinds:
             if runtime_binary(kind) is not None:
-                command = self._runtime_command(kind)
-                subprocess.run(
+                command = self.runtime_command(kind)
+                self.call(
                     [*command, "kill", "--all", bundle.name, "KILL"],
                     capture_output=True, timeout=_KILL_TIMEOUT_S, check=False,
                 )  # fmt: skip
@@ -403,19 +420,18 @@ class OciBackend(DockerBackend):
     def reap(self) -> list[str]:
         """Remove sandboxes whose owner is gone or whose deadline has passed."""
         removed = []
-        for bundle, labels in self._bundles():
+        for bundle, labels in self.bundles():
             if labels and abandoned(labels):
                 self._remove_bundle(bundle, labels)
                 removed.append(bundle.name)
         return removed
 
-    def remove_leftovers(self, before: float) -> int:
+    def remove_leftovers(self, before: float, token: str) -> int:
         return 0  # no engine outage to recover from: nothing but this host runs them
 
-    def close(self) -> None:
-        """Remove this backend's sandboxes that are left (prepared for jobs that never came,
-        or whose removal failed)."""
-        self._drop_prepared()
+    def remove_mine(self, token: str) -> int:
+        """The backend's sandboxes that are left (prepared for jobs that never came, or whose
+        removal failed): each is discarded again, then any bundle labelled `token`."""
         with self._lock:
             left = list(self._live.values())
         for started in left:  # sandboxes whose discard failed: the runtime process is reaped
@@ -423,10 +439,14 @@ class OciBackend(DockerBackend):
                 self.discard(started)
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("sandbox %s: could not discard it: %s", started.cid, exc)
-        mine = f"{LABEL}.backend"
-        for bundle, labels in self._bundles():
-            if labels.get(mine) == self._token:
+        removed = len(left)
+        for bundle, labels in self.bundles():
+            if labels.get(f"{LABEL}.backend") == token:
                 self._remove_bundle(bundle, labels)
+                removed += 1
+        return removed
+
+    def close(self) -> None:
         self.engine.close()
 
 

@@ -76,7 +76,7 @@ class PoolStats:
 class PoolBackend(Backend, Generic[L]):
     """A `Backend` that serves jobs from leases started ahead of time.
 
-    `leaser` starts, runs and discards leases (a `DockerBackend`). `wait_on_miss` makes a miss
+    `leaser` starts, runs and discards leases (a `ContainerBackend`). `wait_on_miss` makes a miss
     start a lease for the job instead of taking the cold path, so that every run goes through
     a pooled lease (the test suite uses it). `on_security_event` receives a settings mismatch
     found when a lease is made in the background; the sandbox records it in the audit log.

@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hazmat._exceptions import InfraError
+
 __all__ = [
     "DENIED",
     "SOCKET_FAMILIES",
@@ -31,6 +33,7 @@ __all__ = [
     "UnsafeProfile",
     "for_oci",
     "load_profile",
+    "usable_profile",
 ]
 
 DENIED = frozenset(
@@ -92,6 +95,14 @@ def load_profile(base: str | None = None) -> SeccompProfile:
                 )
             return SeccompProfile(json.dumps(derive(profile), separators=(",", ":")), str(path))
     return SeccompProfile(None, "")
+
+
+def usable_profile(given: SeccompProfile | None = None) -> SeccompProfile:
+    """`given`, or the derived profile; `InfraError` when the base profile found is unsafe."""
+    try:
+        return given or load_profile()
+    except UnsafeProfile as exc:
+        raise InfraError(str(exc)) from None
 
 
 def _candidates() -> list[Path]:

@@ -26,7 +26,7 @@ __all__ = ["SessionBackend"]
 
 
 class _Host(Protocol):
-    """What a session needs of the Docker backend that starts its container (docker.py)."""
+    """What a session needs of the backend that starts its container (containers.py)."""
 
     def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started: ...
 
@@ -43,7 +43,7 @@ class _Host(Protocol):
 
 class SessionBackend(KeptBackend):
     """Runs each job in the session's one container; `close()` removes it
-    (`DockerBackend.keep` makes it)."""
+    (`ContainerBackend.keep` makes it)."""
 
     def __init__(self, docker: _Host, spec: Spec, lifetime_s: float) -> None:
         self.docker = docker

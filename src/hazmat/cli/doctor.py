@@ -20,7 +20,7 @@ from hazmat.policy import Policy, Runtime
 
 if TYPE_CHECKING:
     from hazmat.backends.engine import Engine
-    from hazmat.backends.images import ImageBuilder
+    from hazmat.images.builder import ImageBuilder
 
 __all__ = ["Check", "add", "run_checks"]
 
@@ -51,7 +51,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> list[Check]:
     from hazmat.backends.engine import Engine, map_docker_errors
-    from hazmat.backends.images import RECIPES, ImageBuilder
+    from hazmat.images.builder import RECIPES, ImageBuilder
 
     engine = engine or Engine()
     try:
@@ -186,7 +186,7 @@ def _runc_version(raw: dict[str, Any]) -> Check:
 
 
 def _image_check(builder: ImageBuilder, name: str) -> Check:
-    from hazmat.backends.images import RECIPES
+    from hazmat.images.builder import RECIPES
 
     status = builder.status(RECIPES[name])
     label = f"image {status.recipe.ref}"
@@ -204,7 +204,7 @@ def _runtime_check(
 ) -> Check:
     """Prove the runtime works by running a one-line program under it."""
     from hazmat.backends.docker import DockerBackend
-    from hazmat.backends.images import RECIPES
+    from hazmat.images.builder import RECIPES
     from hazmat.sandbox import Sandbox
 
     name = f"runtime {runtime.value}"

@@ -22,9 +22,9 @@ CONTROLLERS_V2 = ("memory", "pids", "cpu")
 
 
 def oci_checks(engine: Engine, needed: bool) -> list[Check]:
-    from hazmat.backends.images import RECIPES, ImageBuilder
     from hazmat.backends.oci import find_init, runtime_binary
     from hazmat.backends.oci_rootfs import RootFs
+    from hazmat.images.builder import RECIPES, ImageBuilder
 
     checks = []
     for runtime in Runtime:

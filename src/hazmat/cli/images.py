@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hazmat._exceptions import InputError
 
 if TYPE_CHECKING:
-    from hazmat.backends.images import ImageStatus
+    from hazmat.images.builder import ImageStatus
 
 __all__ = ["add"]
 
@@ -81,8 +81,8 @@ def _add_own(build: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from hazmat.backends.custom_images import CustomImage
-    from hazmat.backends.images import RECIPES, ImageBuilder, recipes_for
+    from hazmat.images.builder import RECIPES, ImageBuilder, recipes_for
+    from hazmat.images.custom import CustomImage
 
     own = args.name or args.base or args.apt or args.pip or args.npm
     if own and (args.lang or args.missing):
@@ -107,7 +107,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from hazmat.backends.images import RECIPES, ImageBuilder
+    from hazmat.images.builder import RECIPES, ImageBuilder
 
     builder = ImageBuilder()
     statuses = [builder.status(recipe) for recipe in RECIPES.values()]
@@ -122,8 +122,8 @@ def _list(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import time
 
-    from hazmat.backends.images import RECIPES, ImageBuilder
     from hazmat.backends.oci_rootfs import RootFs
+    from hazmat.images.builder import RECIPES, ImageBuilder
     from hazmat.languages import get_language
 
     builder = ImageBuilder()

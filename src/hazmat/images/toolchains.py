@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.chroot import Progress, in_chroot
 from hazmat.backends.inside import program
+from hazmat.images.chroot import Progress, in_chroot
 from hazmat.languages import (
     CXX_FLAGS,
     JAVA_PREPARE,

@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.chroot import Progress, in_chroot, run_tool
-from hazmat.backends.recipes import RECIPES, ImageRecipe, Step
+from hazmat.images.chroot import Progress, in_chroot, run_tool
+from hazmat.images.recipes import RECIPES, ImageRecipe, Step
 
 __all__ = ["MANIFEST", "CustomImage", "host_pip_index", "parse_labels"]
 

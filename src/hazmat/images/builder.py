@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import ImageBuildError, InfraError
-from hazmat.backends.chroot import Progress, run_tool
-from hazmat.backends.custom_images import MANIFEST
-from hazmat.backends.debian import debian_mirror, unmount_below
 from hazmat.backends.engine import Engine, map_docker_errors
-from hazmat.backends.image_cache import DEFAULT_CACHE, ImageCache
-from hazmat.backends.recipes import (
+from hazmat.images.cache import DEFAULT_CACHE, ImageCache
+from hazmat.images.chroot import Progress, run_tool
+from hazmat.images.custom import MANIFEST
+from hazmat.images.debian import debian_mirror, unmount_below
+from hazmat.images.recipes import (
     RECIPES,
     SUITES,
     ImageRecipe,

@@ -20,15 +20,15 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.chroot import Progress, in_chroot, run_tool
 from hazmat.backends.inside import program
-from hazmat.backends.toolchains import (
+from hazmat.images.chroot import Progress, in_chroot, run_tool
+from hazmat.images.toolchains import (
     JAVA_INPUTS,
     PCH_INPUTS,
     precompile_stdcxx,
     prepare_java,
 )
-from hazmat.languages import GO_CACHE, LANGUAGES, PRELOAD_FILE
+from hazmat.languages import DEFAULT_SUITE, GO_CACHE, LANGUAGES, PRELOAD_FILE, SUITES
 
 __all__ = [
     "DEFAULT_SUITE",
@@ -43,9 +43,6 @@ __all__ = [
 
 Step = Callable[[Path, Path, Progress], None]
 
-# suite -> the tag its images carry
-SUITES: Mapping[str, str] = MappingProxyType({"trixie": "2", "bookworm": "1"})
-DEFAULT_SUITE = "trixie"
 ESBUILD_VERSION = "0.28.2"
 # npm's own integrity field (sha512 of the package tarball) for each platform package, pinned
 # here: the tarball is checked before anything in it is written to the image or run.
