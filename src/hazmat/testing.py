@@ -143,10 +143,11 @@ class KeptRecording(KeptBackend):
         self.backend = backend
         self.spec = spec
         self.calls: list[tuple[str, Job]] = []
+        self.number = len(backend.kept) + 1  # its place among the backend's kept containers
 
     @property
     def container_id(self) -> str | None:
-        return f"recorded-{self.backend.kept.index(self) + 1}"
+        return f"recorded-{self.number}"
 
     def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
         self.calls.append((mode, job))

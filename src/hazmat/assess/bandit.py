@@ -9,6 +9,7 @@ any skipped file raises `AnalyzerSkipped`, which makes the assessment incomplete
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -51,15 +52,21 @@ _PREFIX = "hazmat-bandit-"
 
 def scratch_folder() -> Path:
     """A new private folder for Bandit's copies, named after this process
-    (`hazmat-bandit-<pid>-...`). Folders of this user's processes that are gone are removed
-    first: a process killed outright (SIGKILL, the OOM killer) never ran its clean-up, and
+    (`hazmat-bandit-<pid>-...`). The first time in a process, folders of this user's
+    processes that are gone are removed first: a process killed outright (SIGKILL, the OOM killer) never ran its clean-up, and
     nothing else would ever remove its folder. A reused pid only keeps a folder longer."""
-    top = Path(tempfile.gettempdir())
-    for folder in top.glob(f"{_PREFIX}*"):
+    _sweep(tempfile.gettempdir())
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+
+
+@functools.cache
+def _sweep(top: str) -> None:
+    """Remove the folders of this user's processes that are gone, once per process and
+    temporary folder (a worker restarted many times sweeps once)."""
+    for folder in Path(top).glob(f"{_PREFIX}*"):
         pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _ours(folder):
             shutil.rmtree(folder, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
 
 
 def _ours(folder: Path) -> bool:

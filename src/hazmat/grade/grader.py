@@ -227,7 +227,7 @@ class Grader:
         memory = _memory(task, task.tests[0])
         together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
         benched = [case for case, t in zip(task.tests, together, strict=True) if t]
-        timeouts = [self._options(task, case)["timeout"] for case in benched]
+        timeouts = [_test_options(task, case, self.options)["timeout"] for case in benched]
         with self.sandbox.bench(
             task.language, timeouts, trust=self.options.get("trust"), build_files=task.files
         ) as bench:
@@ -241,17 +241,11 @@ class Grader:
         return TaskResult(task.id, tuple(results), task.total, compile_ms)
 
     def _run(self, task: Task, case: TestCase, bench: Backend | None) -> ExecutionResult:
-        options = self._options(task, case)
+        options = _test_options(task, case, self.options)
         if bench is None:
             return self.sandbox.run(task.code, task.language, **options)
         request = self.sandbox.request(task.code, task.language, **options)
         return self.sandbox.execute_in(request, bench)
-
-    def _options(self, task: Task, case: TestCase) -> dict[str, Any]:
-        return _test_options(task, case, self.options)
-
-    def _check_options(self, task: Task) -> dict[str, Any]:
-        return _check_run_options(task, self.options)
 
     def _judge(self, case: TestCase, run: ExecutionResult) -> TestResult:
         verdict, message = VERDICT_OF[run.outcome], run.error
@@ -288,7 +282,8 @@ class Grader:
     def _grade_check(self, task: Task) -> TaskResult:
         """The HumanEval style: the test code is appended to the program, and the run's exit
         status judges it; a failed check (any non-zero status) is `wrong_answer`."""
-        run = self.sandbox.run(_with_check(task), task.language, **self._check_options(task))
+        options = _check_run_options(task, self.options)
+        run = self.sandbox.run(_with_check(task), task.language, **options)
         verdict = VERDICT_OF[run.outcome]
         if verdict == "runtime_error":
             verdict = "wrong_answer"
