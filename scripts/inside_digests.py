@@ -1,5 +1,6 @@
 """The sha256 of every program hazmat sends into a sandbox or puts into an image, as
-tests/inside_digests.json pins them (tests/test_inside_files.py checks they still match).
+tests/backends/inside_digests.json pins them (tests/backends/test_inside_files.py checks they
+still match).
 
 After changing what runs inside the sandbox on purpose (a file in src/hazmat/backends/inside/,
 or how a module fills one in), write the new digests and commit them with the change:
@@ -27,7 +28,7 @@ from hazmat.backends import (
 from hazmat.images import recipes, toolchains
 from hazmat.languages import LANGUAGES
 
-PINNED = Path(__file__).resolve().parent.parent / "tests" / "inside_digests.json"
+PINNED = Path(__file__).resolve().parent.parent / "tests" / "backends" / "inside_digests.json"
 
 
 def programs() -> dict[str, str]:

@@ -314,6 +314,6 @@ def language_for_path(path: str | PurePath) -> Language:
 
 def standard_images() -> frozenset[str]:
     """The names of the images `hazmat images build` makes (`hazmat/<name>:<tag>`): each
-    language's, and the extra ones (tests/test_images.py checks them against the recipes)."""
+    language's, and the extra ones (tests/images/test_images.py checks them against the recipes)."""
     names = {lang.image.partition(":")[0].removeprefix("hazmat/") for lang in LANGUAGES.values()}
     return frozenset(names | set(EXTRA_IMAGES))

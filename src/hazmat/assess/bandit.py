@@ -53,8 +53,9 @@ _PREFIX = "hazmat-bandit-"
 def scratch_folder() -> Path:
     """A new private folder for Bandit's copies, named after this process
     (`hazmat-bandit-<pid>-...`). The first time in a process, folders of this user's
-    processes that are gone are removed first: a process killed outright (SIGKILL, the OOM killer) never ran its clean-up, and
-    nothing else would ever remove its folder. A reused pid only keeps a folder longer."""
+    processes that are gone are removed first: a process killed outright (SIGKILL, the OOM
+    killer) never ran its clean-up, and nothing else would ever remove its folder. A reused
+    pid only keeps a folder longer."""
     _sweep(tempfile.gettempdir())
     return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
 

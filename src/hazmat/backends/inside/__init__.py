@@ -27,8 +27,8 @@ in the file's language, a whole line stands in for it: a line that ends in the c
 function on such a line, so that linters see where the name comes from). `fill` refuses a
 placeholder without a value and a value without a placeholder.
 
-The bytes of every assembled program are pinned by tests/inside_digests.json
-(tests/test_inside_files.py); the files are linted by `make lint` (scripts/lint-inside.sh:
+The bytes of every assembled program are pinned by tests/backends/inside_digests.json
+(tests/backends/test_inside_files.py); the files are linted by `make lint` (scripts/lint-inside.sh:
 ShellCheck, `node --check`, `javac`, `ruby -c`; ruff and mypy read the Python files as they
 read all of src/).
 """

@@ -1,5 +1,5 @@
-"""An in-memory leaser for the warm pool's own logic (tests/test_pool_logic.py,
-tests/test_pool_sizing.py): leases start at once, or fail as planned; what ran and what was
+"""An in-memory leaser for the warm pool's own logic (tests/backends/test_pool_logic.py,
+tests/backends/test_pool_sizing.py): leases start at once, or fail as planned; what ran and what was
 discarded is kept."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The programs that run inside the sandbox (src/hazmat/backends/inside/): every file reaches a
 program, no placeholder is left, the loader refuses what it cannot fill, every file ships, and
-each assembled program has the bytes tests/inside_digests.json pins."""
+each assembled program has the bytes tests/backends/inside_digests.json pins."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from hazmat.backends.inside import fill, placeholders, program, read
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "src" / "hazmat" / "backends" / "inside"
 TOOL = runpy.run_path(str(ROOT / "scripts" / "inside_digests.py"))
 REGENERATE = "PYTHONPATH=src .venv/bin/python scripts/inside_digests.py --write"
@@ -109,10 +109,10 @@ def test_every_file_ships_with_the_package() -> None:
 
 
 def test_each_program_has_the_pinned_bytes() -> None:
-    pinned = json.loads((ROOT / "tests" / "inside_digests.json").read_text())
+    pinned = json.loads((ROOT / "tests" / "backends" / "inside_digests.json").read_text())
     now = TOOL["digests"]()
     changed = sorted(k for k in pinned.keys() | now.keys() if pinned.get(k) != now.get(k))
     assert changed == [], (
         f"what runs inside the sandbox changed: {changed}. If you meant to change it, run "
-        f"`{REGENERATE}` and commit tests/inside_digests.json with the change."
+        f"`{REGENERATE}` and commit tests/backends/inside_digests.json with the change."
     )
