@@ -47,6 +47,10 @@ def programs() -> dict[str, str]:
         "toolchains.JAVAC_SERVER_SOURCE": toolchains.JAVAC_SERVER_SOURCE,
         "recipes.DATA_PRELOAD": recipes.DATA_PRELOAD,
     }
+    # the build steps that are scripts (hazmat/language_builds/)
+    for name in sorted(LANGUAGES):
+        if "\n" in (LANGUAGES[name].build or ""):
+            found[f"LANGUAGES[{name}].build"] = LANGUAGES[name].build or ""
     # the templates filled per language: the unpack script, and the shell a Bash session keeps
     for name in sorted(LANGUAGES):
         env = session_agent.session_environment(LANGUAGES[name], 256)

@@ -19,6 +19,7 @@ if ! command -v shellcheck >/dev/null 2>&1; then
     fi
 fi
 
+root=$PWD
 cd "$dir"  # ShellCheck reads the folder's .shellcheckrc (for standard input too)
 status=0
 # The .sh files run under Debian's dash (/bin/sh in the images). The agents reach the
@@ -34,6 +35,11 @@ for f in ./*.sh; do
     esac
 done
 shellcheck --shell=bash ./*.bash || status=1
+# the compiled languages' build steps that are scripts (src/hazmat/language_builds/), as the
+# agent runs them: `sh -c` under the image's dash
+for f in "$root"/src/hazmat/language_builds/*.sh; do
+    shellcheck --shell=dash "$f" || status=1
+done
 
 if command -v node >/dev/null 2>&1; then
     for f in ./*.js; do node --check "$f" || status=1; done

@@ -14,6 +14,7 @@ from pathlib import PurePath
 from types import MappingProxyType
 
 from hazmat._exceptions import UnknownLanguage, quoted
+from hazmat.language_builds import read
 
 __all__ = ["LANGUAGES", "Language", "get_language", "language_for_path"]
 
@@ -38,44 +39,14 @@ PRELOAD_FILE = "/etc/hazmat/preload.py"
 # Go: `go build`, or `go test -c` when the program comes with tests as graders write them (a
 # `_test.go` file beside it, or test functions in the program itself: then it is built as
 # main_test.go in a folder of its own, with the other files)
-GO_BUILD = r"""
-set -- ./*_test.go
-if [ ! -e "$1" ] && grep -q '^func Test.*\*testing\.T)' main.go; then
-    mkdir -p @BUILD@/src && cp ./*.go @BUILD@/src/ && cd @BUILD@/src &&
-        mv main.go main_test.go && set -- main_test.go
-fi
-if [ -e "$1" ]; then exec go test -c -ldflags='-s -w' -o @BUILD@/main; fi
-exec go build -ldflags='-s -w' -o @BUILD@/main ./*.go
-""".replace("@BUILD@", BUILD_DIR)
+GO_BUILD = read("go.sh").replace("@BUILD@", BUILD_DIR)
 # The JVM as a sandbox wants it: one GC thread, no shared perf-data file in /tmp
 JVM_FLAGS = "-XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto"
 # Java: a file with one public class of any name runs. javac wants the file named after its
 # public class, so the source is copied under that name; the class to run is the one that
 # declares `main` (a grader's Main beside a Solution), else the public class, else Main.
 # The compiler: a warm one when the container has it (JAVAC_SERVER below), else javac.
-JAVA_BUILD = r"""
-mkdir -p @BUILD@ || exit
-kind='(class|record|enum|interface)' name='([A-Za-z_$][A-Za-z0-9_$]*)'
-top=$(sed -nE "s/^\s*public\s+([a-z]+\s+)*$kind\s+$name.*/\3/p" Main.java | head -n 1)
-pkg=$(sed -nE 's/^\s*package\s+([A-Za-z0-9_.]+)\s*;.*/\1/p' Main.java | head -n 1)
-main=$(awk 'match($0, /(class|record|enum|interface)[ \t]+[A-Za-z_$][A-Za-z0-9_$]*/) {
-    split(substr($0, RSTART, RLENGTH), w, /[ \t]+/); last = w[2] }
-    /static[ \t].*void[ \t]+main[ \t]*\(/ && last != "" { print last; exit }' Main.java)
-src=$PWD/Main.java
-if [ -n "$top" ] && [ "$top" != Main ]; then
-    src="@BUILD@/src/$top.java"
-    mkdir -p @BUILD@/src && cp Main.java "$src" || exit
-fi
-printf '%s\n' "${pkg:+$pkg.}${main:-${top:-Main}}" > @BUILD@/main-class || exit
-set -- -proc:none -encoding UTF-8 -nowarn -d @BUILD@/classes "$src"
-s=@SERVER@
-if pid=$(cat "$s/pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && [ -p "$s/in" ]; then
-    printf '%s\n' "$@" > "$s/in" && cat "$s/done" > /dev/null && [ -f "$s/status" ] || exit 125
-    sed "s|^$PWD/||" "$s/out" >&2
-    exit "$(cat "$s/status")"
-fi
-exec javac @JFLAGS@ -J-XX:SharedArchiveFile=@ARCHIVE@ "$@"
-"""
+JAVA_BUILD = read("java.sh")
 # A javac kept warm in the container ahead of the job (Language.prepare, as the program's uid):
 # a JVM that has loaded the compiler and compiled a small program once, so that the job's
 # compile costs a fraction of a fresh javac's. It serves one compile through the FIFOs in its
