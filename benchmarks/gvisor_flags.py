@@ -71,7 +71,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from hazmat.backends.verify import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
+from hazmat.backends.settings_check import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
 from hazmat.languages import BUILD_DIR, get_language
 
 LANGUAGES = ("c", "cpp", "java", "rust", "go")
@@ -127,7 +127,7 @@ def docker_run(language: str, runtime: str, limits: Limits, name: str) -> list[s
     size = f"size={limits.tmpfs_mb}m"
     env = [f"--env={k}={v}" for k, v in lang.env.items()]
     # the sentry's own threads count against the pids cgroup: hazmat's headroom for them
-    # (backends/verify.py host_pids_limit); any runtime but runc is taken for a runsc
+    # (backends/settings_check.py host_pids_limit); any runtime but runc is taken for a runsc
     pids = limits.pids if runtime == "runc" else RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
     return [
         "docker", "run", "--rm", "-i", f"--name={name}", f"--runtime={runtime}",

@@ -23,7 +23,7 @@ from hazmat.backends.oci_spec import bundle_config
 from hazmat.backends.oci_verify import check_bundle, check_kernel
 from hazmat.backends.oci_wait import FirstProcess, runtime_state, wait_for_pid
 from hazmat.backends.seccomp import for_oci
-from hazmat.backends.verify import MASKED_PATHS
+from hazmat.backends.settings_check import MASKED_PATHS
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime
 

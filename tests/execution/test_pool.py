@@ -24,8 +24,8 @@ from hazmat.backends.docker import LABEL, DockerBackend, container_config
 from hazmat.backends.engine import Engine
 from hazmat.backends.pool import PoolBackend
 from hazmat.backends.seccomp import load_profile
+from hazmat.backends.settings_check import check, expected
 from hazmat.backends.uids import UID_BASE
-from hazmat.backends.verify import check, expected
 from hazmat.policy import PRESETS, PoolSettings, Runtime
 from hazmat.testing import audit_records
 

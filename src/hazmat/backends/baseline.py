@@ -16,9 +16,9 @@ from hazmat.backends.base import Spec
 from hazmat.backends.docker import DockerBackend
 from hazmat.backends.engine import Engine
 from hazmat.backends.hardening import container_config
+from hazmat.backends.settings_check import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
 from hazmat.backends.started import Started
 from hazmat.backends.uids import UID_BASE
-from hazmat.backends.verify import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
 from hazmat.languages import get_language
 
 __all__ = ["RawStarts", "docker_run_command", "footprint"]
@@ -34,7 +34,7 @@ def docker_run_command(language: str, runtime: str) -> list[str]:
     env = [f"--env={k}={v}" for k, v in lang.env.items()]
     tmp = "exec" if lang.exec_tmp else "noexec"
     # 128 tasks for the program; under runsc the sentry's own threads count too, so it gets
-    # hazmat's headroom (verify.host_pids_limit): a flat 128 failed runsc builds at once
+    # hazmat's headroom (settings_check.host_pids_limit): a flat 128 failed runsc builds at once
     pids = RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * 128 if runtime == "runsc" else 128
     return [
         "docker", "run", "--rm", "-i", f"--runtime={runtime}", "--network=none", "--read-only",

@@ -2,7 +2,7 @@
 
 Never `containers.run()` (it pulls silently): create, attach, start, wait and remove are
 explicit, and removal happens in `finally`. A container is started before it has a job: the
-agent (backends/agent.py) says when it is ready, the settings check (backends/verify.py)
+agent (backends/agent.py) says when it is ready, the settings check (backends/settings_check.py)
 compares what the engine applied with what was asked, and only then may it take its one job
 (backends/containers.py runs it). Containers carry the `hazmat` label, their owner
 (backends/owners.py), so that `reap()` can remove what a killed process left behind, and the
@@ -32,10 +32,10 @@ from hazmat.backends.hardening import container_config
 from hazmat.backends.owners import LABEL, abandoned
 from hazmat.backends.runners import READY_LINE
 from hazmat.backends.seccomp import SeccompProfile, usable_profile
+from hazmat.backends.settings_check import check, expected, host_pids_limit
 from hazmat.backends.started import Started
 from hazmat.backends.stream import NotReady, wait_ready
 from hazmat.backends.uids import Uids
-from hazmat.backends.verify import check, expected, host_pids_limit
 from hazmat.policy import HostResources, Runtime
 
 __all__ = [

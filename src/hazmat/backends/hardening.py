@@ -1,5 +1,5 @@
 """Every hardening setting of a sandbox container, in one place: what `create_container` is
-asked for. backends/verify.py reads the same settings back from the engine and compares them
+asked for. backends/settings_check.py reads the same settings back from the engine and compares them
 with what the policy demands, worked out independently of this file.
 """
 
@@ -14,7 +14,7 @@ from hazmat.backends.base import Spec
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.seccomp import SeccompProfile
 from hazmat.backends.session_agent import SESSION_SCRIPT, session_environment
-from hazmat.backends.verify import (
+from hazmat.backends.settings_check import (
     AGENT_CAPS,
     AGENT_USER,
     EGRESS_DIR,

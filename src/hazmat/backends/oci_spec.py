@@ -16,7 +16,7 @@ from typing import Any
 from hazmat.backends.base import Spec
 from hazmat.backends.hardening import agent_command, environment
 from hazmat.backends.seccomp import for_oci
-from hazmat.backends.verify import (
+from hazmat.backends.settings_check import (
     AGENT_CAPS,
     EGRESS_DIR,
     MASKED_PATHS,

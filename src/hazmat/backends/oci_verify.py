@@ -1,6 +1,6 @@
 """The settings check of the direct OCI tier (backends/oci.py): read what was applied back
 from the kernel, compare it with what the policy demands, worked out from the spec alone
-(backends/verify.py's `expected`), never from the config.json that was written.
+(backends/settings_check.py's `expected`), never from the config.json that was written.
 
 Under runc the sandbox's first process is an ordinary host process, so the check reads the
 kernel's own account of it, as the program will find it: /proc/<pid>/status (uid, the three
@@ -23,7 +23,7 @@ from typing import Any
 
 from hazmat.backends.base import Spec
 from hazmat.backends.cgroup import CGROUP_ROOT
-from hazmat.backends.verify import AGENT_CAPS, MASKED_PATHS, expected
+from hazmat.backends.settings_check import AGENT_CAPS, MASKED_PATHS, expected
 from hazmat.policy import Runtime
 
 __all__ = ["cgroup_problems", "check_bundle", "check_kernel"]

@@ -1,8 +1,9 @@
 """A session's backend: one container kept for many calls (the public side is sessions.py).
 
 The container is started with the session agent (backends/session_agent.py), checked against
-the policy like any other (backends/verify.py), and labelled with a deadline at the end of the
-session's lifetime, so the reaper of any later hazmat process removes it if this one dies.
+the policy like any other (backends/settings_check.py), and labelled with a deadline at the
+end of the session's lifetime, so the reaper of any later hazmat process removes it if this
+one dies.
 Each `execute` is one call in it, one at a time. A call that runs out of time or output has
 its container killed, as a single run would, and that ends the session: the next call raises
 `SessionClosed` saying why.

@@ -68,8 +68,8 @@ from hazmat.backends.base import Program
 from hazmat.backends.inside import fill, program, read
 from hazmat.backends.runners import RUNNERS
 from hazmat.backends.session_repl import REPL
+from hazmat.backends.settings_check import WORKDIR
 from hazmat.backends.shell_session import shell_repl
-from hazmat.backends.verify import WORKDIR
 from hazmat.languages import Language
 
 __all__ = [

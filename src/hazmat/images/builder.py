@@ -281,7 +281,7 @@ class ImageBuilder:
                 shutil.rmtree(target)
                 target.mkdir()
         # the working directory's mount point: runc gives a tmpfs mounted over a folder that
-        # folder's mode, so a bench's working directory (root's, backends/verify.py) is
+        # folder's mode, so a bench's working directory (root's, backends/settings_check.py) is
         # writable only if this one is 1777; a run's is the program's whatever the mode
         (rootfs / "work").mkdir(exist_ok=True)
         (rootfs / "work").chmod(0o1777)
