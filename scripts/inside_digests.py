@@ -26,6 +26,8 @@ from hazmat.backends import (
     session_repl,
 )
 from hazmat.images import recipes, toolchains
+from hazmat.images.builder import recipe_digest
+from hazmat.images.recipes import RECIPES
 from hazmat.languages import LANGUAGES
 
 PINNED = Path(__file__).resolve().parent.parent / "tests" / "backends" / "inside_digests.json"
@@ -47,6 +49,10 @@ def programs() -> dict[str, str]:
         "toolchains.JAVAC_SERVER_SOURCE": toolchains.JAVAC_SERVER_SOURCE,
         "recipes.DATA_PRELOAD": recipes.DATA_PRELOAD,
     }
+    # each image's recipe digest: what decides whether a machine's images are rebuilt (the
+    # source of the build steps, comments included, is part of it)
+    for name, recipe in sorted(RECIPES.items()):
+        found[f"recipe_digest({name})"] = recipe_digest(recipe)
     # the build steps that are scripts (hazmat/language_builds/)
     for name in sorted(LANGUAGES):
         if "\n" in (LANGUAGES[name].build or ""):

@@ -281,7 +281,7 @@ class ImageBuilder:
                 shutil.rmtree(target)
                 target.mkdir()
         # the working directory's mount point: runc gives a tmpfs mounted over a folder that
-        # folder's mode, so a bench's working directory (root's, backends/settings_check.py) is
+        # folder's mode, so a bench's working directory (root's, backends/verify.py) is
         # writable only if this one is 1777; a run's is the program's whatever the mode
         (rootfs / "work").mkdir(exist_ok=True)
         (rootfs / "work").chmod(0o1777)
@@ -327,7 +327,9 @@ def recipe_digest(recipe: ImageRecipe) -> str:
     """What an image is made of, as a hash: the recipe's fields, the code of its own build
     step and what that step reads, and the code of the steps every image goes through. An
     image labelled with another digest was built by another hazmat (an older recipe under the
-    same tag) and must not stand in for this one."""
+    same tag) and must not stand in for this one. The steps' source counts with its comments:
+    editing one rebuilds every machine's images (tests/backends/inside_digests.json pins the
+    digests, so that it is never by accident)."""
     shared = (ImageBuilder._debootstrap, ImageBuilder._harden, ImageBuilder._import)
     parts = {
         "name": recipe.name,
