@@ -77,7 +77,7 @@ def test_a_thread_bomb(sandbox: Sandbox, runtime: str) -> None:
         threads = []
         try:
             while True:
-                t = threading.Thread(target=time.sleep, args=(30,))
+                t = threading.Thread(target=time.sleep, args=(30,), daemon=True)
                 t.start()
                 threads.append(t)
         except RuntimeError:
