@@ -199,6 +199,11 @@ class ContainerBackend(Backend):
     def discard(self, started: Started) -> None:
         self.driver.discard(started)
 
+    def kill(self, started: Started) -> None:
+        """Kill the sandbox's processes now (a session ended under a call); it stays to be
+        discarded."""
+        self.driver.kill(started)
+
     def reap(self) -> list[str]:
         return self.driver.reap()
 

@@ -37,6 +37,8 @@ class _Host(Protocol):
 
     def discard(self, started: Started) -> None: ...
 
+    def kill(self, started: Started) -> None: ...
+
     def program_memory(self, started: Started, job: Job) -> int | None: ...
 
     def resources(self) -> HostResources: ...
@@ -77,6 +79,10 @@ class SessionBackend(KeptBackend):
             ready = mode == "again"  # a bench's test: its time starts once it is unpacked
             report, rest = self.docker.run_kept(started, job, data, self._pending, ready)
             self._pending = rest or b""
+            if self.ended is not None:  # ended under the call (`end(now=True)` killed it)
+                self._end(self.ended)
+                note = f"the session ended during the call: {self.ended}"
+                return dataclasses.replace(report, notes=(*report.notes, note))
             why = _ended_by(report) if rest is None else None
             if why is not None:
                 self._end(f"a call {why}")
@@ -105,16 +111,25 @@ class SessionBackend(KeptBackend):
 
     def end(self, why: str, now: bool = False) -> None:
         """End the session (idempotent): remove its container; later calls raise
-        `SessionClosed` with `why`. Without `now` a running call finishes first; with it the
-        container goes at once, and the running call reports it lost."""
-        if now:
+        `SessionClosed` with `why`. Without `now` a running call finishes first; with it a
+        running call's container is killed at once: the call returns straight away, its
+        result saying why, and removes the container."""
+        if now and not self._lock.acquire(blocking=False):
+            self.ended = self.ended or why  # the call sees it once its run returns
+            started = self.started
+            if started is not None:
+                self.docker.kill(started)
+            if not self._lock.acquire(blocking=False):
+                return  # the call removes the container
+        elif not now:
+            self._lock.acquire()
+        try:
             self._end(why)
-            return
-        with self._lock:
-            self._end(why)
+        finally:
+            self._lock.release()
 
     def _open(self) -> Started:
-        if self.started is None:
+        if self.started is None or self.ended is not None:
             raise SessionClosed(f"the session has ended: {self.ended}")
         return self.started
 
