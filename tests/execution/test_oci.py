@@ -180,6 +180,9 @@ class _DeleteFailsOnce:
         return subprocess.run(argv, **kwargs)
 
 
+# runsc only: runc's `run` deletes its own container as it exits, so under runc there is no
+# runtime `delete` to fail (the bookkeeping tested is the same for both)
+@pytest.mark.parametrize("runtime", ["runsc"])
 def test_a_sandbox_whose_removal_failed_is_removed_when_its_backend_closes(
     engine: Engine, runtime: str
 ) -> None:
