@@ -117,7 +117,7 @@ def test_live_sandboxes_never_share_a_uid(engine: Engine, runtime: str) -> None:
         # another process (with its own bookkeeping) that can only pick a uid taken here: the
         # engine's account of live containers refuses it every time
         taken = started[0].uid
-        other.uids = Uids(base=taken, count=1)
+        other.driver.uids = Uids(base=taken, count=1)
         with pytest.raises(InfraError, match="no free sandbox uid"):
             other.start(spec, lifetime_s=60)
         holders = engine.api.containers(all=True, filters={"label": f"hazmat.uid={taken}"})
