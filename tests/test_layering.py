@@ -24,7 +24,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # Lowest first. A unit is a top-level module or a package of src/hazmat; "hazmat" is the public
 # surface in __init__.py (which the front-ends may import, e.g. its __version__).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"_exceptions", "language_builds"}),
+    frozenset({"_exceptions", "language_builds", "template"}),
     frozenset({"languages", "egress", "watch", "displays"}),
     frozenset({"policy"}),
     frozenset({"policy_file", "models", "quotas"}),

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from hazmat._exceptions import UnknownLanguage, quoted
 from hazmat.language_builds import read
+from hazmat.template import fill
 
 __all__ = ["LANGUAGES", "Language", "get_language", "language_for_path"]
 
@@ -39,7 +40,7 @@ PRELOAD_FILE = "/etc/hazmat/preload.py"
 # Go: `go build`, or `go test -c` when the program comes with tests as graders write them (a
 # `_test.go` file beside it, or test functions in the program itself: then it is built as
 # main_test.go in a folder of its own, with the other files)
-GO_BUILD = read("go.sh").replace("@BUILD@", BUILD_DIR)
+GO_BUILD = fill(read("go.sh"), BUILD=BUILD_DIR)
 # The JVM as a sandbox wants it: one GC thread, no shared perf-data file in /tmp
 JVM_FLAGS = "-XX:+UseSerialGC -XX:-UsePerfData -Xshare:auto"
 # Java: a file with one public class of any name runs. javac wants the file named after its
@@ -62,14 +63,12 @@ JAVA_PREPARE = (
     f" HazmatJavac {JAVAC_SERVER} </dev/null >/dev/null 2>&1 &"
     f" echo $! > {JAVAC_SERVER}/pid; }}"
 )
-JAVA_BUILD = (
-    JAVA_BUILD.replace("@BUILD@", BUILD_DIR)
-    .replace("@ARCHIVE@", JAVAC_ARCHIVE)
-    .replace("@SERVER@", JAVAC_SERVER)
-    .replace(
-        "@JFLAGS@",
-        " ".join(f"-J{flag}" for flag in ("-XX:TieredStopAtLevel=1", *JVM_FLAGS.split())),
-    )
+JAVA_BUILD = fill(
+    JAVA_BUILD,
+    BUILD=BUILD_DIR,
+    ARCHIVE=JAVAC_ARCHIVE,
+    SERVER=JAVAC_SERVER,
+    JFLAGS=" ".join(f"-J{flag}" for flag in ("-XX:TieredStopAtLevel=1", *JVM_FLAGS.split())),
 )
 
 
