@@ -121,7 +121,6 @@ class ContainerBackend(Backend):
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
-        self.seccomp = driver.seccomp
         self._reaped = False
         self._token = secrets.token_hex(8)  # labels this backend's sandboxes
         self._started_any = False  # close() looks for what is left only if it started some
@@ -130,6 +129,11 @@ class ContainerBackend(Backend):
         self._prepared: dict[str, tuple[int, Future[Started]]] = {}
         self._preparer: ThreadPoolExecutor | None = None
         self._cores: Cores | None = None
+
+    @property
+    def seccomp(self) -> SeccompProfile:
+        """The seccomp profile the driver's sandboxes get."""
+        return self.driver.seccomp
 
     def resources(self) -> HostResources:
         return self.driver.resources()

@@ -70,8 +70,14 @@ class DockerBackend(ContainerBackend):
         *,
         config: Config = container_config,
     ) -> None:
-        self.engine = engine or Engine()
-        super().__init__(DockerDriver(self.engine, usable_profile(seccomp), config))
+        driver = DockerDriver(engine or Engine(), usable_profile(seccomp), config)
+        super().__init__(driver)
+        self.driver: DockerDriver = driver
+
+    @property
+    def engine(self) -> Engine:
+        """The engine the driver makes containers on."""
+        return self.driver.engine
 
 
 class DockerDriver:

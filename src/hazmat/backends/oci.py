@@ -124,10 +124,15 @@ class OciBackend(ContainerBackend):
         bundle: Bundle = bundle_config,
         call: Call = subprocess.run,
     ) -> None:
-        self.engine = engine or Engine()
-        driver = OciDriver(self.engine, usable_profile(seccomp), base, run_dir, bundle, call)
+        engine = engine or Engine()
+        driver = OciDriver(engine, usable_profile(seccomp), base, run_dir, bundle, call)
         super().__init__(driver)
         self.driver: OciDriver = driver
+
+    @property
+    def engine(self) -> Engine:
+        """The engine that prepares an image's root file system."""
+        return self.driver.engine
 
     @property
     def run_dir(self) -> Path:
