@@ -114,19 +114,21 @@ class SessionBackend(KeptBackend):
         `SessionClosed` with `why`. Without `now` a running call finishes first; with it a
         running call's container is killed at once: the call returns straight away, its
         result saying why, and removes the container."""
-        if now and not self._lock.acquire(blocking=False):
-            self.ended = self.ended or why  # the call sees it once its run returns
-            started = self.started
-            if started is not None:
-                self.docker.kill(started)
-            if not self._lock.acquire(blocking=False):
-                return  # the call removes the container
-        elif not now:
-            self._lock.acquire()
+        if not (self._lock.acquire(blocking=not now) or self._kill_call(why)):
+            return  # the running call removes the container
         try:
             self._end(why)
         finally:
             self._lock.release()
+
+    def _kill_call(self, why: str) -> bool:
+        """Kill the running call's container, `why` its end; whether the call's lock could be
+        taken after all (the call returned meanwhile: the caller ends the session)."""
+        self.ended = self.ended or why  # the call sees it once its run returns
+        started = self.started
+        if started is not None:
+            self.docker.kill(started)
+        return self._lock.acquire(blocking=False)
 
     def _open(self) -> Started:
         if self.started is None or self.ended is not None:
