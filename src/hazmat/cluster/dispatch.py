@@ -305,15 +305,14 @@ class Dispatcher:
             if watch is not None and watch.cancelled:
                 patiently(lambda: self.redis.set(run_key(aid, "cancel"), 1, ex=RUN_TTL_S))
             now = time.monotonic()
-            if take_by is not None:
-                if patiently(lambda: self.redis.exists(run_key(aid, "taken"))):
-                    take_by = None
-                elif now >= take_by and give_up(self.redis, aid, f"lost:{self.token}"):
+            if take_by is not None and now >= take_by:  # one step: lost unless taken
+                if give_up(self.redis, aid, f"lost:{self.token}"):
                     raise _Lost(
                         f"worker {worker} did not take the run within {self.take_wait_s:g} s "
                         "(its message was lost on the way)",
                         shown,
                     )
+                take_by = None  # a worker has it
             if _text(patiently(lambda: self.redis.hget(worker_key(worker), "epoch"))) != epoch:
                 gone_since = gone_since or now
                 if now - gone_since >= GONE_AFTER_S and self._lost(aid):
@@ -328,7 +327,7 @@ class Dispatcher:
             got: Any = patiently(lambda: self.redis.xread(since, block=READ_BLOCK_MS))  # noqa: B023
             for _stream, entries in got or ():
                 for entry_id, fields in entries:
-                    last = entry_id
+                    last, take_by = entry_id, None  # a run with events was taken
                     kind, data = fields[b"kind"].decode(), bytes(fields[b"data"])
                     if kind in ("stdout", "stderr"):
                         if watch is not None:

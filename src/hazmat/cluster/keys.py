@@ -105,15 +105,24 @@ def patiently(call: Callable[[], T], grace_s: float = REDIS_GRACE_S) -> T:
             time.sleep(0.25)  # back off: Redis is restarting or out of reach
 
 
-def claim(client: Any, key: str, token: str) -> bool:
-    """Set `key` to `token` unless it is set: whether this caller holds it. Safe to retry: a
-    SET that Redis carried out but whose answer was lost (a restart, a cut link) is found by
-    its token, not taken for someone else's (a worker then kept a run's result to itself,
-    and the service waited for it for an hour)."""
-    if patiently(lambda: client.set(key, token, nx=True, ex=RUN_TTL_S)):
-        return True
-    held = patiently(lambda: client.get(key))
-    return (held.decode() if isinstance(held, bytes) else held) == token
+# KEYS: the key to claim, then the keys whose presence forbids the claim (none, or one);
+# ARGV: the claimant's token, the key's lifetime. 1 when the claimant holds the key, else 0.
+_CLAIM = """
+if #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+return 0
+"""
+
+
+def claim(client: Any, key: str, token: str, *, unless: str | None = None) -> bool:
+    """Set `key` to `token` unless it is set (or the key `unless` exists), in one step:
+    whether this caller holds it. Safe to retry: a SET that Redis carried out but whose
+    answer was lost (a restart, a cut link) is found by its token, not taken for someone
+    else's (a worker then kept a run's result to itself, and the service waited for it for an
+    hour)."""
+    keys = [key] if unless is None else [key, unless]
+    return bool(patiently(lambda: client.eval(_CLAIM, len(keys), *keys, token, RUN_TTL_S)))
 
 
 # KEYS: an attempt's `taken` and `answered`; ARGV: the taker's token (its process's epoch, a
@@ -126,15 +135,6 @@ if held == ARGV[1] then return 'first' end
 local epoch = string.match(ARGV[1], '^[^:]*:')
 if held and string.sub(held, 1, string.len(epoch)) == epoch then return 'same' end
 return 'again'
-"""
-
-# KEYS: an attempt's `taken` and `answered`; ARGV: the service's mark, the keys' lifetime.
-# 1 when the attempt is now answered as lost by this mark (no worker had taken it), else 0.
-_GIVE_UP = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[2]) == ARGV[1] then return 1 end
-return 0
 """
 
 
@@ -154,8 +154,7 @@ def give_up(client: Any, aid: str, mark: str) -> bool:
     """The service marks attempt `aid` answered as lost unless a worker has taken it (its
     message never reached a worker: Redis restarted as a worker's fetch ran, say); whether it
     did. A worker that finds the message later skips it (`take` says `answered`)."""
-    keys = [run_key(aid, "taken"), run_key(aid, "answered")]
-    return bool(patiently(lambda: client.eval(_GIVE_UP, 2, *keys, mark, RUN_TTL_S)))
+    return claim(client, run_key(aid, "answered"), mark, unless=run_key(aid, "taken"))
 
 
 def queue_of(worker: str) -> str:
