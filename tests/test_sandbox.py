@@ -267,3 +267,11 @@ def test_code_over_the_cap_is_stored_truncated_with_its_full_hash(tmp_path: Path
         started = next(d for k, d in audit_records(sandbox) if k == "run.started")
     assert started["code"] == code[:10] and started["code_truncated"] is True
     assert started["code_sha256"] == hashlib.sha256(code.encode()).hexdigest()
+
+
+def test_the_old_name_of_a_kept_build_still_works_and_says_it_is_deprecated() -> None:
+    with Sandbox(Policy(), backend=RecordingBackend()) as sandbox:
+        with pytest.deprecated_call(match="Sandbox.kept_build"):
+            old = sandbox.bench("python", [1.0, None], build_files=["data.txt"])
+        new = sandbox.kept_build("python", [1.0, None], build_files=["data.txt"])
+    assert (old.lifetime_s, old.build_files) == (new.lifetime_s, new.build_files)

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,7 @@ from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Applied, Review, RunRecorder
 from hazmat.backends.base import Backend, Job, Spec
-from hazmat.backends.bench import Bench
+from hazmat.backends.kept_build import KeptBuild
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "Sandbox"]
 
 log = logging.getLogger(__name__)
-BENCH_SLACK_S = 5.0  # a bench container's lifetime beyond its tests' limits, per call
+KEPT_BUILD_SLACK_S = 5.0  # a kept build container's lifetime beyond its tests' limits, per call
 
 
 class Sandbox:
@@ -197,6 +198,26 @@ class Sandbox:
             },
         )
 
+    def kept_build(
+        self,
+        language: str,
+        timeouts: Sequence[float | None],
+        *,
+        trust: TrustLevel | str | None = None,
+        build_files: Iterable[str] = (),
+    ) -> KeptBuild:
+        """A container kept for one submission's test cases (backends/kept_build.py), one per
+        entry of `timeouts` (None: the trust level's): run each test's request with
+        `execute_in(request, kept_build)`; it builds once, and each test runs as a fresh process
+        from the state right after the build. `build_files` are the input files the build
+        sees besides the source. Close it (or use it as a context manager) when done."""
+        self._check_open()
+        level = parse_trust(trust if trust is not None else self.policy.default_trust)
+        limits = self.policy.settings(level).limits
+        spent = [limits.timeout_s if t is None else t for t in timeouts]
+        lifetime = limits.compile_timeout_s + sum(spent) + KEPT_BUILD_SLACK_S * (1 + len(spent))
+        return KeptBuild(self.backend, lifetime, frozenset(build_files))
+
     def bench(
         self,
         language: str,
@@ -204,18 +225,12 @@ class Sandbox:
         *,
         trust: TrustLevel | str | None = None,
         build_files: Iterable[str] = (),
-    ) -> Bench:
-        """A container kept for one submission's test cases (backends/bench.py), one per
-        entry of `timeouts` (None: the trust level's): run each test's request with
-        `execute_in(request, bench)`; it builds once, and each test runs as a fresh process
-        from the state right after the build. `build_files` are the input files the build
-        sees besides the source. Close it (or use it as a context manager) when done."""
-        self._check_open()
-        level = parse_trust(trust if trust is not None else self.policy.default_trust)
-        limits = self.policy.settings(level).limits
-        spent = [limits.timeout_s if t is None else t for t in timeouts]
-        lifetime = limits.compile_timeout_s + sum(spent) + BENCH_SLACK_S * (1 + len(spent))
-        return Bench(self.backend, lifetime, frozenset(build_files))
+    ) -> KeptBuild:
+        """Deprecated: the old name of `kept_build` ("bench" now names only the benchmarks)."""
+        warnings.warn(
+            "Sandbox.bench is renamed Sandbox.kept_build", DeprecationWarning, stacklevel=2
+        )
+        return self.kept_build(language, timeouts, trust=trust, build_files=build_files)
 
     def record_session_files(
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]

@@ -126,7 +126,7 @@ class RecordingBackend(Backend):
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
         """A session's kept container, recorded (`kept`): its calls are recorded and answered
         as the backend's jobs are. (A grader's tests still run one by one here: the backend
-        says it keeps no containers for benches.)"""
+        says it keeps no containers for kept builds.)"""
         self.kept.append(KeptRecording(self, spec))
         return self.kept[-1]
 

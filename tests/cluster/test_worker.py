@@ -234,7 +234,7 @@ def test_with_retry_a_streamed_run_says_retry_before_the_new_attempts_output(
 
 def test_a_batch_is_graded_by_the_clusters_worker(cluster: LiveServer, tmp_path: Path) -> None:
     """POST /v1/batches with the service on a cluster: each task goes to the worker as one
-    message (a slot for its whole bench), with back-pressure from its single slot; each result
+    message (a slot for its whole kept build), with back-pressure from its single slot; each result
     names the worker whose audit log holds its receipt."""
     tasks = [
         {

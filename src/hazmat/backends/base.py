@@ -52,14 +52,14 @@ class Spec:
     # container starts with it and gets `memory_mb` once the build is done (a single run's,
     # not a session's: a session's container has `memory_mb` throughout)
     build_memory_mb: int = 0
-    # a kept container for one submission's test cases (backends/bench.py): built once, each
+    # a kept container for one submission's test cases (backends/kept_build.py): built once, each
     # test a fresh process from the state right after the build; it keeps the build's budget
-    bench: bool = False
+    kept_build: bool = False
 
     @property
     def start_memory_mb(self) -> int:
         """The container's memory limit when it starts."""
-        if self.build_memory_mb and (self.bench or not self.session):
+        if self.build_memory_mb and (self.kept_build or not self.session):
             return self.build_memory_mb
         return self.memory_mb
 
@@ -208,7 +208,7 @@ class Backend:
     """
 
     on_security_event: Callable[[str, dict[str, Any]], None] | None = None
-    keeps_containers = False  # whether `keep` works (a bench falls back to single runs)
+    keeps_containers = False  # whether `keep` works (a kept build falls back to single runs)
     one_budget = False  # a session's container: builds share the program's memory budget
 
     def execute(self, job: Job) -> RunReport:
@@ -292,7 +292,7 @@ class KeptBackend(Backend):
         raise NotImplementedError  # pragma: no cover
 
     def limit_memory(self, job: Job) -> int | None:
-        """Set the program's memory limit once a build is done (backends/bench.py)."""
+        """Set the program's memory limit once a build is done (backends/kept_build.py)."""
         return None
 
     def cpu_seconds(self) -> float | None:

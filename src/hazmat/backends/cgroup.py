@@ -156,7 +156,7 @@ class Cgroup:
         return None
 
     def reset_peak(self) -> bool:
-        """Start the peak memory over from what is in use now (a bench's next test), where the
+        """Start the peak memory over from what is in use now (a kept build's next test), where the
         kernel lets this process: cgroup v1's max_usage_in_bytes, v2's memory.peak (Linux
         6.12 and later). False if it could not: the peak is then the container's so far."""
         name = "memory.peak" if self.unified else "memory.max_usage_in_bytes"

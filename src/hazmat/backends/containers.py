@@ -54,8 +54,8 @@ __all__ = ["READY_TIMEOUT_S", "UNPACK_S", "ContainerBackend", "Driver"]
 log = logging.getLogger(__name__)
 # How long a new sandbox may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
-# How long a bench's test may take to be unpacked (the agent first clears what the last test
-# left): past it, the test moves to a new container (backends/bench.py)
+# How long a kept build's test may take to be unpacked (the agent first clears what the last test
+# left): past it, the test moves to a new container (backends/kept_build.py)
 UNPACK_S = 120.0
 
 
@@ -236,7 +236,7 @@ class ContainerBackend(Backend):
         stream, read until this call's end marker. Returns the report and the bytes read past
         it (the start of the next frame) for the next call, or None when the stream did not
         reach the end marker (the sandbox is gone or was killed: running out of time or
-        output kills it, as for a single run). With `ready` (a bench's test) the agent says
+        output kills it, as for a single run). With `ready` (a kept build's test) the agent says
         when the test is unpacked and waits for the host's go: the program's time starts
         there, and its unpacking has a budget of its own (`UNPACK_S`)."""
         if ready:
@@ -348,7 +348,7 @@ class ContainerBackend(Backend):
         measure: Measure,
     ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits.
-        `prelude`: a bench's test, whose unpacking comes first (`UNPACK_S`)."""
+        `prelude`: a kept build's test, whose unpacking comes first (`UNPACK_S`)."""
         program = job.program
 
         def on_built() -> int | None:

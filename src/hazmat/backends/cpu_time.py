@@ -1,7 +1,7 @@
 """CPU-time limits, as judges have them: a grader's tests (`Clock.CPU`, docs/batch.md).
 
 The limit is the CPU time of the program and of every process it starts, read on the host from
-the container's cgroup between the program's start (after its build, or a bench's unpacking)
+the container's cgroup between the program's start (after its build, or a kept build's unpacking)
 and its end; the result's `cpu_time_ms` is that figure. Wall-clock time is only a backstop,
 for a program that sleeps or waits: it is stopped once its own wall-clock time, which is the
 time that passed less the time its tasks waited for a CPU the machine was giving to others,

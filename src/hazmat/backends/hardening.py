@@ -91,8 +91,8 @@ def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
 
 
 def _kept_environment(spec: Spec, lang: Language) -> dict[str, str]:
-    isolate = spec.bench and spec.runtime is Runtime.RUNSC
-    return session_environment(lang, heap_mb(spec.memory_mb), spec.bench, isolate)
+    isolate = spec.kept_build and spec.runtime is Runtime.RUNSC
+    return session_environment(lang, heap_mb(spec.memory_mb), spec.kept_build, isolate)
 
 
 def _host_config(

@@ -2,7 +2,7 @@
 
 `begin()` is called when the program starts, which is when the host has just sent it its go:
 at once for a program without a build step, after the build for one with it, after the
-unpacking for a bench's test (the agent waits for the host in both). It waits for a core
+unpacking for a kept build's test (the agent waits for the host in both). It waits for a core
 (backends/cores.py: no more measured programs at once than the machine has cores), then starts
 the meter. While the program runs the pump calls `check()`; `finish()` takes the last reading
 and lets the core go. A run on the wall clock, or one whose container's cgroup this host cannot

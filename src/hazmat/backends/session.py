@@ -68,15 +68,15 @@ class SessionBackend(KeptBackend):
 
     def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
         """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect); for a
-        bench, `build` and `again` (backends/session_agent.py)."""
-        if _kept(dataclasses.replace(job.spec, bench=self.spec.bench)) != self.spec:
+        kept build, `build` and `again` (backends/session_agent.py)."""
+        if _kept(dataclasses.replace(job.spec, kept_build=self.spec.kept_build)) != self.spec:
             raise InfraError("this call's container settings differ from its session's")
         with self._lock:
             started = self._open()
             data = session_header(job.program, mode, archive)
             if mode == "again" and started.cgroup is not None:
                 started.cgroup.reset_peak()  # each test's own peak, where the kernel lets us
-            ready = mode == "again"  # a bench's test: its time starts once it is unpacked
+            ready = mode == "again"  # a kept build's test: its time starts once it is unpacked
             report, rest = self.docker.run_kept(started, job, data, self._pending, ready)
             self._pending = rest or b""
             if self.ended is not None:  # ended under the call (`end(now=True)` killed it)
@@ -92,7 +92,7 @@ class SessionBackend(KeptBackend):
             return report
 
     def limit_memory(self, job: Job) -> int | None:
-        """A bench's build is done: set the program's memory limit on the container (it
+        """A kept build's build is done: set the program's memory limit on the container (it
         started with the build's budget). None, or the bytes the build left in use when they
         are more than the program may have."""
         return self.docker.program_memory(self._open(), job)
@@ -151,9 +151,9 @@ class SessionBackend(KeptBackend):
 
 def _kept(spec: Spec) -> Spec:
     """A kept container's spec: a session's has one memory budget, builds included
-    (Spec.start_memory_mb); a bench's keeps the build's own until the build is done."""
+    (Spec.start_memory_mb); a kept build's keeps the build's own until the build is done."""
     return dataclasses.replace(
-        spec, session=True, build_memory_mb=spec.build_memory_mb if spec.bench else 0
+        spec, session=True, build_memory_mb=spec.build_memory_mb if spec.kept_build else 0
     )
 
 

@@ -18,7 +18,7 @@ attached stdin, and the stream stays open between calls::
     <the program's stdin, to the end>
 
 `mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
-and downloads); a bench's container (backends/bench.py) also takes `build` (unpack, build,
+and downloads); a kept build's container (backends/kept_build.py) also takes `build` (unpack, build,
 and archive the working directory and the build folder as the output file the host asks
 for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty every mount the
 program can write and remove the System V IPC objects; unpack the test's files and the
@@ -38,9 +38,9 @@ variables were kept). A test's job is framed differently::
 Keeping the job in a file costs one process (`head`) per call; the program's files are
 unpacked from it as the program's uid (each process started in these containers costs about
 20 ms, so Python's interpreter unpacks the job itself). The working directory and /tmp are
-kept between calls (not between a bench's tests); every process the call started is killed
+kept between calls (not between a kept build's tests); every process the call started is killed
 before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between
-calls; in a bench's container all but PID 1 and the agent, at once), so nothing of one call
+calls; in a kept build's container all but PID 1 and the agent, at once), so nothing of one call
 runs into the next.
 
 Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 SESSION_VERSION = 3
-# A bench's test under gVisor: the program in user, IPC and network namespaces of its own, so
+# A kept build's test under gVisor: the program in user, IPC and network namespaces of its own, so
 # that System V and POSIX IPC objects, abstract sockets and TCP's TIME_WAIT end with it (gVisor
 # lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
 # resets or checks each instead)
@@ -91,7 +91,7 @@ SESSION_SCRIPT = PROLOGUE + program("session.sh")
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
 # and args (both forms), the input files (the language's source files from earlier calls go
-# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. A bench's test (mode
+# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. A kept build's test (mode
 # again) first empties everything the last test left where the program may write (status
 # 126: it could not); its job then begins with the size of the build's archive, its stdin
 # has a size of its own, and the archive comes last, unpacked around the test's files. Every
@@ -101,13 +101,13 @@ SESSION_UNPACK = read("session_unpack.sh")
 
 
 def session_environment(
-    lang: Language, heap_mb: int, bench: bool = False, isolate: bool = False
+    lang: Language, heap_mb: int, kept_build: bool = False, isolate: bool = False
 ) -> dict[str, str]:
     """What the session agent needs beyond the single-run agent's environment: its unpack
     script, and how each language builds and runs when the container is kept (a fresh build
     folder per call; the source file the call named, not one left by an earlier call). A
-    bench's container (backends/bench.py) runs every test as a fresh process: no interpreter
-    or shell is kept between its calls."""
+    kept build's container (backends/kept_build.py) runs every test as a fresh process: no
+    interpreter or shell is kept between its calls."""
     node = f"exec node --max-old-space-size={heap_mb}"
     runs = {
         "javascript": (
@@ -125,8 +125,8 @@ def session_environment(
         "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
         "HAZMAT_WARM": "",
     }
-    if bench:
-        env["HAZMAT_BENCH"] = "1"
+    if kept_build:
+        env["HAZMAT_KEPT_BUILD"] = "1"
         if isolate:  # gVisor: each test in user, IPC and network namespaces of its own
             env["HAZMAT_ISOLATE"] = ISOLATE
     elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
@@ -143,7 +143,7 @@ def session_environment(
 
 
 def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
-    """One call's job for the session agent, whole (its stdin included); a bench's test
+    """One call's job for the session agent, whole (its stdin included); a kept build's test
     (mode `again`) carries the build's archive, which the host keeps."""
     body = job_header(program).split(b"\n", 1 + len(program.wanted))[-1]
     stdin = program.stdin
@@ -160,6 +160,6 @@ def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
 
 
 def unclean_marker(nonce: str) -> bytes:
-    """All a bench's test prints when the agent could not clear what the last test left: the
+    """All a kept build's test prints when the agent could not clear what the last test left: the
     program did not run, and the host moves the test to a new container."""
     return f"--hazmat-unclean-{nonce}--\n".encode()

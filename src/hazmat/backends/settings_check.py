@@ -79,11 +79,11 @@ READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysr
 def tmpfs_mounts(spec: Spec, workdir: str, exec_tmp: bool, uid: int) -> dict[str, str]:
     """The two tmpfs mounts: the working directory (the program's uid's, noexec) and /tmp.
 
-    A bench's working directory (backends/bench.py) is root's, mode 1777 like /tmp: the
+    A kept build's working directory (backends/kept_build.py) is root's, mode 1777 like /tmp: the
     program writes in it but cannot change the directory itself (its mode, its times, its
     extended attributes and ACLs), which would otherwise carry from one test to the next."""
     size = f"size={spec.tmpfs_mb}m"
-    owner = "mode=1777" if spec.bench else f"uid={uid},gid={uid},mode=0700"
+    owner = "mode=1777" if spec.kept_build else f"uid={uid},gid={uid},mode=0700"
     return {
         workdir: f"rw,nosuid,nodev,noexec,{size},{owner}",
         "/tmp": f"rw,nosuid,nodev,{'exec' if exec_tmp else 'noexec'},{size},mode=1777",

@@ -201,7 +201,7 @@ class Exchange:
     `timeout_s` starts when the marker comes; `after_build` is then sent, after
     `on_built()` (the host's work between the build and the program: it returns None, or the
     bytes in use when the program's memory limit could not be set, which ends the run); a
-    bench's test says it is unpacked with the same marker. With `keep_open` (a session's kept
+    kept build's test says it is unpacked with the same marker. With `keep_open` (a session's kept
     container) no EOF is sent after the payload, and `pending` (the previous call's
     `Capture.rest`) is read first: the stream stays framed across calls. While the program
     runs (after the build, if any), `check()` is called every `check_s`: a reason to stop it

@@ -1,8 +1,8 @@
 """Grading one task: its runs through the sandbox, a verdict per test case and for the task.
 
 Every run goes through the pipeline (`Sandbox.execute_in`), so it is assessed, decided,
-hardened, verified and audited like any other. A task's test cases share a bench
-(backends/bench.py): the submission is built once, and each test case runs as a fresh
+hardened, verified and audited like any other. A task's test cases share a kept build
+(backends/kept_build.py): the submission is built once, and each test case runs as a fresh
 process from the state right after the build. A test case's verdict comes from its run's
 outcome (`VERDICT_OF`) and, for a run that ended `ok`, from its stdout against the expected
 output (compare.py) or from a checker program, which runs in a sandbox too. A compile error
@@ -22,7 +22,7 @@ from typing import Any, Protocol, Unpack
 
 from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
-from hazmat.backends.bench import Bench
+from hazmat.backends.kept_build import KeptBuild
 from hazmat.grade.compare import difference
 from hazmat.grade.tasks import Comparator, Task, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
@@ -60,14 +60,14 @@ class Runner(Protocol):
 
     def record_verdict(self, data: dict[str, Any]) -> int: ...
 
-    def bench(
+    def kept_build(
         self,
         language: str,
         timeouts: Sequence[float | None],
         *,
         trust: Any = None,
         build_files: Iterable[str] = (),
-    ) -> Bench: ...
+    ) -> KeptBuild: ...
 
     def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult: ...
 
@@ -196,8 +196,8 @@ def _check_run_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]
 
 class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
-    runtime, image, caller, override_reason). A task's test cases share a bench (built once,
-    each test a fresh process: backends/bench.py); with `fresh`, each runs in a fresh
+    runtime, image, caller, override_reason). A task's test cases share a kept build (built once,
+    each test a fresh process: backends/kept_build.py); with `fresh`, each runs in a fresh
     container with a build of its own instead. A task's `timeout` is CPU time unless it says
     `clock: wall` (backends/cpu_time.py), and each of its programs gets the trust level's
     `measured_cpus` (a whole CPU) unless it asks for fewer (`cpus`)."""
@@ -220,19 +220,19 @@ class Grader:
         return dataclasses.replace(result, receipt=seq)
 
     def _grade_tests(self, task: Task) -> TaskResult:
-        """The test cases in one bench (built once, each test a fresh process); a test with
-        a memory limit of its own runs alone (a bench's container has one)."""
+        """The test cases in one kept build (built once, each test a fresh process); a test with
+        a memory limit of its own runs alone (a kept build's container has one)."""
         results: list[TestResult] = []
         compile_ms = None
         memory = _memory(task, task.tests[0])
         together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
-        benched = [case for case, t in zip(task.tests, together, strict=True) if t]
-        timeouts = [_test_options(task, case, self.options)["timeout"] for case in benched]
-        with self.sandbox.bench(
+        together_cases = [case for case, t in zip(task.tests, together, strict=True) if t]
+        timeouts = [_test_options(task, case, self.options)["timeout"] for case in together_cases]
+        with self.sandbox.kept_build(
             task.language, timeouts, trust=self.options.get("trust"), build_files=task.files
-        ) as bench:
+        ) as kept_build:
             for case, shared in zip(task.tests, together, strict=True):
-                run = self._run(task, case, bench if shared else None)
+                run = self._run(task, case, kept_build if shared else None)
                 compile_ms = compile_ms if compile_ms is not None else run.compile_ms
                 result = self._judge(case, run)
                 results.append(result)
@@ -240,12 +240,12 @@ class Grader:
                     break
         return TaskResult(task.id, tuple(results), task.total, compile_ms)
 
-    def _run(self, task: Task, case: TestCase, bench: Backend | None) -> ExecutionResult:
+    def _run(self, task: Task, case: TestCase, kept_build: Backend | None) -> ExecutionResult:
         options = _test_options(task, case, self.options)
-        if bench is None:
+        if kept_build is None:
             return self.sandbox.run(task.code, task.language, **options)
         request = self.sandbox.request(task.code, task.language, **options)
-        return self.sandbox.execute_in(request, bench)
+        return self.sandbox.execute_in(request, kept_build)
 
     def _judge(self, case: TestCase, run: ExecutionResult) -> TestResult:
         verdict, message = VERDICT_OF[run.outcome], run.error

@@ -7,7 +7,7 @@ run=$HAZMAT_RUN
 unpack=$HAZMAT_UNPACK_SCRIPT
 stage=$HAZMAT_STAGE
 collect=$HAZMAT_COLLECT
-# a bench's build (mode build): the working directory and the build folder, for the host
+# a kept build's build (mode build): the working directory and the build folder, for the host
 archive='cd / && w=${1#/} && set -- "$w" && if [ -d tmp/.hazmat-build ]; then
     set -- "$w" tmp/.hazmat-build; fi && exec tar -cf "$w/.hazmat-build.tar" \
     --exclude="$w/.hazmat-build.tar" "$@"'
@@ -22,14 +22,15 @@ warmrun=${HAZMAT_SESSION_WARM:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
-# a bench's container (backends/bench.py): nothing of the agent's runs between calls, so every
-# process but PID 1 and the agent is the program's; under gVisor each test runs in a user, IPC
-# and network namespace of its own (`isolate`: `unshare ... --`), which end with its processes
-bench=${HAZMAT_BENCH:-}
+# a kept build's container (backends/kept_build.py): nothing of the agent's runs between calls, so
+# every process but PID 1 and the agent is the program's; under gVisor each test runs in a
+# user, IPC and network namespace of its own (`isolate`: `unshare ... --`), which end with its
+# processes
+kept_build=${HAZMAT_KEPT_BUILD:-}
 isolate=${HAZMAT_ISOLATE:-}
 dirty=''
-if [ -n "$bench" ] && ! setpriv $drop -- test -w "$workdir"; then
-    die "the program cannot write $workdir: a bench needs it mode 1777 in the image \
+if [ -n "$kept_build" ] && ! setpriv $drop -- test -w "$workdir"; then
+    die "the program cannot write $workdir: a kept build needs it mode 1777 in the image \
 (hazmat images build)"
 fi
 # root's folder (the program may read it, not change it): each call's job, and for Python
@@ -129,7 +130,7 @@ sweep() {
         n=$((n + 1))
     done
 }
-# a bench: every process but PID 1 and this one, whatever its state or name, killed at once
+# a kept build: every process but PID 1 and this one, whatever its state or name, killed at once
 # (kill -9 -1); then wait until the kernel has ended them all and PID 1 has reaped them. If
 # one will not go, the container is not fit for another test (`dirty`)
 end_all() {
@@ -161,7 +162,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     elif [ "$mode" = again ] && [ -n "$dirty" ]; then
         rc=126 unclean=1  # a process of the last test would not end: this container is done
     elif [ "$mode" != save ]; then
-        # a bench's test (mode again) starts from the state right after the build: the
+        # a kept build's test (mode again) starts from the state right after the build: the
         # unpack script empties every place the program may write first
         setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" "$isolate" <"$job" 2>&3
         rc=$?
@@ -209,7 +210,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     fi
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
-    if [ -z "$bench" ]; then sweep; elif ! end_all; then dirty=1; fi
+    if [ -z "$kept_build" ]; then sweep; elif ! end_all; then dirty=1; fi
     if [ "$nwant" -gt 0 ] && worth_collecting; then
         printf -- '--hazmat-files-%s--\n' "$nonce"
         printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \

@@ -8,7 +8,7 @@ if [ "$mode" = again ]; then
     # Every place the program may write, found afresh each time so that none is missed: each
     # mount it can write to. A writable place that is the program's own (its mode and
     # attributes would carry) or not a folder cannot be reset here: status 126, and the host
-    # moves the test to a new container. A bench's working directory is root's, mode 1777.
+    # moves the test to a new container. A kept build's working directory is root's, mode 1777.
     places=''
     while read -r _ mnt fstype opts _; do
         case $fstype in proc | sysfs | cgroup | cgroup2 | devpts) continue ;; esac

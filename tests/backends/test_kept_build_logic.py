@@ -1,7 +1,8 @@
-"""A bench's own logic (backends/bench.py), on in-memory containers: one build, the archive
-and only the test's own files with each test, a new container (not a new build) after one
+"""A kept build's own logic (backends/kept_build.py), on in-memory containers: one build, the
+archive and only the test's own files with each test, a new container (not a new build) after one
 ends, a failed build for every test, an unclean container's test moved, the fallback for a
-backend that keeps nothing. (The bench on the real engine: tests/execution/test_bench.py.)"""
+backend that keeps nothing. (The kept build on the real engine:
+tests/execution/test_kept_build.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from hazmat import InfraError, Policy, Sandbox
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
-from hazmat.backends.bench import ARCHIVE, Bench
+from hazmat.backends.kept_build import ARCHIVE, KeptBuild
 from hazmat.backends.session_agent import unclean_marker
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import parse_task
@@ -64,7 +65,7 @@ class FakeHost(Backend):
         self.executed: list[Job] = []
 
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
-        assert spec.bench and spec.session
+        assert spec.kept_build and spec.session
         self.kept.append(FakeKept(self, spec))
         return self.kept[-1]
 
@@ -83,9 +84,9 @@ def job(language: str = "c", stdin: bytes = b"", **files: bytes) -> Job:
 
 def test_it_builds_once_and_sends_the_archive_and_the_tests_own_files_only() -> None:
     host = FakeHost()
-    bench = Bench(host, 60.0, frozenset({"data.txt"}))
-    first = bench.execute(job(stdin=b"1", **{"data.txt": b"task", "in.txt": b"a"}))
-    second = bench.execute(job(stdin=b"2", **{"data.txt": b"test's own", "in.txt": b"b"}))
+    kept_build = KeptBuild(host, 60.0, frozenset({"data.txt"}))
+    first = kept_build.execute(job(stdin=b"1", **{"data.txt": b"task", "in.txt": b"a"}))
+    second = kept_build.execute(job(stdin=b"2", **{"data.txt": b"test's own", "in.txt": b"b"}))
     modes = [(mode, sorted(files), archive) for mode, files, archive, _ in host.calls]
     assert modes == [
         ("build", ["data.txt", "main.c"], b""),  # the source and the task's files
@@ -105,11 +106,11 @@ def test_a_test_that_ends_the_container_costs_a_new_container_not_a_build() -> N
         return dataclasses.replace(report, timed_out=job.program.stdin == b"slow")
 
     host = FakeHost(answer)
-    bench = Bench(host, 60.0)
+    kept_build = KeptBuild(host, 60.0)
     for stdin in (b"1", b"slow", b"3"):
-        bench.execute(job(stdin=stdin))
+        kept_build.execute(job(stdin=stdin))
     assert [mode for mode, *_ in host.calls] == ["build", "again", "again", "again"]
-    assert len(host.kept) == 2 and bench.containers == 2
+    assert len(host.kept) == 2 and kept_build.containers == 2
     assert host.calls[-1][2] == b"A"  # the kept archive, not a second build
     assert host.kept[1].limited == 1  # at the program's memory limit from the start
 
@@ -119,16 +120,16 @@ def test_a_failed_build_is_every_tests_report() -> None:
         return RunReport(1, b"", b"error: x undeclared", 9.0, build_status=1, build_ms=9.0)
 
     host = FakeHost(answer)
-    bench = Bench(host, 60.0)
-    reports = [bench.execute(job(stdin=b"%d" % n)) for n in range(3)]
+    kept_build = KeptBuild(host, 60.0)
+    reports = [kept_build.execute(job(stdin=b"%d" % n)) for n in range(3)]
     assert [r.build_status for r in reports] == [1, 1, 1]
     assert [mode for mode, *_ in host.calls] == ["build"]
 
 
 def test_a_build_that_leaves_too_much_in_use_is_every_tests_memory_limit() -> None:
     host = FakeHost(held=300 << 20)
-    bench = Bench(host, 60.0)
-    reports = [bench.execute(job(stdin=b"%d" % n)) for n in range(2)]
+    kept_build = KeptBuild(host, 60.0)
+    reports = [kept_build.execute(job(stdin=b"%d" % n)) for n in range(2)]
     assert [r.held_after_build for r in reports] == [300 << 20] * 2
     assert [mode for mode, *_ in host.calls] == ["build"]
 
@@ -143,37 +144,37 @@ def test_a_test_the_agent_cannot_make_clean_moves_to_a_new_container() -> None:
         return built(job, mode)
 
     host = FakeHost(answer)
-    bench = Bench(host, 60.0)
-    report = bench.execute(job(stdin=b"1"))
+    kept_build = KeptBuild(host, 60.0)
+    report = kept_build.execute(job(stdin=b"1"))
     assert report.stdout == b"ran 1"
     assert len(host.kept) == 2 and host.kept[0].ended is not None
     # a new container that is not clean either is the infrastructure's failure
     unclean["count"] = 2
     with pytest.raises(InfraError, match="could not be made clean"):
-        bench.execute(job(stdin=b"2"))
+        kept_build.execute(job(stdin=b"2"))
 
 
 def test_a_backend_that_keeps_nothing_runs_each_test_alone() -> None:
     host = FakeHost()
     host.keeps_containers = False
-    bench = Bench(host, 60.0)
-    assert bench.execute(job(stdin=b"1")).stdout == b"alone"
+    kept_build = KeptBuild(host, 60.0)
+    assert kept_build.execute(job(stdin=b"1")).stdout == b"alone"
     assert len(host.executed) == 1 and host.calls == []
 
 
 def test_every_test_of_a_bench_needs_the_same_kind_of_container() -> None:
-    bench = Bench(FakeHost(), 60.0)
-    bench.execute(job(stdin=b"1"))
+    kept_build = KeptBuild(FakeHost(), 60.0)
+    kept_build.execute(job(stdin=b"1"))
     other = job(stdin=b"2")
     other = dataclasses.replace(other, limits=other.limits.replace(memory_mb=64))
     with pytest.raises(InfraError, match="one kind of container"):
-        bench.execute(other)
+        kept_build.execute(other)
 
 
 def test_a_language_without_a_build_step_is_archived_too() -> None:
     host = FakeHost(lambda job, mode: built(job, mode) if mode == "again" else _archived())
-    bench = Bench(host, 60.0)
-    report = bench.execute(job("python", stdin=b"1"))
+    kept_build = KeptBuild(host, 60.0)
+    report = kept_build.execute(job("python", stdin=b"1"))
     assert report.stdout == b"ran 1" and report.build_ms is None
     assert [(mode, archive) for mode, _, archive, _ in host.calls] == [
         ("build", b""),
@@ -210,11 +211,11 @@ def test_a_container_that_cannot_archive_the_build_runs_each_test_alone() -> Non
     def answer(job: Job, mode: str) -> RunReport:
         if mode == "build":  # built, but no archive: an image without tar
             return RunReport(2, b"", b"sh: tar: not found\n", 9.0, build_status=0, build_ms=5.0)
-        raise AssertionError("no test runs in the bench")
+        raise AssertionError("no test runs in the kept build")
 
     host = FakeHost(answer)
-    bench = Bench(host, 60.0)
-    reports = [bench.execute(job(stdin=b"%d" % n)) for n in range(2)]
+    kept_build = KeptBuild(host, 60.0)
+    reports = [kept_build.execute(job(stdin=b"%d" % n)) for n in range(2)]
     assert [r.stdout for r in reports] == [b"alone", b"alone"]
     assert "tar: not found" in reports[0].notes[-1]
     assert len(host.executed) == 2 and host.kept[0].ended is not None

@@ -1,4 +1,4 @@
-"""A bench (backends/bench.py): one submission's tests in one container, built once, each
+"""A kept build (backends/kept_build.py): one submission's tests in one container, built once, each
 test a fresh process from the state right after the build; on the real engine, runc and runsc."""
 
 from __future__ import annotations
@@ -180,17 +180,17 @@ def cold(engine: Engine) -> Iterator[Sandbox]:
 def run_tests(
     sandbox: Sandbox, code: str, language: str, runtime: str, cases: list[dict[str, object]]
 ) -> tuple[list[ExecutionResult], int]:
-    """Each case in one bench; the results and how many containers the bench started."""
+    """Each case in one kept build; the results and how many containers the kept build started."""
     timeouts = [case.get("timeout") for case in cases]
-    with sandbox.bench(language, timeouts) as bench:  # type: ignore[arg-type]
+    with sandbox.kept_build(language, timeouts) as kept_build:  # type: ignore[arg-type]
         results = [
             sandbox.execute_in(
                 sandbox.request(code, language, runtime=runtime, **case),  # type: ignore[arg-type]
-                bench,
+                kept_build,
             )
             for case in cases
         ]
-    return results, bench.containers
+    return results, kept_build.containers
 
 
 def test_each_test_starts_from_the_state_right_after_the_build(cold: Sandbox, runtime: str) -> None:

@@ -1,4 +1,4 @@
-"""A bench: one kept container for one submission's test cases (grade/grader.py).
+"""A kept build: one kept container for one submission's test cases (grade/grader.py).
 
 The submission is built once (session mode `build`: its own memory budget and time, as for a
 single run) and the host keeps the build folder, as the archive the agent sends back. Each
@@ -23,13 +23,13 @@ from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, 
 from hazmat.backends.session_agent import unclean_marker
 from hazmat.policy import Clock, HostResources
 
-__all__ = ["ARCHIVE", "Bench"]
+__all__ = ["ARCHIVE", "KeptBuild"]
 
 ARCHIVE = ".hazmat-build.tar"  # the build folder, as the agent hands it over
 _MiB = 1024 * 1024
 
 
-class Bench(KeptBackend):
+class KeptBuild(KeptBackend):
     """Runs one submission's tests (`execute`, one per test) in a container kept for them;
     `build_files` are the input files its build sees besides the source (the task's own, not
     a test's). `close()` removes the container."""
@@ -61,14 +61,14 @@ class Bench(KeptBackend):
 
     def execute(self, job: Job) -> RunReport:
         if self.ended is not None:
-            raise SessionClosed(f"the bench has ended: {self.ended}")
+            raise SessionClosed(f"the kept build has ended: {self.ended}")
         if not self.backend.keeps_containers:
             return self.backend.execute(job)
-        spec = dataclasses.replace(job.spec, session=True, bench=True)
+        spec = dataclasses.replace(job.spec, session=True, kept_build=True)
         if self.spec is None:
             self.spec = spec
         elif spec != self.spec:
-            raise InfraError("a bench's tests share one kind of container; this one differs")
+            raise InfraError("a kept build's tests share one kind of container; this one differs")
         if self.failed is not None:
             return self.failed
         built = None
@@ -113,7 +113,7 @@ class Bench(KeptBackend):
 
     def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
         if mode != "run":
-            raise InfraError(f"a bench takes tests only, not {mode!r} calls")
+            raise InfraError(f"a kept build takes tests only, not {mode!r} calls")
         return self.execute(job)
 
     def _build(self, job: Job) -> RunReport:
@@ -154,7 +154,7 @@ class Bench(KeptBackend):
         return report
 
     def _container(self, job: Job) -> KeptBackend:
-        """The bench's container; a new one when the last test ended it (at the program's
+        """The kept build's container; a new one when the last test ended it (at the program's
         memory limit once the build is done)."""
         if self.kept is None or self.kept.ended is not None:
             assert self.spec is not None
@@ -189,6 +189,6 @@ def _own(report: RunReport) -> RunReport:
 
 
 def _said(report: RunReport) -> str:
-    """What the agent said when it could not do a bench's work (its last line of stderr)."""
+    """What the agent said when it could not do a kept build's work (its last line of stderr)."""
     lines = report.stderr.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else f"exit status {report.exit_code}"
