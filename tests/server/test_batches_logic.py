@@ -1,4 +1,4 @@
-"""The batch endpoints' own logic (server/batches.py), in process with a scripted runner: the
+"""The batch endpoints' own logic (server/batches.py), in process with a scripted executor: the
 upload's checks, streamed results, back-pressure when there is no room, a failed task's line,
 cancelling, the open-batch cap, tenants. (On the real engine: test_batches_http.py; through a
 cluster worker: tests/cluster/test_worker.py.)"""
@@ -18,8 +18,8 @@ from hazmat import InfraError, QuotaExceeded, Sandbox
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest
 from hazmat.server.batches import MAX_OPEN
+from hazmat.server.executor import Reservation
 from hazmat.server.http import create_app
-from hazmat.server.runner import Reservation
 from hazmat.tenant_keys import KeyStore, Quotas
 from hazmat.testing import RecordingBackend
 
@@ -28,7 +28,7 @@ with warnings.catch_warnings():  # Starlette would have httpx2 for its test clie
     from starlette.testclient import TestClient
 
 
-class ScriptedRunner:
+class ScriptedExecutor:
     """Grades a task at once (`accepted`), after `busy` refusals for want of room; a task whose
     code is `infra` fails as an engine would; with `gate`, each task waits for it."""
 
@@ -68,19 +68,19 @@ def task(tid: str, code: str = "print(1)") -> dict[str, Any]:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[TestClient, ScriptedRunner, dict[str, str]]]:
+def service(tmp_path: Path) -> Iterator[tuple[TestClient, ScriptedExecutor, dict[str, str]]]:
     store = KeyStore(tmp_path / "keys.json")
     keys = {
         "acme": store.create("acme", "unknown")[1],
         "other": store.create("other", "untrusted")[1],
         "tiny": store.create("tiny", "untrusted", Quotas(concurrent=1))[1],
     }
-    runner = ScriptedRunner()
+    executor = ScriptedExecutor()
     with Sandbox(backend=RecordingBackend()) as sandbox:
-        app = create_app(sandbox, store, runner=runner)
+        app = create_app(sandbox, store, executor=executor)
         with TestClient(app) as client:
-            yield client, runner, keys
-        runner.gate.set()
+            yield client, executor, keys
+        executor.gate.set()
 
 
 def auth(key: str) -> dict[str, str]:
@@ -95,7 +95,7 @@ def results(client: TestClient, bid: str, key: str) -> list[dict[str, Any]]:
 
 
 def test_a_batch_runs_and_its_results_stream_until_it_ends(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
     client, _, keys = service
     body = {"tasks": [task("a"), task("b"), task("c")], "jobs": 2}
@@ -109,13 +109,13 @@ def test_a_batch_runs_and_its_results_stream_until_it_ends(
     assert {line["fresh"] for line in lines} == {False}  # one build per task by default
     status = client.get(f"/v1/batches/{bid}", headers=auth(keys["acme"])).json()
     assert (status["state"], status["done"], status["verdicts"]) == ("done", 3, {"accepted": 3})
-    assert status["waiting_for_core"] == 2  # the service's, as its runner counts them
+    assert status["waiting_for_core"] == 2  # the service's, as its executor counts them
     listed = client.get("/v1/batches", headers=auth(keys["acme"])).json()["batches"]
     assert [b["id"] for b in listed] == [bid]
 
 
 def test_json_lines_with_the_options_in_the_query(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
     client, _, keys = service
     body = "\n".join(json.dumps(task(t)) for t in ("x", "y")) + "\n\n"
@@ -148,16 +148,16 @@ def test_json_lines_with_the_options_in_the_query(
     ],
 )
 def test_a_bad_batch_is_refused_before_anything_runs(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
     body: dict[str, Any],
     status: int,
     said: str,
 ) -> None:
-    client, runner, keys = service
+    client, executor, keys = service
     answer = client.post("/v1/batches", json=body, headers=auth(keys["acme"]))
     assert answer.status_code == status, answer.text
     assert said in answer.json()["error"]["message"]
-    assert runner.graded == []
+    assert executor.graded == []
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_a_bad_batch_is_refused_before_anything_runs(
     ],
 )
 def test_bad_json_lines_name_the_line(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]], body: bytes, said: str
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]], body: bytes, said: str
 ) -> None:
     client, _, keys = service
     headers = {**auth(keys["acme"]), "Content-Type": "application/jsonl"}
@@ -181,30 +181,30 @@ def test_bad_json_lines_name_the_line(
 
 
 def test_a_task_waits_for_room_and_one_the_engine_fails_gets_its_line(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
-    client, runner, keys = service
-    runner.busy = 5  # every worker busy, five times over: the tasks wait, none is lost
+    client, executor, keys = service
+    executor.busy = 5  # every worker busy, five times over: the tasks wait, none is lost
     body = {"tasks": [task("a"), task("b", code="infra"), task("c")]}
     bid = client.post("/v1/batches", json=body, headers=auth(keys["acme"])).json()["id"]
     lines = {line["id"]: line for line in results(client, bid, keys["acme"])}
     assert sorted(lines) == ["a", "b", "c"]
     assert lines["b"]["verdict"] == "infra_error"
     assert "the engine does not answer" in lines["b"]["message"]
-    assert runner.busy == 0
+    assert executor.busy == 0
 
 
 def test_a_cancelled_batch_starts_nothing_more(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
-    client, runner, keys = service
-    runner.gate.clear()
+    client, executor, keys = service
+    executor.gate.clear()
     body = {"tasks": [task(f"t{i}") for i in range(5)], "jobs": 1}
     bid = client.post("/v1/batches", json=body, headers=auth(keys["acme"])).json()["id"]
-    assert runner.started.acquire(timeout=30)  # the first task is running
+    assert executor.started.acquire(timeout=30)  # the first task is running
     cancelled = client.delete(f"/v1/batches/{bid}", headers=auth(keys["acme"]))
     assert cancelled.status_code == 200 and cancelled.json()["running"] == 1
-    runner.gate.set()
+    executor.gate.set()
     lines = results(client, bid, keys["acme"])  # ends once the running task has
     assert [line["id"] for line in lines] == ["t0"]
     status = client.get(f"/v1/batches/{bid}", headers=auth(keys["acme"])).json()
@@ -212,12 +212,12 @@ def test_a_cancelled_batch_starts_nothing_more(
 
 
 def test_the_tenants_quota_counts_a_batchs_tasks_and_its_open_batches_are_capped(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
-    client, runner, keys = service
-    runner.gate.clear()
+    client, executor, keys = service
+    executor.gate.clear()
     first = client.post("/v1/batches", json={"tasks": [task("a")]}, headers=auth(keys["tiny"]))
-    assert runner.started.acquire(timeout=30)
+    assert executor.started.acquire(timeout=30)
     # its one concurrent run is the batch's task: a run now is refused
     run = client.post("/v1/runs", json={"code": "print(1)"}, headers=auth(keys["tiny"]))
     assert run.status_code == 429, run.text
@@ -230,13 +230,13 @@ def test_the_tenants_quota_counts_a_batchs_tasks_and_its_open_batches_are_capped
     over = client.post("/v1/batches", json={"tasks": [task("z")]}, headers=auth(keys["tiny"]))
     assert over.status_code == 429 and "batches running" in over.json()["error"]["message"]
     assert "Retry-After" in over.headers
-    runner.gate.set()
+    executor.gate.set()
     for bid in made:
         assert len(results(client, bid, keys["tiny"])) == 1
 
 
 def test_another_tenant_sees_no_batch_of_anothers(
-    service: tuple[TestClient, ScriptedRunner, dict[str, str]],
+    service: tuple[TestClient, ScriptedExecutor, dict[str, str]],
 ) -> None:
     client, _, keys = service
     bid = client.post("/v1/batches", json={"tasks": [task("a")]}, headers=auth(keys["acme"]))

@@ -1,5 +1,5 @@
 """What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py)
-through a `ClusterRunner`, tenants' quotas are counted in Redis across services (quotas.py),
+through a `ClusterExecutor`, tenants' quotas are counted in Redis across services (quotas.py),
 paused sessions are kept in Redis for any service to resume (paused.py), and the workers'
 signed checkpoints are copied into anchors of the service's (anchors.py).
 cli/serve.py hands `cluster_front` to the service as its front (server/serve.py)."""
@@ -22,7 +22,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Policy, parse_trust
 from hazmat.watch import OnOutput, Watch, as_watch
 
-__all__ = ["ClusterOptions", "ClusterRunner", "cluster_front"]
+__all__ = ["ClusterExecutor", "ClusterOptions", "cluster_front"]
 
 LEASE_GRACE_S = 60  # a dead service's quota leases outlive its longest run by this
 
@@ -35,9 +35,9 @@ class ClusterOptions:
     attempts: int = 3  # with "retry": attempts in all
 
 
-class ClusterRunner:
+class ClusterExecutor:
     """Runs go to the cluster's workers: `reserve` takes a slot on one (`QuotaExceeded` when
-    none is free), the reservation's `execute` runs it there (server/runner.py's protocols)."""
+    none is free), the reservation's `execute` runs it there (server/executor.py's protocols)."""
 
     def __init__(self, dispatcher: Dispatcher, policy: Policy) -> None:
         self.dispatcher = dispatcher
@@ -89,8 +89,8 @@ class Placed:
 @contextlib.contextmanager
 def cluster_front(
     options: ClusterOptions, policy: Policy
-) -> Iterator[tuple[ClusterRunner, RedisQuotaBook, RedisShelf]]:
-    """The runner, the quota book and the paused sessions' shelf, with the anchor collector
+) -> Iterator[tuple[ClusterExecutor, RedisQuotaBook, RedisShelf]]:
+    """The executor, the quota book and the paused sessions' shelf, with the anchor collector
     running meanwhile. A run's quota lease outlives a service that died holding it by the
     policy's longest run + 60 s."""
     dispatcher = Dispatcher(options.url, options.on_lost, options.attempts)
@@ -98,7 +98,7 @@ def cluster_front(
     collector = AnchorCollector(dispatcher.redis, options.anchors)
     collector.start()
     try:
-        yield ClusterRunner(dispatcher, policy), quotas, RedisShelf(dispatcher.redis)
+        yield ClusterExecutor(dispatcher, policy), quotas, RedisShelf(dispatcher.redis)
     finally:
         collector.stop()
         dispatcher.redis.close()

@@ -13,7 +13,7 @@ batch belongs to the tenant whose key made it (any other key gets 404, as for an
 existed). Its tasks are graded `jobs` at a time, at most the key's concurrent quota, by the
 service's own threads; each task holds one of the service's places for runs (`--max-running`),
 is admitted by the tenant's quotas like a run, and is graded where the service's runs go
-(`Runner.grade`: this sandbox, or a cluster worker with `hazmat serve --redis`). When there is
+(`Executor.grade`: this sandbox, or a cluster worker with `hazmat serve --redis`). When there is
 no room (no place, the tenant's quota in use, every worker busy), the task waits and tries
 again: back-pressure, never an unbounded queue. A tenant has at most `MAX_OPEN` unfinished
 batches; a finished batch is kept for `KEEP_S`.
@@ -40,8 +40,8 @@ from hazmat.grade.grader import Grader, TaskResult, TestResult
 from hazmat.grade.tasks import Task, parse_entries
 from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
+from hazmat.server.executor import Executor
 from hazmat.server.fields import check_depth, parse_body, run_arguments
-from hazmat.server.runner import Runner
 from hazmat.tenant_keys import Key
 
 __all__ = ["BATCH_FIELDS", "Batch", "BatchRoutes"]
@@ -122,8 +122,8 @@ class Batch:
 class BatchBook:
     """The service's batches, by id; each is graded by a thread of its own (`start`)."""
 
-    def __init__(self, runner: Runner, quotas: QuotaBook, slots: threading.Semaphore) -> None:
-        self.runner = runner
+    def __init__(self, executor: Executor, quotas: QuotaBook, slots: threading.Semaphore) -> None:
+        self.executor = executor
         self.quotas = quotas
         self.slots = slots  # the service's places in the pipeline, shared with its runs
         self._batches: dict[str, Batch] = {}
@@ -230,7 +230,7 @@ class BatchBook:
             with batch.changed:
                 batch.running += 1
             try:
-                return self.runner.grade(task, raw, batch.options)
+                return self.executor.grade(task, raw, batch.options)
             finally:
                 with batch.changed:
                     batch.running -= 1
@@ -242,14 +242,14 @@ class BatchRoutes:
     def __init__(
         self,
         sandbox: Sandbox,
-        runner: Runner,
+        executor: Executor,
         quotas: QuotaBook,
         body: Body,
         slots: threading.Semaphore,
     ) -> None:
         self.sandbox = sandbox
         self.body = body
-        self.book = BatchBook(runner, quotas, slots)
+        self.book = BatchBook(executor, quotas, slots)
 
     async def create(self, request: Request, key: Key) -> Response:
         raw = await self.body(request, key.quotas.max_request_bytes)
@@ -270,7 +270,7 @@ class BatchRoutes:
         return JSONResponse({"batches": [b.info() for b in self.book.mine(key)]})
 
     async def show(self, request: Request, key: Key) -> Response:
-        waiting = self.book.runner.waiting_for_core()
+        waiting = self.book.executor.waiting_for_core()
         return JSONResponse(self._get(request, key).info(waiting))
 
     async def cancel(self, request: Request, key: Key) -> Response:

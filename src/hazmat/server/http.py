@@ -39,6 +39,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.batches import BatchRoutes
+from hazmat.server.executor import Direct, Executor, LocalExecutor, Reservation
 from hazmat.server.fields import (
     ASSESS_FIELDS,
     check_depth,
@@ -48,7 +49,6 @@ from hazmat.server.fields import (
 )
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
-from hazmat.server.runner import Direct, LocalRunner, Reservation, Runner
 from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.sessions import Session
@@ -67,17 +67,17 @@ def create_app(
     sandbox: Sandbox,
     keys: KeyStore,
     max_running: int = 8,
-    runner: Runner | None = None,
+    executor: Executor | None = None,
     quotas: QuotaBook | None = None,
     body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
     """The service's ASGI app. The sandbox stays the caller's: the app never closes it. Runs
-    (not session calls) go to `runner` (default: the sandbox itself; the cluster's workers
+    (not session calls) go to `executor` (default: the sandbox itself; the cluster's workers
     with `hazmat serve --redis`); `quotas` (default: counted in this process) may be a
     cluster-wide book; a request body must have arrived within `body_timeout_s` (else 408)."""
     body = functools.partial(_body, timeout_s=body_timeout_s)
-    runner = runner or LocalRunner(sandbox)
-    service = _Service(sandbox, keys, max_running, runner, quotas or QuotaBook(), body)
+    executor = executor or LocalExecutor(sandbox)
+    service = _Service(sandbox, keys, max_running, executor, quotas or QuotaBook(), body)
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -127,13 +127,13 @@ class _Service:
         sandbox: Sandbox,
         keys: KeyStore,
         max_running: int,
-        runner: Runner,
+        executor: Executor,
         quotas: QuotaBook,
         body: Body,
     ) -> None:
         self.sandbox = sandbox
         self.body = body
-        self.runner = runner
+        self.executor = executor
         self.keys = keys
         self.quotas = quotas
         self.metrics = ServiceMetrics(sandbox.metrics)
@@ -146,7 +146,7 @@ class _Service:
         self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer)
         # the service's places for work in the pipeline: its runs and its batches' tasks
         self.slots = threading.BoundedSemaphore(max_running)
-        self.batches = BatchRoutes(sandbox, runner, self.quotas, body, self.slots)
+        self.batches = BatchRoutes(sandbox, executor, self.quotas, body, self.slots)
         owners = self.sessions.owners
         self._mcp = build_mcp(sandbox, self._mcp_key, self.quotas, self.run_in, owners)
 
@@ -278,7 +278,7 @@ class _Service:
         """A place for the run (blocking: the cluster asks Redis)."""
         if session is not None:
             return Direct(session.execute)
-        return self.runner.reserve(prepared)
+        return self.executor.reserve(prepared)
 
     async def _execute(
         self,

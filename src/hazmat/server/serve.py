@@ -28,9 +28,9 @@ from hazmat._exceptions import InputError
 from hazmat.policy import Policy
 from hazmat.quotas import QuotaBook
 from hazmat.run.session_store import Shelf
+from hazmat.server.executor import Executor
 from hazmat.server.guard import ConnectionLimits, guarded_h11
 from hazmat.server.idle import Activity, IdleStop
-from hazmat.server.runner import Runner
 from hazmat.tenant_keys import KeyStore
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ __all__ = ["Front", "bind", "reaped", "serve"]
 # where runs go instead of the service's own engine, who counts the tenants' quotas, and where
 # paused sessions are kept: made when the service starts, closed when it stops (cli/serve.py
 # composes the cluster's in)
-Front = Callable[[], AbstractContextManager[tuple[Runner, QuotaBook, Shelf]]]
+Front = Callable[[], AbstractContextManager[tuple[Executor, QuotaBook, Shelf]]]
 
 Progress = Callable[[str], None]
 
@@ -147,13 +147,13 @@ def serve(
     try:
         with Sandbox(policy) as sandbox, contextlib.ExitStack() as stack:
             reaped(sandbox.backend.reap(), progress)
-            runner: Runner | None = None
+            executor: Executor | None = None
             quotas: QuotaBook | None = None
             if front is not None:
-                runner, quotas, shelf = stack.enter_context(front())
+                executor, quotas, shelf = stack.enter_context(front())
                 sandbox.session_store = sandbox.session_store.on(shelf)
             limits = connections or ConnectionLimits()
-            app = create_app(sandbox, keys, max_running, runner, quotas, limits.body_timeout_s)
+            app = create_app(sandbox, keys, max_running, executor, quotas, limits.body_timeout_s)
             activity = Activity(app)
             config = uvicorn.Config(
                 activity,

@@ -1,5 +1,5 @@
 """What the service hands a checked run to: the sandbox's own engine, a session's container, or
-the cluster's workers (cluster/front.py's `ClusterRunner`, composed in at start-up by
+the cluster's workers (cluster/front.py's `ClusterExecutor`, composed in at start-up by
 cli/serve.py). The service knows only these two small protocols.
 
 A run is first *reserved* (the cluster takes a worker's slot, so that a full cluster is a plain
@@ -18,7 +18,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.sandbox import Sandbox
 from hazmat.watch import OnOutput, Watch
 
-__all__ = ["Direct", "LocalRunner", "Reservation", "Runner"]
+__all__ = ["Direct", "Executor", "LocalExecutor", "Reservation"]
 
 
 class Reservation(Protocol):
@@ -32,7 +32,7 @@ class Reservation(Protocol):
     def release(self) -> None: ...
 
 
-class Runner(Protocol):
+class Executor(Protocol):
     """Where the service's runs go. `reserve` may block (call it from a worker thread) and may
     raise `QuotaExceeded` when there is no room. `grade` grades one task of a batch there
     (server/batches.py; `raw` is its JSON, `options` the batch's run options) and returns its
@@ -66,8 +66,8 @@ class Direct:
 
 
 @dataclass(frozen=True)
-class LocalRunner:
-    """The service's own sandbox as a `Runner` (`LocalRunner(sandbox)`): nothing to reserve;
+class LocalExecutor:
+    """The service's own sandbox as a `Executor` (`LocalExecutor(sandbox)`): nothing to reserve;
     every run is the sandbox's `execute`, every task graded by a `Grader` over it."""
 
     sandbox: Sandbox
