@@ -29,7 +29,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock
 from hazmat.run.intake import RunOptions
 
-__all__ = ["VERDICT_OF", "Grader", "Runner", "TaskResult", "TestResult"]
+__all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult"]
 
 VERDICT_OF: Mapping[Outcome, str] = {
     Outcome.OK: "accepted",  # until its output is judged
@@ -47,7 +47,7 @@ VERDICT_OF: Mapping[Outcome, str] = {
 _FINAL = {"compile_error", "blocked"}  # every other test case would get the same
 
 
-class Runner(Protocol):
+class GradingSandbox(Protocol):
     """What grading needs of a `Sandbox`: its `run`."""
 
     def run(
@@ -202,7 +202,7 @@ class Grader:
     `clock: wall` (backends/cpu_time.py), and each of its programs gets the trust level's
     `measured_cpus` (a whole CPU) unless it asks for fewer (`cpus`)."""
 
-    def __init__(self, sandbox: Runner, *, fresh: bool = False, **options: Any) -> None:
+    def __init__(self, sandbox: GradingSandbox, *, fresh: bool = False, **options: Any) -> None:
         self.sandbox = sandbox
         self.fresh = fresh
         self.options = options
