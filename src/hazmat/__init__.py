@@ -1,7 +1,7 @@
 """hazmat: run untrusted code in fresh, hardened, single-use containers.
 
-Names are imported on first use (PEP 562), so `import hazmat` and the assessment worker do not
-load the Docker client, the audit log's cryptography or asyncio until something needs them.
+Names are imported on first use (PEP 562), so `import hazmat` and the assessment's child process
+do not load the Docker client, the audit log's cryptography or asyncio until something needs them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Assessor: bad input, budgets, and a worker that misbehaves. Each result is bounded."""
+"""The Assessor: bad input, budgets, and a child that misbehaves. Each result is bounded."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def test_unknown_language(assessor: Assessor) -> None:
 
 
 def test_oversized_code_is_refused_before_any_analyser_sees_it() -> None:
-    fresh = Assessor(max_bytes=1000)  # not started: no worker exists yet
+    fresh = Assessor(max_bytes=1000)  # not started: no child exists yet
     try:
         with pytest.raises(InputTooLarge, match="1001 bytes"):
             fresh.assess("#" * 1001, "python")
-        assert fresh._worker is None
+        assert fresh._child is None
     finally:
         fresh.close()
 
@@ -65,7 +65,7 @@ def test_a_600_kb_single_expression_gives_a_bounded_incomplete_result(assessor: 
     assert not assessment.complete
     assert assessment.level.rank >= RiskLevel.HIGH.rank
     assert any("RecursionError" in p for p in assessment.problems), assessment.problems
-    # and the worker is still good for the next program
+    # and the child is still good for the next program
     assert assessor.assess("print(1)", "python").level is RiskLevel.LOW
 
 
@@ -75,7 +75,7 @@ def test_a_600_kb_javascript_expression_is_read_in_full(assessor: Assessor) -> N
     assert assessment.complete and assessment.level is RiskLevel.HIGH
 
 
-def test_memory_budget_is_enforced_and_the_worker_replaced(assessor: Assessor) -> None:
+def test_memory_budget_is_enforced_and_the_child_replaced(assessor: Assessor) -> None:
     # 100,000 unary minus signs overflow the parser's stack: Python raises MemoryError.
     assessment = assessor.assess("-" * 100_000 + "1", "python")
     assert not assessment.complete and assessment.level is RiskLevel.HIGH
@@ -83,7 +83,7 @@ def test_memory_budget_is_enforced_and_the_worker_replaced(assessor: Assessor) -
     assert assessor.assess("print(1)", "python").complete
 
 
-def test_time_budget_kills_the_worker_and_keeps_what_finished() -> None:
+def test_time_budget_kills_the_child_and_keeps_what_finished() -> None:
     code = "\n".join(f"def f{n}(a, b):\n    return a * b + {n}\n" for n in range(20_000))
     with Assessor(timeout_s=0.05, max_bytes=4 << 20) as slow:
         slow.start()
@@ -91,22 +91,22 @@ def test_time_budget_kills_the_worker_and_keeps_what_finished() -> None:
         assert not assessment.complete and assessment.level is RiskLevel.HIGH
         assert any("time budget" in p for p in assessment.problems), assessment.problems
         slow.timeout_s = 30
-        assert slow.assess("print(1)", "python").complete  # a new worker took over
+        assert slow.assess("print(1)", "python").complete  # a new child took over
 
 
-def test_a_worker_that_dies_mid_assessment_makes_it_incomplete() -> None:
+def test_a_child_that_dies_mid_assessment_makes_it_incomplete() -> None:
     code = "const x = " + "1+" * 1_000_000 + "1;\n"  # about 2 MB: seconds of parsing
     with Assessor(timeout_s=60, max_bytes=4 << 20) as victim:
         victim.start()
-        victim.assess("1", "javascript")  # wait until the worker is ready
-        worker = victim._worker
-        assert worker is not None
-        killer = threading.Timer(0.3, worker.process.kill)
+        victim.assess("1", "javascript")  # wait until the child is ready
+        child = victim._child
+        assert child is not None
+        killer = threading.Timer(0.3, child.process.kill)
         killer.start()
         started = time.monotonic()
         assessment = victim.assess(code, "javascript")
         killer.join()
-        assert not assessment.complete, "the worker finished before it was killed"
+        assert not assessment.complete, "the child finished before it was killed"
         assert any("died" in p and "signal 9" in p for p in assessment.problems), (
             assessment.problems,
             time.monotonic() - started,

@@ -8,7 +8,7 @@ import pytest
 from rule_findings import rules
 
 from hazmat.assess.assessor import Assessor
-from hazmat.assess.worker import analyzers_for
+from hazmat.assess.child import analyzers_for
 from hazmat.models import RiskLevel, Severity
 
 S = Severity
@@ -683,7 +683,7 @@ def test_syntax_error_is_one_medium_finding_with_its_line(language: str) -> None
     [("bash", ["bash"]), ("c", ["c-family"]), ("cpp", ["c-family"]), ("java", ["java"]),
      ("rust", ["rust"]), ("ruby", ["ruby"])],
 )  # fmt: skip
-def test_the_worker_dispatches_each_language_to_its_analyser(
+def test_the_child_dispatches_each_language_to_its_analyser(
     language: str, analysers: list[str]
 ) -> None:
     assert analyzers_for(language) == analysers

@@ -1,4 +1,4 @@
-"""Single rules of hazmat's own analysers, in process (the worker runs the same objects)."""
+"""Single rules of hazmat's own analysers, in process (the child runs the same objects)."""
 
 from __future__ import annotations
 

@@ -44,10 +44,10 @@ def test_bandit_reads_no_configuration_from_where_it_runs(
     assert "B602" in rules
 
 
-def test_no_bandit_folder_outlives_its_worker(
+def test_no_bandit_folder_outlives_its_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The assessment worker's Bandit folder goes with the worker, closed or dead (the worker
+    """The assessment child's Bandit folder goes with the child, closed or dead (the child
     ends killed, so its own clean-up never ran: every run in process left an empty
     hazmat-bandit-* folder in the temporary directory, 420 after half an hour)."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes them
@@ -58,10 +58,10 @@ def test_no_bandit_folder_outlives_its_worker(
     with Assessor(timeout_s=30) as assessor:
         assert assessor.assess(SHELL, "python").complete
         [first] = folders()
-        worker = assessor._worker
-        assert worker is not None
-        worker.process.kill()  # a worker that dies is replaced at the next assessment
-        worker.process.wait()
+        child = assessor._child
+        assert child is not None
+        child.process.kill()  # a child that dies is replaced at the next assessment
+        child.process.wait()
         assert assessor.assess("print(2)\n", "python").complete
         assert first not in folders() and len(folders()) == 1
     assert folders() == []

@@ -5,7 +5,7 @@
     assessment.level      # RiskLevel.HIGH
 
 The in-process analysers (hazmat's rules, Bandit, the tree-sitter rules) live in one warm
-worker process (see worker.py). The worker is killed at the deadline, and replaced after a
+child process (see child.py). The child is killed at the deadline, and replaced after a
 crash or a memory error; the analysers that did not answer make the assessment incomplete.
 Semgrep, which takes seconds, runs only when asked (`semgrep=True`). The in-process answers
 for the last `KNOWN_MAX` programs are remembered (they depend on the code and language alone),
@@ -30,9 +30,9 @@ from typing import Any
 
 from hazmat._exceptions import InputTooLarge
 from hazmat.assess.bandit import scratch_folder
+from hazmat.assess.child import MAX_FRAME, analyzers_for
 from hazmat.assess.semgrep import Semgrep
 from hazmat.assess.verdict import verdict
-from hazmat.assess.worker import MAX_FRAME, analyzers_for
 from hazmat.languages import get_language
 from hazmat.models import Assessment, Finding, Severity, check_code
 
@@ -46,9 +46,9 @@ _Known = tuple[tuple[Finding, ...], tuple[str, ...], tuple[str, ...], float]
 
 
 class Assessor:
-    """Static assessment with budgets. Thread-safe; one request reaches the worker at a time.
+    """Static assessment with budgets. Thread-safe; one request reaches the child at a time.
 
-    `timeout_s` bounds the in-process analysers together, `memory_mb` caps the worker's
+    `timeout_s` bounds the in-process analysers together, `memory_mb` caps the child's
     address space, and `max_bytes` refuses larger code before any analyser sees it.
     """
 
@@ -65,15 +65,15 @@ class Assessor:
         self.max_bytes = max_bytes
         self.semgrep = semgrep or Semgrep()
         self._lock = threading.Lock()
-        self._worker: _Worker | None = None
+        self._child: _Child | None = None
         # the in-process analysers' answers for recent programs (a grader runs one program
         # for each of its tests): they depend on the code and language alone
         self._known: OrderedDict[tuple[bytes, str], _Known] = OrderedDict()
 
     def start(self) -> None:
-        """Start the worker now, so the first assessment does not wait for it to load."""
+        """Start the child now, so the first assessment does not wait for it to load."""
         with self._lock:
-            self._ensure_worker()
+            self._ensure_child()
 
     def assess(
         self,
@@ -128,20 +128,20 @@ class Assessor:
         problems: list[str],
         finished: list[str],
     ) -> float:
-        """Run the worker's analysers; the milliseconds they took (not counting a start)."""
+        """Run the child's analysers; the milliseconds they took (not counting a start)."""
         expected = analyzers_for(language)
         started = time.perf_counter()
         try:
-            worker = self._ensure_worker()
-            worker.wait_ready()
+            child = self._ensure_child()
+            child.wait_ready()
             started = time.perf_counter()
             deadline = time.monotonic() + self.timeout_s
-            worker.send({"code": code, "language": language})
+            child.send({"code": code, "language": language})
             while True:
-                message = worker.receive(deadline)
+                message = child.receive(deadline)
                 if message.get("done"):
                     if message.get("recycle"):
-                        self._discard_worker()
+                        self._discard_child()
                     break
                 name = str(message["analyzer"])
                 if message.get("skipped"):
@@ -152,25 +152,25 @@ class Assessor:
                     findings.extend(_finding(f) for f in message["findings"])
                     finished.append(name)
                 expected.remove(name)
-        except _WorkerLost as exc:
-            self._discard_worker()
+        except _ChildLost as exc:
+            self._discard_child()
             problems.extend(f"{name}: {exc}" for name in expected)
         return (time.perf_counter() - started) * 1000
 
-    def _ensure_worker(self) -> _Worker:
-        if self._worker is None or not self._worker.alive():
-            self._discard_worker()
-            self._worker = _Worker(self.memory_mb)
-        return self._worker
+    def _ensure_child(self) -> _Child:
+        if self._child is None or not self._child.alive():
+            self._discard_child()
+            self._child = _Child(self.memory_mb)
+        return self._child
 
-    def _discard_worker(self) -> None:
-        if self._worker is not None:
-            self._worker.kill()
-            self._worker = None
+    def _discard_child(self) -> None:
+        if self._child is not None:
+            self._child.kill()
+            self._child = None
 
     def close(self) -> None:
         with self._lock:
-            self._discard_worker()
+            self._discard_child()
 
     def __enter__(self) -> Assessor:
         return self
@@ -179,18 +179,18 @@ class Assessor:
         self.close()
 
 
-class _WorkerLost(Exception):
-    """The worker missed its deadline, died, or sent something unreadable."""
+class _ChildLost(Exception):
+    """The child missed its deadline, died, or sent something unreadable."""
 
 
-class _Worker:
+class _Child:
     def __init__(self, memory_mb: int) -> None:
-        # Bandit's scratch folder, the worker's while it lives: made and removed here, since a
-        # worker ends killed (its own clean-up never runs; each left one folder behind)
+        # Bandit's scratch folder, the child's while it lives: made and removed here, since a
+        # child ends killed (its own clean-up never runs; each left one folder behind)
         scratch = str(scratch_folder())
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "hazmat.assess.worker", str(memory_mb), scratch],
+                [sys.executable, "-m", "hazmat.assess.child", str(memory_mb), scratch],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -205,7 +205,7 @@ class _Worker:
         os.set_blocking(self.fd, False)
         self.buffer = bytearray()
         self.ready = False
-        # A sandbox that is never closed must not leave the worker, its pipes or its folder.
+        # A sandbox that is never closed must not leave the child, its pipes or its folder.
         self._finalizer = weakref.finalize(self, _stop, self.process, scratch)
 
     def alive(self) -> bool:
@@ -225,7 +225,7 @@ class _Worker:
             self.stdin.write(_HEADER.pack(len(data)) + data)
             self.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
-            raise _WorkerLost(f"worker process gone ({self._status()})") from exc
+            raise _ChildLost(f"child process gone ({self._status()})") from exc
 
     def receive(self, deadline: float) -> dict[str, Any]:
         import json
@@ -236,7 +236,7 @@ class _Worker:
                 if len(self.buffer) >= _HEADER.size:
                     (size,) = _HEADER.unpack_from(self.buffer)
                     if size > MAX_FRAME:
-                        raise _WorkerLost("worker sent an oversized answer")
+                        raise _ChildLost("child sent an oversized answer")
                     if len(self.buffer) >= _HEADER.size + size:
                         frame = bytes(self.buffer[_HEADER.size : _HEADER.size + size])
                         del self.buffer[: _HEADER.size + size]
@@ -245,7 +245,7 @@ class _Worker:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.kill()
-                    raise _WorkerLost("did not finish within the time budget (killed)")
+                    raise _ChildLost("did not finish within the time budget (killed)")
                 if not selector.select(remaining):
                     continue
                 try:
@@ -253,7 +253,7 @@ class _Worker:
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    raise _WorkerLost(f"worker process died ({self._status()})")
+                    raise _ChildLost(f"child process died ({self._status()})")
                 self.buffer.extend(chunk)
 
     def _status(self) -> str:

@@ -63,7 +63,7 @@ def scratch_folder() -> Path:
 @functools.cache
 def _sweep(top: str) -> None:
     """Remove the folders of this user's processes that are gone, once per process and
-    temporary folder (a worker restarted many times sweeps once)."""
+    temporary folder (a child restarted many times sweeps once)."""
     for folder in Path(top).glob(f"{_PREFIX}*"):
         pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _ours(folder):
@@ -78,14 +78,14 @@ def _ours(folder: Path) -> bool:
 
 
 class BanditAnalyzer:
-    """Runs Bandit's test set on one program at a time. Not thread-safe: one per worker."""
+    """Runs Bandit's test set on one program at a time. Not thread-safe: one per child."""
 
     name = SOURCE
     languages = frozenset({"python"})
 
     def __init__(self, directory: Path | None = None) -> None:
         """`directory`: the private folder each program is copied into, the caller's to
-        remove (the assessment worker's parent: a worker ends killed); else one of its own,
+        remove (the assessing process: its child ends killed); else one of its own,
         removed by `close`."""
         with warnings.catch_warnings():
             # Bandit's plugin loader (stevedore) passes an argument it has deprecated.

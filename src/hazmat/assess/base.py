@@ -2,7 +2,7 @@
 
 Analysers raise nothing for code they can read. A syntax error comes back as a finding with
 rule `syntax-error`; anything else that stops an analyser (an exception, a timeout, a crash of
-the worker process) makes the assessment incomplete, which lifts it to at least HIGH.
+the child process) makes the assessment incomplete, which lifts it to at least HIGH.
 """
 
 from __future__ import annotations

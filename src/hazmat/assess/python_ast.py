@@ -1,7 +1,7 @@
 """Python rules written for hazmat, on the standard library's own parser (`ast`).
 
 The walk is iterative, so a deeply nested program cannot exhaust the stack here; `ast.parse`
-itself raises `RecursionError` or `MemoryError` on such input, which the worker reports as an
+itself raises `RecursionError` or `MemoryError` on such input, which the child reports as an
 incomplete assessment. Identifiers are checked in the raw token stream as well, because the
 parser folds them to NFKC: `ｅｖａｌ` in the source is `eval` in the tree.
 """

@@ -1,9 +1,9 @@
-"""The assessment worker: a child process that keeps the in-process analysers warm.
+"""The assessment's child process that keeps the in-process analysers warm.
 
 Hostile input can make a parser or a rule run long, recurse deeply or allocate a lot. In this
 process that costs nothing the host cares about: its address space is capped (RLIMIT_AS), and
 the parent kills it at the deadline and starts another. The parent sends one request at a time;
-the worker answers with one message per analyser as each finishes (so a timeout still keeps the
+the child answers with one message per analyser as each finishes (so a timeout still keeps the
 results that came in) and a final `done`.
 
 Frames on stdin and stdout: a 4-byte big-endian length, then UTF-8 JSON.
