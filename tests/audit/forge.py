@@ -6,13 +6,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from hazmat.testing import Invoked, invoke
 
 
 def canon(obj: Any) -> bytes:
@@ -82,14 +82,9 @@ def resign(log_dir: Path) -> None:
     (log_dir / "checkpoint").write_text(sign(log_dir, len(leaves), mth(leaves)))
 
 
-def hazmat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+def hazmat(*args: str, env: dict[str, str] | None = None) -> Invoked:
+    """`hazmat *args` as a user runs it, in this process (hazmat.testing.invoke)."""
+    return invoke(args, env=env)
 
 
 def verify(log_dir: Path, pubkey: Path, *extra: str) -> dict[str, Any]:
@@ -98,5 +93,5 @@ def verify(log_dir: Path, pubkey: Path, *extra: str) -> dict[str, Any]:
         "audit", "verify", "--log", str(log_dir), "--pubkey", str(pubkey), "--json", *extra
     )
     report: dict[str, Any] = json.loads(result.stdout)
-    assert result.returncode == (0 if report["ok"] else 1), result.stderr
+    assert result.exit_code == (0 if report["ok"] else 1), result.stderr
     return report

@@ -5,7 +5,6 @@ with hazmat's writer; the verdicts come from `hazmat audit verify --pubkey P --a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -103,9 +102,9 @@ def test_an_ordinary_run_refuses_a_tampered_log(world: tuple[Path, Path, Path]) 
     resign(log_dir)
     policy = log_dir.parent / "policy.yaml"
     policy.write_text(f"audit:\n  anchor: {anchor}\n  segment_records: 15\n")
-    env = {**os.environ, "HAZMAT_AUDIT_DIR": str(log_dir)}
+    env = {"HAZMAT_AUDIT_DIR": str(log_dir)}
     result = hazmat("run", "--policy", str(policy), "-c", "print(1)", env=env)
-    assert result.returncode == 74, result.stderr
+    assert result.exit_code == 74, result.stderr
     assert "cannot be extended" in result.stderr and "hazmat audit verify" in result.stderr
     assert verify(log_dir, pubkey, "--anchor", str(anchor))["verdict"] == "tampered"
 
@@ -240,7 +239,7 @@ def test_an_empty_anchor_fails(world: tuple[Path, Path, Path], tmp_path: Path) -
 def test_proof_does_not_vouch_for_an_edited_record(world: tuple[Path, Path, Path]) -> None:
     log_dir, _, pubkey = world
     good = hazmat("audit", "proof", "3", "--log", str(log_dir), "--pubkey", str(pubkey))
-    assert good.returncode == 0 and json.loads(good.stdout)["verified"] is True
+    assert good.exit_code == 0 and json.loads(good.stdout)["verified"] is True
     seg = log_dir / "segments" / "000001.jsonl"
     rows = seg.read_bytes().splitlines(keepends=True)
     record = json.loads(rows[3])["record"]
@@ -248,7 +247,7 @@ def test_proof_does_not_vouch_for_an_edited_record(world: tuple[Path, Path, Path
     rows[3] = line_of(record)  # its own hash recomputed, the chain left alone
     seg.write_bytes(b"".join(rows))
     result = hazmat("audit", "proof", "3", "--log", str(log_dir), "--pubkey", str(pubkey))
-    assert result.returncode == 1 and json.loads(result.stdout)["verified"] is False
+    assert result.exit_code == 1 and json.loads(result.stdout)["verified"] is False
 
 
 def test_consistency_does_not_vouch_for_an_edited_history(
@@ -270,7 +269,7 @@ def test_consistency_does_not_vouch_for_an_edited_history(
     rows[4] = line_of(record)
     seg.write_bytes(b"".join(rows))
     result = hazmat(*args)
-    assert result.returncode == 1 and json.loads(result.stdout)["consistent"] is False
+    assert result.exit_code == 1 and json.loads(result.stdout)["consistent"] is False
 
 
 def test_a_forged_index_costs_time_not_a_verdict(world: tuple[Path, Path, Path]) -> None:
@@ -321,7 +320,7 @@ def test_verifying_needs_no_private_key(world: tuple[Path, Path, Path], tmp_path
     (copy / "key.ed25519").unlink()
     assert verify(copy, pubkey, "--anchor", str(anchor))["verdict"] == "intact"
     plain = hazmat("audit", "verify", "--log", str(copy))
-    assert plain.returncode == 0 and "INTACT" in plain.stdout
+    assert plain.exit_code == 0 and "INTACT" in plain.stdout
 
 
 def test_unreadable_segment_is_exit_74_not_a_traceback(world: tuple[Path, Path, Path]) -> None:
@@ -331,6 +330,6 @@ def test_unreadable_segment_is_exit_74_not_a_traceback(world: tuple[Path, Path, 
     seg.mkdir()  # root reads anything: a directory where the file was cannot be read
     for command in (["show"], ["verify"], ["proof", "1"]):
         result = hazmat("audit", *command, "--log", str(log_dir), "--pubkey", str(pubkey))
-        assert result.returncode in (1, 74) and "Traceback" not in result.stderr, result
+        assert result.exit_code in (1, 74) and "Traceback" not in result.stderr, result
     with pytest.raises(AuditError):
         AuditLog(log_dir)

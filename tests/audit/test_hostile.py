@@ -207,9 +207,8 @@ def test_the_cli_names_the_errno_and_runs_nothing(tmp_path: Path) -> None:
     )
     try:
         (mount / "ballast").write_bytes(b"x" * 12_000)
-        env = {**os.environ, "HAZMAT_AUDIT_DIR": str(mount / "log")}
-        result = hazmat("run", "-c", "print('ran')", env=env)
-        assert result.returncode == 74, result.stderr
+        result = hazmat("run", "-c", "print('ran')", env={"HAZMAT_AUDIT_DIR": str(mount / "log")})
+        assert result.exit_code == 74, result.stderr
         assert "disk full" in result.stderr and "ran" not in result.stdout
     finally:
         subprocess.run(["umount", str(mount)], check=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hazmat.testing import Invoked, invoke
 from server_helpers import LiveServer, finished_record
 
 pytestmark = pytest.mark.docker
@@ -19,17 +20,12 @@ pytestmark = pytest.mark.docker
 
 def hazmat(
     server: LiveServer | None, *args: str, key: str = "untrusted", url: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ}
-    env["HAZMAT_URL"] = url or (server.url if server else "")
-    env["HAZMAT_API_KEY"] = server.keys[key] if server else "hzm_x"
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+) -> Invoked:
+    env = {
+        "HAZMAT_URL": url or (server.url if server else ""),
+        "HAZMAT_API_KEY": server.keys[key] if server else "hzm_x",
+    }
+    return invoke(args, env=env)
 
 
 def _sessions(server: LiveServer) -> list[str]:
@@ -40,7 +36,7 @@ def _sessions(server: LiveServer) -> list[str]:
 def test_a_run_goes_through_the_server(live_server: LiveServer, tmp_path: Path) -> None:
     before = len(_sessions(live_server))
     done = hazmat(live_server, "run", "-c", "import sys; print('hi'); sys.exit(3)")
-    assert (done.stdout, done.returncode) == ("hi\n", 3), done.stderr
+    assert (done.stdout, done.exit_code) == ("hi\n", 3), done.stderr
     callers = _sessions(live_server)
     assert len(callers) == before + 1 and callers[-1].startswith("tenant:acme key:")
 
@@ -63,7 +59,7 @@ def test_json_and_output_files_through_the_server(live_server: LiveServer, tmp_p
         str(out),
         "--json",
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == "ok" and "stdout_base64" not in result
     assert (out / "out.txt").read_text() == "abab"
@@ -72,14 +68,14 @@ def test_json_and_output_files_through_the_server(live_server: LiveServer, tmp_p
 def test_local_runs_in_process(live_server: LiveServer) -> None:
     before = len(_sessions(live_server))
     done = hazmat(live_server, "run", "--local", "-c", "print(2)")
-    assert (done.stdout, done.returncode) == ("2\n", 0), done.stderr
+    assert (done.stdout, done.exit_code) == ("2\n", 0), done.stderr
     assert len(_sessions(live_server)) == before
 
 
 def test_a_wrong_key_is_refused(live_server: LiveServer) -> None:
     live_server.keys["bogus"] = "hzm_000000000000_" + "A" * 43
     done = hazmat(live_server, "run", "-c", "print(1)", key="bogus")
-    assert done.returncode == 77
+    assert done.exit_code == 77
     assert "valid API key" in done.stderr and live_server.url in done.stderr
 
 
@@ -88,10 +84,10 @@ def test_a_service_that_does_not_answer(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     done = hazmat(None, "run", "-c", "print(1)", url=f"http://127.0.0.1:{port}")
-    assert done.returncode == 125
+    assert done.exit_code == 125
     assert "does not answer" in done.stderr and "Traceback" not in done.stderr
     done = hazmat(None, "run", "-c", "print(1)", url="ftp://x")
-    assert done.returncode == 2 and "HAZMAT_URL" in done.stderr
+    assert done.exit_code == 2 and "HAZMAT_URL" in done.stderr
 
 
 TICKS = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)\n"
@@ -133,7 +129,7 @@ def test_a_batch_goes_through_the_server(live_server: LiveServer, tmp_path: Path
     tasks, out = tmp_path / "tasks.jsonl", tmp_path / "out.jsonl"
     tasks.write_text("\n".join(lines) + "\n")
     done = hazmat(live_server, "batch", str(tasks), "-o", str(out), "--no-progress")
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["id"]: r["verdict"] for r in results} == {
         "sum-python-right": "accepted",
@@ -146,5 +142,5 @@ def test_a_batch_goes_through_the_server(live_server: LiveServer, tmp_path: Path
     refused = hazmat(
         live_server, "batch", str(tasks), "-o", str(tmp_path / "no.jsonl"), "--trust", "trusted"
     )
-    assert refused.returncode == 77 and "trust" in refused.stderr, refused.stderr
+    assert refused.exit_code == 77 and "trust" in refused.stderr, refused.stderr
     assert not (tmp_path / "no.jsonl").exists() or not (tmp_path / "no.jsonl").read_text()

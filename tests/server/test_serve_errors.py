@@ -3,23 +3,16 @@ status, never a traceback, and leave no socket behind."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from hazmat.testing import Invoked, invoke
 
-def hazmat(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hazmat", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+
+def hazmat(*args: str, **env: str) -> Invoked:
+    return invoke(args, env=env)
 
 
 @pytest.mark.parametrize(
@@ -32,7 +25,7 @@ def hazmat(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 )
 def test_bad_arguments(tmp_path: Path, args: list[str], says: str) -> None:
     done = hazmat("serve", "--keys", str(tmp_path / "k.json"), *args)
-    assert done.returncode == 2, done.stderr
+    assert done.exit_code == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
 
 
@@ -40,7 +33,7 @@ def test_a_path_that_is_not_a_socket(tmp_path: Path) -> None:
     path = tmp_path / "file"
     path.write_text("mine")
     done = hazmat("serve", "--socket", str(path))
-    assert done.returncode == 2 and "not a socket" in done.stderr
+    assert done.exit_code == 2 and "not a socket" in done.stderr
     assert path.read_text() == "mine"
 
 
@@ -50,7 +43,7 @@ def test_a_socket_someone_listens_on_is_not_taken(tmp_path: Path) -> None:
         other.bind(str(path))
         other.listen(1)
         done = hazmat("serve", "--socket", str(path))
-    assert done.returncode == 2 and "already listening" in done.stderr
+    assert done.exit_code == 2 and "already listening" in done.stderr
 
 
 def test_a_stopped_engine_is_a_clear_error_and_leaves_no_socket(tmp_path: Path) -> None:
@@ -63,7 +56,7 @@ def test_a_stopped_engine_is_a_clear_error_and_leaves_no_socket(tmp_path: Path) 
         str(tmp_path / "k.json"),
         DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock",
     )
-    assert done.returncode == 125, done.stderr
+    assert done.exit_code == 125, done.stderr
     assert "hazmat: error:" in done.stderr and "Traceback" not in done.stderr
     assert not path.exists()
 
@@ -71,7 +64,7 @@ def test_a_stopped_engine_is_a_clear_error_and_leaves_no_socket(tmp_path: Path) 
 def test_keys_commands_errors(tmp_path: Path) -> None:
     store = str(tmp_path / "k.json")
     done = hazmat("keys", "create", "--tenant", "a b", "--trust", "trusted", "--keys", store)
-    assert done.returncode == 2 and "tenant name" in done.stderr
+    assert done.exit_code == 2 and "tenant name" in done.stderr
     done = hazmat(
         "keys",
         "create",
@@ -84,12 +77,12 @@ def test_keys_commands_errors(tmp_path: Path) -> None:
         "--concurrent",
         "0",
     )
-    assert done.returncode == 2 and "concurrent" in done.stderr
+    assert done.exit_code == 2 and "concurrent" in done.stderr
     done = hazmat("keys", "revoke", "0123456789ab", "--keys", store)
-    assert done.returncode == 2 and "no key with id" in done.stderr
+    assert done.exit_code == 2 and "no key with id" in done.stderr
     Path(store).write_text("{not json")
     done = hazmat("keys", "list", "--keys", store)
-    assert done.returncode == 78 and "damaged" in done.stderr
+    assert done.exit_code == 78 and "damaged" in done.stderr
 
 
 def test_keys_create_list_revoke(tmp_path: Path) -> None:
@@ -117,5 +110,5 @@ def test_keys_create_list_revoke(tmp_path: Path) -> None:
     ]
     assert created["key"] not in hazmat("keys", "list", "--keys", store).stdout
     done = hazmat("keys", "revoke", created["id"], "--keys", store)
-    assert done.returncode == 0 and "revoked" in done.stdout
+    assert done.exit_code == 0 and "revoked" in done.stdout
     assert json.loads(hazmat("keys", "list", "--keys", store, "--json").stdout)[0]["revoked"]
