@@ -393,7 +393,7 @@ def test_a_closed_sandbox_refuses_at_once_and_records_nothing(tmp_path: Path) ->
         with pytest.raises(ClosedError, match="closed"):
             call()
     assert backend.jobs == []
-    assert sandbox.assessor._worker is None  # no worker was started again
+    assert sandbox.assessor._child is None  # no assessment child was started again
 
 
 class SettlingBackend(RecordingBackend):
