@@ -32,8 +32,8 @@ from docs_section import write_section
 
 import hazmat
 from hazmat.backends.base import Spec
-from hazmat.backends.baseline import RawStarts, docker_run_command
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.baseline import RawStarts, docker_run_command
 from hazmat.grade.batch import grade_many
 from hazmat.grade.compare import difference
 from hazmat.grade.grader import Grader

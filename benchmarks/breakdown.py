@@ -22,9 +22,9 @@ from typing import Any
 from docs_section import write_section
 
 from hazmat import Policy, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.oci import OciBackend
-from hazmat.backends.pool import PoolBackend
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.oci.driver import OciBackend
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.policy import PoolSettings
 
 STAGES = ("assessment", "audit records", "container", "settle", "everything else")

@@ -10,7 +10,7 @@ The languages' build, prepare step, environment and program are hazmat's own
 (hazmat.languages: C and C++ with their flags, C++ with the precompiled <bits/stdc++.h>, javac
 as hazmat starts it, rustc, Go with its seeded build cache); a prepare step's failure is
 ignored, as hazmat ignores it. The containers have hazmat's hardening as `hazmat bench` does it
-(backends/baseline.py) with the standard preset's limits (512 MB, half a CPU, 64 MB tmpfs, 64
+(backends/docker/baseline.py) with the standard preset's limits (512 MB, half a CPU, 64 MB tmpfs, 64
 tasks: under a runsc the pids cgroup gets hazmat's headroom for the sentry's own threads),
 without hazmat's own seccomp profile. --languages picks some of c, cpp, java, rust, go.
 
@@ -71,7 +71,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from hazmat.backends.settings_check import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
+from hazmat.backends.container.settings_check import RUNSC_PIDS_BASE, RUNSC_PIDS_PER_TASK
 from hazmat.languages import BUILD_DIR, get_language
 
 LANGUAGES = ("c", "cpp", "java", "rust", "go")
@@ -121,13 +121,14 @@ def container_script(language: str) -> str:
 
 
 def docker_run(language: str, runtime: str, limits: Limits, name: str) -> list[str]:
-    """`docker run` with hazmat's hardening flags (as backends/baseline.py has them)."""
+    """`docker run` with hazmat's hardening flags (as backends/docker/baseline.py has them)."""
     lang = get_language(language)
     tmp = "exec" if lang.exec_tmp else "noexec"
     size = f"size={limits.tmpfs_mb}m"
     env = [f"--env={k}={v}" for k, v in lang.env.items()]
     # the sentry's own threads count against the pids cgroup: hazmat's headroom for them
-    # (backends/settings_check.py host_pids_limit); any runtime but runc is taken for a runsc
+    # (backends/container/settings_check.py host_pids_limit); any runtime but runc is taken for a
+    # runsc
     pids = limits.pids if runtime == "runc" else RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * limits.pids
     return [
         "docker", "run", "--rm", "-i", f"--name={name}", f"--runtime={runtime}",

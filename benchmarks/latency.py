@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
 from hazmat.cli.bench import markdown, run_bench
 from hazmat.cli.bench_common import PRINT_ONE
 

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from docs_section import write_section
 
 from hazmat import Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.pool import PoolBackend
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.policy import Policy
 
 

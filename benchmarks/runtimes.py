@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "egres
 from tls_servers import TLSServer, connect_through, start_servers
 
 from hazmat import Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
-from hazmat.backends.pool import PoolBackend
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.egress.proxy import SOCKET_NAME, EgressProxy
 from hazmat.policy import PoolSettings
 from hazmat.policy_file import parse_policy

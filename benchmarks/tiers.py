@@ -4,7 +4,8 @@ callers, host memory per idle warm sandbox, and the 164 HumanEval Python canonic
 with 4 callers under gVisor and runc. (benchmarks/breakdown.py times the stages of a warm run.)
 
 Peers: epicbox 1.1.0 (a container per run through docker-py, its own hardening) on hazmat's
-Python image, and `docker run --rm` with hazmat's flags (backends/baseline.py). Both under runc
+Python image, and `docker run --rm` with hazmat's flags (backends/docker/baseline.py). Both under
+runc
 only: epicbox has no runtime option. Install them with `pip install -e '.[bench]'`.
 
     .venv/bin/python benchmarks/tiers.py --runs 20 --seconds 20 --write
@@ -27,10 +28,10 @@ from pathlib import Path
 from docs_section import write_section
 
 from hazmat import Sandbox
-from hazmat.backends.baseline import footprint
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.oci import OciBackend
-from hazmat.backends.pool import PoolBackend
+from hazmat.backends.docker.baseline import footprint
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.oci.driver import OciBackend
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.cli.bench import plain_docker_run
 from hazmat.languages import get_language
 from hazmat.policy import Policy, PoolSettings

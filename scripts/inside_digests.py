@@ -18,13 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from hazmat.backends import (
-    agent,
-    display_runner,
-    runners,
-    session_agent,
-    session_repl,
-)
+from hazmat.backends.agent import display_runner, runners, session_agent, session_repl
+from hazmat.backends.agent import single as agent
 from hazmat.images import recipes, toolchains
 from hazmat.images.builder import recipe_digest
 from hazmat.images.recipes import RECIPES

@@ -23,7 +23,7 @@ root=$PWD
 cd "$dir"  # ShellCheck reads the folder's .shellcheckrc (for standard input too)
 status=0
 # The .sh files run under Debian's dash (/bin/sh in the images). The agents reach the
-# container after prologue.sh (agent.py, session_agent.py) and are checked that way, so that
+# container after prologue.sh (agent/single.py, agent/session_agent.py) and are checked that way, so that
 # ShellCheck sees what the prologue defines; their line numbers count from its first line.
 for f in ./*.sh; do
     case $f in

@@ -12,10 +12,10 @@ import pytest
 
 from hazmat import Policy, Sandbox
 from hazmat.backends.base import Backend
-from hazmat.backends.docker import LABEL, DockerBackend
-from hazmat.backends.engine import Engine, missing_image_message
-from hazmat.backends.oci import OciBackend
-from hazmat.backends.pool import PoolBackend
+from hazmat.backends.container.engine import Engine, missing_image_message
+from hazmat.backends.docker.driver import LABEL, DockerBackend
+from hazmat.backends.oci.driver import OciBackend
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.images.builder import RECIPES, ImageBuilder, recipe_digest
 from hazmat.languages import LANGUAGES
 from hazmat.policy import PoolSettings
@@ -86,7 +86,7 @@ def _owner(container: dict[str, Any]) -> str:
 
 def _oci_sandboxes() -> list[dict[str, Any]]:
     """The direct OCI tier's sandboxes on this host, as the engine's containers look: their
-    bundle folder's name and its annotations (backends/oci.py)."""
+    bundle folder's name and its annotations (backends/oci/driver.py)."""
     backend = OciBackend(Engine())
     try:
         return [{"Id": b.name, "Labels": labels} for b, labels in backend.driver.bundles()]
@@ -157,7 +157,7 @@ def sandbox(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Sandbox]
     """A sandbox with the built-in policy on the real engine, once on the cold path and once
     through the warm pool; and, in the modules marked `oci` (see `pytest_collection_modifyitems`),
     once more through a warm pool of the direct OCI tier (runc and runsc without the engine,
-    backends/oci.py). The pool waits on a miss (it starts a container for the run, or the run
+    backends/oci/driver.py). The pool waits on a miss (it starts a container for the run, or the run
     fails with the start's error), so every run gets a pooled container."""
     tier = DockerBackend(engine) if request.param != "oci" else OciBackend(engine)
     backend: Backend = tier

@@ -338,7 +338,7 @@ def test_run_with_an_override_reason_runs_blocked_code() -> None:
 def test_bench_shows_progress_and_ctrl_c_leaves_no_container(tmp_path: Path) -> None:
     import signal
 
-    from hazmat.backends.engine import Engine
+    from hazmat.backends.container.engine import Engine
 
     # As at a terminal: a process started in the background by a non-interactive shell (as
     # test runners often are) inherits SIGINT ignored; Ctrl-C reaches a user's hazmat.

@@ -6,9 +6,10 @@
 - the front-ends (server/, cluster/) never import each other; cli/ composes them at start-up;
 - nothing outside backends/ imports docker-py, and nothing outside cluster/ imports Redis or
   Dramatiq;
-- inside backends/, the two tiers' drivers are siblings behind one seam (backends/containers.py):
-  neither imports the other, and no other module of backends/ (the shared run, the pool, the
-  kept containers, the code that runs inside the sandbox, image building) imports either.
+- backends/ is rooms (container/, docker/, oci/, pool/, kept/, agent/, inside/): the two
+  tiers' drivers are siblings behind one seam (container/backend.py) and neither imports the
+  other; no other room (the shared mechanics, the pool, the kept sandboxes, the code that runs
+  inside the sandbox) nor image building imports either (NOT_INTO).
 """
 
 from __future__ import annotations
@@ -47,12 +48,34 @@ RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 # third-party libraries only one package may use
 ONLY_IN = {"docker": "backends", "dramatiq": "cluster", "redis": "cluster"}
 
-# backends/'s drivers: the modules of each tier's own (backends/containers.py is the seam)
-DRIVERS = {
-    "docker": frozenset({"docker", "baseline"}),
-    "oci": frozenset({"oci", "oci_relay", "oci_rootfs", "oci_spec", "oci_verify", "oci_wait"}),
+# backends/'s rooms (sub-packages; base.py and __init__.py are the seam's root), and the rooms
+# each may not import: the drivers are siblings behind the seam (container/backend.py), and
+# nothing below them (the shared mechanics, the pool, the kept sandboxes, the code that runs
+# inside the sandbox) nor image building knows either of them
+ROOMS = frozenset({"container", "docker", "oci", "pool", "kept", "agent", "inside"})
+DRIVER_ROOMS = frozenset({"docker", "oci"})
+NOT_INTO = {
+    "docker": {"oci", "pool", "kept"},
+    "oci": {"docker", "pool", "kept"},
+    "container": DRIVER_ROOMS | {"pool"},  # its `keep` hands out a kept session
+    "base": DRIVER_ROOMS | {"pool", "kept"},
+    "pool": DRIVER_ROOMS | {"kept"},
+    "kept": DRIVER_ROOMS | {"pool"},
+    "agent": DRIVER_ROOMS | {"pool", "kept"},
+    "inside": DRIVER_ROOMS | {"pool", "kept", "container", "agent"},
+    "images": DRIVER_ROOMS | {"pool", "kept"},
 }
-DRIVER_OF = {f"hazmat.backends.{m}": tier for tier, ms in DRIVERS.items() for m in ms}
+
+
+def room(module: str) -> str | None:
+    """The backends/ room of `module` ("base" for the seam's root), "images" for image
+    building, else None."""
+    parts = module.split(".")
+    if parts[:2] == ["hazmat", "images"]:
+        return "images"
+    if parts[:2] != ["hazmat", "backends"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in ROOMS else "base"
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:
@@ -163,44 +186,53 @@ def problems(edges: dict[str, set[str]]) -> list[str]:
     return found
 
 
-def driver_problems(edges: dict[str, set[str]]) -> list[str]:
-    """Every import of a driver's module by the other driver or by the rest of backends/."""
+def room_problems(edges: dict[str, set[str]]) -> list[str]:
+    """Every import across a border of backends/'s rooms (NOT_INTO)."""
     found = []
     for source, targets in sorted(edges.items()):
-        if not source.startswith("hazmat.backends"):
-            continue
-        here = DRIVER_OF.get(source)
+        here = room(source)
         for target in sorted(targets):
-            there = DRIVER_OF.get(target)
-            if there is not None and there != here:
-                who = f"the {here} driver" if here else "a module outside the drivers"
-                found.append(f"{source} imports {target}: {who} imports the {there} driver")
+            there = room(target)
+            if here is not None and there in NOT_INTO.get(here, set()):
+                found.append(f"{source} imports {target}: {here} may not import {there}")
     return found
 
 
-def test_the_drivers_are_siblings_behind_one_seam() -> None:
-    assert driver_problems(graph()) == []
-    assert set(DRIVER_OF) <= set(modules()), "a driver module named in DRIVERS is gone"
+def test_the_rooms_keep_their_borders() -> None:
+    assert room_problems(graph()) == []
+    found = {room(m) for m in modules() if m.startswith("hazmat.backends.")}
+    assert found == ROOMS | {"base"}, "a room was added or is gone: update ROOMS and NOT_INTO"
+    assert {r for r in found if r != "base"} <= set(NOT_INTO) - {"images"} | {"inside"}
 
 
-def test_the_driver_check_finds_what_it_must(tmp_path: Path) -> None:
-    """It can fail: a driver importing the other, the seam importing a driver."""
+def test_the_room_check_finds_what_it_must(tmp_path: Path) -> None:
+    """It can fail: a driver importing the other, the seam, the in-sandbox code or image
+    building importing a driver."""
     files = {
         "hazmat/__init__.py": "",
         "hazmat/backends/__init__.py": "",
-        "hazmat/backends/containers.py": "from hazmat.backends.docker import DockerDriver\n",
-        "hazmat/backends/docker.py": "from hazmat.backends import containers\n",
-        "hazmat/backends/oci.py": "from hazmat.backends.docker import x\n",
-        "hazmat/backends/oci_spec.py": "from hazmat.backends import oci\n",
+        "hazmat/backends/container/__init__.py": "",
+        "hazmat/backends/container/backend.py": "from hazmat.backends.docker.driver import x\n",
+        "hazmat/backends/docker/__init__.py": "",
+        "hazmat/backends/docker/driver.py": "from hazmat.backends.container import backend\n",
+        "hazmat/backends/oci/__init__.py": "",
+        "hazmat/backends/oci/driver.py": "from hazmat.backends.docker.driver import x\n",
+        "hazmat/backends/oci/spec.py": "from hazmat.backends.oci import driver\n",
+        "hazmat/backends/agent/__init__.py": "",
+        "hazmat/backends/agent/single.py": "import hazmat.backends.oci.spec\n",
+        "hazmat/images/__init__.py": "",
+        "hazmat/images/builder.py": "from hazmat.backends.docker import driver\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert driver_problems(graph(tmp_path)) == [
-        "hazmat.backends.containers imports hazmat.backends.docker: a module outside the "
-        "drivers imports the docker driver",
-        "hazmat.backends.oci imports hazmat.backends.docker: the oci driver imports the "
-        "docker driver",
+    assert room_problems(graph(tmp_path)) == [
+        "hazmat.backends.agent.single imports hazmat.backends.oci.spec: agent may not import oci",
+        "hazmat.backends.container.backend imports hazmat.backends.docker.driver: container may "
+        "not import docker",
+        "hazmat.backends.oci.driver imports hazmat.backends.docker.driver: oci may not import "
+        "docker",
+        "hazmat.images.builder imports hazmat.backends.docker.driver: images may not import docker",
     ]
 
 

@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from hazmat.backends.agent import end_marker, file_marker, parse_end, parse_files
-from hazmat.backends.stream import Capture, Exchange, _Demux
+from hazmat.backends.agent.single import end_marker, file_marker, parse_end, parse_files
+from hazmat.backends.container.stream import Capture, Exchange, _Demux
 
 NONCE = "0" * 32
 WANT = ["out.txt", "data/r.csv", "ü.bin"]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from hazmat import InputError, Watch
-from hazmat.backends.agent import built_marker, end_marker, file_marker
-from hazmat.backends.stream import Capture, Exchange, pump
+from hazmat.backends.agent.single import built_marker, end_marker, file_marker
+from hazmat.backends.container.stream import Capture, Exchange, pump
 from hazmat.watch import as_watch
 
 

@@ -2,7 +2,7 @@
 
 Adding a language is one entry in `LANGUAGES`. `build` and `run` are shell command lines that the
 agent runs in the working directory; a non-zero exit of `build` is a compile error and the
-program does not run. A language with a `runner` (backends/runners.py) has its interpreter
+program does not run. A language with a `runner` (backends/agent/runners.py) has its interpreter
 started with the container, before the job exists; it then runs `entry` instead of `run`.
 """
 

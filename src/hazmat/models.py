@@ -155,7 +155,7 @@ class ExecutionRequest:
     memory_mb: int | None = None
     runtime: Runtime | None = None
     # what timeout_s measures: wall-clock time, or the program's CPU time (a grader's test,
-    # with a whole CPU: backends/cpu_time.py); None: wall-clock time
+    # with a whole CPU: backends/container/cpu_time.py); None: wall-clock time
     clock: Clock | None = None
     cpus: float | None = None  # at most the level's cpus (measured_cpus on the CPU clock)
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the program's
@@ -212,7 +212,7 @@ class ExecutionResult:
     override_reason: str | None = None
     peak_memory_bytes: int | None = None  # the container's peak, from its cgroup on the host
     # CPU time the container used during the run; on the CPU clock, the program's alone
-    # (from its start, after any build, to its end: backends/cpu_time.py)
+    # (from its start, after any build, to its end: backends/container/cpu_time.py)
     cpu_time_ms: float | None = None
     pooled: bool | None = None  # True: a container from the warm pool; False: a cold start
     settings_mismatch: Sequence[str] = ()  # the engine's settings that differ from the policy

@@ -1,7 +1,7 @@
 """Pausing a session and resuming it in a new container (sessions.py, run/session_store.py).
 
 A pause asks the session's agent for its working directory as a tar archive, made inside the
-sandbox (mode `save`, backends/session_agent.py); Python's interpreter first pickles what it
+sandbox (mode `save`, backends/agent/session_agent.py); Python's interpreter first pickles what it
 can of its variables into that directory and says which it could not (a function or class
 defined in the session, an open file, a generator, ...). The sandbox keeps the archive and
 what the session was in its store, and the container is removed. A resume opens a new

@@ -68,7 +68,7 @@ class Runtime(enum.StrEnum):
 class Clock(enum.StrEnum):
     """What a run's `timeout` measures: wall-clock time (a run, a session's call), or the CPU
     time of the program and all its processes, with wall-clock time as a backstop for a
-    program that sleeps or waits (a grader's test: backends/cpu_time.py)."""
+    program that sleeps or waits (a grader's test: backends/container/cpu_time.py)."""
 
     WALL = "wall"
     CPU = "cpu"
@@ -314,7 +314,7 @@ class PoolSettings:
     """The warm pool: containers started ahead of time, each for exactly one run.
 
     `size` containers are kept ready per kind (language, image, limits, runtime) to begin
-    with, and up to `max_size` when its runs find none ready (backends/pool_sizing.py), at most
+    with, and up to `max_size` when its runs find none ready (backends/pool/sizing.py), at most
     `max_containers` in all; `refill_concurrency` are started at once; a ready container older
     than `max_age_s` is replaced. `prewarm` names languages whose pool (for the default trust
     level) fills when the sandbox opens; any other kind fills after its first run. The
@@ -389,7 +389,7 @@ class Policy:
     # non-public ranges the allowlist proxy may connect to (`egress.reachable`: a mirror)
     reachable: tuple[Network, ...] = ()
     # what makes the containers: "docker" (the engine) or "oci" (runc and runsc directly,
-    # from bundles over prepared root file systems: backends/oci.py)
+    # from bundles over prepared root file systems: backends/oci/driver.py)
     backend: str = "docker"
 
     def __post_init__(self) -> None:

@@ -32,7 +32,7 @@ from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Applied, Review, RunRecorder
 from hazmat.backends.base import Backend, Job, Spec
-from hazmat.backends.kept_build import KeptBuild
+from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
@@ -206,7 +206,7 @@ class Sandbox:
         trust: TrustLevel | str | None = None,
         build_files: Iterable[str] = (),
     ) -> KeptBuild:
-        """A container kept for one submission's test cases (backends/kept_build.py), one per
+        """A container kept for one submission's test cases (backends/kept/kept_build.py), one per
         entry of `timeouts` (None: the trust level's): run each test's request with
         `execute_in(request, kept_build)`; it builds once, and each test runs as a fresh process
         from the state right after the build. `build_files` are the input files the build
@@ -485,20 +485,20 @@ class Sandbox:
 
 
 def _default_backend(policy: Policy, pool: bool) -> Backend:
-    from hazmat.backends.containers import ContainerBackend
+    from hazmat.backends.container.backend import ContainerBackend
 
     tier: ContainerBackend
     if policy.backend == "oci":
-        from hazmat.backends.oci import OciBackend
+        from hazmat.backends.oci.driver import OciBackend
 
         tier = OciBackend()
     else:
-        from hazmat.backends.docker import DockerBackend
+        from hazmat.backends.docker.driver import DockerBackend
 
         tier = DockerBackend()
     if not pool or policy.pool.size == 0 or policy.pool.max_containers == 0:
         return tier
-    from hazmat.backends.pool import PoolBackend
+    from hazmat.backends.pool.warm import PoolBackend
 
     return PoolBackend(tier, policy.pool)
 

@@ -9,7 +9,7 @@
 
 Each call goes through the whole pipeline (`Sandbox.execute`): assessed, decided, recorded
 with the session's id, run in the session's container. The working directory and /tmp are kept
-between calls; for Python the interpreter's variables are too (backends/session_agent.py).
+between calls; for Python the interpreter's variables are too (backends/agent/session_agent.py).
 JavaScript, TypeScript and Go run each call's program afresh, beside the files earlier calls
 left. A session has the memory, pids, CPU share and tmpfs of its trust level for its whole
 life, and ends (its container removed) when it is closed, after `idle_s` without a call,
@@ -260,7 +260,7 @@ class Session:
 
     def agent_call(self, program: Program, mode: str) -> RunReport:
         """One call of the session agent that is not a program of the caller's: `files`,
-        `save`, `restore` (backends/session_agent.py)."""
+        `save`, `restore` (backends/agent/session_agent.py)."""
         self._check_open()
         self._touch()
         report = self._backend.call(self._job(program), mode)

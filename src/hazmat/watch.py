@@ -92,7 +92,7 @@ def as_watch(on_output: OnOutput | Watch | None) -> Watch | None:
 
 
 class Tap:
-    """Passes the settled part of the captured streams to a `Watch` (backends/stream.py).
+    """Passes the settled part of the captured streams to a `Watch` (backends/container/stream.py).
 
     `update` is given, per stream, the bytes captured so far, whether they are final (the
     stream's end or files marker has been taken out), and the markers that may still come

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.egress.proxy import EgressProxy
 from hazmat.policy_file import parse_policy
 

@@ -14,8 +14,8 @@ from tls_servers import TLSServer
 from hazmat import InputError, Outcome, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.audit.records import parse_line
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.egress.proxy import EgressProxy
 from hazmat.models import ExecutionResult
 from hazmat.policy_file import parse_policy

@@ -10,11 +10,11 @@ import time
 import docker.errors
 
 from hazmat import ExecutionResult, Sandbox
-from hazmat.backends.containers import ContainerBackend
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
-from hazmat.backends.oci import OCI_UID_BASE, OciBackend
-from hazmat.backends.uids import UID_COUNT, Uids
+from hazmat.backends.container.backend import ContainerBackend
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.uids import UID_COUNT, Uids
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.oci.driver import OCI_UID_BASE, OciBackend
 
 OVERRIDE = "abuse test: the container must contain this whatever the assessment says"
 
@@ -63,6 +63,6 @@ def gone(sandbox: Sandbox, container_id: str | None, within_s: float = 15) -> bo
 
 
 def uids_of(sandbox: Sandbox) -> Uids:
-    """The range of program uids of the tier `sandbox` runs on (backends/uids.py)."""
+    """The range of program uids of the tier `sandbox` runs on (backends/container/uids.py)."""
     inner = getattr(sandbox.backend, "leaser", sandbox.backend)
     return Uids(OCI_UID_BASE, UID_COUNT) if isinstance(inner, OciBackend) else Uids()

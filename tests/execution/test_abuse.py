@@ -16,7 +16,7 @@ import pytest
 from probes import gone, lines, run, tier_of, uids_of
 
 from hazmat import PRESETS, ExecutionResult, Outcome, Sandbox, parse_policy
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 STRICT = PRESETS["strict"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hazmat import PRESETS, Outcome, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy_file import parse_policy
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]

@@ -1,6 +1,6 @@
-"""The CPU clock on the real engine, runc and runsc (backends/cpu_time.py): a run's timeout as
-the CPU time of the program and all its processes, read from its cgroup on the host; a program
-that sleeps stopped as idle by the wall-clock backstop; a grader's tests measured so. No
+"""The CPU clock on the real engine, runc and runsc (backends/container/cpu_time.py): a run's
+timeout as the CPU time of the program and all its processes, read from its cgroup on the host; a
+program that sleeps stopped as idle by the wall-clock backstop; a grader's tests measured so. No
 figure here depends on the machine's load: what is asserted is which rule stopped a program,
 and bounds that follow from the rule itself."""
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 

@@ -11,8 +11,8 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 from hazmat._exceptions import InputError
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.images.builder import ImageBuilder
 from hazmat.images.custom import CustomImage
 from hazmat.policy_file import parse_policy

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from hazmat.backends.engine import Engine
-from hazmat.backends.owners import LABEL
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.owners import LABEL
 from hazmat.grade.schema import RESULT_SCHEMA
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
@@ -162,7 +162,7 @@ def test_sandbox_map_and_amap_yield_each_result_as_it_finishes(engine: Engine) -
     import asyncio
 
     from hazmat import Sandbox, TaskResult
-    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.docker.driver import DockerBackend
 
     tasks = [
         {

@@ -15,11 +15,11 @@ from probes import lines, run, tier_of, uids_of
 
 from hazmat import PRESETS, Outcome, Sandbox
 from hazmat._exceptions import InfraError
-from hazmat.backends.agent import job_header
+from hazmat.backends.agent.single import job_header
 from hazmat.backends.base import Job, Program, Spec
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
-from hazmat.backends.uids import Uids
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.uids import Uids
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.languages import get_language
 from hazmat.policy import Runtime, TrustLevel
 

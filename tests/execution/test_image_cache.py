@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hazmat._exceptions import ImageBuildError
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
 from hazmat.images.builder import DIGEST_LABEL, ImageBuilder, ImageRecipe, recipe_digest
 
 pytestmark = pytest.mark.docker

@@ -16,9 +16,9 @@ import docker
 import pytest
 
 from hazmat import Outcome, Policy, Sandbox, parse_policy
-from hazmat.backends.docker import LABEL, DockerBackend, container_config
-from hazmat.backends.engine import Engine, EngineInfo
-from hazmat.backends.seccomp import load_profile
+from hazmat.backends.container.engine import Engine, EngineInfo
+from hazmat.backends.container.seccomp import load_profile
+from hazmat.backends.docker.driver import LABEL, DockerBackend, container_config
 from hazmat.languages import LANGUAGES
 
 pytestmark = pytest.mark.docker
@@ -36,7 +36,7 @@ def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> 
 
 
 def test_a_missing_image_hazmat_builds_names_the_command() -> None:
-    from hazmat.backends.engine import missing_image_message
+    from hazmat.backends.container.engine import missing_image_message
     from hazmat.images.recipes import RECIPES
 
     message = missing_image_message(RECIPES["node"].ref)
@@ -156,7 +156,7 @@ def test_missing_runtime_fails_closed_never_falls_back() -> None:
 
 def _container(engine: Engine, labels: dict[str, str]) -> str:
     from hazmat.backends.base import Spec
-    from hazmat.backends.uids import UID_BASE
+    from hazmat.backends.container.uids import UID_BASE
     from hazmat.policy import PRESETS, Runtime
 
     spec = Spec.of("python", LANGUAGES["python"].image, Runtime.RUNC, PRESETS["strict"])
@@ -167,7 +167,7 @@ def _container(engine: Engine, labels: dict[str, str]) -> str:
 def test_reaper_removes_only_what_is_abandoned(engine: Engine) -> None:
     """Dead owners' containers go; a live owner's stays even past its deadline (it is in use);
     an owner on another host or PID namespace is judged by the deadline; no deadline, never."""
-    from hazmat.backends.owners import pid_namespace, start_time
+    from hazmat.backends.container.owners import pid_namespace, start_time
 
     dead = subprocess.Popen(["true"])
     dead.wait()

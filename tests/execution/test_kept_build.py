@@ -1,5 +1,6 @@
-"""A kept build (backends/kept_build.py): one submission's tests in one container, built once, each
-test a fresh process from the state right after the build; on the real engine, runc and runsc."""
+"""A kept build (backends/kept/kept_build.py): one submission's tests in one container, built once,
+each test a fresh process from the state right after the build; on the real engine, runc and
+runsc."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.models import ExecutionResult
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]

@@ -182,7 +182,7 @@ def test_results_report_the_applied_limits_image_and_container(sandbox: Sandbox)
     result = sandbox.run("print(1)", trust="unknown", timeout=7)
     assert result.limits.memory_mb == 512 and result.limits.timeout_s == 7
     assert result.image == RECIPES["python"].ref
-    # the engine's container id, or the OCI tier's sandbox id (backends/oci.py)
+    # the engine's container id, or the OCI tier's sandbox id (backends/oci/driver.py)
     assert result.container_id and re.fullmatch(
         r"[0-9a-f]{64}|hazmat-[0-9a-f]{16}", result.container_id
     ), result.container_id

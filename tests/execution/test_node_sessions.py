@@ -10,8 +10,8 @@ import json
 import pytest
 
 from hazmat import Outcome, Sandbox
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy import Policy
 
 pytestmark = pytest.mark.docker

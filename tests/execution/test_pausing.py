@@ -11,8 +11,8 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 from hazmat._exceptions import InfraError, SessionClosed, SessionNotFound
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy import Policy, SessionSettings
 
 pytestmark = pytest.mark.docker

@@ -20,12 +20,12 @@ import pytest
 from hazmat import Outcome, Policy, Sandbox, parse_policy
 from hazmat.audit.log import AuditLog
 from hazmat.backends.base import Spec
-from hazmat.backends.docker import LABEL, DockerBackend, container_config
-from hazmat.backends.engine import Engine
-from hazmat.backends.pool import PoolBackend
-from hazmat.backends.seccomp import load_profile
-from hazmat.backends.settings_check import check, expected
-from hazmat.backends.uids import UID_BASE
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.seccomp import load_profile
+from hazmat.backends.container.settings_check import check, expected
+from hazmat.backends.container.uids import UID_BASE
+from hazmat.backends.docker.driver import LABEL, DockerBackend, container_config
+from hazmat.backends.pool.warm import PoolBackend
 from hazmat.policy import PRESETS, PoolSettings, Runtime
 from hazmat.testing import audit_records
 
@@ -180,8 +180,8 @@ def test_a_crashed_owner_leaves_nothing_after_the_next_start(
     script = textwrap.dedent(
         f"""
         import os
-        from hazmat.backends.docker import DockerBackend
-        from hazmat.backends.pool import PoolBackend
+        from hazmat.backends.docker.driver import DockerBackend
+        from hazmat.backends.pool.warm import PoolBackend
         from hazmat.backends.base import Spec
         from hazmat.policy import PRESETS, PoolSettings, Runtime
         pool = PoolBackend(DockerBackend(), PoolSettings(size=2))

@@ -28,9 +28,9 @@ from hazmat import (
     parse_policy,
 )
 from hazmat.audit.log import AuditLog
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
-from hazmat.backends.owners import LABEL, owner_labels
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.owners import LABEL, owner_labels
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.sessions import Session
 
 pytestmark = pytest.mark.docker

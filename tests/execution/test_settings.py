@@ -7,10 +7,10 @@ import json
 import pytest
 
 from hazmat.backends.base import Job, Program
-from hazmat.backends.docker import container_config
-from hazmat.backends.engine import Engine
-from hazmat.backends.seccomp import load_profile
-from hazmat.backends.uids import UID_BASE
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.seccomp import load_profile
+from hazmat.backends.container.uids import UID_BASE
+from hazmat.backends.docker.driver import container_config
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Runtime, TrustLevel
 

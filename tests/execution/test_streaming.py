@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from hazmat import Outcome, Sandbox, SessionClosed, Watch, parse_policy
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 OVERRIDE = "streaming test: the container must contain this whatever the assessment says"

@@ -13,8 +13,8 @@ import pytest
 from probes import run
 
 from hazmat import Outcome, Sandbox, parse_policy
-from hazmat.backends.docker import DockerBackend
-from hazmat.backends.engine import Engine
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
 
 pytestmark = pytest.mark.docker
 
@@ -397,7 +397,7 @@ def test_the_host_identity_is_not_readable(sandbox: Sandbox, runtime: str, langu
         assert value and value not in result.stdout, result.stdout
 
 
-# --- Ruby's warm runner (backends/runners.py): the program sees what `ruby main.rb` gives ---
+# --- Ruby's warm runner (backends/agent/runners.py): the program sees what `ruby main.rb` gives ---
 
 
 def test_ruby_runs_in_its_warm_runner_as_ruby_main_rb_would(sandbox: Sandbox, runtime: str) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hazmat.backends.engine import Engine
-from hazmat.backends.owners import LABEL
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.container.owners import LABEL
 from server_helpers import start_server, stop_server
 
 pytestmark = pytest.mark.docker

@@ -11,7 +11,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, TypeVar
 
 from hazmat._exceptions import InfraError
-from hazmat.backends.cpu_time import CpuLimit
+from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import DISPLAY_FILE, display_cap
 from hazmat.languages import Language, get_language
 from hazmat.policy import Clock, HostResources, Limits, Runtime, TrustLevel
@@ -46,14 +46,14 @@ class Spec:
     # the host directory of the run's allowlist proxy socket (egress/proxy.py), mounted into
     # the container; such a container is made for one run and never pooled
     egress: str | None = None
-    # a container kept for a session's many calls (backends/session_agent.py), never pooled
+    # a container kept for a session's many calls (backends/agent/session_agent.py), never pooled
     session: bool = False
     # the build step's memory when it differs from the program's (0: it does not): the
     # container starts with it and gets `memory_mb` once the build is done (a single run's,
     # not a session's: a session's container has `memory_mb` throughout)
     build_memory_mb: int = 0
-    # a kept container for one submission's test cases (backends/kept_build.py): built once, each
-    # test a fresh process from the state right after the build; it keeps the build's budget
+    # a kept container for one submission's test cases (backends/kept/kept_build.py): built once,
+    # each test a fresh process from the state right after the build; it keeps the build's budget
     kept_build: bool = False
 
     @property
@@ -91,13 +91,13 @@ class Spec:
 class Program:
     """What a job hands the program: its input files (source first), stdin, env and args,
     and the output files wanted back with their caps. The agent's wire format for it is
-    backends/agent.py's; nothing outside backends/ needs to know it."""
+    backends/agent/single.py's; nothing outside backends/ needs to know it."""
 
     files: Mapping[str, bytes]
     want: Sequence[str]
     stdin: bytes
     max_file_bytes: int
-    nonce: str = ""  # the job's secret markers (agent.py): made here when not given
+    nonce: str = ""  # the job's secret markers (agent/single.py): made here when not given
     env: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
     max_total_bytes: int | None = None  # the wanted files together; None: no more than each
@@ -142,7 +142,7 @@ class Job:
     program: Program
     egress: str | None = None  # see Spec.egress
     watch: Watch | None = field(default=None, compare=False)  # output as it comes (watch.py)
-    clock: Clock = Clock.WALL  # what limits.timeout_s measures (backends/cpu_time.py)
+    clock: Clock = Clock.WALL  # what limits.timeout_s measures (backends/container/cpu_time.py)
 
     @property
     def spec(self) -> Spec:
@@ -177,7 +177,7 @@ class RunReport:
     program_ms: float | None = None  # the program's own wall-clock time (after any build)
     container_id: str | None = None
     timed_out: bool = False
-    # on the CPU clock, why the program was stopped (backends/cpu_time.py): `cpu` (its CPU
+    # on the CPU clock, why the program was stopped (backends/container/cpu_time.py): `cpu` (its CPU
     # time reached the limit, or passed it by its end), `idle` (the wall-clock backstop),
     # `busy` (the machine starved it); None: the wall clock's limit
     stopped_by: str | None = None
@@ -235,7 +235,7 @@ class Backend:
         used containers, refilling a pool). `Sandbox` calls it once the run is recorded."""
 
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:
-        """Start one container kept for a session's many calls (backends/session.py), checked
+        """Start one container kept for a session's many calls (backends/kept/session.py), checked
         like any other; it is removed after `lifetime_s` by any reaper if nobody closes it."""
         raise InfraError(f"{type(self).__name__} cannot keep a container for a session")
 
@@ -244,7 +244,7 @@ class Backend:
         return set()
 
     def waiting_for_core(self) -> int:
-        """How many programs on the CPU clock wait for a core now (backends/cores.py)."""
+        """How many programs on the CPU clock wait for a core now (backends/container/cores.py)."""
         return 0
 
     def runtimes(self) -> set[str]:
@@ -292,7 +292,7 @@ class KeptBackend(Backend):
         raise NotImplementedError  # pragma: no cover
 
     def limit_memory(self, job: Job) -> int | None:
-        """Set the program's memory limit once a build is done (backends/kept_build.py)."""
+        """Set the program's memory limit once a build is done (backends/kept/kept_build.py)."""
         return None
 
     def cpu_seconds(self) -> float | None:

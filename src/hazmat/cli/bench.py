@@ -89,7 +89,7 @@ def _time(
 
 def plain_docker_run(language: str, runtime: str) -> Callable[[], None]:
     """`print(1)` through a plain `docker run` with hazmat's hardening flags, checked."""
-    from hazmat.backends.baseline import docker_run_command
+    from hazmat.backends.docker.baseline import docker_run_command
 
     cmd = docker_run_command(language, runtime)
     code = PRINT_ONE[language].encode()
@@ -108,8 +108,8 @@ def latency(
     runtimes: Iterable[str],
     progress: Callable[[str], None],
 ) -> None:
-    from hazmat.backends.docker import DockerBackend
-    from hazmat.backends.pool import PoolBackend
+    from hazmat.backends.docker.driver import DockerBackend
+    from hazmat.backends.pool.warm import PoolBackend
     from hazmat.sandbox import Sandbox
 
     policy = Policy()
@@ -151,9 +151,9 @@ def idle_memory(
     progress: Callable[[str], None],
 ) -> None:
     """Host memory per idle pooled container: its cgroup's usage plus its containerd shim."""
-    from hazmat.backends.baseline import footprint
-    from hazmat.backends.docker import DockerBackend
-    from hazmat.backends.pool import PoolBackend
+    from hazmat.backends.docker.baseline import footprint
+    from hazmat.backends.docker.driver import DockerBackend
+    from hazmat.backends.pool.warm import PoolBackend
     from hazmat.sandbox import Sandbox
 
     for runtime in runtimes:
@@ -189,7 +189,7 @@ def run_bench(
     progress: Callable[[str], None] = print,
 ) -> Report:
     """Measure everything `hazmat bench` reports."""
-    from hazmat.backends.engine import Engine
+    from hazmat.backends.container.engine import Engine
 
     available = Engine().info().runtimes
     chosen = [r for r in (runtimes or ("runc", "runsc")) if r in available]

@@ -14,8 +14,8 @@ from hazmat.models import Outcome
 
 if TYPE_CHECKING:
     from hazmat.backends.base import Spec
-    from hazmat.backends.docker import Started
-    from hazmat.backends.pool import PoolBackend
+    from hazmat.backends.docker.driver import Started
+    from hazmat.backends.pool.warm import PoolBackend
     from hazmat.sandbox import Sandbox
 
 __all__ = ["PRINT_ONE", "Report", "hazmat_call", "median", "p95", "wait_full"]

@@ -12,7 +12,7 @@ from hazmat.cli.bench_common import Report, hazmat_call, median, wait_full
 from hazmat.policy import Policy, PoolSettings, Runtime
 
 if TYPE_CHECKING:
-    from hazmat.backends.baseline import RawStarts
+    from hazmat.backends.docker.baseline import RawStarts
     from hazmat.sandbox import Sandbox
 
 __all__ = ["throughput"]
@@ -30,10 +30,10 @@ def throughput(
     measured in `rounds` alternating rounds of `seconds / rounds` each, so that the engine's
     drift over minutes hits all three alike; the ratio is given per round and as the median."""
     from hazmat.backends.base import Spec
-    from hazmat.backends.baseline import RawStarts
-    from hazmat.backends.docker import DockerBackend
-    from hazmat.backends.engine import Engine
-    from hazmat.backends.pool import PoolBackend
+    from hazmat.backends.container.engine import Engine
+    from hazmat.backends.docker.baseline import RawStarts
+    from hazmat.backends.docker.driver import DockerBackend
+    from hazmat.backends.pool.warm import PoolBackend
     from hazmat.languages import LANGUAGES
     from hazmat.sandbox import Sandbox
 

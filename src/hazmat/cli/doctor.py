@@ -19,7 +19,7 @@ from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
 
 if TYPE_CHECKING:
-    from hazmat.backends.engine import Engine
+    from hazmat.backends.container.engine import Engine
     from hazmat.images.builder import ImageBuilder
 
 __all__ = ["Check", "add", "run_checks"]
@@ -50,7 +50,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> list[Check]:
-    from hazmat.backends.engine import Engine, map_docker_errors
+    from hazmat.backends.container.engine import Engine, map_docker_errors
     from hazmat.images.builder import RECIPES, ImageBuilder
 
     engine = engine or Engine()
@@ -107,7 +107,7 @@ def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
 
 def _monitoring_check() -> Check:
     """Peak memory, CPU time and OOM kills are read from the host's cgroup files."""
-    from hazmat.backends.cgroup import Cgroup
+    from hazmat.backends.container.cgroup import Cgroup
 
     cgroup = Cgroup.of_pid(os.getpid())
     if cgroup is None:
@@ -152,7 +152,7 @@ def _seccomp_check(raw: dict[str, Any]) -> Check:
 
 
 def _profile_check() -> Check:
-    from hazmat.backends.seccomp import UnsafeProfile, load_profile
+    from hazmat.backends.container.seccomp import UnsafeProfile, load_profile
 
     try:
         profile = load_profile()
@@ -203,7 +203,7 @@ def _runtime_check(
     engine: Engine, runtime: Runtime, known: frozenset[str], recipe: str | None
 ) -> Check:
     """Prove the runtime works by running a one-line program under it."""
-    from hazmat.backends.docker import DockerBackend
+    from hazmat.backends.docker.driver import DockerBackend
     from hazmat.images.builder import RECIPES
     from hazmat.sandbox import Sandbox
 
@@ -232,8 +232,8 @@ def _runtime_check(
 
 
 def _leftovers(engine: Engine) -> Check:
-    from hazmat.backends.engine import map_docker_errors
-    from hazmat.backends.owners import LABEL, abandoned
+    from hazmat.backends.container.engine import map_docker_errors
+    from hazmat.backends.container.owners import LABEL, abandoned
 
     with map_docker_errors():
         listed = engine.api.containers(all=True, filters={"label": LABEL})

@@ -1,4 +1,4 @@
-"""`hazmat doctor`'s checks of the direct OCI tier (backends/oci.py): the runtime binaries,
+"""`hazmat doctor`'s checks of the direct OCI tier (backends/oci/driver.py): the runtime binaries,
 tini, cgroups this process may create, and the images' prepared root file systems. A failure
 counts against the exit status only when the policy uses the tier (`backend: oci`); otherwise
 it is printed as a warning."""
@@ -13,7 +13,7 @@ from hazmat.cli.doctor_check import Check
 from hazmat.policy import Runtime
 
 if TYPE_CHECKING:
-    from hazmat.backends.engine import Engine
+    from hazmat.backends.container.engine import Engine
 
 __all__ = ["oci_checks"]
 
@@ -22,8 +22,8 @@ CONTROLLERS_V2 = ("memory", "pids", "cpu")
 
 
 def oci_checks(engine: Engine, needed: bool) -> list[Check]:
-    from hazmat.backends.oci import find_init, runtime_binary
-    from hazmat.backends.oci_rootfs import RootFs
+    from hazmat.backends.oci.driver import find_init, runtime_binary
+    from hazmat.backends.oci.rootfs import RootFs
     from hazmat.images.builder import RECIPES, ImageBuilder
 
     checks = []
@@ -84,7 +84,7 @@ def oci_checks(engine: Engine, needed: bool) -> list[Check]:
 def _cgroup_check(needed: bool) -> Check:
     """Whether this process can make the sandboxes' cgroups (the runtime makes them as the
     user hazmat runs as): every controller the limits need, created and removed here."""
-    from hazmat.backends.cgroup import CGROUP_ROOT
+    from hazmat.backends.container.cgroup import CGROUP_ROOT
 
     unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
     probe = f"hazmat-doctor-{os.getpid()}"

@@ -1,6 +1,6 @@
 """`hazmat images build|list|export`: hazmat's images from Debian packages, and images of your
 own built from one of them (docs/images.md); `export` prepares their root file systems for the
-direct OCI tier (backends/oci_rootfs.py)."""
+direct OCI tier (backends/oci/rootfs.py)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def _list(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import time
 
-    from hazmat.backends.oci_rootfs import RootFs
+    from hazmat.backends.oci.rootfs import RootFs
     from hazmat.images.builder import RECIPES, ImageBuilder
     from hazmat.languages import get_language
 

@@ -2,7 +2,7 @@
 
 Every run goes through the pipeline (`Sandbox.execute_in`), so it is assessed, decided,
 hardened, verified and audited like any other. A task's test cases share a kept build
-(backends/kept_build.py): the submission is built once, and each test case runs as a fresh
+(backends/kept/kept_build.py): the submission is built once, and each test case runs as a fresh
 process from the state right after the build. A test case's verdict comes from its run's
 outcome (`VERDICT_OF`) and, for a run that ended `ok`, from its stdout against the expected
 output (compare.py) or from a checker program, which runs in a sandbox too. A compile error
@@ -22,7 +22,7 @@ from typing import Any, Protocol, Unpack
 
 from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
-from hazmat.backends.kept_build import KeptBuild
+from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.grade.compare import difference
 from hazmat.grade.tasks import Comparator, Task, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
@@ -197,9 +197,9 @@ def _check_run_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]
 class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
     runtime, image, caller, override_reason). A task's test cases share a kept build (built once,
-    each test a fresh process: backends/kept_build.py); with `fresh`, each runs in a fresh
+    each test a fresh process: backends/kept/kept_build.py); with `fresh`, each runs in a fresh
     container with a build of its own instead. A task's `timeout` is CPU time unless it says
-    `clock: wall` (backends/cpu_time.py), and each of its programs gets the trust level's
+    `clock: wall` (backends/container/cpu_time.py), and each of its programs gets the trust level's
     `measured_cpus` (a whole CPU) unless it asks for fewer (`cpus`)."""
 
     def __init__(self, sandbox: GradingSandbox, *, fresh: bool = False, **options: Any) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import ImageBuildError, InfraError
-from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.backends.container.engine import Engine, map_docker_errors
 from hazmat.images.cache import DEFAULT_CACHE, ImageCache
 from hazmat.images.chroot import Progress, run_tool
 from hazmat.images.custom import MANIFEST

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hazmat._exceptions import ImageBuildError, InfraError
-from hazmat.backends.engine import Engine, map_docker_errors
+from hazmat.backends.container.engine import Engine, map_docker_errors
 
 __all__ = ["DEFAULT_CACHE", "ImageCache"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hazmat.backends.agent import RELAY_PORT
+from hazmat.backends.agent.single import RELAY_PORT
 from hazmat.backends.base import Job, Program
 from hazmat.egress.proxy import Gate, proxy_env
 from hazmat.languages import Language, get_language

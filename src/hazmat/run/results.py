@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hazmat.backends.base import RunReport
-from hazmat.backends.cpu_time import CpuLimit
+from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import parse_displays
 from hazmat.languages import get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
@@ -173,8 +173,8 @@ def explain(
 
 
 def time_message(report: RunReport, limits: Limits) -> str | None:
-    """The sentence for a program stopped on the CPU clock (backends/cpu_time.py); None for
-    any other run."""
+    """The sentence for a program stopped on the CPU clock (backends/container/cpu_time.py); None
+    for any other run."""
     if not report.timed_out or report.stopped_by is None or report.compile_timed_out:
         return None
     rule = CpuLimit(limits.timeout_s)

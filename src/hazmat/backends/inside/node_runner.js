@@ -46,7 +46,7 @@
     if (!/^[0-9]+$/.test(text)) die('unknown job format');
     return Number(text);
   };
-  // the rest of the job, as the agent's stage script would read it (backends/agent.py)
+  // the rest of the job, as the agent's stage script would read it (backends/agent/single.py)
   const unpack = () => {
     const sizes = line();
     const space = sizes.indexOf(32);

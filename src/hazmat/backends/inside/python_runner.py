@@ -19,7 +19,7 @@ os.write(1, b"hazmat-ready\n")
 signal.sigwait({signal.SIGUSR2})
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR2})
 def _hazmat_unpack():
-    # the rest of the job, as the agent's stage script would read it (backends/agent.py)
+    # the rest of the job, as the agent's stage script would read it (backends/agent/single.py)
     def die(why):
         os.write(2, b"hazmat-agent: " + why + b"\n")
         os._exit(125)

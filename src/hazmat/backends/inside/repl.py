@@ -32,7 +32,7 @@ def _flush():
         except Exception:
             pass
 def _unpack():
-    # the job the agent kept (backends/session_agent.py): env and args, files, then stdin
+    # the job the agent kept (backends/agent/session_agent.py): env and args, files, then stdin
     with open("/tmp/.hazmat-session/job", "rb") as f:
         data = f.read()
     def line(pos):

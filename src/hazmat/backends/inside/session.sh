@@ -22,7 +22,7 @@ warmrun=${HAZMAT_SESSION_WARM:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
-# a kept build's container (backends/kept_build.py): nothing of the agent's runs between calls, so
+# a kept build's container (backends/kept/kept_build.py): nothing of the agent's runs between calls, so
 # every process but PID 1 and the agent is the program's; under gVisor each test runs in a
 # user, IPC and network namespace of its own (`isolate`: `unshare ... --`), which end with its
 # processes
@@ -52,7 +52,7 @@ start_repl() {
     exec 6>"$chan/go" 5<"$chan/done"
 }
 if [ -n "$repl" ]; then start_repl; fi
-# the next call's runner (backends/runners.py): started as the program now, so that a call
+# the next call's runner (backends/agent/runners.py): started as the program now, so that a call
 # need not wait for node; it says it is ready on a FIFO of the agent's, reads the call's
 # stdin from the file the unpack script writes, and runs the call's program when signalled
 warmpid=''

@@ -1,0 +1,165 @@
+"""The session agent: the agent of a container kept for many calls (sessions.py); its code is
+backends/inside/session.sh after the single-run agent's prologue.sh, and session_unpack.sh.
+
+It keeps the single-run agent's rules (backends/agent/single.py): it runs as root inside the
+container with four capabilities, everything of the program's runs through `setpriv` as the
+session's own uid with no capability, and only the agent reads each call's nonce, so only it can
+write the markers the host believes. What differs is that it loops: each call is one job on the
+attached stdin, and the stream stays open between calls::
+
+    hazmat-session 3 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
+    <name>\\n                                   one per output file the caller asked for (and
+                                                the display file, capped by <own>: agent.py)
+    and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
+    root's, readable by the program) before anything runs, so the stream stays in step:
+    <json_size> <sh_size>\\n<json><sh>          the env and args, as for a single run
+    <nfiles>\\n
+    <size> <name>\\n<size bytes>                one per input file (the source file first)
+    <the program's stdin, to the end>
+
+`mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
+and downloads); a kept build's container (backends/kept/kept_build.py) also takes `build` (unpack,
+build, and archive the working directory and the build folder as the output file the host asks
+for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty every mount the
+program can write and remove the System V IPC objects; unpack the test's files and the
+build's archive; say so with the built marker and wait for the host's `go`, where the test's
+clock starts; run, without building, under gVisor in namespaces of its own). A pause
+(sessions.py) is mode `save`: Python's interpreter pickles what it can of its variables into
+the working directory (.hazmat-variables), and the working directory is archived as the output
+file
+/tmp/.hazmat-save.tar; its resume, in a new container, is mode `restore`: the archive arrives
+as the job's stdin and is unpacked into the working directory as the program's uid, and
+Python's new interpreter loads the variables (each call's stdout is a one-line JSON report of which
+variables were kept). A test's job is framed differently::
+
+    <archive_size>\n<json_size> <sh_size>\n<json><sh><nfiles>\n<files as above>
+    <stdin_size>\n<stdin><archive>
+
+Keeping the job in a file costs one process (`head`) per call; the program's files are
+unpacked from it as the program's uid (each process started in these containers costs about
+20 ms, so Python's interpreter unpacks the job itself). The working directory and /tmp are
+kept between calls (not between a kept build's tests); every process the call started is killed
+before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between
+calls; in a kept build's container all but PID 1 and the agent, at once), so nothing of one call
+runs into the next.
+
+Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
+container start and, for each call, writes the mode to a FIFO it holds open (/tmp/.hazmat-
+session/go, root's); the interpreter unpacks the job file and runs main.py in the same
+namespace every time, like a notebook cell (the value of a final expression is printed), and
+writes the call's exit status to a second FIFO (done). If the interpreter dies (`os._exit`, the
+memory limit), the agent sees the FIFO end, reports the status, and starts a new one on the
+next call: the files stay, the variables are gone, and the program's stderr says so. The code
+can only confuse its own session through these FIFOs: the markers still come from the agent.
+
+JavaScript and TypeScript keep no state, but each call's node is started before the call: once
+a call has ended (and its processes are gone) the agent starts the language's runner
+(backends/agent/runners.py) as the session's uid, with the runner's code, the ready line sent to a
+FIFO of the agent's (/tmp/.hazmat-session/ready) and the call's stdin to be read from the file
+the unpack script writes. A run call, once unpacked and built, signals it, and the runner runs
+the program as `node main.js` would. If it is not there or not ready (it died), the call runs
+`node` as before.
+"""
+
+from __future__ import annotations
+
+from hazmat.backends.agent.runners import RUNNERS
+from hazmat.backends.agent.session_repl import REPL
+from hazmat.backends.agent.shell_session import shell_repl
+from hazmat.backends.agent.single import PROLOGUE, job_header
+from hazmat.backends.base import Program
+from hazmat.backends.container.settings_check import WORKDIR
+from hazmat.backends.inside import fill, program, read
+from hazmat.languages import Language
+
+__all__ = [
+    "SESSION_SCRIPT",
+    "session_environment",
+    "session_header",
+    "unclean_marker",
+]
+
+SESSION_VERSION = 3
+# A kept build's test under gVisor: the program in user, IPC and network namespaces of its own, so
+# that System V and POSIX IPC objects, abstract sockets and TCP's TIME_WAIT end with it (gVisor
+# lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
+# resets or checks each instead)
+ISOLATE = "unshare --user --map-current-user --ipc --net --"
+BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
+
+SESSION_SCRIPT = PROLOGUE + program("session.sh")
+
+# One call's job (from the agent's job file, on stdin), read as the program's uid: the env
+# and args (both forms), the input files (the language's source files from earlier calls go
+# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. A kept build's test (mode
+# again) first empties everything the last test left where the program may write (status
+# 126: it could not); its job then begins with the size of the build's archive, its stdin
+# has a size of its own, and the archive comes last, unpacked around the test's files. Every
+# process costs 20-50 ms under gVisor, so none starts that is not needed. A template:
+# `session_environment` fills in the language's source files.
+SESSION_UNPACK = read("session_unpack.sh")
+
+
+def session_environment(
+    lang: Language, heap_mb: int, kept_build: bool = False, isolate: bool = False
+) -> dict[str, str]:
+    """What the session agent needs beyond the single-run agent's environment: its unpack
+    script, and how each language builds and runs when the container is kept (a fresh build
+    folder per call; the source file the call named, not one left by an earlier call). A
+    kept build's container (backends/kept/kept_build.py) runs every test as a fresh process: no
+    interpreter or shell is kept between its calls."""
+    node = f"exec node --max-old-space-size={heap_mb}"
+    runs = {
+        "javascript": (
+            f'f=main.js; for x in main.mjs main.cjs; do [ -f "$x" ] && f=$x; done; {node} "$f"'
+        ),
+        "typescript": (
+            f'f={BUILD}/main.js; [ -f {BUILD}/main.mjs ] && f={BUILD}/main.mjs; {node} "$f"'
+        ),
+    }
+    sources = " ".join(f"./{name}" for name in lang.source_names)
+    unpack = fill(SESSION_UNPACK, SOURCES=sources)
+    env = {
+        "HAZMAT_UNPACK_SCRIPT": unpack,
+        "HAZMAT_RUN": runs.get(lang.name, lang.run),
+        "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
+        "HAZMAT_WARM": "",
+    }
+    if kept_build:
+        env["HAZMAT_KEPT_BUILD"] = "1"
+        if isolate:  # gVisor: each test in user, IPC and network namespaces of its own
+            env["HAZMAT_ISOLATE"] = ISOLATE
+    elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
+        env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
+    elif lang.runner == "python":
+        env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
+    elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)
+        env |= {
+            "HAZMAT_REPL": 'exec bash --norc --noprofile -c "$3" bash',
+            "HAZMAT_REPL_CODE": shell_repl(unpack, WORKDIR),
+            "HAZMAT_REPL_NAME": "shell",
+        }
+    return env
+
+
+def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
+    """One call's job for the session agent, whole (its stdin included); a kept build's test
+    (mode `again`) carries the build's archive, which the host keeps."""
+    body = job_header(program).split(b"\n", 1 + len(program.wanted))[-1]
+    stdin = program.stdin
+    if mode == "again":
+        body = b"%d\n%s%d\n%s%s" % (len(archive), body, len(stdin), stdin, archive)
+        stdin = b""
+    first = (
+        f"hazmat-session {SESSION_VERSION} {len(program.wanted)} {program.max_file_bytes} "
+        f"{program.nonce} {len(body) + len(stdin)} {mode} {program.total_cap} "
+        f"{program.own_cap}\n"
+    ).encode()
+    wants = b"".join(name.encode() + b"\n" for name in program.wanted)
+    return first + wants + body + stdin
+
+
+def unclean_marker(nonce: str) -> bytes:
+    """All a kept build's test prints when the agent could not clear what the last test left: the
+    program did not run, and the host moves the test to a new container."""
+    return f"--hazmat-unclean-{nonce}--\n".encode()

@@ -1,0 +1,77 @@
+"""One run's measured program on the CPU clock (backends/container/cpu_time.py): its core and its
+meter.
+
+`begin()` is called when the program starts, which is when the host has just sent it its go:
+at once for a program without a build step, after the build for one with it, after the
+unpacking for a kept build's test (the agent waits for the host in both). It waits for a core
+(backends/container/cores.py: no more measured programs at once than the machine has cores), then
+starts the meter. While the program runs the pump calls `check()`; `finish()` takes the last reading
+and lets the core go. A run on the wall clock, or one whose container's cgroup this host cannot
+read, measures nothing (`active` is False) and keeps the wall-clock limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from hazmat.backends.container.cgroup import Cgroup
+from hazmat.backends.container.cores import Cores
+from hazmat.backends.container.cpu_time import CpuLimit, CpuMeter, Reading
+
+__all__ = ["Measure"]
+
+NO_METER_NOTE = (
+    "the CPU time limit was applied as a wall-clock limit: this host cannot read the "
+    "container's cgroup"
+)
+
+
+class Measure:
+    """The measuring of one run's program (nothing when `limit` is None)."""
+
+    def __init__(self, limit: CpuLimit | None, cgroup: Cgroup | None, cores: Cores | None) -> None:
+        self.limit = limit if cgroup is not None else None
+        self.wanted = limit is not None
+        self.meter = CpuMeter(cgroup) if self.limit is not None and cgroup is not None else None
+        self.cores = cores
+        self._held = contextlib.ExitStack()
+        self.final: Reading | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.meter is not None
+
+    @property
+    def note(self) -> str | None:
+        """What the result says when a CPU limit was asked for and could not be measured."""
+        return NO_METER_NOTE if self.wanted and not self.active else None
+
+    def begin(self) -> None:
+        """The program starts now: hold a core, start the meter."""
+        if self.meter is None or self.meter.began is not None:
+            return
+        if self.cores is not None:
+            self._held.enter_context(self.cores.hold())
+        self.meter.start()
+
+    def check(self) -> str | None:
+        """Why the program must stop now, if it must (CpuLimit.reason_to_stop)."""
+        if self.meter is None or self.limit is None:
+            return None
+        reading = self.meter.read()
+        return self.limit.reason_to_stop(reading) if reading is not None else None
+
+    def finish(self) -> Reading | None:
+        """The program has ended (or was stopped): the last reading; the core goes."""
+        try:
+            if self.meter is not None and self.meter.began is not None:
+                self.final = self.meter.read() or self.meter.last
+            return self.final
+        finally:
+            self._held.close()
+
+    def over_limit(self) -> bool:
+        """Whether the program's CPU time, read at its end, passed its limit."""
+        return self.final is not None and self.limit is not None and (
+            self.final.cpu_s > self.limit.limit_s
+        )

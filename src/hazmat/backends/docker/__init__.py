@@ -1,0 +1,1 @@
+"""The Docker driver: containers made, checked and removed through the engine."""

@@ -1,0 +1,1 @@
+"""Kept sandboxes: a session's container between its calls, and a grader's kept build."""

@@ -1,0 +1,170 @@
+"""A session's backend: one container kept for many calls (the public side is sessions.py).
+
+The container is started with the session agent (backends/agent/session_agent.py), checked against
+the policy like any other (backends/container/settings_check.py), and labelled with a deadline at
+the end of the session's lifetime, so the reaper of any later hazmat process removes it if this
+one dies.
+Each `execute` is one call in it, one at a time. A call that runs out of time or output has
+its container killed, as a single run would, and that ends the session: the next call raises
+`SessionClosed` saying why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from typing import Protocol
+
+from hazmat._exceptions import InfraError, SessionClosed
+from hazmat.backends.agent.session_agent import session_header
+from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
+from hazmat.backends.container.cgroup import Sample
+from hazmat.backends.container.started import Started
+from hazmat.policy import HostResources
+
+__all__ = ["SessionBackend"]
+
+
+class _Host(Protocol):
+    """What a session needs of the backend that starts its container (containers.py)."""
+
+    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started: ...
+
+    def run_kept(
+        self, started: Started, job: Job, data: bytes, pending: bytes, ready: bool = False
+    ) -> tuple[RunReport, bytes | None]: ...
+
+    def discard(self, started: Started) -> None: ...
+
+    def kill(self, started: Started) -> None: ...
+
+    def program_memory(self, started: Started, job: Job) -> int | None: ...
+
+    def resources(self) -> HostResources: ...
+
+
+class SessionBackend(KeptBackend):
+    """Runs each job in the session's one container; `close()` removes it
+    (`ContainerBackend.keep` makes it)."""
+
+    def __init__(self, docker: _Host, spec: Spec, lifetime_s: float) -> None:
+        self.docker = docker
+        self.spec = _kept(spec)
+        self.started: Started | None = docker.start(self.spec, lifetime_s=lifetime_s)
+        self.ended: str | None = None  # why the session ended, once it has
+        self._pending = b""
+        self._lock = threading.Lock()
+
+    @property
+    def container_id(self) -> str | None:
+        return self.started.cid if self.started is not None else None
+
+    def resources(self) -> HostResources:
+        return self.docker.resources()
+
+    def execute(self, job: Job) -> RunReport:
+        return self.call(job, "run")
+
+    def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
+        """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect); for a
+        kept build, `build` and `again` (backends/agent/session_agent.py)."""
+        if _kept(dataclasses.replace(job.spec, kept_build=self.spec.kept_build)) != self.spec:
+            raise InfraError("this call's container settings differ from its session's")
+        with self._lock:
+            started = self._open()
+            data = session_header(job.program, mode, archive)
+            if mode == "again" and started.cgroup is not None:
+                started.cgroup.reset_peak()  # each test's own peak, where the kernel lets us
+            ready = mode == "again"  # a kept build's test: its time starts once it is unpacked
+            report, rest = self.docker.run_kept(started, job, data, self._pending, ready)
+            self._pending = rest or b""
+            if self.ended is not None:  # ended under the call (`end(now=True)` killed it)
+                self._end(self.ended)
+                note = f"the session ended during the call: {self.ended}"
+                return dataclasses.replace(report, notes=(*report.notes, note))
+            why = _ended_by(report) if rest is None else None
+            if why is not None:
+                self._end(f"a call {why}")
+                report = dataclasses.replace(
+                    report, notes=(*report.notes, f"the session ended: the call {why}")
+                )
+            return report
+
+    def limit_memory(self, job: Job) -> int | None:
+        """A kept build's build is done: set the program's memory limit on the container (it
+        started with the build's budget). None, or the bytes the build left in use when they
+        are more than the program may have."""
+        return self.docker.program_memory(self._open(), job)
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time the session's container has used so far (None: unknown)."""
+        started = self.started
+        if started is None or started.cgroup is None:
+            return None
+        sample: Sample | None = started.cgroup.sample()
+        return sample.cpu_ns / 1e9 if sample is not None else None
+
+    def busy(self) -> bool:
+        """Whether a call is running."""
+        return self._lock.locked()
+
+    def end(self, why: str, now: bool = False) -> None:
+        """End the session (idempotent): remove its container; later calls raise
+        `SessionClosed` with `why`. Without `now` a running call finishes first; with it a
+        running call's container is killed at once: the call returns straight away, its
+        result saying why, and removes the container."""
+        if not (self._lock.acquire(blocking=not now) or self._kill_call(why)):
+            return  # the running call removes the container
+        try:
+            self._end(why)
+        finally:
+            self._lock.release()
+
+    def _kill_call(self, why: str) -> bool:
+        """Kill the running call's container, `why` its end; whether the call's lock could be
+        taken after all (the call returned meanwhile: the caller ends the session)."""
+        self.ended = self.ended or why  # the call sees it once its run returns
+        started = self.started
+        if started is not None:
+            self.docker.kill(started)
+        return self._lock.acquire(blocking=False)
+
+    def _open(self) -> Started:
+        if self.started is None or self.ended is not None:
+            raise SessionClosed(f"the session has ended: {self.ended}")
+        return self.started
+
+    def _end(self, why: str) -> None:
+        if self.started is None:
+            return
+        self.ended = self.ended or why
+        started, self.started = self.started, None
+        if started is None:
+            return
+        with contextlib.suppress(InfraError):
+            self.docker.discard(started)
+
+    def close(self) -> None:
+        self.end("it was closed")
+
+
+def _kept(spec: Spec) -> Spec:
+    """A kept container's spec: a session's has one memory budget, builds included
+    (Spec.start_memory_mb); a kept build's keeps the build's own until the build is done."""
+    return dataclasses.replace(
+        spec, session=True, build_memory_mb=spec.build_memory_mb if spec.kept_build else 0
+    )
+
+
+def _ended_by(report: RunReport) -> str:
+    """Why a call's container is gone (the host killed it, or it died)."""
+    if report.cancelled:
+        return "was cancelled"
+    if report.timed_out or report.compile_timed_out:
+        return "ran out of time"
+    if report.output_exceeded:
+        return "went over the output limit"
+    if report.oom_killed:
+        return "went over the memory limit"
+    return "lost its container (its agent ended)"

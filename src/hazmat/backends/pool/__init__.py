@@ -1,0 +1,1 @@
+"""The warm pool: sandboxes started ahead of the jobs that take them, and its sizing."""
