@@ -218,19 +218,13 @@ class Sandbox:
         lifetime = limits.compile_timeout_s + sum(spent) + KEPT_BUILD_SLACK_S * (1 + len(spent))
         return KeptBuild(self.backend, lifetime, frozenset(build_files))
 
-    def bench(
-        self,
-        language: str,
-        timeouts: Sequence[float | None],
-        *,
-        trust: TrustLevel | str | None = None,
-        build_files: Iterable[str] = (),
-    ) -> KeptBuild:
-        """Deprecated: the old name of `kept_build` ("bench" now names only the benchmarks)."""
+    def bench(self, *args: Any, **kwargs: Any) -> KeptBuild:
+        """Deprecated: the old name of `kept_build`, which takes the same arguments ("bench"
+        now names only the benchmarks)."""
         warnings.warn(
             "Sandbox.bench is renamed Sandbox.kept_build", DeprecationWarning, stacklevel=2
         )
-        return self.kept_build(language, timeouts, trust=trust, build_files=build_files)
+        return self.kept_build(*args, **kwargs)
 
     def record_session_files(
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
