@@ -70,8 +70,9 @@ def test_the_files_with_placeholders_are_the_templates_we_fill() -> None:
     }
     assert with_placeholders == {
         "agent.sh": {"RELAY_PORT", "RELAY_HEX"},
-        "python_runner.py": {"DISPLAY"},
-        "repl.py": {"DISPLAY"},
+        "preload.py": {"PRELOAD_FILE"},
+        "python_runner.py": {"DISPLAY", "PRELOAD"},
+        "repl.py": {"DISPLAY", "PRELOAD"},
         "session_unpack.sh": {"SOURCES"},
         "shell_session.bash": {"UNPACK", "WORKDIR"},
     }

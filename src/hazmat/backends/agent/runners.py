@@ -27,12 +27,16 @@ from types import MappingProxyType
 
 from hazmat.backends.agent.display_runner import DISPLAY
 from hazmat.backends.inside import program
+from hazmat.languages import PRELOAD_FILE
 
-__all__ = ["READY_LINE", "RUNNERS"]
+__all__ = ["PRELOAD", "READY_LINE", "RUNNERS"]
 
 READY_LINE = b"hazmat-ready\n"
 
-PYTHON = program("python_runner.py", DISPLAY=DISPLAY.strip("\n"))
+# an image's warm-up (PRELOAD_FILE), run by both Pythons before the job exists
+PRELOAD = program("preload.py", PRELOAD_FILE=PRELOAD_FILE).strip("\n")
+
+PYTHON = program("python_runner.py", DISPLAY=DISPLAY.strip("\n"), PRELOAD=PRELOAD)
 
 NODE = program("node_runner.js")
 

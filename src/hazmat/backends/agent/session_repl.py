@@ -12,8 +12,9 @@ inside the sandbox: the host reads only the agent's report.
 from __future__ import annotations
 
 from hazmat.backends.agent.display_runner import DISPLAY
+from hazmat.backends.agent.runners import PRELOAD
 from hazmat.backends.inside import program
 
 __all__ = ["REPL"]
 
-REPL = program("repl.py", DISPLAY=DISPLAY.strip("\n"))
+REPL = program("repl.py", DISPLAY=DISPLAY.strip("\n"), PRELOAD=PRELOAD)

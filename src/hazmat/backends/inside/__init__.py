@@ -1,17 +1,18 @@
 """What runs inside the sandbox, as the files in this folder, and the one way they are filled in.
 
 Every program hazmat sends into a container (or puts into an image) is a file here, in its
-own language, read with `importlib.resources` by the module that hands it out under the same
-name as before:
+own language, read with `importlib.resources` by the module of backends/agent/ (or images/)
+that hands it out under the name below:
 
-    prologue.sh         how both agents begin                 agent.PROLOGUE
-    agent.sh            the single-run agent, after it        agent.AGENT_SCRIPT
-    stage.sh            unpack, build, run as the program     agent.STAGE_SCRIPT
-    collect.sh          the output files' records             agent.COLLECT_SCRIPT
+    prologue.sh         how both agents begin                 single.PROLOGUE
+    agent.sh            the single-run agent, after it        single.AGENT_SCRIPT
+    stage.sh            unpack, build, run as the program     single.STAGE_SCRIPT
+    collect.sh          the output files' records             single.COLLECT_SCRIPT
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
     session_unpack.sh   one call's job, unpacked              session_agent.SESSION_UNPACK
     shell_session.bash  a Bash session's shell                shell_session.shell_repl
     display.py          the displays (both Pythons embed it)  display_runner.DISPLAY
+    preload.py          an image's warm-up (both embed it)    runners.PRELOAD
     python_runner.py    Python's runner                       runners.PYTHON
     repl.py             a Python session's interpreter        session_repl.REPL
     node_runner.js      Node's runner                         runners.NODE
@@ -22,8 +23,8 @@ name as before:
 What reaches the container is the file's bytes, with its placeholders filled by `fill`
 (hazmat/template.py, the one templating mechanism: `@NAME@`, or a whole line ending in `# @NAME@`
 where a bare placeholder would not parse; python_runner.py and repl.py import display.py's
-function on such a line, so that linters see where the name comes from): none of these programs
-is ever imported or run on the host.
+and preload.py's functions on such lines, so that linters see where the name comes from): none
+of these programs is ever imported or run on the host.
 
 The bytes of every assembled program are pinned by tests/backends/inside_digests.json
 (tests/backends/test_inside_files.py); the files are linted by `make lint` (scripts/lint-inside.sh:

@@ -79,14 +79,7 @@ fi
 kill -9 -1
 i=0
 while kill -0 -1 && [ "$i" -lt 10000 ]; do i=$((i + 1)); done
-if [ "$nwant" -gt 0 ] && worth_collecting; then
-    printf -- '--hazmat-files-%s--\n' "$nonce"
-    printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-        "$maxtotal" "$maxown"
-fi
-# on both streams: the engine forwards them independently, and the host reads until both end
-printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+finish
 # Stay, stopped, until the host removes the container: its cgroup, and the figures the host
 # reads from it (refused forks, peak memory, CPU time), must outlive the run.
 kill -STOP $$

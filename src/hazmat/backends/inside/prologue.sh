@@ -14,6 +14,17 @@ worth_collecting() {
     for f in $owns; do { [ -e "$f" ] || [ -L "$f" ]; } && return 0; done
     return 1
 }
+# the call's output files (those asked for, when worth it), then its end with status `rc` on
+# both streams: the engine forwards them independently, and the host reads until both end
+finish() {
+    if [ "$nwant" -gt 0 ] && worth_collecting; then
+        printf -- '--hazmat-files-%s--\n' "$nonce"
+        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
+            "$maxtotal" "$maxown"
+    fi
+    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
+    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+}
 want() {
     wants="$wants$1
 "

@@ -1,17 +1,7 @@
 
 import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
-def _hazmat_preload(path="/etc/hazmat/preload.py"):
-    # an image's own warm-up (python-data imports numpy, pandas and matplotlib), paid for
-    # before the job exists; a failure here is the program's to meet when it imports
-    try:
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
-        exec(code, {"__name__": "__hazmat_preload__"})
-    except FileNotFoundError:
-        pass
-    except Exception:
-        pass
+from .preload import _hazmat_preload  # @PRELOAD@
 _hazmat_preload()
 del _hazmat_preload
 import json  # the job's env, args and displays come as JSON: its import (10 ms) paid now

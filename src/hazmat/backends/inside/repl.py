@@ -1,13 +1,8 @@
 
 import ast, builtins, importlib.machinery, io, json, os, sys, types
-def _preload(path="/etc/hazmat/preload.py"):
-    try:
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
-        exec(code, {"__name__": "__hazmat_preload__"})
-    except Exception:
-        pass
-_preload()
+from .preload import _hazmat_preload  # @PRELOAD@
+_hazmat_preload()
+del _hazmat_preload
 from .display import _hazmat_displays  # @DISPLAY@
 _begin, _end, _final = _hazmat_displays()
 del _hazmat_displays

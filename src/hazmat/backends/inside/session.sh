@@ -211,13 +211,7 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
     if [ -z "$kept_build" ]; then sweep; elif ! end_all; then dirty=1; fi
-    if [ "$nwant" -gt 0 ] && worth_collecting; then
-        printf -- '--hazmat-files-%s--\n' "$nonce"
-        printf '%s' "$wants" | setpriv $drop -- sh -c "$collect" collect "$workdir" "$maxfile" \
-            "$maxtotal" "$maxown"
-    fi
-    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc"
-    printf -- '--hazmat-end-%s-- %s\n' "$nonce" "$rc" >&3
+    finish
     [ -n "$warmpid" ] || start_warm
 done
 exit 0
