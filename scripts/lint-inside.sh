@@ -2,18 +2,24 @@
 # Lint the programs that run inside the sandbox (src/hazmat/backends/inside/) that are not
 # Python (ruff and mypy read its .py files with the rest of src/): ShellCheck on the shell
 # programs, `node --check` on the JavaScript, `javac` on the Java, `ruby -c` on the Ruby.
-# ShellCheck is installed when missing (Debian's package, as root with apt-get); node, javac
-# and ruby are used when this machine has them, and skipped with a note when it has not.
+# ShellCheck and Ruby are installed when missing (Debian's packages, as root with apt-get: the
+# host's Ruby may be older than the image's, which makes its syntax check stricter, never
+# looser); node and javac are used when this machine has them, and skipped with a note when it
+# has not.
 set -euo pipefail
 dir=${1:-src/hazmat/backends/inside}
 say() { printf 'lint-inside: %s\n' "$*"; }
 
-if ! command -v shellcheck >/dev/null 2>&1; then
+# ShellCheck and Ruby (for `ruby -c`) are Debian packages, installed when missing
+missing=()
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+command -v ruby >/dev/null 2>&1 || missing+=(ruby)
+if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing shellcheck"
+        say "installing ${missing[*]}"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
-    else
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    elif [[ " ${missing[*]} " == *" shellcheck "* ]]; then
         echo "lint-inside: error: shellcheck is not installed (Debian: apt-get install shellcheck)" >&2
         exit 1
     fi
@@ -23,8 +29,8 @@ root=$PWD
 cd "$dir"  # ShellCheck reads the folder's .shellcheckrc (for standard input too)
 status=0
 # The .sh files run under Debian's dash (/bin/sh in the images). The agents reach the
-# container after prologue.sh (agent/single.py, agent/session_agent.py) and are checked that way, so that
-# ShellCheck sees what the prologue defines; their line numbers count from its first line.
+# container after prologue.sh (agent/single.py, agent/session_agent.py) and are checked that
+# way, so that ShellCheck sees what the prologue defines; their line numbers count from its first line.
 for f in ./*.sh; do
     case $f in
         ./prologue.sh) ;;
