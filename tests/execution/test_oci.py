@@ -20,7 +20,9 @@ from hazmat._exceptions import InfraError, SettingsMismatch
 from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.container.uids import Uids
-from hazmat.backends.oci import driver, wait
+from hazmat.backends.oci import driver as oci_driver
+from hazmat.backends.oci import rootfs as oci_rootfs
+from hazmat.backends.oci import wait as oci_wait
 from hazmat.backends.oci.driver import OCI_UID_BASE, OciBackend, OciStarted, runtime_binary
 from hazmat.backends.oci.rootfs import RootFs
 from hazmat.backends.oci.spec import bundle_config
@@ -154,7 +156,7 @@ def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
 
     backend = OciBackend(engine)
     started = backend.start(_spec(runtime), lifetime_s=60)
-    monkeypatch.setattr(driver, "_KILL_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(oci_driver, "_KILL_TIMEOUT_S", 2.0)
     monkeypatch.setattr(subprocess, "run", run)
     try:
         backend.discard(started)
@@ -311,7 +313,7 @@ def test_a_runtime_that_ends_without_its_pid_file_is_an_infra_error_at_once(
 ) -> None:
     """The runtime's exit ends the wait, not the deadline (a minute here)."""
     _front(tmp_path, monkeypatch, "runc", 'print("hazmat-ready", flush=True)\nsys.exit(3)')
-    monkeypatch.setattr(wait, "PID_FILE_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(oci_wait, "PID_FILE_TIMEOUT_S", 60.0)
     backend = OciBackend(engine)
     try:
         with pytest.raises(InfraError) as caught:
@@ -329,7 +331,7 @@ def test_a_pid_file_that_never_comes_is_an_infra_error_at_its_deadline(
 ) -> None:
     """A runtime that stays (until its stdin closes) and never writes the file."""
     _front(tmp_path, monkeypatch, "runc", 'print("hazmat-ready", flush=True)\nsys.stdin.read()')
-    monkeypatch.setattr(wait, "PID_FILE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(oci_wait, "PID_FILE_TIMEOUT_S", 0.5)
     backend = OciBackend(engine)
     try:
         with pytest.raises(
@@ -392,7 +394,7 @@ def test_a_runtime_state_that_does_not_come_is_an_infra_error_not_a_mismatch(
     event for a runtime that did not answer)."""
     body = 'sys.exit("state: container is busy")'
     _front(tmp_path, monkeypatch, "runsc", body, command="state")
-    monkeypatch.setattr(wait, "STATE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(oci_wait, "STATE_TIMEOUT_S", 0.5)
     backend = OciBackend(engine)
     try:
         with pytest.raises(InfraError) as caught:
@@ -412,7 +414,7 @@ def test_an_export_under_way_elsewhere_is_waited_for_until_a_deadline(
     rootfs = RootFs(engine, tmp_path)
     name = str(engine.api.inspect_image(python_image)["Id"]).split(":")[-1][:24]
     rootfs.base.mkdir(parents=True)
-    monkeypatch.setattr(rootfs, "EXPORT_WAIT_S", 0.5)
+    monkeypatch.setattr(oci_rootfs, "EXPORT_WAIT_S", 0.5)
     with open(rootfs.base / f".{name}.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         wanted = rf"^{python_image}: another process .*/\.{name}\.lock\)$"
@@ -453,7 +455,7 @@ def test_a_runtime_that_does_not_end_after_its_run_is_killed_then_an_infra_error
     _front(tmp_path, monkeypatch, "runc", _STAYS)
     backend = OciBackend(engine)
     started = backend.start(_spec("runc"), lifetime_s=60)
-    monkeypatch.setattr(driver, "_KILL_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(oci_driver, "_KILL_TIMEOUT_S", 0.5)
     try:
         with pytest.raises(InfraError, match=rf"^sandbox {started.cid}: runc did not end in 1 s"):
             backend.driver.final_state(started, _job("runc", ""))
