@@ -335,10 +335,15 @@ def _free_port() -> int:
 
 
 def _remove_containers(engine: Engine) -> int:
-    """Remove what hazmat left on the engine; returns how many there were."""
+    """Remove what hazmat left on the engine, each said with its owner (the process and the
+    backend that started it) and state; returns how many there were."""
     if not engine.up():
         return 0
-    ids = sh("docker", "ps", "-aq", "--filter", "label=hazmat", env=engine.env()).split()
+    form = '{{.ID}} {{.Label "hazmat.owner"}} backend {{.Label "hazmat.backend"}} {{.Status}}'
+    found = sh("docker", "ps", "-a", "--filter", "label=hazmat", "--format", form, env=engine.env())
+    ids = [line.split()[0] for line in found.splitlines() if line.strip()]
+    for line in found.splitlines():
+        say(f"left on e{engine.index}: {line}")
     if ids:
         sh("docker", "rm", "-f", "-v", *ids, env=engine.env(), check=False)
     return len(ids)

@@ -270,7 +270,9 @@ class DockerDriver:
         return self._remove_mine(self.engine.probe(), made_before, token)
 
     def remove_mine(self, token: str) -> int:
-        return self._remove_mine(self.engine.probe(), lambda c: True, token)
+        """Through the engine's own client (its full timeout): this is the backend's last
+        chance, and a forced removal on a loaded engine can take longer than a probe's."""
+        return self._remove_mine(self.engine, lambda c: True, token)
 
     def _remove_mine(
         self, engine: Engine, which: Callable[[dict[str, Any]], bool], token: str
