@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from hazmat.backends.agent import display_runner, runners, session_agent, session_repl
+from hazmat.backends.agent import python_parts, runners, session_agent, session_repl
 from hazmat.backends.agent import single as agent
 from hazmat.images import recipes, toolchains
 from hazmat.images.builder import recipe_digest
@@ -37,7 +37,8 @@ def programs() -> dict[str, str]:
         "agent.COLLECT_SCRIPT": agent.COLLECT_SCRIPT,
         "session_agent.SESSION_SCRIPT": session_agent.SESSION_SCRIPT,
         "session_repl.REPL": session_repl.REPL,
-        "display_runner.DISPLAY": display_runner.DISPLAY,
+        "python_parts.DISPLAY": python_parts.DISPLAY,
+        "python_parts.PRELOAD": python_parts.PRELOAD,
         "runners.PYTHON": runners.PYTHON,
         "runners.NODE": runners.NODE,
         "runners.RUBY": runners.RUBY,

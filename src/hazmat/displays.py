@@ -3,7 +3,7 @@
 A display is what Jupyter calls display data: a mapping from a MIME type to the same thing in
 that type (`{"image/png": b"\\x89PNG...", "text/plain": "<Figure size 640x480 with 1 Axes>"}`),
 bytes for binary types and text for the others. The program makes them inside the sandbox
-(backends/agent/display_runner.py: matplotlib figures, a final expression with a rich
+(backends/agent/python_parts.py: matplotlib figures, a final expression with a rich
 representation, `display(obj)`), the runner writes them to a file the agent collects, and the
 host reads that file here as untrusted bytes: only the types below are kept, each checked
 (a PNG must be a PNG, text must be UTF-8), and no more than the policy's `max_displays` and

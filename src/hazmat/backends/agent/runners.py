@@ -16,8 +16,8 @@ behind, collects the output files and prints the end marker.
 The runner shares the program's process and uid (never the agent's), so nothing it could say
 is trusted; it says nothing after "ready" anyway.
 
-Their code is in backends/inside/: python_runner.py (with display_runner.py's `DISPLAY` in
-it), node_runner.js and ruby_runner.rb.
+Their code is in backends/inside/: python_runner.py (with python_parts.py's `PRELOAD` and
+`DISPLAY` in it), node_runner.js and ruby_runner.rb.
 """
 
 from __future__ import annotations
@@ -25,16 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from hazmat.backends.agent.display_runner import DISPLAY
+from hazmat.backends.agent.python_parts import DISPLAY, PRELOAD
 from hazmat.backends.inside import program
-from hazmat.languages import PRELOAD_FILE
 
-__all__ = ["PRELOAD", "READY_LINE", "RUNNERS"]
+__all__ = ["READY_LINE", "RUNNERS"]
 
 READY_LINE = b"hazmat-ready\n"
-
-# an image's warm-up (PRELOAD_FILE), run by both Pythons before the job exists
-PRELOAD = program("preload.py", PRELOAD_FILE=PRELOAD_FILE).strip("\n")
 
 PYTHON = program("python_runner.py", DISPLAY=DISPLAY.strip("\n"), PRELOAD=PRELOAD)
 

@@ -11,8 +11,8 @@ that hands it out under the name below:
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
     session_unpack.sh   one call's job, unpacked              session_agent.SESSION_UNPACK
     shell_session.bash  a Bash session's shell                shell_session.shell_repl
-    display.py          the displays (both Pythons embed it)  display_runner.DISPLAY
-    preload.py          an image's warm-up (both embed it)    runners.PRELOAD
+    display.py          the displays (both Pythons embed it)  python_parts.DISPLAY
+    preload.py          an image's warm-up (both embed it)    python_parts.PRELOAD
     python_runner.py    Python's runner                       runners.PYTHON
     repl.py             a Python session's interpreter        session_repl.REPL
     node_runner.js      Node's runner                         runners.NODE

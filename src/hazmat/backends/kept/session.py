@@ -27,7 +27,7 @@ __all__ = ["SessionBackend"]
 
 
 class _Host(Protocol):
-    """What a session needs of the backend that starts its container (containers.py)."""
+    """What a session needs of the backend that starts its container (container/backend.py)."""
 
     def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started: ...
 

@@ -1,8 +1,12 @@
-"""The displays' part of the Python runner and of the session's interpreter (displays.py).
+"""The parts both Pythons embed: the Python runner (runners.py) and a session's interpreter
+(session_repl.py). Each is Python source from backends/inside/, put on the line of theirs that
+stands in for it (backends/inside/__init__.py).
 
-`DISPLAY` is Python source (backends/inside/display.py) that both embed, on the line of theirs
-that stands in for it (backends/inside/__init__.py). It defines `_hazmat_displays()`, which returns
-three functions: `begin(ask)` before each run or call (`ask` is the job's `{"max": n,
+`PRELOAD` (preload.py) is an image's warm-up (languages.PRELOAD_FILE), run before the job
+exists: what it imports is paid for once per sandbox, not once per run.
+
+`DISPLAY` (display.py) is the displays' part (displays.py). It defines `_hazmat_displays()`,
+which returns three functions: `begin(ask)` before each run or call (`ask` is the job's `{"max": n,
 "bytes": b, "formats": ["png", ...]}`, or None when the policy allows no display), `end()`
 after it, and `final(value)` for the value of a final expression. Between them:
 
@@ -26,7 +30,10 @@ the program can write that file itself, and all it can forge is its own displays
 from __future__ import annotations
 
 from hazmat.backends.inside import program
+from hazmat.languages import PRELOAD_FILE
 
-__all__ = ["DISPLAY"]
+__all__ = ["DISPLAY", "PRELOAD"]
 
 DISPLAY = program("display.py")
+
+PRELOAD = program("preload.py", PRELOAD_FILE=PRELOAD_FILE).strip("\n")
