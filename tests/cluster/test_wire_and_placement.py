@@ -213,3 +213,26 @@ def test_a_run_whose_message_no_worker_takes_is_lost_then_retried_or_reported(
             assert kinds == [b"skipped"]
         ghost.broker.close()
     assert late.jobs == []
+
+
+def test_the_claim_scripts_go_by_their_sha_and_survive_a_flush(redis_client: Any) -> None:
+    """claim, take and give_up send a script's source only when Redis does not know it (its
+    first call, or a Redis restarted or flushed since): each call after that is an EVALSHA."""
+    from hazmat.cluster.keys import claim, take
+
+    def calls() -> dict[str, int]:
+        stats = redis_client.info("commandstats")
+        return {
+            name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("eval", "evalsha")
+        }
+
+    redis_client.script_flush()  # as after a restart: Redis knows no script
+    assert take(redis_client, "r1.1", "epoch-a:n1") == "first"
+    before = calls()
+    for n in range(5):
+        assert claim(redis_client, f"hazmat:run:r{n}.1:answered", "lost:service")
+        assert take(redis_client, f"r{n + 10}.1", "epoch-a:n1") == "first"
+    after = calls()
+    assert after["evalsha"] - before["evalsha"] >= 10 and after["eval"] == before["eval"]
+    redis_client.script_flush()
+    assert claim(redis_client, "hazmat:run:r99.1:answered", "lost:service")  # loaded again

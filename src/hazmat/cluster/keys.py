@@ -44,6 +44,7 @@ __all__ = [
     "broker",
     "claim",
     "give_up",
+    "lua",
     "patiently",
     "paused_key",
     "queue_of",
@@ -122,7 +123,7 @@ def claim(client: Any, key: str, token: str, *, unless: str | None = None) -> bo
     else's (a worker then kept a run's result to itself, and the service waited for it for an
     hour)."""
     keys = [key] if unless is None else [key, unless]
-    return bool(patiently(lambda: client.eval(_CLAIM, len(keys), *keys, token, RUN_TTL_S)))
+    return bool(patiently(lambda: lua(client, _CLAIM, keys, [token, RUN_TTL_S])))
 
 
 # KEYS: an attempt's `taken` and `answered`; ARGV: the taker's token (its process's epoch, a
@@ -146,8 +147,20 @@ def take(client: Any, aid: str, token: str) -> str:
     lost). `token` is "<epoch>:<nonce>", the nonce new for each delivery; a retry of this call
     after a lost answer finds its own token and is still `first`."""
     keys = [run_key(aid, "taken"), run_key(aid, "answered")]
-    found = patiently(lambda: client.eval(_TAKE, 2, *keys, token, RUN_TTL_S))
+    found = patiently(lambda: lua(client, _TAKE, keys, [token, RUN_TTL_S]))
     return found.decode() if isinstance(found, bytes) else str(found)
+
+
+_SCRIPTS: dict[str, Any] = {}  # source -> redis-py's Script: the SHA, computed once
+
+
+def lua(client: Any, source: str, keys: list[str], args: list[Any]) -> Any:
+    """Run a Lua script the way redis-py does it (`register_script`): by its SHA (EVALSHA),
+    the source sent only when Redis does not know it (the first call, or after a restart)."""
+    script = _SCRIPTS.get(source)
+    if script is None:
+        script = _SCRIPTS[source] = client.register_script(source)
+    return script(keys, args, client)
 
 
 def give_up(client: Any, aid: str, mark: str) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hazmat._exceptions import SessionBusy
-from hazmat.cluster.keys import patiently, paused_key
+from hazmat.cluster.keys import lua, patiently, paused_key
 
 __all__ = ["CLAIM_S", "RedisShelf"]
 
@@ -76,4 +76,4 @@ class RedisShelf:
         try:
             yield
         finally:
-            patiently(lambda: self.redis.eval(_RELEASE, 1, key, token))
+            patiently(lambda: lua(self.redis, _RELEASE, [key], [token]))
