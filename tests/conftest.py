@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import Policy, Sandbox
+from hazmat import Sandbox, parse_policy
 from hazmat.backends.base import Backend
 from hazmat.backends.container.engine import Engine, missing_image_message
 from hazmat.backends.docker.driver import LABEL, DockerBackend
@@ -18,7 +18,15 @@ from hazmat.backends.oci.driver import OciBackend
 from hazmat.backends.pool.warm import PoolBackend
 from hazmat.images.builder import RECIPES, ImageBuilder, recipe_digest
 from hazmat.languages import LANGUAGES
-from hazmat.policy import PoolSettings
+from hazmat.policy import PoolSettings, TrustLevel
+
+# The built-in policy with each runtime as a test asks it: the assessment does not raise it
+# (`assess.runtime_for: {}`), so that a test of runc's boundary with risky code runs under runc.
+# The routing itself: tests/test_routing.py, tests/execution/test_routing_engine.py.
+AS_ASKED = parse_policy(
+    {"trust": {level.value: {"assess": {"runtime_for": {}}} for level in TrustLevel}},
+    source="<the built-in policy, runtimes as asked>",
+)
 
 # Every run is audited: keep the test session's records out of the real state directory. The
 # CLI tests' subprocesses inherit this.
@@ -164,7 +172,7 @@ def sandbox(request: pytest.FixtureRequest, engine: Engine) -> Iterator[Sandbox]
     if request.param in ("pool", "oci"):
         settings = PoolSettings(size=1, max_size=1, refill_concurrency=2, max_containers=4)
         backend = PoolBackend(tier, settings, wait_on_miss=True)
-    with Sandbox(Policy(), backend=backend) as sb:
+    with Sandbox(AS_ASKED, backend=backend) as sb:
         yield sb
 
 

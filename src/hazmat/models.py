@@ -225,6 +225,9 @@ class ExecutionResult:
     clock: Clock = Clock.WALL  # what limits.timeout_s measured
     # the program's own wall-clock time, from its start (after any build) to its end
     program_ms: float | None = None
+    # why `runtime` is stronger than the level (or the caller) asked: the assessment picked it
+    # (the policy's `assess.runtime_for`: run/routing.py); None when it did not
+    runtime_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -271,6 +274,7 @@ class ExecutionResult:
             "displays": displays_to_json(self.displays),
             "clock": self.clock.value,
             "program_ms": None if self.program_ms is None else round(self.program_ms, 3),
+            "runtime_reason": self.runtime_reason,
         }
 
 

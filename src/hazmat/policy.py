@@ -10,6 +10,11 @@ A policy file looks like this (every key optional)::
         assess:               # what each risk level leads to: run, warn or block
           high: block         # BLOCKED always blocks unless the caller gives a reason
           semgrep: async      # off, async (after the run) or sync (before)
+      unknown:
+        runtime: runc
+        assess:
+          runtime_for:        # the least runtime code assessed at a risk level runs under
+            high: runsc       # (the default: HIGH, and BLOCKED run on an override, get gVisor)
       trusted:
         memory_mb: 1024
     images:
@@ -63,6 +68,11 @@ class Runtime(enum.StrEnum):
 
     RUNC = "runc"
     RUNSC = "runsc"
+
+    @property
+    def strength(self) -> int:
+        """How strong a boundary: runc (namespaces) 0, runsc (a second kernel) 1."""
+        return list(Runtime).index(self)
 
 
 class Clock(enum.StrEnum):
@@ -235,15 +245,25 @@ class SemgrepMode(enum.StrEnum):
     SYNC = "sync"
 
 
+RISK_NAMES = ("low", "medium", "high", "blocked")  # the assessment's levels, as policy keys
+
+
 @dataclass(frozen=True)
 class AssessSettings:
-    """What a trust level does with each risk level. BLOCKED always blocks (no key for it)."""
+    """What a trust level does with each risk level. BLOCKED always blocks (no key for it).
+
+    `runtime_for` maps a risk level (low, medium, high) to the least runtime code assessed at
+    that level or above runs under: by default HIGH code (and BLOCKED code run on an override)
+    runs under gVisor even at a level whose runtime is runc (run/routing.py)."""
 
     low: Action = Action.RUN
     medium: Action = Action.RUN
     high: Action = Action.WARN
     semgrep: SemgrepMode = SemgrepMode.OFF
     override_min_chars: int = 20
+    runtime_for: Mapping[str, Runtime] = field(
+        default_factory=lambda: MappingProxyType({"high": Runtime.RUNSC})
+    )
 
     def action(self, level: str) -> Action:
         """The action for a risk level name (LOW, MEDIUM, HIGH, BLOCKED)."""
@@ -251,6 +271,18 @@ class AssessSettings:
         if key == "blocked":
             return Action.BLOCK
         return Action(getattr(self, key))
+
+    def least_runtime(self, level: str) -> tuple[Runtime, str] | None:
+        """The strongest runtime `runtime_for` asks of code at risk level `level` (LOW ..
+        BLOCKED; an entry covers its level and those above it), with the entry's key; None
+        when it asks none."""
+        rank = RISK_NAMES.index(str(level).lower())
+        found = [
+            (runtime, key)
+            for key, runtime in self.runtime_for.items()
+            if RISK_NAMES.index(key) <= rank
+        ]
+        return max(found, key=lambda pair: pair[0].strength, default=None)
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,20 @@ def _parse_assess(data: object, source: str, where: str) -> AssessSettings:
                 f"got {quoted(value)}"
             )
         parsed["override_min_chars"] = value
+    if "runtime_for" in values:
+        parsed["runtime_for"] = _parse_runtime_for(values["runtime_for"], source, where)
     return AssessSettings(**parsed)
+
+
+def _parse_runtime_for(data: object, source: str, where: str) -> Mapping[str, Runtime]:
+    """`assess.runtime_for`: risk level (low, medium, high) -> the least runtime its code runs
+    under; `{}` turns the routing off (run/routing.py)."""
+    where = f"{where}.runtime_for"
+    values = _mapping({} if data is None else data, source, where)
+    _no_unknown_keys(values, {"low", "medium", "high"}, source, where)
+    return MappingProxyType(
+        {key: _wrap(source, f"{where}.{key}", _runtime, value) for key, value in values.items()}
+    )
 
 
 def _choice(kind: type[enum.StrEnum], value: object, source: str, where: str) -> Any:

@@ -46,6 +46,7 @@ from hazmat.run.intake import Checked, RunOptions, build_request, check_request,
 from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
+from hazmat.run.routing import route, session_refusal
 from hazmat.run.session_book import SessionBook
 from hazmat.run.session_store import Paused, SessionStore, default_store_dir
 from hazmat.sessions import Fixed, open_session
@@ -372,6 +373,17 @@ class Sandbox:
             review = Review(assessment, decision.value, reason)
             if decision is Decision.BLOCK:
                 return self._refuse(plan, review, began, allow)
+            routed = route(plan.runtime, assessment, settings.assess, request.trust)
+            if routed is not None:  # the assessment asks a stronger runtime (run/routing.py)
+                needed, why = routed
+                review = Review(assessment, decision.value, reason, why)
+                fixed = backend.fixed_runtime
+                if fixed is not None:  # a session's container: it cannot change runtime
+                    message = session_refusal(needed, fixed, why)
+                    return self._refuse(plan, review, began, allow, message)
+                plan = dataclasses.replace(plan, runtime=needed)
+                job = job_for(plan, gate, watch)  # a new job: what was prepared is not used
+                notes.append(why)
             if decision in (Decision.OVERRIDE, Decision.WARN):
                 suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
                 notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
@@ -379,7 +391,11 @@ class Sandbox:
             ran = self._run(backend, plan, job, notes, run_id, began)
             result = self._connections(run_id, ran, gate)
             result = dataclasses.replace(
-                result, assessment=assessment, decision=decision.value, override_reason=reason
+                result,
+                assessment=assessment,
+                decision=decision.value,
+                override_reason=reason,
+                runtime_reason=review.runtime_reason,
             )
             self._recorder.finished(run_id, result)
         finally:
@@ -401,15 +417,24 @@ class Sandbox:
         )
 
     def _refuse(
-        self, plan: Plan, review: Review, began: float, allow: tuple[str, ...]
+        self,
+        plan: Plan,
+        review: Review,
+        began: float,
+        allow: tuple[str, ...],
+        message: str | None = None,
     ) -> ExecutionResult:
+        """A run refused: blocked by its assessment, or (`message`) asking a stronger runtime
+        than its session's container has. Recorded as `run.blocked`; nothing ran."""
         request = plan.request
+        review.decision = Decision.BLOCK.value
         self._recorder.blocked(request, _applied(plan, allow), review)
         elapsed = (time.monotonic() - began) * 1000
-        result = blocked_result(
-            plan, review.assessment, explain_assessment(review.assessment), elapsed
+        explanation = explain_assessment(review.assessment)
+        result = blocked_result(plan, review.assessment, explanation, elapsed, message)
+        result = dataclasses.replace(
+            result, decision=Decision.BLOCK.value, runtime_reason=review.runtime_reason
         )
-        result = dataclasses.replace(result, decision=Decision.BLOCK.value)
         self._metrics.record(result, elapsed)
         return result
 

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from hazmat.audit.layout import list_log
 from hazmat.audit.records import parse_line
 from hazmat.backends.base import Backend, Job, KeptBackend, RunReport, Spec
-from hazmat.policy import HostResources
+from hazmat.policy import HostResources, Runtime
 
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
@@ -148,6 +148,10 @@ class KeptRecording(KeptBackend):
     @property
     def container_id(self) -> str | None:
         return f"recorded-{self.number}"
+
+    @property
+    def fixed_runtime(self) -> Runtime:
+        return self.spec.runtime
 
     def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
         self.calls.append((mode, job))

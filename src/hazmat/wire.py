@@ -233,6 +233,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             compile_ms=data.get("compile_ms"),
             clock=Clock(data.get("clock") or "wall"),
             program_ms=data.get("program_ms"),
+            runtime_reason=data.get("runtime_reason"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))

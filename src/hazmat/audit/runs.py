@@ -37,10 +37,17 @@ class Applied:
 class Review:
     """The assessment of a run and what the policy made of it, as the log records them."""
 
-    def __init__(self, assessment: Assessment, decision: str, reason: str | None) -> None:
+    def __init__(
+        self,
+        assessment: Assessment,
+        decision: str,
+        reason: str | None,
+        runtime_reason: str | None = None,
+    ) -> None:
         self.assessment = assessment
         self.decision = decision
         self.reason = reason
+        self.runtime_reason = runtime_reason  # the assessment picked the runtime: why
 
     def to_record(self) -> dict[str, Any]:
         a = self.assessment
@@ -64,6 +71,7 @@ class Review:
             },
             "decision": self.decision,
             "override_reason": self.reason,
+            **({"runtime_reason": self.runtime_reason} if self.runtime_reason else {}),
         }
 
 

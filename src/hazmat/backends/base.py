@@ -211,6 +211,12 @@ class Backend:
     keeps_containers = False  # whether `keep` works (a kept build falls back to single runs)
     one_budget = False  # a session's container: builds share the program's memory budget
 
+    @property
+    def fixed_runtime(self) -> Runtime | None:
+        """The runtime every job runs under, whatever the job asks (a session's container,
+        started already); None: each job's own."""
+        return None
+
     def execute(self, job: Job) -> RunReport:
         raise NotImplementedError  # pragma: no cover
 

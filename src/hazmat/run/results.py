@@ -288,17 +288,19 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
 
 
 def blocked_result(
-    plan: Plan, assessment: Assessment, explanation: str, duration_ms: float
+    plan: Plan,
+    assessment: Assessment,
+    explanation: str,
+    duration_ms: float,
+    message: str | None = None,
 ) -> ExecutionResult:
-    """The result of a run the policy refused: nothing ran."""
-    return _not_run(
-        plan,
-        Outcome.BLOCKED,
+    """The result of a run the policy refused: nothing ran. `message`: why, when it is not
+    the assessment's level (a session's runtime too weak for the code: run/routing.py)."""
+    error = message or (
         f"blocked by the static assessment: {explanation}. To run it anyway, give an "
-        "override reason (override_reason=..., or --override-reason)",
-        duration_ms,
-        assessment,
+        "override reason (override_reason=..., or --override-reason)"
     )
+    return _not_run(plan, Outcome.BLOCKED, error, duration_ms, assessment)
 
 
 def infra_result(plan: Plan, message: str, duration_ms: float) -> ExecutionResult:

@@ -120,6 +120,11 @@ _RUN_RESULT = {
         },
         "limits": {"type": "object"},
         "runtime": _STR,
+        "runtime_reason": {
+            "type": ["string", "null"],
+            "description": "why runtime is stronger than the level or the caller asked: the "
+            "assessment picked it (the policy's assess.runtime_for)",
+        },
         "image": _STR,
         "language": _STR,
         "trust": _TRUST,

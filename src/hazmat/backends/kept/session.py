@@ -21,7 +21,7 @@ from hazmat.backends.agent.session_agent import session_header
 from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
 from hazmat.backends.container.cgroup import Sample
 from hazmat.backends.container.started import Started
-from hazmat.policy import HostResources
+from hazmat.policy import HostResources, Runtime
 
 __all__ = ["SessionBackend"]
 
@@ -59,6 +59,10 @@ class SessionBackend(KeptBackend):
     @property
     def container_id(self) -> str | None:
         return self.started.cid if self.started is not None else None
+
+    @property
+    def fixed_runtime(self) -> Runtime:
+        return self.spec.runtime
 
     def resources(self) -> HostResources:
         return self.docker.resources()
