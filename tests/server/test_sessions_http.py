@@ -177,6 +177,38 @@ def test_mcp_session_tools_over_stdio(tmp_path: Path) -> None:
     assert after.is_error and "has ended" in after.content[0].text
 
 
+def test_an_mcp_session_under_runc_refuses_code_routed_to_gvisor(tmp_path: Path) -> None:
+    """A trusted key's session runs under runc; code assessed HIGH is refused there, with what
+    to do, and a session the model opens with runtime "runsc" runs it (docs/policy.md)."""
+    key = KeyStore(tmp_path / "keys.json").create("agent", "trusted")[1]
+    code = "import subprocess\nprint(1)"
+
+    async def scenario() -> list[Any]:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with (
+            stdio_client(params(tmp_path, key)) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            answers = []
+            for opening in ({}, {"runtime": "runsc"}):
+                opened = await client.call_tool("open_session", opening)
+                sid = opened.structured_content["id"]
+                ran = await client.call_tool("run_in_session", {"session_id": sid, "code": code})
+                await client.call_tool("close_session", {"session_id": sid})
+                answers += [opened, ran]
+            return answers
+
+    under_runc, refused, under_runsc, ran = anyio.run(scenario)
+    assert under_runc.structured_content["runtime"] == "runc"
+    assert refused.structured_content["outcome"] == "blocked"
+    assert "Open the session with runtime 'runsc'" in refused.structured_content["error"]
+    assert under_runsc.structured_content["runtime"] == "runsc"
+    assert ran.structured_content["outcome"] == "ok" and ran.structured_content["stdout"] == "1\n"
+
+
 def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:
     key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
     tools, _ = anyio.run(session_calls, tmp_path, key, [])

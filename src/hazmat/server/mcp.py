@@ -178,14 +178,18 @@ class _Tools:
         self,
         language: str = "python",
         image: str | None = None,
+        runtime: str | None = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
         it expires. Returns its id and when it expires. `image`: "python-data" has numpy,
-        pandas, matplotlib, scipy and scikit-learn."""
+        pandas, matplotlib, scipy and scikit-learn. `runtime`: "runsc" (gVisor) for a session
+        whose code may start programs or open sockets; a session under runc refuses such code
+        when the policy routes it to gVisor."""
         key = self.key_of(ctx)
         data = {"code": "", "language": language, **({"image": image} if image else {})}
+        data |= {"runtime": runtime} if runtime else {}
         _, language, options = run_arguments(data, key, self.sandbox.policy)
         self.book.check_room(key)  # before the quota counts it
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
