@@ -5,6 +5,9 @@
     engines e1, e2 ...  more dockerd, each with its own data root, exec root and socket, started
                         with --bridge=none --iptables=false; hazmat's images copied into them
                         with `docker save | docker load` (never a registry)
+    policy              `backend: docker` for every worker and service: the lab's engines are
+                        Docker engines, and its faults stop them (the built-in `auto` would
+                        make the sandboxes with runc and runsc directly, beside them)
     worker wN           `hazmat worker` for engine eN, its own audit log; with `partition`, the
                         last worker lives in a network namespace of its own and reaches Redis
                         over a veth pair, so that the link can be cut and healed
@@ -157,6 +160,14 @@ class Lab:
             raise
         return self
 
+    @property
+    def policy(self) -> Path:
+        """The lab's policy file: the built-in policy on the Docker backend."""
+        path = self.root / "policy.yaml"
+        if not path.exists():
+            path.write_text("backend: docker\n")
+        return path
+
     def _start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.partition:
@@ -232,7 +243,7 @@ class Lab:
         engine = self.engines[index]
         env = engine.env() | {"HAZMAT_AUDIT_DIR": str(self.audit_dir(index))}
         argv = [sys.executable, "-m", "hazmat", "worker", "--redis", self.redis_url(index)]
-        argv += ["--name", f"w{index}", "--slots", str(self.slots)]
+        argv += ["--name", f"w{index}", "--slots", str(self.slots), "--policy", str(self.policy)]
         if self.partition and index == len(self.engines) - 1:
             argv = ["ip", "netns", "exec", NETNS, *argv]
         log = (self.root / f"w{index}.log").open("a")
@@ -315,7 +326,7 @@ class Lab:
         sock.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "hazmat", "serve", "--socket", str(sock)]
         argv += ["--keys", str(self.root / "keys.json"), "--redis", self.redis_url()]
-        argv += ["--on-lost", "retry", "--max-running", "64"]
+        argv += ["--on-lost", "retry", "--max-running", "64", "--policy", str(self.policy)]
         argv += ["--anchors", str(self.root / ("anchors" if engine == 0 else f"anchors-e{engine}"))]
         log = (self.root / f"service-e{engine}.log").open("a")
         service = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env)

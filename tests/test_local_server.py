@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hazmat.backends.oci.prerequisites import choice
 from hazmat.policy import Policy
 from server_helpers import audit_records
 
@@ -80,13 +81,15 @@ def test_the_first_run_starts_it_and_the_next_ones_use_it(env: dict[str, str]) -
     default = Policy()
     assert result["trust"] == default.default_trust.value  # not the key's "trusted"
     assert result["runtime"] == default.settings(default.default_trust).runtime.value
+    tier = choice(default.backend).tier  # the built-in policy's `auto`, on this machine
+    assert result["tier"] == tier
     trusted = json.loads(hazmat(env, "run", "--json", "--trust", "trusted", "-c", "1").stdout)
     assert trusted["trust"] == "trusted"
     weaker = hazmat(env, "run", "--json", "--runtime", "runc", "-c", "print(3)")  # here, as a
     assert json.loads(weaker.stdout)["runtime"] == "runc"  # service's key may not ask it
     [server] = status(env)["servers"]  # type: ignore[misc]
     assert server["running"] and server["this_setup"] and server["runs"] == 3
-    assert server["pool_hits"] + server["pool_misses"] == 3
+    assert server["pool_hits"] + server["pool_misses"] == 3 and server["tier"] == tier
     folder = Path(server["folder"])
     for path in (folder, folder / "key", folder / "keys.json", folder / "server.sock"):
         assert os.stat(path).st_mode & 0o077 == 0, path

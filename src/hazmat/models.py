@@ -228,6 +228,9 @@ class ExecutionResult:
     # why `runtime` is stronger than the level (or the caller) asked: the assessment picked it
     # (the policy's `assess.runtime_for`: run/routing.py); None when it did not
     runtime_reason: str | None = None
+    # what made the sandbox: "docker" (the engine) or "oci" (runc and runsc directly); None
+    # when nothing was started (`blocked`) or the backend makes no containers (a test's fake)
+    tier: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -275,6 +278,7 @@ class ExecutionResult:
             "clock": self.clock.value,
             "program_ms": None if self.program_ms is None else round(self.program_ms, 3),
             "runtime_reason": self.runtime_reason,
+            "tier": self.tier,
         }
 
 

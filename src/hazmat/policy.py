@@ -404,7 +404,7 @@ SESSION_BOUNDS = {
 }
 
 
-BACKENDS = ("docker", "oci")
+BACKENDS = ("auto", "docker", "oci")
 
 
 @dataclass(frozen=True)
@@ -420,9 +420,10 @@ class Policy:
     sessions: SessionSettings = field(default_factory=SessionSettings)
     # non-public ranges the allowlist proxy may connect to (`egress.reachable`: a mirror)
     reachable: tuple[Network, ...] = ()
-    # what makes the containers: "docker" (the engine) or "oci" (runc and runsc directly,
-    # from bundles over prepared root file systems: backends/oci/driver.py)
-    backend: str = "docker"
+    # what makes the containers: "docker" (the engine), "oci" (runc and runsc directly, from
+    # bundles over prepared root file systems: backends/oci/driver.py), or "auto": the OCI
+    # tier where its prerequisites hold, else Docker (backends/oci/prerequisites.py)
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

@@ -85,7 +85,7 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
         pool=_parse_pool(top.get("pool", {}), source),
         sessions=_parse_sessions(top.get("sessions", {}), source),
         reachable=_parse_egress(top.get("egress", {}), source),
-        backend=_parse_backend(top.get("backend", "docker"), source),
+        backend=_parse_backend(top.get("backend", "auto"), source),
     )
 
 

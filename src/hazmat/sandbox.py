@@ -441,7 +441,15 @@ class Sandbox:
     def _run(
         self, backend: Backend, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
     ) -> ExecutionResult:
-        """Hand the job to the backend; infrastructure failures become an `infra_error`."""
+        """Hand the job to the backend; infrastructure failures become an `infra_error`. The
+        result says which tier made (or was to make) its sandbox."""
+        return dataclasses.replace(
+            self._outcome(backend, plan, job, notes, run_id, began), tier=backend.tier
+        )
+
+    def _outcome(
+        self, backend: Backend, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
+    ) -> ExecutionResult:
         try:
             return report_result(plan, backend.execute(job), notes)
         except SessionClosed as exc:  # ended between the call's check and its run
@@ -505,9 +513,10 @@ class Sandbox:
 
 def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.container.backend import ContainerBackend
+    from hazmat.backends.oci.prerequisites import choice
 
     tier: ContainerBackend
-    if policy.backend == "oci":
+    if choice(policy.backend).tier == "oci":
         from hazmat.backends.oci.driver import OciBackend
 
         tier = OciBackend()

@@ -234,6 +234,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             clock=Clock(data.get("clock") or "wall"),
             program_ms=data.get("program_ms"),
             runtime_reason=data.get("runtime_reason"),
+            tier=data.get("tier"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))

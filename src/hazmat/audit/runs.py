@@ -148,6 +148,7 @@ class RunRecorder:
                 **({"displays": _displays(result)} if result.displays else {}),
                 "limits": result.limits.to_dict(),
                 "runtime": result.runtime.value,
+                **({"tier": result.tier} if result.tier else {}),
                 "container_id": result.container_id,
                 "error": result.error,
                 "notes": list(result.notes),

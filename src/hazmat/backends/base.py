@@ -212,6 +212,12 @@ class Backend:
     one_budget = False  # a session's container: builds share the program's memory budget
 
     @property
+    def tier(self) -> str | None:
+        """What makes its sandboxes: "docker" (the engine) or "oci" (runc and runsc
+        directly); None: no container (a test's fake)."""
+        return None
+
+    @property
     def fixed_runtime(self) -> Runtime | None:
         """The runtime every job runs under, whatever the job asks (a session's container,
         started already); None: each job's own."""
@@ -342,6 +348,9 @@ class Leaser(Protocol[L]):
     def run(self, lease: L, job: Job) -> RunReport: ...
 
     def discard(self, lease: L) -> None: ...
+
+    @property
+    def tier(self) -> str | None: ...
 
     def resources(self) -> HostResources: ...
 

@@ -30,7 +30,8 @@ def add(sub: Any) -> None:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.add_argument(
         "--policy", type=Path, metavar="FILE",
-        help="YAML policy file: with `backend: oci`, the OCI tier's checks must pass too",
+        help="YAML policy file: with `backend: oci`, the OCI tier's checks must pass too "
+        "(with `auto`, the default, they say which tier runs)",
     )  # fmt: skip
     doctor.set_defaults(handler=_doctor)
 
@@ -81,9 +82,13 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(_policy_runtimes(Policy(), info.runtimes))
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
+    from hazmat.backends.oci.prerequisites import choice
     from hazmat.cli.doctor_oci import oci_checks
 
-    checks += oci_checks(engine, needed=(chosen or Policy()).backend == "oci")
+    backend = (chosen or Policy()).backend
+    tier = choice(backend)
+    checks.append(Check("backend", True, f"{tier.tier} ({tier.why})"))
+    checks += oci_checks(engine, needed=backend == "oci")
     return checks
 
 

@@ -1,11 +1,11 @@
 """`hazmat doctor`'s checks of the direct OCI tier (backends/oci/driver.py): the runtime binaries,
 tini, cgroups this process may create, and the images' prepared root file systems. A failure
-counts against the exit status only when the policy uses the tier (`backend: oci`); otherwise
-it is printed as a warning."""
+counts against the exit status only when the policy asks for the tier (`backend: oci`);
+otherwise it is printed as a warning (with `backend: auto`, the default, the tier is then not
+picked: the `backend` line says which one runs)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import TYPE_CHECKING
 
@@ -16,10 +16,6 @@ if TYPE_CHECKING:
     from hazmat.backends.container.engine import Engine
 
 __all__ = ["oci_checks"]
-
-CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
-CONTROLLERS_V2 = ("memory", "pids", "cpu")
-
 
 def oci_checks(engine: Engine, needed: bool) -> list[Check]:
     from hazmat.backends.oci.driver import find_init, runtime_binary
@@ -85,42 +81,20 @@ def _cgroup_check(needed: bool) -> Check:
     """Whether this process can make the sandboxes' cgroups (the runtime makes them as the
     user hazmat runs as): every controller the limits need, created and removed here."""
     from hazmat.backends.container.cgroup import CGROUP_ROOT
+    from hazmat.backends.oci.prerequisites import CONTROLLERS_V1, cgroup_problem
 
-    unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
-    probe = f"hazmat-doctor-{os.getpid()}"
-    if unified:
-        delegated = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
-        lacking = [c for c in CONTROLLERS_V2 if c not in delegated]
-        if lacking:
-            return Check(
-                "oci tier: cgroups",
-                False,
-                f"cgroup v2 without {', '.join(lacking)} delegated at {CGROUP_ROOT}",
-                "enable the controllers in cgroup.subtree_control (systemd: Delegate=yes for "
-                "the service that runs hazmat)",
-                needed,
-            )
-        folders = [CGROUP_ROOT / probe]
-    else:
-        folders = [CGROUP_ROOT / name / probe for name in CONTROLLERS_V1]
-    made = []
-    try:
-        for folder in folders:
-            folder.mkdir()
-            made.append(folder)
-    except OSError as exc:
-        return Check(
-            "oci tier: cgroups",
-            False,
-            f"cannot create a cgroup ({exc.strerror}: {exc.filename})",
-            "run hazmat as root, or delegate a cgroup subtree to its user",
-            needed,
-        )
-    finally:
-        for folder in reversed(made):
-            folder.rmdir()
-    kind = "v2" if unified else "v1 (" + ", ".join(CONTROLLERS_V1) + ")"
-    return Check("oci tier: cgroups", True, f"cgroup {kind}: this process can create them")
+    problem = cgroup_problem()
+    if problem is None:
+        unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
+        kind = "v2" if unified else "v1 (" + ", ".join(CONTROLLERS_V1) + ")"
+        return Check("oci tier: cgroups", True, f"cgroup {kind}: this process can create them")
+    fix = (
+        "enable the controllers in cgroup.subtree_control (systemd: Delegate=yes for the "
+        "service that runs hazmat)"
+        if "delegated" in problem
+        else "run hazmat as root, or delegate a cgroup subtree to its user"
+    )
+    return Check("oci tier: cgroups", False, problem, fix, needed)
 
 
 def _first_line(command: list[str]) -> str:

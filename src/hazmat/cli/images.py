@@ -26,7 +26,7 @@ def add(sub: Any) -> None:
     export = images_sub.add_parser(
         "export",
         help="prepare read-only root file systems of the images for the OCI tier "
-        "(policy `backend: oci`); done on first use otherwise",
+        "(policy `backend: oci`, or `auto` where it runs); done on first use otherwise",
     )
     export.add_argument(
         "--lang", action="append", default=[], metavar="LANG",

@@ -101,11 +101,14 @@ def _describe(server: Any, this_setup: bool) -> dict[str, Any]:
 
 
 _SAMPLE = re.compile(r'^(hazmat_runs_total|hazmat_pool_runs_total)\{[^}]*?(outcome|result)="(\w+)"')
+_TIER = re.compile(r'^hazmat_backend_info\{tier="(\w+)"\}')
 
 
-def _work(metrics: str) -> dict[str, int]:
-    """Runs served and pool hits and misses, from the service's metrics."""
+def _work(metrics: str) -> dict[str, Any]:
+    """Runs served, pool hits and misses, and the tier that makes the sandboxes, from the
+    service's metrics."""
     runs = hits = misses = 0
+    tier = next((m[1] for m in map(_TIER.match, metrics.splitlines()) if m), None)
     for line in metrics.splitlines():
         found = _SAMPLE.match(line)
         if not found:
@@ -120,7 +123,7 @@ def _work(metrics: str) -> dict[str, int]:
             hits += value
         else:
             misses += value
-    return {"runs": runs, "pool_hits": hits, "pool_misses": misses}
+    return {"runs": runs, "pool_hits": hits, "pool_misses": misses, "tier": tier}
 
 
 def _line(entry: dict[str, Any]) -> str:
@@ -134,8 +137,9 @@ def _line(entry: dict[str, Any]) -> str:
     started = entry["started"]
     up = time.time() - started if isinstance(started, int | float) else 0.0
     policy = f", policy {entry['policy']}" if entry["policy"] else ""
+    tier = f", tier {entry['tier']}" if entry.get("tier") else ""
     return (
-        f"hazmat: local server pid {entry['pid']}{setup}: up {up:.0f} s, {entry['runs']} runs, "
-        f"pool hits {entry['pool_hits']}, misses {entry['pool_misses']}{policy}; "
-        f"{entry['folder']}"
+        f"hazmat: local server pid {entry['pid']}{setup}: up {up:.0f} s{tier}, "
+        f"{entry['runs']} runs, pool hits {entry['pool_hits']}, misses {entry['pool_misses']}"
+        f"{policy}; {entry['folder']}"
     )

@@ -136,7 +136,7 @@ class _Service:
         self.executor = executor
         self.keys = keys
         self.quotas = quotas
-        self.metrics = ServiceMetrics(sandbox.metrics)
+        self.metrics = ServiceMetrics(sandbox.metrics, sandbox.backend.tier)
         self.max_running = max_running
         self._limiter: anyio.CapacityLimiter | None = None
         self._running = 0  # runs inside sandbox.execute now

@@ -1,15 +1,16 @@
 """The service's Prometheus metrics, in a registry of its own (no process-wide globals).
 
 Counted here: requests by endpoint and status, runs by outcome and language with their latency,
-runs in progress and waiting for a slot. The sandbox's own totals (pool hits and misses) are
-read from `Sandbox.metrics()` at scrape time.
+runs in progress and waiting for a slot; and, as `hazmat_backend_info{tier=...}`, which tier
+makes the sandboxes (docker or oci). The sandbox's own totals (pool hits and misses) are read
+from `Sandbox.metrics()` at scrape time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -23,9 +24,11 @@ BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
 
 class ServiceMetrics:
-    def __init__(self, snapshot: Callable[[], MetricsSnapshot]) -> None:
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot], tier: str | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        backend = Info("hazmat_backend", "What makes the sandboxes (docker, oci)", registry=r)
+        backend.info({"tier": tier or "none"})
         self.requests = Counter(
             "hazmat_http_requests",
             "HTTP requests by endpoint and status",

@@ -125,6 +125,12 @@ _RUN_RESULT = {
             "description": "why runtime is stronger than the level or the caller asked: the "
             "assessment picked it (the policy's assess.runtime_for)",
         },
+        "tier": {
+            "type": ["string", "null"],
+            "enum": ["docker", "oci", None],
+            "description": "what made the sandbox: docker (the engine) or oci (runc and runsc "
+            "directly); null when nothing was started",
+        },
         "image": _STR,
         "language": _STR,
         "trust": _TRUST,

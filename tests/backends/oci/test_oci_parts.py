@@ -11,15 +11,18 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from hazmat import PolicyError, parse_policy
+from hazmat import Policy, PolicyError, Sandbox, parse_policy
 from hazmat._exceptions import InfraError
 from hazmat.backends.base import Spec
 from hazmat.backends.container.seccomp import for_oci
 from hazmat.backends.container.settings_check import MASKED_PATHS
+from hazmat.backends.oci import prerequisites
+from hazmat.backends.oci.prerequisites import Choice, choice, missing
 from hazmat.backends.oci.readback import check_bundle, check_kernel
 from hazmat.backends.oci.relay import Relay
 from hazmat.backends.oci.spec import bundle_config
@@ -192,11 +195,56 @@ def test_check_kernel_reads_what_the_kernel_applied(tmp_path: Path) -> None:
 
 def test_the_policy_chooses_the_tier_by_a_key_it_checks() -> None:
     assert parse_policy({"backend": "oci"}).backend == "oci"
-    assert parse_policy({}).backend == "docker"
-    with pytest.raises(PolicyError, match=r"backend: expected one of docker, oci, got 'kvm'"):
+    assert parse_policy({}).backend == "auto" and Policy().backend == "auto"
+    with pytest.raises(PolicyError, match=r"backend: expected one of auto, docker, oci, got 'kvm'"):
         parse_policy({"backend": "kvm"})
     with pytest.raises(PolicyError, match="backend"):
         parse_policy({"backend": ["oci"]})
+
+
+@pytest.fixture
+def looked_again() -> Iterator[None]:
+    """`missing` looks once per process: each test looks afresh, and leaves no answer."""
+    missing.cache_clear()
+    yield
+    missing.cache_clear()
+
+
+def test_auto_is_the_oci_tier_where_its_prerequisites_hold(
+    looked_again: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prerequisites, "missing", lambda: ())
+    assert choice("auto") == Choice("oci", "auto: the direct OCI tier's prerequisites hold")
+    with Sandbox(Policy(), pool=False) as sandbox:  # nothing is started: engines are lazy
+        assert sandbox.backend.tier == "oci"
+    monkeypatch.setattr(
+        prerequisites, "missing", lambda: ("not running as root", "no runsc binary")
+    )
+    said = choice("auto")
+    assert said.tier == "docker"
+    assert said.why == (
+        "auto: the direct OCI tier is not usable here (not running as root; no runsc binary)"
+    )
+    with Sandbox(Policy(), pool=False) as sandbox:
+        assert sandbox.backend.tier == "docker"
+    # a policy that names a tier gets it, whatever this machine has
+    assert choice("oci").tier == "oci" and choice("docker").tier == "docker"
+    with Sandbox(parse_policy({"backend": "oci"}), pool=False) as sandbox:
+        assert sandbox.backend.tier == "oci"
+
+
+def test_what_the_oci_tier_lacks_is_named(
+    looked_again: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("HAZMAT_RUNC", "/nonexistent/runc")
+    monkeypatch.setenv("HAZMAT_RUNSC", "/nonexistent/runsc")
+    found = missing()
+    assert found[:3] == ("not running as root", "no runc binary", "no runsc binary"), found
+    monkeypatch.delenv("HAZMAT_RUNC")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    missing.cache_clear()
+    assert missing()[0] == "no runsc binary"
 
 
 def test_a_pid_file_being_written_is_not_yet_a_pid(tmp_path: Path) -> None:

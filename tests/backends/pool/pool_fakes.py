@@ -34,6 +34,8 @@ class FakeLease:
 class FakeLeaser:
     """Starts leases instantly, or fails as `plan` says (one entry per start, then `then`)."""
 
+    tier = "fake"
+
     def __init__(
         self,
         plan: list[Exception | None] | None = None,

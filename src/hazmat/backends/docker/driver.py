@@ -75,6 +75,10 @@ class DockerBackend(ContainerBackend):
         self.driver: DockerDriver = driver
 
     @property
+    def tier(self) -> str:
+        return "docker"
+
+    @property
     def engine(self) -> Engine:
         """The engine the driver makes containers on."""
         return self.driver.engine

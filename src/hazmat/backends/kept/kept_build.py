@@ -59,6 +59,10 @@ class KeptBuild(KeptBackend):
     def resources(self) -> HostResources:
         return self.backend.resources()
 
+    @property
+    def tier(self) -> str | None:  # its backend's
+        return self.backend.tier
+
     def execute(self, job: Job) -> RunReport:
         if self.ended is not None:
             raise SessionClosed(f"the kept build has ended: {self.ended}")

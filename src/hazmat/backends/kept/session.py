@@ -43,6 +43,9 @@ class _Host(Protocol):
 
     def resources(self) -> HostResources: ...
 
+    @property
+    def tier(self) -> str | None: ...
+
 
 class SessionBackend(KeptBackend):
     """Runs each job in the session's one container; `close()` removes it
@@ -66,6 +69,10 @@ class SessionBackend(KeptBackend):
 
     def resources(self) -> HostResources:
         return self.docker.resources()
+
+    @property
+    def tier(self) -> str | None:  # the backend's that started it
+        return self.docker.tier
 
     def execute(self, job: Job) -> RunReport:
         return self.call(job, "run")

@@ -1,5 +1,6 @@
 """The direct OCI tier: sandboxes created by runc or runsc themselves from an OCI bundle, with
-no daemon in the path of a run (policy `backend: oci`; Docker stays the default).
+no daemon in the path of a run (policy `backend: oci`, or `auto`, the default, where it can run:
+prerequisites.py).
 
 Each sandbox is a bundle folder (config.json from backends/oci/spec.py, over the image's root
 file system prepared once by backends/oci/rootfs.py and mounted read-only) and one
@@ -128,6 +129,10 @@ class OciBackend(ContainerBackend):
         driver = OciDriver(engine, usable_profile(seccomp), base, run_dir, bundle, call)
         super().__init__(driver)
         self.driver: OciDriver = driver
+
+    @property
+    def tier(self) -> str:
+        return "oci"
 
     @property
     def engine(self) -> Engine:

@@ -123,6 +123,10 @@ class PoolBackend(Backend, Generic[L]):
     def resources(self) -> HostResources:
         return self.leaser.resources()
 
+    @property
+    def tier(self) -> str | None:  # the leaser's
+        return self.leaser.tier
+
     keeps_containers = True
 
     def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend:

@@ -1,0 +1,95 @@
+"""Whether this process can run the direct OCI tier: what `backend: auto` (the default) asks
+before it picks the tier, and what `hazmat doctor` reports.
+
+The tier runs `runc` and `runsc` itself, so it needs: to run as root (the runtimes make the
+sandboxes' namespaces, cgroups and uid switches as the user hazmat runs as), both runtime
+binaries, the host's tini (each sandbox's first process), and cgroups it can create with the
+controllers the limits need. An image's root file system is not a prerequisite: it is exported
+from the engine on the image's first run (docs/oci-tier.md).
+
+Where any of these is missing, `auto` picks the Docker backend, which needs none of them (the
+engine does that work), and says why (`choice`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hazmat.backends.container.cgroup import CGROUP_ROOT
+from hazmat.backends.oci.driver import find_init, runtime_binary
+from hazmat.policy import Runtime
+
+__all__ = ["CONTROLLERS_V1", "CONTROLLERS_V2", "Choice", "cgroup_problem", "choice", "missing"]
+
+CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
+CONTROLLERS_V2 = ("memory", "pids", "cpu")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The tier a policy's `backend` comes to on this machine, and why (one sentence)."""
+
+    tier: str  # "docker" or "oci"
+    why: str
+
+
+def choice(backend: str) -> Choice:
+    """`docker` and `oci` are themselves; `auto` is the OCI tier where its prerequisites hold,
+    else the Docker backend."""
+    if backend != "auto":
+        return Choice(backend, f"the policy says backend: {backend}")
+    lacking = missing()
+    if not lacking:
+        return Choice("oci", "auto: the direct OCI tier's prerequisites hold")
+    return Choice("docker", f"auto: the direct OCI tier is not usable here ({'; '.join(lacking)})")
+
+
+@functools.cache
+def missing() -> tuple[str, ...]:
+    """What this process lacks to run the OCI tier, one phrase each; empty: nothing. Looked
+    at once per process (`missing.cache_clear()` to look again)."""
+    found = []
+    if os.geteuid() != 0:
+        found.append("not running as root")
+    for runtime in Runtime:
+        if runtime_binary(runtime) is None:
+            found.append(f"no {runtime.value} binary")
+    if find_init() is None:
+        found.append("no tini (docker-init)")
+    if not found:  # the probe makes a cgroup: only where it can matter
+        problem = cgroup_problem()
+        if problem:
+            found.append(problem)
+    return tuple(found)
+
+
+def cgroup_problem() -> str | None:
+    """Why this process cannot make the sandboxes' cgroups (every controller the limits need,
+    made and removed here), or None when it can."""
+    unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
+    probe = f"hazmat-probe-{os.getpid()}"
+    if unified:
+        try:
+            delegated = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
+        except OSError as exc:
+            return f"cannot read {CGROUP_ROOT}/cgroup.subtree_control ({exc.strerror})"
+        lacking = [c for c in CONTROLLERS_V2 if c not in delegated]
+        if lacking:
+            return f"cgroup v2 without {', '.join(lacking)} delegated at {CGROUP_ROOT}"
+        folders = [CGROUP_ROOT / probe]
+    else:
+        folders = [CGROUP_ROOT / name / probe for name in CONTROLLERS_V1]
+    made: list[Path] = []
+    try:
+        for folder in folders:
+            folder.mkdir()
+            made.append(folder)
+    except OSError as exc:
+        return f"cannot create a cgroup ({exc.strerror}: {exc.filename})"
+    finally:
+        for folder in reversed(made):
+            folder.rmdir()
+    return None
