@@ -53,6 +53,9 @@ class Key:
     quotas: Quotas = field(default_factory=Quotas)
     override: bool = False  # may its runs override a block (with a written reason)
     revoked: str | None = None
+    # may it ask for runc at a level that runs under runsc: only the local server's key, which
+    # is its user's own (cli/local_server.py), as in-process runs may
+    any_runtime: bool = False
 
     @property
     def caller(self) -> str:
@@ -101,6 +104,7 @@ class KeyStore:
         trust: TrustLevel | str,
         quotas: Quotas | None = None,
         override: bool = False,
+        any_runtime: bool = False,
     ) -> tuple[Key, str]:
         """A new key for `tenant`; returns the entry and the key itself (shown only now)."""
         if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
@@ -118,6 +122,7 @@ class KeyStore:
             _now(),
             quotas or Quotas(),
             override,
+            any_runtime=any_runtime,
         )
         with self._locked() as keys:
             keys[key_id] = entry
@@ -207,4 +212,5 @@ def _entry(item: dict[str, Any]) -> Key:
         quotas=quotas,
         override=item.get("override") is True,
         revoked=item.get("revoked"),
+        any_runtime=item.get("any_runtime") is True,
     )

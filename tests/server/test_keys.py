@@ -96,3 +96,23 @@ def test_a_damaged_store_names_the_file(tmp_path: Path) -> None:
     path.write_text("{")
     with pytest.raises(PolicyError, match="damaged"):
         KeyStore(path).list()
+
+
+def test_only_a_key_made_for_any_runtime_may_ask_for_runc_at_a_runsc_level(
+    tmp_path: Path,
+) -> None:
+    """A service's key may ask for gVisor, never for runc where its level has gVisor; the key
+    the local server makes for its own user (`any_runtime`) may, as a run in-process may. The
+    flag survives the key file."""
+    from hazmat import NotPermitted, Policy
+    from hazmat.server.fields import run_arguments
+
+    store = KeyStore(tmp_path / "keys.json")
+    service, service_secret = store.create("t", "untrusted")
+    own, own_secret = store.create("local", "trusted", any_runtime=True)
+    asked = {"code": "print(1)", "runtime": "runc"}
+    with pytest.raises(NotPermitted, match="cannot ask for runc"):
+        run_arguments(asked, service, Policy())
+    assert run_arguments(asked, own, Policy())[2]["runtime"] == "runc"
+    again = KeyStore(tmp_path / "keys.json")
+    assert again.check(own_secret).any_runtime and not again.check(service_secret).any_runtime

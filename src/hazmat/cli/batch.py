@@ -133,8 +133,10 @@ def _grading(
         )
         if v is not None
     }
-    here = args.local or args.policy or args.caller or weaker_runtime(args)
+    here = args.local or args.policy or args.caller
     service = None if here else local_server.for_cli(local_server.say)
+    if service is not None and not service.own and weaker_runtime(args):
+        service = None  # runc at a runsc level: the user's own choice, no service key's
     if service is not None:
         if "trust" not in options and service.default_trust is not None:
             options["trust"] = service.default_trust  # the policy's default, as here

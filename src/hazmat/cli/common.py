@@ -74,8 +74,9 @@ def policy(args: argparse.Namespace) -> Policy:
 
 
 def weaker_runtime(args: argparse.Namespace) -> bool:
-    """runc asked for at a level that runs under runsc: allowed here (the machine's owner
-    decides), never to a service's key, so such work stays in this process."""
+    """runc asked for at a level that runs under runsc: allowed here and by the user's own
+    local server (the machine's owner decides), never to a service's key, so such work with a
+    service set (HAZMAT_URL) stays in this process."""
     if args.runtime != "runc":
         return False
     chosen = policy(args)

@@ -173,6 +173,7 @@ class LocalServer:
             self._key(),
             info.get("default_trust"),
             most if isinstance(most, int) else None,
+            own=info.get("any_runtime") is True,
         )
 
     # -- for `hazmat server` --------------------------------------------------------------
@@ -265,6 +266,7 @@ class LocalServer:
             "policy": policy and str(policy),
             "default_trust": _default_trust(policy),
             "max_running": MAX_RUNNING,
+            "any_runtime": True,  # its key may ask for runc at a runsc level (`_make_key`)
         }
         _write_private(self.state, json.dumps({**state, "setup": setup()}, indent=1).encode())
 
@@ -273,7 +275,9 @@ class LocalServer:
         from hazmat.tenant_keys import KeyStore
 
         most = Quotas(**{name: high for name, (_, high) in QUOTA_BOUNDS.items()})  # the user's
-        _, key = KeyStore(self.keys).create("local", "trusted", most, override=True)
+        _, key = KeyStore(self.keys).create(
+            "local", "trusted", most, override=True, any_runtime=True
+        )
         _write_private(self.key_file, key.encode())
 
     def _key(self) -> str:

@@ -92,9 +92,11 @@ class Service:
         key: str | None,
         default_trust: str | None = None,
         max_running: int | None = None,
+        own: bool = False,
     ) -> None:
         self.url = url
         self.key = key
+        self.own = own  # this user's local server: its key may ask for any runtime
         # the trust a run without one gets: the service's default is the key's level; the
         # local server (local_server.py) is given its policy's default, as a run here gets
         self.default_trust = default_trust

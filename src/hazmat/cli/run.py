@@ -177,8 +177,10 @@ def _run(args: argparse.Namespace) -> int:
         output_dir.prepare(args.displays, "--displays")
     options = {**inputs, **_options(args, session)}
     live = None if args.json else _Live()  # plain output is written as it comes
-    here = args.local or args.policy or args.caller or weaker_runtime(args)
+    here = args.local or args.policy or args.caller
     service = None if here else local_server.for_cli(local_server.say)
+    if service is not None and not service.own and weaker_runtime(args):
+        service = None  # runc at a runsc level: the user's own choice, no service key's
     if service is not None:
         result = run_remote(service, code, language.name, options, live)
     else:

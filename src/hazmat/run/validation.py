@@ -8,7 +8,6 @@ message that names the option and what was expected.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import unicodedata
@@ -85,6 +84,8 @@ def check_options(options: Mapping[str, Any]) -> None:
     """Every option is one `Sandbox.run` knows, of a type it takes (None means the default)."""
     for name, value in options.items():
         if name not in OPTION_TYPES:
+            import difflib  # here: an error's hint, not on the CLI's path (~10 ms to import)
+
             close = difflib.get_close_matches(name, list(OPTION_TYPES), n=1, cutoff=0.5)
             guess = _SYNONYMS.get(name) or (repr(close[0]) if close else "")
             hint = f"; did you mean {guess}?" if guess else ""

@@ -99,7 +99,8 @@ def run_arguments(
     code, language, options = options_from_wire(data)
     trust = trust_for(data.get("trust"), key)
     options["trust"] = trust
-    _check_runtime(options.get("runtime"), policy.settings(trust).runtime)
+    if not key.any_runtime:
+        _check_runtime(options.get("runtime"), policy.settings(trust).runtime)
     if options.get("override_reason") is not None and not key.override:
         raise NotPermitted("this API key may not override a block (create it with --override)")
     options["caller"] = key.caller
