@@ -1,10 +1,11 @@
 """Whole-process start-up: `hazmat run -c CODE` as a user types it, against plain `docker run`
 with the same hardening flags, interleaved in one run (medians; the machine's noise hits both).
 
-Each round runs, in turn: `docker run` under runc and under runsc, then `hazmat run` through
-the per-user local server (cli/local_server.py) at the default trust level (gVisor) and at
-`trusted` (runc), then `hazmat run --local` (everything in its own process, as before the
-local server) under the default runtime. The local server is started once, before the rounds;
+Each round runs, in turn: `docker run` under runc and under runsc, then `hazmat run` (the
+console script beside this Python, as a user types it) through the per-user local server
+(cli/local_server.py) at the default trust level (gVisor), at `trusted` (runc) and with
+`--runtime runc` at the default level, then `hazmat run --local` (everything in its own
+process, as before the local server) under the default runtime. The local server is started once, before the rounds;
 the run that starts it is timed on its own. hazmat records into a fresh audit directory, and the
 local server lives in a runtime folder of the benchmark's own, stopped at the end. Results go
 to stdout and, with --write, into docs/benchmarks.md between the markers for this benchmark.
@@ -33,7 +34,9 @@ from hazmat.cli.bench import plain_docker_run
 from hazmat.cli.bench_common import PRINT_ONE
 from hazmat.policy import Policy
 
-HAZMAT = [sys.executable, "-m", "hazmat"]
+# the `hazmat` command as a user types it: the console script pip put beside this Python
+SCRIPT = Path(sys.executable).parent / "hazmat"
+HAZMAT = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hazmat"]
 
 
 def hazmat_run(*extra: str) -> Callable[[], None]:
@@ -69,6 +72,9 @@ def main() -> None:
         "docker run --rm (runsc)": plain_docker_run("python", "runsc"),
         f"hazmat run -c, local server ({default}, the default)": hazmat_run(),
         "hazmat run -c --trust trusted, local server (runc)": hazmat_run("--trust", "trusted"),
+        f"hazmat run -c --runtime runc, local server (runc at the {default} level)": hazmat_run(
+            "--runtime", "runc"
+        ),
         f"hazmat run --local -c ({default}, in its own process)": hazmat_run("--local"),
     }
     try:
