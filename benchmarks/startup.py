@@ -5,10 +5,11 @@ Each round runs, in turn: `docker run` under runc and under runsc, then `hazmat 
 console script beside this Python, as a user types it) through the per-user local server
 (cli/local_server.py) at the default trust level (gVisor), at `trusted` (runc) and with
 `--runtime runc` at the default level, then `hazmat run --local` (everything in its own
-process, as before the local server) under the default runtime. The local server is started once, before the rounds;
-the run that starts it is timed on its own. hazmat records into a fresh audit directory, and the
-local server lives in a runtime folder of the benchmark's own, stopped at the end. Results go
-to stdout and, with --write, into docs/benchmarks.md between the markers for this benchmark.
+process, as before the local server) under the default runtime. The local server is started
+once, before the rounds; the run that starts it is timed on its own. hazmat records into a
+fresh audit directory, and the local server lives in a runtime folder of the benchmark's own,
+stopped at the end. Results go to stdout and, with --write, into docs/benchmarks.md between
+the markers for this benchmark.
 
     .venv/bin/python benchmarks/startup.py --runs 15 --write
 """

@@ -54,11 +54,12 @@ from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
     from hazmat.assess.assessor import Assessor
+    from hazmat.backends.container.backend import ContainerBackend
     from hazmat.grade.grader import TaskResult
     from hazmat.grade.tasks import Task
     from hazmat.sessions import Session
 
-__all__ = ["RunOptions", "Sandbox"]
+__all__ = ["RunOptions", "Sandbox", "default_tier"]
 
 log = logging.getLogger(__name__)
 KEPT_BUILD_SLACK_S = 5.0  # a kept build container's lifetime beyond its tests' limits, per call
@@ -511,19 +512,23 @@ class Sandbox:
         self.close()
 
 
-def _default_backend(policy: Policy, pool: bool) -> Backend:
-    from hazmat.backends.container.backend import ContainerBackend
+def default_tier(policy: Policy) -> ContainerBackend:
+    """The backend that makes sandboxes under `policy` on this machine, without a pool: its
+    `backend` key, `auto` coming to the OCI tier where it can run, else Docker
+    (backends/oci/prerequisites.py)."""
     from hazmat.backends.oci.prerequisites import choice
 
-    tier: ContainerBackend
     if choice(policy.backend).tier == "oci":
         from hazmat.backends.oci.driver import OciBackend
 
-        tier = OciBackend()
-    else:
-        from hazmat.backends.docker.driver import DockerBackend
+        return OciBackend()
+    from hazmat.backends.docker.driver import DockerBackend
 
-        tier = DockerBackend()
+    return DockerBackend()
+
+
+def _default_backend(policy: Policy, pool: bool) -> Backend:
+    tier = default_tier(policy)
     if not pool or policy.pool.size == 0 or policy.pool.max_containers == 0:
         return tier
     from hazmat.backends.pool.warm import PoolBackend

@@ -108,9 +108,8 @@ def latency(
     runtimes: Iterable[str],
     progress: Callable[[str], None],
 ) -> None:
-    from hazmat.backends.docker.driver import DockerBackend
     from hazmat.backends.pool.warm import PoolBackend
-    from hazmat.sandbox import Sandbox
+    from hazmat.sandbox import Sandbox, default_tier
 
     policy = Policy()
     languages, runtimes = list(languages), list(runtimes)
@@ -118,7 +117,7 @@ def latency(
     # pool at its cap would never fill for the next (ten languages on two runtimes are 40)
     most = 2 * len(languages) * len(runtimes)
     settings = PoolSettings(size=2, refill_concurrency=2, max_containers=max(16, most))
-    pool = PoolBackend(DockerBackend(), settings)
+    pool = PoolBackend(default_tier(policy), settings)  # the tier a user's Sandbox() gets
     with Sandbox(policy, pool=False) as cold, Sandbox(policy, backend=pool) as warm:
         for runtime in runtimes:
             for language in languages:
@@ -150,7 +149,8 @@ def idle_memory(
     count: int,
     progress: Callable[[str], None],
 ) -> None:
-    """Host memory per idle pooled container: its cgroup's usage plus its containerd shim."""
+    """Host memory per idle pooled container of the Docker backend: its cgroup's usage plus
+    its containerd shim (benchmarks/tiers.py has both tiers')."""
     from hazmat.backends.docker.baseline import footprint
     from hazmat.backends.docker.driver import DockerBackend
     from hazmat.backends.pool.warm import PoolBackend
