@@ -228,8 +228,11 @@ def test_the_policy_chooses_the_tier(python_image: str) -> None:
         result = sb.run("print('tier')", trust="trusted")
     assert result.outcome is Outcome.OK and result.stdout == "tier\n", result
     assert result.container_id is not None and result.container_id.startswith("hazmat-")
-    with Sandbox(Policy(), pool=False) as sb:
+    assert result.tier == "oci"
+    with Sandbox(parse_policy({"backend": "docker"}), pool=False) as sb:
         assert not isinstance(sb.backend, OciBackend)
+        said = sb.run("print('tier')", trust="trusted")
+    assert said.outcome is Outcome.OK and said.tier == "docker", said
 
 
 def test_a_session_keeps_its_state_on_the_tier(runtime: str) -> None:
