@@ -32,6 +32,7 @@ from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
 from hazmat.audit.runs import Applied, Review, RunRecorder
 from hazmat.backends.base import Backend, Job, Spec
+from hazmat.backends.kept.build_cache import BuildCache
 from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import EgressProxy, Gate
@@ -108,6 +109,7 @@ class Sandbox:
         self.assessor.start()
         self._gates = Gates(egress, policy.reachable)  # the proxy, made when a run needs it
         self._late = LateSemgrep(self.assessor, self._recorder)
+        self.builds = BuildCache()  # kept builds of the same source share it (build_cache.py)
         self.sessions: SessionBook[Session] = SessionBook(policy.sessions)
         store = policy.sessions.store
         self.session_store = SessionStore(
@@ -207,18 +209,23 @@ class Sandbox:
         *,
         trust: TrustLevel | str | None = None,
         build_files: Iterable[str] = (),
+        owner: str | None = None,
     ) -> KeptBuild:
         """A container kept for one submission's test cases (backends/kept/kept_build.py), one per
         entry of `timeouts` (None: the trust level's): run each test's request with
         `execute_in(request, kept_build)`; it builds once, and each test runs as a fresh process
         from the state right after the build. `build_files` are the input files the build
-        sees besides the source. Close it (or use it as a context manager) when done."""
+        sees besides the source. A successful build is shared with later kept builds of the
+        same source for the same `owner` (a caller; `builds`, backends/kept/build_cache.py).
+        Close it (or use it as a context manager) when done."""
         self._check_open()
         level = parse_trust(trust if trust is not None else self.policy.default_trust)
         limits = self.policy.settings(level).limits
         spent = [limits.timeout_s if t is None else t for t in timeouts]
         lifetime = limits.compile_timeout_s + sum(spent) + KEPT_BUILD_SLACK_S * (1 + len(spent))
-        return KeptBuild(self.backend, lifetime, frozenset(build_files))
+        return KeptBuild(
+            self.backend, lifetime, frozenset(build_files), cache=self.builds, owner=owner
+        )
 
     def bench(self, *args: Any, **kwargs: Any) -> KeptBuild:
         """Deprecated: the old name of `kept_build`, which takes the same arguments ("bench"

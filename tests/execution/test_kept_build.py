@@ -13,6 +13,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.kept.kept_build import SHARED_NOTE
 from hazmat.models import ExecutionResult
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
@@ -299,3 +300,19 @@ def test_a_build_that_fails_is_every_tests_compile_error(cold: Sandbox, runtime:
     assert [r.outcome for r in results] == [Outcome.COMPILE_ERROR] * 2
     assert "undeclared" in results[0].stderr
     assert containers == 1
+
+
+def test_the_same_source_is_built_once_for_two_tasks(cold: Sandbox) -> None:
+    """A second kept build of the same C source starts from the first one's build (the
+    Sandbox's build cache): its tests get the same answers, and no build time."""
+    code = (
+        "#include <stdio.h>\n"
+        'int main(void) { int n; scanf("%d", &n); printf("%d shared\\n", 3 * n); }\n'
+    )
+    cases: list[dict[str, object]] = [{"stdin": "1"}, {"stdin": "2"}]
+    first, _ = run_tests(cold, code, "c", "runc", cases)
+    second, _ = run_tests(cold, code, "c", "runc", cases)
+    assert [r.stdout for r in first] == [r.stdout for r in second] == ["3 shared\n", "6 shared\n"]
+    assert first[0].compile_ms is not None and first[0].compile_ms > 0
+    assert second[0].compile_ms == 0 and SHARED_NOTE in second[0].notes
+    assert SHARED_NOTE not in first[0].notes

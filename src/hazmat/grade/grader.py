@@ -67,6 +67,7 @@ class GradingSandbox(Protocol):
         *,
         trust: Any = None,
         build_files: Iterable[str] = (),
+        owner: str | None = None,
     ) -> KeptBuild: ...
 
     def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult: ...
@@ -229,7 +230,11 @@ class Grader:
         together_cases = [case for case, t in zip(task.tests, together, strict=True) if t]
         timeouts = [_test_options(task, case, self.options)["timeout"] for case in together_cases]
         with self.sandbox.kept_build(
-            task.language, timeouts, trust=self.options.get("trust"), build_files=task.files
+            task.language,
+            timeouts,
+            trust=self.options.get("trust"),
+            build_files=task.files,
+            owner=self.options.get("caller"),  # a build is shared within its caller only
         ) as kept_build:
             for case, shared in zip(task.tests, together, strict=True):
                 run = self._run(task, case, kept_build if shared else None)

@@ -14,7 +14,8 @@ import pytest
 from hazmat import InfraError, Policy, Sandbox
 from hazmat.backends.agent.session_agent import unclean_marker
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
-from hazmat.backends.kept.kept_build import ARCHIVE, KeptBuild
+from hazmat.backends.kept.build_cache import BuildCache, Built
+from hazmat.backends.kept.kept_build import ARCHIVE, SHARED_NOTE, KeptBuild
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import parse_task
 from hazmat.languages import get_language
@@ -219,3 +220,57 @@ def test_a_container_that_cannot_archive_the_build_runs_each_test_alone() -> Non
     assert [r.stdout for r in reports] == [b"alone", b"alone"]
     assert "tar: not found" in reports[0].notes[-1]
     assert len(host.executed) == 2 and host.kept[0].ended is not None
+
+
+def test_the_same_source_is_built_once_across_kept_builds_of_one_owner() -> None:
+    """A second kept build of the same source, files and kind of container starts from the
+    first one's archive: no build call, the first test says the build was shared. Another
+    owner, another source or another task file builds again."""
+    host, cache = FakeHost(), BuildCache()
+
+    def grade(owner: str | None, source: bytes = b"int main(void) { return 0; }", **files: bytes):
+        kept_build = KeptBuild(host, 60.0, frozenset(files), cache=cache, owner=owner)
+        with kept_build:
+            made = job(stdin=b"1", **files)
+            made = dataclasses.replace(
+                made, program=dataclasses.replace(made.program, files={"main.c": source, **files})
+            )
+            return kept_build.execute(made), kept_build.execute(made)
+
+    first, _ = grade("tenant:a")
+    again, second_test = grade("tenant:a")
+    assert [mode for mode, *_ in host.calls] == ["build", "again", "again", "again", "again"]
+    assert host.calls[3][2] == b"A"  # the shared archive goes with the test, as a kept one
+    assert SHARED_NOTE not in first.notes and SHARED_NOTE in again.notes
+    assert SHARED_NOTE not in second_test.notes  # said once, with the first test
+    assert (again.build_status, again.build_ms) == (0, 0.0) and again.stdout == b"ran 1"
+    assert (cache.hits, len(cache)) == (1, 1)
+    host.calls.clear()
+    grade("tenant:b")  # another owner
+    grade("tenant:a", b"int main(void) { return 1; }")  # another source
+    grade("tenant:a", **{"data.txt": b"x"})  # a file the build sees
+    assert [mode for mode, *_ in host.calls].count("build") == 3
+
+
+def test_a_failed_build_is_not_shared() -> None:
+    def answer(job: Job, mode: str) -> RunReport:
+        return RunReport(1, b"", b"error: x undeclared", 9.0, build_status=1, build_ms=9.0)
+
+    host, cache = FakeHost(answer), BuildCache()
+    for _ in range(2):
+        with KeptBuild(host, 60.0, cache=cache, owner="t") as kept_build:
+            assert kept_build.execute(job()).build_status == 1
+    assert [mode for mode, *_ in host.calls] == ["build", "build"] and len(cache) == 0
+
+
+def test_the_cache_keeps_the_most_recently_used_builds_within_its_bytes() -> None:
+    cache = BuildCache(max_bytes=10)
+    spec = job().spec
+    keys = [BuildCache.key("o", spec, "", {"main.c": bytes([n])}) for n in range(3)]
+    cache.put(keys[0], Built(b"x" * 4, {}, 1.0))
+    cache.put(keys[1], Built(b"y" * 4, {}, 1.0))
+    assert cache.get(keys[0]) is not None  # used: the newest now
+    cache.put(keys[2], Built(b"z" * 4, {}, 1.0))  # 12 bytes: the least recently used goes
+    assert cache.get(keys[1]) is None and cache.get(keys[0]) and cache.get(keys[2])
+    cache.put(keys[1], Built(b"w" * 11, {}, 1.0))  # alone over the bound: not kept
+    assert cache.get(keys[1]) is None and len(cache) == 2

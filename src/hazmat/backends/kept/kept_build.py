@@ -12,6 +12,10 @@ not a new build. Every call is still a run of the pipeline (`Sandbox.execute_in`
 recorded and checked like any other. A backend that cannot keep containers (a test's fake),
 or a container that could not archive the build (an image without tar or find), gets a
 single run per test instead, in a fresh container of its own.
+
+With a `BuildCache` (build_cache.py: one per `Sandbox`), a successful build is kept by what it
+depends on, and a kept build of the same source (same owner, kind of container and files)
+starts from its archive instead of building: the first test's report then says so.
 """
 
 from __future__ import annotations
@@ -21,27 +25,38 @@ import dataclasses
 from hazmat._exceptions import InfraError, SessionClosed
 from hazmat.backends.agent.session_agent import unclean_marker
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
+from hazmat.backends.kept.build_cache import BuildCache, Built
 from hazmat.policy import Clock, HostResources
 
 __all__ = ["ARCHIVE", "KeptBuild"]
 
 ARCHIVE = ".hazmat-build.tar"  # the build folder, as the agent hands it over
 _MiB = 1024 * 1024
+SHARED_NOTE = "the build was shared: this source was built earlier for the same owner"
 
 
 class KeptBuild(KeptBackend):
     """Runs one submission's tests (`execute`, one per test) in a container kept for them;
     `build_files` are the input files its build sees besides the source (the task's own, not
-    a test's). `close()` removes the container."""
+    a test's). `close()` removes the container. With a `cache`, a build of the same source for
+    the same `owner` is shared (build_cache.py)."""
 
     one_budget = False  # the build keeps its own memory budget (compile_memory_mb)
 
     def __init__(
-        self, backend: Backend, lifetime_s: float, build_files: frozenset[str] = frozenset()
+        self,
+        backend: Backend,
+        lifetime_s: float,
+        build_files: frozenset[str] = frozenset(),
+        *,
+        cache: BuildCache | None = None,
+        owner: str | None = None,
     ) -> None:
         self.backend = backend
         self.lifetime_s = lifetime_s
         self.build_files = build_files
+        self.cache = cache
+        self.owner = owner
         self.spec: Spec | None = None
         self.kept: KeptBackend | None = None
         self.archive: bytes | None = None  # the build, once it succeeded (b"": no build step)
@@ -77,7 +92,7 @@ class KeptBuild(KeptBackend):
             return self.failed
         built = None
         if self.archive is None and self.alone is None:
-            built = self._build(job)
+            built = self._shared(job) or self._build(job)
             if self.archive is None and self.alone is None:
                 return built
         if self.alone is not None:
@@ -98,6 +113,7 @@ class KeptBuild(KeptBackend):
             build_status=built.build_status,
             build_ms=built.build_ms,
             duration_ms=(built.build_ms or 0.0) + report.duration_ms,  # as a single run's
+            notes=(*report.notes, *(n for n in built.notes if n == SHARED_NOTE)),
         )
 
     def _test(self, job: Job, test: Job) -> RunReport:
@@ -120,15 +136,37 @@ class KeptBuild(KeptBackend):
             raise InfraError(f"a kept build takes tests only, not {mode!r} calls")
         return self.execute(job)
 
-    def _build(self, job: Job) -> RunReport:
-        """Build the submission; keep the archive if it succeeded. The report of a failed
-        build (or one that left more in use than the program may have) is every test's."""
-        kept = self._container(job)
-        files = {
+    def _build_files(self, job: Job) -> dict[str, bytes]:
+        """What the build sees: the source (the first file) and the task's own files."""
+        return {
             name: data
             for number, (name, data) in enumerate(job.program.files.items())
             if number == 0 or name in self.build_files
         }
+
+    def _cache_key(self, job: Job) -> str | None:
+        if self.cache is None or self.spec is None:
+            return None
+        return self.cache.key(
+            self.owner, self.spec, job.language.build or "", self._build_files(job)
+        )
+
+    def _shared(self, job: Job) -> RunReport | None:
+        """The build of the same source, kept earlier (build_cache.py): its archive becomes
+        this kept build's, and the report says the build was shared; None if there is none."""
+        key = self._cache_key(job)
+        found = self.cache.get(key) if self.cache is not None and key is not None else None
+        if found is None:
+            return None
+        self.archive, self.built = found.archive, dict(found.files)
+        return RunReport(0, b"", b"", 0.0, build_status=0, build_ms=0.0, notes=(SHARED_NOTE,))
+
+    def _build(self, job: Job) -> RunReport:
+        """Build the submission; keep the archive if it succeeded (and, with a cache, share
+        it). The report of a failed build (or one that left more in use than the program
+        may have) is every test's."""
+        kept = self._container(job)
+        files = self._build_files(job)
         cap = job.limits.tmpfs_mb * _MiB
         program = Program(
             files=files, want=(ARCHIVE,), stdin=b"", max_file_bytes=cap, max_total_bytes=cap
@@ -155,6 +193,9 @@ class KeptBuild(KeptBackend):
             return self.failed
         self.archive = archive
         self.built = files
+        key = self._cache_key(job)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, Built(archive, files, report.build_ms))
         return report
 
     def _container(self, job: Job) -> KeptBackend:
