@@ -181,3 +181,22 @@ def test_a_wrong_runtime_for_names_its_key(assess: dict[str, Any], message: str)
 def test_a_null_runtime_for_is_an_empty_one() -> None:
     policy = parse_policy({"trust": {"trusted": {"assess": {"runtime_for": None}}}})
     assert dict(policy.settings("trusted").assess.runtime_for) == {}
+
+
+def test_doctor_says_when_risky_code_is_routed_to_a_runtime_the_engine_lacks() -> None:
+    from hazmat.cli.doctor import _policy_runtimes
+
+    runc_only = frozenset({"runc"})
+    all_runc = parse_policy({"trust": {"untrusted": {"runtime": "runc"}}})
+    check = _policy_runtimes(all_runc, runc_only)
+    assert not check.ok
+    assert "routed to a runtime the engine lacks at trusted (high code), unknown (high code)" in (
+        check.detail
+    )
+    assert "runtime_for: {}" in check.fix
+    off = {
+        level: {"runtime": "runc", "assess": {"runtime_for": {}}}
+        for level in ("untrusted", "unknown", "trusted")
+    }
+    assert _policy_runtimes(parse_policy({"trust": off}), runc_only).ok
+    assert _policy_runtimes(all_runc, frozenset({"runc", "runsc"})).ok

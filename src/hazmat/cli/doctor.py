@@ -98,6 +98,20 @@ def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
     wanted = {level.value: s.runtime.value for level, s in policy.levels.items()}
     detail = ", ".join(f"{level}: {runtime}" for level, runtime in wanted.items())
     missing = sorted(level for level, runtime in wanted.items() if runtime not in known)
+    routed = sorted(
+        f"{level.value} ({', '.join(sorted(s.assess.runtime_for))} code)"
+        for level, s in policy.levels.items()
+        if any(r.value not in known for r in s.assess.runtime_for.values())
+    )
+    if routed and not missing:
+        return Check(
+            "policy runtimes",
+            False,
+            f"{detail}; risky code is routed to a runtime the engine lacks at "
+            f"{', '.join(routed)}, so such runs fail closed (assess.runtime_for)",
+            "install runsc (`bash scripts/ensure-engine.sh`), or set `assess: {runtime_for: {}}` "
+            "for the level in your policy if you accept runc for risky code",
+        )
     if missing:
         return Check(
             "policy runtimes",
