@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import Outcome, Policy, Sandbox
+from hazmat import Outcome, Sandbox
 from hazmat._exceptions import InfraError, SettingsMismatch
 from hazmat.backends.base import Job, Program, Spec
 from hazmat.backends.container.engine import Engine
