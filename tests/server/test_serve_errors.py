@@ -47,13 +47,19 @@ def test_a_socket_someone_listens_on_is_not_taken(tmp_path: Path) -> None:
 
 
 def test_a_stopped_engine_is_a_clear_error_and_leaves_no_socket(tmp_path: Path) -> None:
+    """On the Docker backend. (The OCI tier, `auto`'s choice where it can run, needs the
+    engine only to export an image's root file system, so it serves without one.)"""
     path = tmp_path / "s.sock"
+    policy = tmp_path / "docker.yaml"
+    policy.write_text("backend: docker\n")
     done = hazmat(
         "serve",
         "--socket",
         str(path),
         "--keys",
         str(tmp_path / "k.json"),
+        "--policy",
+        str(policy),
         DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock",
     )
     assert done.exit_code == 125, done.stderr
