@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import Sandbox, parse_policy
+from hazmat import Sandbox
 from hazmat.backends.base import Backend
 from hazmat.backends.container.engine import Engine, missing_image_message
 from hazmat.backends.docker.driver import LABEL, DockerBackend
@@ -18,15 +18,13 @@ from hazmat.backends.oci.driver import OciBackend
 from hazmat.backends.pool.warm import PoolBackend
 from hazmat.images.builder import RECIPES, ImageBuilder, recipe_digest
 from hazmat.languages import LANGUAGES
-from hazmat.policy import PoolSettings, TrustLevel
+from hazmat.policy import PoolSettings
+from hazmat.testing import as_asked
 
 # The built-in policy with each runtime as a test asks it: the assessment does not raise it
 # (`assess.runtime_for: {}`), so that a test of runc's boundary with risky code runs under runc.
 # The routing itself: tests/test_routing.py, tests/execution/test_routing_engine.py.
-AS_ASKED = parse_policy(
-    {"trust": {level.value: {"assess": {"runtime_for": {}}} for level in TrustLevel}},
-    source="<the built-in policy, runtimes as asked>",
-)
+AS_ASKED = as_asked()
 
 # Every run is audited: keep the test session's records out of the real state directory. The
 # CLI tests' subprocesses inherit this.

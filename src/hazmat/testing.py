@@ -34,6 +34,10 @@ exactly as from a container's.
 A session on a `RecordingBackend` keeps a `KeptRecording` (in the backend's `kept`), whose
 `calls` are each call's mode (`run`, `files`, ...) and job.
 
+`as_asked(policy)` is the policy with every runtime as a run asks it: the static assessment
+raises none (by default, code it finds risky runs under gVisor even at a runc level), for a
+test of what a runtime itself does.
+
 `invoke(argv, stdin=, env=)` runs the `hazmat` command in this process, as click's
 `CliRunner.invoke` does, and gives back its exit status and what it wrote::
 
@@ -50,12 +54,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hazmat.audit.layout import list_log
 from hazmat.audit.records import parse_line
 from hazmat.backends.base import Backend, Job, KeptBackend, RunReport, Spec
-from hazmat.policy import HostResources, Runtime
+from hazmat.policy import HostResources, Policy, Runtime
 
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
@@ -65,6 +70,7 @@ __all__ = [
     "Invoked",
     "KeptRecording",
     "RecordingBackend",
+    "as_asked",
     "audit_records",
     "invoke",
     "report",
@@ -162,6 +168,20 @@ class KeptRecording(KeptBackend):
 
     def end(self, why: str, now: bool = False) -> None:
         self.ended = self.ended or why
+
+
+def as_asked(policy: Policy | None = None) -> Policy:
+    """`policy` (default: the built-in one) with each runtime as a run asks it: the assessment
+    raises none (`assess.runtime_for: {}` at every level, run/routing.py), so that a test of
+    runc with risky code runs under runc. Everything else of the policy is kept."""
+    policy = policy or Policy()
+    levels = {
+        level: replace(
+            settings, assess=replace(settings.assess, runtime_for=MappingProxyType({}))
+        )
+        for level, settings in policy.levels.items()
+    }
+    return replace(policy, levels=MappingProxyType(levels))
 
 
 def report(**facts: Any) -> RunReport:

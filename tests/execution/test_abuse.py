@@ -17,6 +17,7 @@ from probes import gone, lines, run, tier_of, uids_of
 
 from hazmat import PRESETS, ExecutionResult, Outcome, Sandbox, parse_policy
 from hazmat.backends.container.engine import Engine
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 STRICT = PRESETS["strict"]
@@ -72,7 +73,7 @@ def bomb(sandbox: Sandbox, runtime: str, code: str, engine: Engine) -> Execution
     if runtime == "runc":
         return run(sandbox, runtime, code, timeout=10)
     policy = parse_policy({"trust": {"untrusted": {"timeout_s": 40}}})
-    with Sandbox(policy, backend=tier_of(sandbox, engine)) as longer:
+    with Sandbox(as_asked(policy), backend=tier_of(sandbox, engine)) as longer:
         return run(longer, runtime, code)
 
 

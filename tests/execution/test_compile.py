@@ -8,6 +8,7 @@ from hazmat import PRESETS, Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy_file import parse_policy
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
@@ -28,7 +29,7 @@ def test_the_programs_time_limit_starts_after_its_build(sandbox: Sandbox, runtim
 
 def test_a_build_past_its_budget_is_a_compile_timeout(engine: Engine, runtime: str) -> None:
     policy = parse_policy({"trust": {"untrusted": {"compile_timeout_s": 0.1}}})
-    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
         result = sandbox.run(HEAVY_GO, "go", runtime=runtime)
     assert result.outcome is Outcome.COMPILE_TIMEOUT
     assert result.exit_code == 124 and result.stdout == ""
@@ -65,7 +66,7 @@ def macro_bomb(levels: int, literal: str) -> str:
 
 def with_limits(engine: Engine, runtime: str, code: str, **limits: object) -> object:
     policy = parse_policy({"trust": {"untrusted": limits}})
-    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
         return sandbox.run(
             code, "c", runtime=runtime, override_reason="a compiler bomb, on purpose, in a test"
         )

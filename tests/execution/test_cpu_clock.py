@@ -13,6 +13,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
@@ -24,7 +25,7 @@ CHILD_SPINS = "import os\nif os.fork() == 0:\n    while True:\n        pass\nos.
 
 @pytest.fixture(scope="module")
 def sb(engine: Engine) -> Iterator[Sandbox]:
-    with Sandbox(backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         yield sandbox
 
 
@@ -62,9 +63,7 @@ def test_a_program_that_sleeps_is_stopped_as_idle_by_the_backstop(
     assert result.cpu_time_ms is not None and result.cpu_time_ms < 1000
 
 
-def test_a_graders_tests_are_measured_in_cpu_time_and_wall_time(
-    sb: Sandbox, runtime: str
-) -> None:
+def test_a_graders_tests_are_measured_in_cpu_time_and_wall_time(sb: Sandbox, runtime: str) -> None:
     code = "import sys\nn = int(sys.stdin.read())\nprint(sum(range(n)))\n"
     tests = [{"stdin": "10", "expected_stdout": "45\n"}]
     tasks = [

@@ -16,6 +16,7 @@ from hazmat.backends.docker.driver import DockerBackend
 from hazmat.images.builder import ImageBuilder
 from hazmat.images.custom import CustomImage
 from hazmat.policy_file import parse_policy
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -44,7 +45,7 @@ def built(engine: Engine) -> Iterator[ImageBuilder]:
 
 def _sandbox(engine: Engine) -> Sandbox:
     policy = parse_policy({"trust": {"untrusted": {"allow_images": [PY, JS]}}})
-    return Sandbox(policy, backend=DockerBackend(engine))
+    return Sandbox(as_asked(policy), backend=DockerBackend(engine))
 
 
 def test_python_and_debian_packages_are_in_the_image(built: ImageBuilder, engine: Engine) -> None:

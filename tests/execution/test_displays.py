@@ -15,6 +15,7 @@ from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy import Policy, TrustLevel
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
@@ -58,7 +59,7 @@ def test_figures_tables_and_display_calls_come_back_in_order(
 
 def test_a_session_shows_each_calls_own_displays(engine: Engine, runtime: str) -> None:
     with (
-        Sandbox(Policy(), backend=DockerBackend(engine)) as sb,
+        Sandbox(as_asked(), backend=DockerBackend(engine)) as sb,
         sb.session("python", image="python-data", runtime=runtime) as session,
     ):
         first = session.run(
@@ -135,7 +136,7 @@ def _policy(**limits: int) -> Policy:
 @pytest.fixture
 def capped(engine: Engine) -> Iterator[Sandbox]:
     policy = _policy(max_displays=3, max_display_bytes=2000)
-    with Sandbox(policy, backend=DockerBackend(engine)) as sb:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sb:
         yield sb
 
 
@@ -162,7 +163,7 @@ def test_a_display_file_past_its_cap_is_not_collected(capped: Sandbox) -> None:
 
 
 def test_a_policy_without_displays_runs_python_as_python3_does(engine: Engine) -> None:
-    with Sandbox(_policy(max_displays=0), backend=DockerBackend(engine)) as sb:
+    with Sandbox(as_asked(_policy(max_displays=0)), backend=DockerBackend(engine)) as sb:
         result = sb.run(
             "import builtins\nprint(hasattr(builtins, 'display'))\n{'a': 1}",
             "python",

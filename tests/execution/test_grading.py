@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.container.owners import LABEL
 from hazmat.grade.schema import RESULT_SCHEMA
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
@@ -173,7 +174,7 @@ def test_sandbox_map_and_amap_yield_each_result_as_it_finishes(engine: Engine) -
         }
         for n in range(4)
     ]
-    with Sandbox(backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         mapped = {r.id: r for r in sandbox.map(tasks, jobs=2, trust="unknown", runtime="runc")}
 
         async def collect() -> list[TaskResult]:

@@ -15,18 +15,19 @@ from pathlib import Path
 import docker
 import pytest
 
-from hazmat import Outcome, Policy, Sandbox, parse_policy
+from hazmat import Outcome, Sandbox, parse_policy
 from hazmat.backends.container.engine import Engine, EngineInfo
 from hazmat.backends.container.seccomp import load_profile
 from hazmat.backends.docker.driver import LABEL, DockerBackend, container_config
 from hazmat.languages import LANGUAGES
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
 
 def test_missing_hazmat_tag_is_not_sent_to_the_image_builder(engine: Engine) -> None:
     policy = parse_policy({"images": {"python": "hazmat/python:does-not-exist"}})
-    result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
+    result = Sandbox(as_asked(policy), backend=DockerBackend(engine)).run("print(1)")
     assert result.outcome is Outcome.INFRA_ERROR
     from hazmat.images.recipes import RECIPES
 
@@ -50,7 +51,7 @@ def test_a_missing_image_hazmat_builds_names_the_command() -> None:
 def test_missing_foreign_image_is_never_pulled(engine: Engine) -> None:
     image = "hazmat-test/never-pulled:1"
     policy = parse_policy({"images": {"python": image}})
-    result = Sandbox(policy, backend=DockerBackend(engine)).run("print(1)")
+    result = Sandbox(as_asked(policy), backend=DockerBackend(engine)).run("print(1)")
     assert result.outcome is Outcome.INFRA_ERROR
     assert "never pulls" in (result.error or "")
     assert engine.api.images(name=image) == []
@@ -64,7 +65,7 @@ leaks_a_socket = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExce
 
 def _run_against(url: str, timeout: int = 60) -> tuple[Outcome, str]:
     engine = Engine(base_url=url, timeout=timeout)
-    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         result = sandbox.run("print(1)")
     return result.outcome, result.error or ""
 
@@ -146,7 +147,7 @@ class RuncOnlyEngine(Engine):
 def test_missing_runtime_fails_closed_never_falls_back() -> None:
     engine = RuncOnlyEngine()
     try:
-        result = Sandbox(Policy(), backend=DockerBackend(engine)).run("print(1)", runtime="runsc")
+        result = Sandbox(as_asked(), backend=DockerBackend(engine)).run("print(1)", runtime="runsc")
     finally:
         engine.close()
     assert result.outcome is Outcome.INFRA_ERROR
@@ -221,7 +222,7 @@ def test_a_container_prepared_for_a_blocked_run_is_removed(engine: Engine) -> No
             time.sleep(0.05)
         return True
 
-    with Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         blocked = sandbox.run("import ctypes\nctypes.CDLL(None)")
         assert mine_gone(), "the container prepared for a blocked run was left until close"
         fine = sandbox.run("print('after')", runtime="runc")
@@ -266,6 +267,6 @@ def test_a_failing_reap_does_not_stop_runs(engine: Engine, monkeypatch: pytest.M
         raise InfraError("the engine refused to list containers")
 
     monkeypatch.setattr(backend, "reap", broken)
-    with Sandbox(Policy(), backend=backend) as sandbox:
+    with Sandbox(as_asked(), backend=backend) as sandbox:
         result = sandbox.run("print('still runs')", runtime="runc")
     assert result.outcome is Outcome.OK and result.stdout == "still runs\n"

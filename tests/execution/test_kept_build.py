@@ -15,6 +15,7 @@ from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.backends.kept.kept_build import SHARED_NOTE
 from hazmat.models import ExecutionResult
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
@@ -175,7 +176,7 @@ int main(void) {
 
 @pytest.fixture(scope="module")
 def cold(engine: Engine) -> Iterator[Sandbox]:
-    with Sandbox(backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         yield sandbox
 
 

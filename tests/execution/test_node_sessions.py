@@ -12,7 +12,7 @@ import pytest
 from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.policy import Policy
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
@@ -34,7 +34,7 @@ process.exitCode = 3;
 
 def test_each_call_is_a_fresh_node_started_ahead(engine: Engine, runtime: str) -> None:
     with (
-        Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox,
+        Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox,
         sandbox.session("javascript", trust="unknown", runtime=runtime) as session,
     ):
         results = [
@@ -55,7 +55,7 @@ def test_each_call_is_a_fresh_node_started_ahead(engine: Engine, runtime: str) -
 
 def test_a_typescript_call_runs_its_own_build(engine: Engine) -> None:
     with (
-        Sandbox(Policy(), backend=DockerBackend(engine)) as sandbox,
+        Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox,
         sandbox.session("typescript", trust="unknown") as session,
     ):
         first = session.run("const a: number = 1; console.log(a)")

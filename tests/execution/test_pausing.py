@@ -14,6 +14,7 @@ from hazmat._exceptions import InfraError, SessionClosed, SessionNotFound
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.policy import Policy, SessionSettings
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
@@ -33,7 +34,7 @@ open("data/deep/blob.bin", "wb").write(bytes(range(256)))
 
 def _sandbox(engine: Engine, store: Path) -> Sandbox:
     policy = dataclasses.replace(Policy(), sessions=SessionSettings(store=str(store)))
-    return Sandbox(policy, backend=DockerBackend(engine))
+    return Sandbox(as_asked(policy), backend=DockerBackend(engine))
 
 
 def test_a_paused_session_comes_back_after_a_restart(
@@ -113,7 +114,7 @@ def test_a_failed_resume_keeps_the_paused_session(engine: Engine, tmp_path: Path
 def test_an_idle_session_is_paused_when_the_policy_says_so(engine: Engine, tmp_path: Path) -> None:
     rules = SessionSettings(store=str(tmp_path), on_idle="pause", idle_s=60)
     policy = dataclasses.replace(Policy(), sessions=rules)
-    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
         session = sandbox.session("python", trust="unknown")
         session.run("x = 5")
         session.owner = "tenant:a"

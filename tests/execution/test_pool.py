@@ -17,7 +17,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from hazmat import Outcome, Policy, Sandbox, parse_policy
+from hazmat import Outcome, Sandbox, parse_policy
 from hazmat.audit.log import AuditLog
 from hazmat.backends.base import Spec
 from hazmat.backends.container.engine import Engine
@@ -27,7 +27,7 @@ from hazmat.backends.container.uids import UID_BASE
 from hazmat.backends.docker.driver import LABEL, DockerBackend, container_config
 from hazmat.backends.pool.warm import PoolBackend
 from hazmat.policy import PRESETS, PoolSettings, Runtime
-from hazmat.testing import audit_records
+from hazmat.testing import as_asked, audit_records
 
 UID = UID_BASE + 7
 
@@ -43,7 +43,7 @@ def _spec_of(result: Any) -> Spec:
 @pytest.fixture()
 def pool(engine: Engine) -> Iterator[Sandbox]:
     backend = PoolBackend(DockerBackend(engine), PoolSettings(size=2, refill_concurrency=2))
-    with Sandbox(Policy(), backend=backend) as sb:
+    with Sandbox(as_asked(), backend=backend) as sb:
         yield sb
 
 
@@ -145,7 +145,7 @@ def test_a_pooled_container_that_died_is_replaced_not_used(pool: Sandbox, engine
 
 def test_containers_older_than_max_age_are_replaced(engine: Engine) -> None:
     settings = PoolSettings(size=1, max_age_s=1.5)
-    with Sandbox(Policy(), backend=PoolBackend(DockerBackend(engine), settings)) as sb:
+    with Sandbox(as_asked(), backend=PoolBackend(DockerBackend(engine), settings)) as sb:
         backend = sb.backend
         assert isinstance(backend, PoolBackend)
         spec = sb.warm("python", runtime="runc")
@@ -160,7 +160,7 @@ def test_containers_older_than_max_age_are_replaced(engine: Engine) -> None:
 
 
 def test_close_removes_every_pooled_container(engine: Engine) -> None:
-    sb = Sandbox(Policy(), backend=PoolBackend(DockerBackend(engine), PoolSettings(size=2)))
+    sb = Sandbox(as_asked(), backend=PoolBackend(DockerBackend(engine), PoolSettings(size=2)))
     backend = sb.backend
     assert isinstance(backend, PoolBackend)
     spec = sb.warm("python", runtime="runc")
@@ -322,7 +322,7 @@ def test_a_container_that_differs_gets_no_job_and_is_a_security_event(
     backend: Any = DockerBackend(engine, config=_loosened)
     if pooled:
         backend = PoolBackend(backend, PoolSettings(size=1))
-    with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sb:
+    with Sandbox(as_asked(), backend=backend, audit=AuditLog(tmp_path)) as sb:
         if pooled:
             sb.warm("python", runtime="runc")
             assert backend.wait_for(lambda stats: stats.failed > 0, 60)

@@ -20,7 +20,6 @@ from hazmat import (
     ImageNotFound,
     InputError,
     Outcome,
-    Policy,
     QuotaExceeded,
     Sandbox,
     SessionClosed,
@@ -32,6 +31,7 @@ from hazmat.backends.container.engine import Engine
 from hazmat.backends.container.owners import LABEL, owner_labels
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.sessions import Session
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 OVERRIDE = "session test: the container must contain this whatever the assessment says"
@@ -51,7 +51,7 @@ def audit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sb(engine: Engine, audit_dir: Path) -> Iterator[Sandbox]:
-    with Sandbox(Policy(), backend=DockerBackend(engine), audit=AuditLog(audit_dir)) as sandbox:
+    with Sandbox(as_asked(), backend=DockerBackend(engine), audit=AuditLog(audit_dir)) as sandbox:
         yield sandbox
 
 
@@ -276,7 +276,7 @@ def test_the_memory_limit(sb: Sandbox, runtime: str) -> None:
         (
             "c",
             '#include <stdio.h>\nint main(void) { fputs("c", fopen("k.txt", "w")); return 0; }',
-            '#include <stdio.h>\nint main(void) { char b[8] = {0}; fread(b, 1, 7,'
+            "#include <stdio.h>\nint main(void) { char b[8] = {0}; fread(b, 1, 7,"
             ' fopen("k.txt", "r")); puts(b); return 0; }',
         ),
         (
@@ -317,7 +317,7 @@ def test_bash_keeps_its_directory_variables_and_functions_like_a_terminal(
     with sb.session("bash", runtime=runtime) as session:
         first = session.run(
             "mkdir -p data && cd data\ncount=41\nexport ANSWER=yes\n"
-            "greet() { echo \"hi $1\"; }\necho set"
+            'greet() { echo "hi $1"; }\necho set'
         )
         assert (first.outcome, first.stdout) == (Outcome.OK, "set\n"), first
         second = session.run(
@@ -326,8 +326,9 @@ def test_bash_keeps_its_directory_variables_and_functions_like_a_terminal(
         )
         assert second.stdout == "/work/data\n42 yes\nhi there\nyes\n", second
         # each call gets its own args and stdin; its status is its last command's
-        third = session.run('read line\necho "$line" "$#" "$1"\nfalse', stdin="typed\n",
-                            args=["a1"])
+        third = session.run(
+            'read line\necho "$line" "$#" "$1"\nfalse', stdin="typed\n", args=["a1"]
+        )
         assert (third.exit_code, third.stdout) == (1, "typed 1 a1\n"), third
         fourth = session.run('echo "$#" $count; echo "unterminated')
         assert fourth.exit_code == 2 and "unexpected EOF" in fourth.stderr, fourth
@@ -400,7 +401,7 @@ def test_every_call_and_file_transfer_is_recorded(sb: Sandbox, audit_dir: Path) 
 
 def _sandbox(engine: Engine, tmp_path: Path, sessions: dict[str, object]) -> Sandbox:
     policy = parse_policy({"sessions": sessions})
-    return Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path))
+    return Sandbox(as_asked(policy), backend=DockerBackend(engine), audit=AuditLog(tmp_path))
 
 
 def test_idle_and_lifetime_expiry_end_a_session(engine: Engine, tmp_path: Path) -> None:
@@ -474,7 +475,9 @@ def test_an_open_that_fails_gives_its_place_back(engine: Engine, tmp_path: Path)
     policy = parse_policy(
         {"images": {"python": "hazmat-test/never-built:1"}, "sessions": {"max_open": 1}}
     )
-    with Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path)) as sandbox:
+    with Sandbox(
+        as_asked(policy), backend=DockerBackend(engine), audit=AuditLog(tmp_path)
+    ) as sandbox:
         for _ in range(2):  # the second would be QuotaExceeded had the first kept its place
             with pytest.raises(ImageNotFound, match="never-built"):
                 sandbox.session("python", runtime="runc")
@@ -491,7 +494,9 @@ def test_closing_the_sandbox_ends_its_sessions(engine: Engine, tmp_path: Path) -
 
 def test_a_missing_image_fails_the_opening_clearly(engine: Engine, tmp_path: Path) -> None:
     policy = parse_policy({"images": {"python": "hazmat-test/never-built:1"}})
-    with Sandbox(policy, backend=DockerBackend(engine), audit=AuditLog(tmp_path)) as sandbox:
+    with Sandbox(
+        as_asked(policy), backend=DockerBackend(engine), audit=AuditLog(tmp_path)
+    ) as sandbox:
         with pytest.raises(ImageNotFound) as missing:
             sandbox.session("python", runtime="runc")
         assert sandbox.sessions.all() == []

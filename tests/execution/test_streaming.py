@@ -14,6 +14,7 @@ import pytest
 from hazmat import Outcome, Sandbox, SessionClosed, Watch, parse_policy
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 OVERRIDE = "streaming test: the container must contain this whatever the assessment says"
@@ -43,7 +44,7 @@ SPIN_AFTER_FIRST = "import sys\nprint('first', flush=True)\nwhile True:\n    pas
 def sb(engine: Engine) -> Iterator[Sandbox]:
     """Runs that spin until cancelled may take 60 s at most: the policy lets them."""
     policy = parse_policy({"trust": {"untrusted": {"timeout_s": 60}}})
-    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
         yield sandbox
 
 

@@ -15,6 +15,7 @@ from probes import run
 from hazmat import Outcome, Sandbox, parse_policy
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
@@ -191,7 +192,7 @@ def patient(engine: Engine) -> Iterator[Sandbox]:
     and about 50 s under runsc on an idle machine (docs/benchmarks.md); a loaded machine must
     not turn that into a compile_timeout here."""
     policy = parse_policy({"trust": {"trusted": {"compile_timeout_s": 600}}})
-    with Sandbox(policy, backend=DockerBackend(engine)) as sandbox:
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
         yield sandbox
 
 
