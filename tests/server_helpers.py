@@ -176,3 +176,23 @@ async def session_calls(tmp: Path, key: str, calls: list[tuple[str, dict[str, An
         tools = await session.list_tools()
         answers = [await session.call_tool(name, args) for name, args in calls]
         return tools, answers
+
+
+def owned_by(pid: int) -> list[str]:
+    """The sandboxes of hazmat process `pid` on this host, on both tiers: the engine's
+    containers (DOCKER_HOST's, as in CI's fresh engine) and the OCI tier's bundles, which
+    `backend: auto` makes where it can run."""
+    from hazmat.backends.container.engine import Engine
+    from hazmat.backends.container.owners import LABEL
+    from hazmat.backends.oci.driver import OciBackend
+
+    engine = Engine()
+    try:
+        found = [
+            (c["Id"], c["Labels"])
+            for c in engine.api.containers(all=True, filters={"label": LABEL})
+        ]
+        found += [(b.name, labels) for b, labels in OciBackend(engine).driver.bundles()]
+    finally:
+        engine.close()
+    return [cid for cid, labels in found if labels.get(f"{LABEL}.owner", "").endswith(f":{pid}")]

@@ -15,9 +15,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from hazmat.backends.container.engine import Engine
-from hazmat.backends.container.owners import LABEL
 from hazmat.grade.schema import RESULT_SCHEMA
 from hazmat.testing import as_asked
+from server_helpers import owned_by
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 
@@ -103,15 +103,6 @@ AS_FROM_A_TERMINAL = [
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execv(sys.executable, [sys.executable, '-m', 'hazmat', *sys.argv[1:]])",
 ]
-
-
-def owned_by(pid: int) -> list[str]:
-    engine = Engine()
-    try:
-        found = engine.api.containers(all=True, filters={"label": LABEL})
-    finally:
-        engine.close()
-    return [c["Id"] for c in found if c["Labels"].get(f"{LABEL}.owner", "").endswith(f":{pid}")]
 
 
 def lines_in(path: Path) -> int:

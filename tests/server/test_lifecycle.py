@@ -12,9 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hazmat.backends.container.engine import Engine
-from hazmat.backends.container.owners import LABEL
-from server_helpers import start_server, stop_server
+from server_helpers import owned_by, start_server, stop_server
 
 pytestmark = pytest.mark.docker
 
@@ -25,15 +23,6 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 12
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
-
-
-def owned_by(pid: int) -> list[str]:
-    engine = Engine()  # the engine hazmat uses: DOCKER_HOST's, as in CI's fresh engine
-    try:
-        found = engine.api.containers(all=True, filters={"label": LABEL})
-    finally:
-        engine.close()
-    return [c["Id"] for c in found if c["Labels"].get(f"{LABEL}.owner", "").endswith(f":{pid}")]
 
 
 def test_sigterm_lets_a_run_in_flight_finish(tmp_path: Path) -> None:
