@@ -34,8 +34,11 @@ $(SEMGREP_VENV)/.installed: scripts/ensure-venv.sh
 engine:
 	bash scripts/ensure-engine.sh
 
+# Where the default tier is the OCI tier (root, cgroups, both runtimes: `hazmat doctor`), the
+# images' root file systems are exported here too, not on each image's first run.
 images: venv engine
 	$(HAZMAT) images build --missing
+	$(HAZMAT) images export --if-default
 
 demo: setup
 	bash examples/demo.sh $(HAZMAT)

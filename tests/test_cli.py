@@ -236,7 +236,8 @@ def test_images_list_and_doctor() -> None:
 @pytest.mark.docker
 def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) -> None:
     env = {"HAZMAT_OCI_DIR": str(tmp_path / "oci")}
-    export = hazmat("images", "export", "--lang", "python", env=env)
+    # the OCI tier's prerequisites hold on the machines the engine tests run on: `auto` picks it
+    export = hazmat("images", "export", "--lang", "python", "--if-default", env=env)
     assert export.exit_code == 0, export.stderr_bytes
     image = LANGUAGES["python"].image
     assert export.stdout_bytes.decode().startswith(f"{image}: {tmp_path / 'oci' / 'rootfs'}")
@@ -255,6 +256,21 @@ def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) ->
     plain = hazmat("doctor", env=env)
     assert plain.exit_code == 0, plain.stdout_bytes
     assert b"WARN oci tier: root file systems" in plain.stdout_bytes
+
+
+def test_images_export_if_default_exports_nothing_where_auto_picks_docker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hazmat.backends.oci import prerequisites
+
+    monkeypatch.setattr(prerequisites, "missing", lambda: ("no runsc binary",))
+    export = hazmat("images", "export", "--if-default", env={"HAZMAT_OCI_DIR": str(tmp_path)})
+    assert export.exit_code == 0, export.stderr_bytes
+    assert export.stdout_bytes.decode() == (
+        "nothing to export: the default tier here is docker "
+        "(auto: the direct OCI tier is not usable here (no runsc binary))\n"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- hazmat assess, and the enforcement seen from the command line ------------------------

@@ -36,6 +36,11 @@ def add(sub: Any) -> None:
         "--prune", action="store_true",
         help="also delete prepared file systems of images the engine no longer has",
     )  # fmt: skip
+    export.add_argument(
+        "--if-default", action="store_true",
+        help="only where the default policy's `backend: auto` picks the OCI tier on this "
+        "machine (what `make images` runs, so that a first run pays no export)",
+    )  # fmt: skip
     export.set_defaults(handler=_export)
 
 
@@ -126,6 +131,14 @@ def _export(args: argparse.Namespace) -> int:
     from hazmat.images.builder import RECIPES, ImageBuilder
     from hazmat.languages import get_language
 
+    if args.if_default:
+        from hazmat.backends.oci.prerequisites import choice
+        from hazmat.policy import Policy
+
+        picked = choice(Policy().backend)
+        if picked.tier != "oci":
+            print(f"nothing to export: the default tier here is {picked.tier} ({picked.why})")
+            return 0
     builder = ImageBuilder()
     rootfs = RootFs(builder.engine)
     if args.lang:
