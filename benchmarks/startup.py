@@ -51,6 +51,31 @@ def hazmat_run(*extra: str) -> Callable[[], None]:
     return call
 
 
+def as_a_user() -> None:
+    """This process's environment as a user's shell: a fresh audit log and a runtime folder of
+    the benchmark's own (its local server, `stop_server` at the end), bytecode kept."""
+    os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-startup-audit-")
+    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="hz-", dir="/tmp")
+    os.environ.pop("HAZMAT_NO_SERVER", None)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user's Python: bytecode kept
+    compileall.compile_dir(Path(hazmat.__file__).parent, quiet=1)
+
+
+def stop_server() -> None:
+    subprocess.run([*HAZMAT, "server", "stop"], check=False, capture_output=True)
+
+
+def command(*argv: str) -> Callable[[], None]:
+    """A call that runs `argv` and fails unless it exits 0."""
+
+    def call() -> None:
+        done = subprocess.run(argv, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{argv} failed: {done.stderr.decode()[-500:]}")
+
+    return call
+
+
 def timed(call: Callable[[], None]) -> float:
     started = time.perf_counter()
     call()
@@ -62,11 +87,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
-    os.environ["HAZMAT_AUDIT_DIR"] = tempfile.mkdtemp(prefix="hazmat-startup-audit-")
-    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="hz-", dir="/tmp")
-    os.environ.pop("HAZMAT_NO_SERVER", None)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user's Python: bytecode kept
-    compileall.compile_dir(Path(hazmat.__file__).parent, quiet=1)
+    as_a_user()
     default = Policy().settings(Policy().default_trust).runtime.value
     rows: dict[str, Callable[[], None]] = {
         "docker run --rm (runc)": plain_docker_run("python", "runc"),
@@ -88,7 +109,7 @@ def main() -> None:
                 times[name].append(timed(call))
             print(f"round {i + 1}/{args.runs}", file=sys.stderr, flush=True)
     finally:
-        subprocess.run([*HAZMAT, "server", "stop"], check=False)
+        stop_server()
     text = report(args.runs, first, times)
     print(text)
     if args.write:
