@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -90,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _debug(exc: BaseException) -> None:
     if os.environ.get("HAZMAT_DEBUG"):
+        import traceback  # here: only a failure needs it
+
         traceback.print_exception(exc)
 
 
