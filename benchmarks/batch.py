@@ -50,12 +50,14 @@ CASES_TARGET = 55.0  # test cases/s: 5x the 11 single runs/s of docs/benchmarks.
 def generated(count: int, seed: int = 7) -> list[Task]:
     """`count` tasks: 80% right answers, 15% wrong ones, 5% that never end (1 s limit)."""
     rng = random.Random(seed)
-    answers: dict[str, dict[str, str]] = {}
+    answers: dict[str, dict[str, tuple[str, float | None]]] = {}
     for line in EXAMPLES.read_text().splitlines():
         raw = json.loads(line)
         if raw["id"].startswith("sum-"):
             kind = "right" if raw["id"].endswith("-right") else "wrong"
-            answers.setdefault(raw["language"], {})[kind] = raw["code"]
+            # with the example's own limit: a wrong answer that never ends (bash's) stops at
+            # its 5 s, not at the level's 30 s on every test case
+            answers.setdefault(raw["language"], {})[kind] = (raw["code"], raw.get("timeout"))
     tasks = []
     for i in range(count):
         language = rng.choice(sorted(answers))
@@ -68,7 +70,9 @@ def generated(count: int, seed: int = 7) -> list[Task]:
         if roll < 0.05:
             raw.update(language="python", code=HANG["python"], timeout=1)
         else:
-            raw["code"] = answers[language]["wrong" if roll < 0.20 else "right"]
+            raw["code"], limit = answers[language]["wrong" if roll < 0.20 else "right"]
+            if limit is not None:
+                raw["timeout"] = limit
         # every submission its own text, as a real batch's are: nothing is assessed or built
         # once for two tasks
         raw["code"] = f"{COMMENT.get(raw['language'], '//')} submission {i}\n{raw['code']}"
