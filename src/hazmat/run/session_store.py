@@ -75,6 +75,14 @@ class Paused:
     saved: tuple[str, ...] = ()  # Python's variables saved with the files
     lost: Mapping[str, str] = field(default_factory=dict)  # the others, and why
 
+    def as_dict(self) -> dict[str, Any]:
+        """Its fields as JSON can hold them (`from_dict` reads them back)."""
+        return {**asdict(self), "saved": list(self.saved), "lost": dict(self.lost)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Paused:
+        return cls(**{**data, "saved": tuple(data["saved"]), "lost": dict(data["lost"])})
+
     def info(self, keep_s: float) -> dict[str, Any]:
         """What a front-end shows about it."""
         return {
@@ -129,7 +137,7 @@ class SessionStore:
         key = self._key()
         aead = AESGCM(key)
         bound = _bound(paused.id, paused.owner)
-        meta = json.dumps({**asdict(paused), "lost": dict(paused.lost)}).encode()
+        meta = json.dumps(paused.as_dict()).encode()
         parts = {
             "tar": _seal(aead, archive, bound + b"tar"),
             "json": _seal(aead, meta, bound + b"json"),
@@ -168,7 +176,7 @@ class SessionStore:
         except InvalidTag:
             self._check_key(session_id, key)
             raise SessionNotFound(f"no paused session {quoted(session_id)}") from None
-        paused = Paused(**{**data, "saved": tuple(data["saved"])})
+        paused = Paused.from_dict(data)
         if paused.paused_at + self.keep_s <= time.time():
             self.remove(session_id)
             raise SessionNotFound(f"paused session {quoted(session_id)} expired") from None
