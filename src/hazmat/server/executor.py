@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.sandbox import Sandbox
 from hazmat.watch import OnOutput, Watch
+
+if TYPE_CHECKING:
+    from hazmat.server.session_routes import Sessions
 
 __all__ = ["Direct", "Executor", "LocalExecutor", "Reservation"]
 
@@ -46,6 +49,11 @@ class Executor(Protocol):
 
     def waiting_for_core(self) -> int | None:
         """How many of its measured programs wait for a core now (None: not known here)."""
+        ...
+
+    def sessions(self, sandbox: Sandbox) -> Sessions | None:
+        """Where the service's sessions live, the service's sandbox given (its policy checks
+        a call before it is sent); None: in that sandbox itself."""
         ...
 
 
@@ -82,3 +90,6 @@ class LocalExecutor:
 
     def waiting_for_core(self) -> int | None:
         return self.sandbox.backend.waiting_for_core()
+
+    def sessions(self, sandbox: Sandbox) -> Sessions | None:
+        return None

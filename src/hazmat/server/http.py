@@ -49,9 +49,8 @@ from hazmat.server.fields import (
 )
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
-from hazmat.server.session_routes import SessionRoutes
+from hazmat.server.session_routes import OpenSession, SessionRoutes, Sessions
 from hazmat.server.sse import EventStream, wants_events
-from hazmat.sessions import Session
 from hazmat.tenant_keys import Key, KeyStore
 from hazmat.watch import Watch
 from hazmat.wire import check_fields, result_to_wire
@@ -70,14 +69,19 @@ def create_app(
     executor: Executor | None = None,
     quotas: QuotaBook | None = None,
     body_timeout_s: float = BODY_TIMEOUT_S,
+    *,
+    sessions: Sessions | None = None,
 ) -> Starlette:
     """The service's ASGI app. The sandbox stays the caller's: the app never closes it. Runs
     (not session calls) go to `executor` (default: the sandbox itself; the cluster's workers
-    with `hazmat serve --redis`); `quotas` (default: counted in this process) may be a
+    with `hazmat serve --redis`), sessions to `sessions` (default: the sandbox's own; the
+    cluster's workers likewise); `quotas` (default: counted in this process) may be a
     cluster-wide book; a request body must have arrived within `body_timeout_s` (else 408)."""
     body = functools.partial(_body, timeout_s=body_timeout_s)
     executor = executor or LocalExecutor(sandbox)
-    service = _Service(sandbox, keys, max_running, executor, quotas or QuotaBook(), body)
+    service = _Service(
+        sandbox, keys, max_running, executor, quotas or QuotaBook(), body, sessions=sessions
+    )
     mcp_endpoint = service.mcp_endpoint()
     routes = [
         Route("/v1/health", service.health, methods=["GET"]),
@@ -130,6 +134,8 @@ class _Service:
         executor: Executor,
         quotas: QuotaBook,
         body: Body,
+        *,
+        sessions: Sessions | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.body = body
@@ -143,7 +149,7 @@ class _Service:
         self._idle = threading.Condition()
         from hazmat.server.mcp import build_mcp
 
-        self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer)
+        self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer, sessions)
         # the service's places for work in the pipeline: its runs and its batches' tasks
         self.slots = threading.BoundedSemaphore(max_running)
         self.batches = BatchRoutes(sandbox, executor, self.quotas, body, self.slots)
@@ -212,7 +218,7 @@ class _Service:
         return await self.answer(request, key, prepared, None)
 
     async def answer(
-        self, request: Request, key: Key, prepared: ExecutionRequest, session: Session | None
+        self, request: Request, key: Key, prepared: ExecutionRequest, session: OpenSession | None
     ) -> Response:
         """Run `prepared` (in `session`, if given) within the tenant's quotas: one JSON body,
         or server-sent events when the client accepts them. With `?output=base64` the output
@@ -266,7 +272,7 @@ class _Service:
         return JSONResponse(body)
 
     async def run_in(
-        self, prepared: ExecutionRequest, session: Session | None, watch: Watch | None = None
+        self, prepared: ExecutionRequest, session: OpenSession | None, watch: Watch | None = None
     ) -> ExecutionResult:
         """Run `prepared` in `session`, or where the service's runs go; its place there (a
         cluster worker's slot) is taken once the run has its turn here (`max_running`), and
@@ -274,7 +280,7 @@ class _Service:
         reserve = functools.partial(self._reserve, prepared, session)
         return await self._execute(prepared, reserve, watch)
 
-    def _reserve(self, prepared: ExecutionRequest, session: Session | None) -> Reservation:
+    def _reserve(self, prepared: ExecutionRequest, session: OpenSession | None) -> Reservation:
         """A place for the run (blocking: the cluster asks Redis)."""
         if session is not None:
             return Direct(session.execute)

@@ -37,8 +37,8 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
-from hazmat.server.session_routes import SessionOwners
-from hazmat.sessions import CALL_OPTIONS, Session
+from hazmat.server.session_routes import OpenSession, SessionOwners
+from hazmat.sessions import CALL_OPTIONS
 from hazmat.tenant_keys import Key, KeyStore
 from hazmat.watch import Watch
 
@@ -57,7 +57,7 @@ SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "durati
 KeyOf = Callable[[Context | None], Key]
 
 
-Execute = Callable[[ExecutionRequest, Session | None, Watch | None], Awaitable[ExecutionResult]]
+Execute = Callable[[ExecutionRequest, OpenSession | None, Watch | None], Awaitable[ExecutionResult]]
 
 
 def build_mcp(
@@ -141,7 +141,7 @@ class _Tools:
         self.book = owners
 
     async def _in_thread(
-        self, prepared: ExecutionRequest, session: Session | None, watch: Watch | None
+        self, prepared: ExecutionRequest, session: OpenSession | None, watch: Watch | None
     ) -> ExecutionResult:
         target = session.execute if session is not None else self.sandbox.execute
         return await anyio.to_thread.run_sync(functools.partial(target, prepared, on_output=watch))

@@ -112,6 +112,10 @@ SESSION_SCHEMAS: dict[str, Any] = {
             "lifetime_s": {"type": "number"},
             "cpu_s": {"type": "number"},
             "state": {"type": "string", "description": "'paused' for a paused session"},
+            "worker": {
+                **_STR,
+                "description": "the cluster worker the session lives on (hazmat serve --redis)",
+            },
             "resumed": {
                 "type": "object",
                 "description": "a resumed session: {paused_at, archive_bytes, loaded, lost}",

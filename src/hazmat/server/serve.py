@@ -35,6 +35,7 @@ from hazmat.tenant_keys import KeyStore
 
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
+    from hazmat.server.session_routes import Sessions
 
 __all__ = ["Front", "bind", "reaped", "serve"]
 
@@ -149,11 +150,21 @@ def serve(
             reaped(sandbox.backend.reap(), progress)
             executor: Executor | None = None
             quotas: QuotaBook | None = None
+            sessions: Sessions | None = None
             if front is not None:
                 executor, quotas, shelf = stack.enter_context(front())
                 sandbox.session_store = sandbox.session_store.on(shelf)
+                sessions = executor.sessions(sandbox)
             limits = connections or ConnectionLimits()
-            app = create_app(sandbox, keys, max_running, executor, quotas, limits.body_timeout_s)
+            app = create_app(
+                sandbox,
+                keys,
+                max_running,
+                executor,
+                quotas,
+                limits.body_timeout_s,
+                sessions=sessions,
+            )
             activity = Activity(app)
             config = uvicorn.Config(
                 activity,

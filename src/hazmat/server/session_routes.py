@@ -12,25 +12,34 @@ from __future__ import annotations
 import base64
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, Unpack
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound, quoted
-from hazmat.models import ExecutionRequest
+from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QuotaBook
+from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import SLOT_RETRY_S
 from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import parse_body, run_arguments
-from hazmat.sessions import CALL_OPTIONS, Session
+from hazmat.sessions import CALL_OPTIONS
 from hazmat.tenant_keys import Key
+from hazmat.watch import OnOutput, Watch
 from hazmat.wire import RUN_FIELDS, check_fields
 
-__all__ = ["OPEN_FIELDS", "SessionOwners", "SessionRoutes"]
+__all__ = [
+    "OPEN_FIELDS",
+    "LocalSessions",
+    "OpenSession",
+    "SessionOwners",
+    "SessionRoutes",
+    "Sessions",
+]
 
 OPEN_FIELDS = ("language", "trust", "runtime", "image")
 OWNERS_KEPT = 2000
@@ -39,15 +48,101 @@ CALL_FIELDS = tuple(
     for name, option in RUN_FIELDS.items()
     if option in CALL_OPTIONS or (option is None and name != "language")
 )
+
+
+class OpenSession(Protocol):
+    """What the service does with an open session: `hazmat.Session` (in the service's own
+    engine) or cluster/sessions.py's `RemoteSession` (on a worker)."""
+
+    id: str
+    owner: str | None
+
+    @property
+    def ended(self) -> str | None: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest: ...
+
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
+    ) -> ExecutionResult: ...
+
+    def upload(self, files: Mapping[str, str | bytes]) -> None: ...
+
+    def download(self, names: Iterable[str]) -> dict[str, bytes]: ...
+
+    def pause(self, owner: str | None = None) -> Paused: ...
+
+    def close(self) -> None: ...
+
+
+class Sessions(Protocol):
+    """Where the service's sessions live: its own sandbox (`LocalSessions`) or the cluster's
+    workers (cluster/sessions.py's `ClusterSessions`, with `hazmat serve --redis`)."""
+
+    def open(
+        self,
+        language: str,
+        *,
+        trust: str | None,
+        runtime: str | None,
+        image: str | None,
+        caller: str | None,
+        owner: str | None,
+    ) -> OpenSession: ...
+
+    def resume(self, session_id: str, owner: str | None) -> OpenSession: ...
+
+    def get(self, session_id: str) -> OpenSession: ...
+
+    def all(self) -> Sequence[OpenSession]: ...
+
+
+class LocalSessions:
+    """The sessions of the service's own sandbox, in its own engine."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    def open(
+        self,
+        language: str,
+        *,
+        trust: str | None,
+        runtime: str | None,
+        image: str | None,
+        caller: str | None,
+        owner: str | None,
+    ) -> OpenSession:
+        session = self.sandbox.session(
+            language, trust=trust, runtime=runtime, image=image, caller=caller
+        )
+        session.owner = owner  # an idle pause (sessions.on_idle) is this tenant's
+        return session
+
+    def resume(self, session_id: str, owner: str | None) -> OpenSession:
+        session = self.sandbox.resume_session(session_id, owner=owner)
+        session.owner = owner
+        return session
+
+    def get(self, session_id: str) -> OpenSession:
+        return self.sandbox.sessions.get(session_id)
+
+    def all(self) -> list[OpenSession]:
+        return list(self.sandbox.sessions.all())
+
+
 Body = Callable[[Request, int], Awaitable[bytes]]
-Answer = Callable[[Request, Key, ExecutionRequest, Session | None], Awaitable[Response]]
+Answer = Callable[[Request, Key, ExecutionRequest, OpenSession | None], Awaitable[Response]]
 
 
 class SessionOwners:
     """Which tenant opened which session (shared by the HTTP routes and the MCP tools)."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, book: Sessions | None = None) -> None:
         self.sandbox = sandbox
+        self.book = book or LocalSessions(sandbox)
         self._owner: dict[str, str] = {}  # session id -> tenant
         self._opening: Counter[str] = Counter()  # tenant -> sessions whose container starts
         self._lock = threading.Lock()
@@ -67,18 +162,19 @@ class SessionOwners:
                 retry_after_s=SLOT_RETRY_S,
             )
 
-    def open(self, key: Key, language: str, options: dict[str, Any]) -> Session:
+    def open(self, key: Key, language: str, options: dict[str, Any]) -> OpenSession:
         """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread).
         The tenant's place is taken before the container starts, so parallel opens cannot
         pass the cap together, and given back if the open fails."""
         return self._opened(
             key,
-            lambda: self.sandbox.session(
+            lambda: self.book.open(
                 language,
                 trust=options["trust"],
                 runtime=options.get("runtime"),
                 image=options.get("image"),
                 caller=key.caller,
+                owner=key.tenant,
             ),
         )
 
@@ -86,7 +182,7 @@ class SessionOwners:
         """Pause the tenant's open session `sid` (blocking); only this tenant can resume it."""
         return self.get(sid, key).pause(owner=key.tenant)
 
-    def resume(self, sid: str, key: Key) -> Session:
+    def resume(self, sid: str, key: Key) -> OpenSession:
         """Resume the tenant's paused session `sid` in a new container, within its cap
         (blocking); another tenant's, or none, is 404. What the session was opened with is
         checked again against the key as it is now (a key since lowered: 403)."""
@@ -97,14 +193,14 @@ class SessionOwners:
             key,
             self.sandbox.policy,
         )
-        return self._opened(key, lambda: self.sandbox.resume_session(sid, owner=key.tenant))
+        return self._opened(key, lambda: self.book.resume(sid, key.tenant))
 
     def paused(self, sid: str, key: Key) -> dict[str, Any]:
         """What the tenant's paused session `sid` is (404 if there is none)."""
         store = self.sandbox.session_store
         return store.info(sid, key.tenant).info(store.keep_s)
 
-    def _opened(self, key: Key, start: Callable[[], Session]) -> Session:
+    def _opened(self, key: Key, start: Callable[[], OpenSession]) -> OpenSession:
         with self._lock:
             self._check_room(key)
             self._opening[key.tenant] += 1
@@ -114,31 +210,30 @@ class SessionOwners:
             with self._lock:
                 self._opening[key.tenant] -= 1
             raise
-        session.owner = key.tenant  # an idle pause (sessions.on_idle) is this tenant's
         with self._lock:
             self._opening[key.tenant] -= 1
             self._owner[session.id] = key.tenant
             if len(self._owner) > OWNERS_KEPT:  # forget the oldest ended sessions
-                live = {s.id for s in self.sandbox.sessions.all()}
+                live = {s.id for s in self.book.all()}
                 for sid in [sid for sid in self._owner if sid not in live][: OWNERS_KEPT // 2]:
                     del self._owner[sid]
         return session
 
-    def mine(self, key: Key) -> list[Session]:
+    def mine(self, key: Key) -> list[OpenSession]:
         with self._lock:
             return self._mine(key)
 
-    def _mine(self, key: Key) -> list[Session]:
+    def _mine(self, key: Key) -> list[OpenSession]:
         owned = {sid for sid, tenant in self._owner.items() if tenant == key.tenant}
-        return [s for s in self.sandbox.sessions.all() if s.id in owned]
+        return [s for s in self.book.all() if s.id in owned]
 
-    def get(self, sid: str, key: Key) -> Session:
+    def get(self, sid: str, key: Key) -> OpenSession:
         """The open session `sid` if `key`'s tenant owns it (404 otherwise, 410 if ended)."""
         with self._lock:
             owner = self._owner.get(sid)
         if owner != key.tenant:
             raise SessionNotFound(f"no open session {quoted(sid)}")
-        return self.sandbox.sessions.get(sid)
+        return self.book.get(sid)
 
 
 class SessionRoutes:
@@ -146,12 +241,19 @@ class SessionRoutes:
     the service's slots and metrics (JSON or server-sent events, as for a run), `body` reads a
     request body within the key's cap."""
 
-    def __init__(self, sandbox: Sandbox, quotas: QuotaBook, body: Body, answer: Answer) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        quotas: QuotaBook,
+        body: Body,
+        answer: Answer,
+        book: Sessions | None = None,
+    ) -> None:
         self.sandbox = sandbox
         self.quotas = quotas
         self.body = body
         self.answer = answer
-        self.owners = SessionOwners(sandbox)
+        self.owners = SessionOwners(sandbox, book)
 
     async def open(self, request: Request, key: Key) -> Response:
         data = await self._json(request, key)
@@ -230,7 +332,7 @@ class SessionRoutes:
         encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         return JSONResponse({"files_base64": encoded})
 
-    def _get(self, request: Request, key: Key) -> Session:
+    def _get(self, request: Request, key: Key) -> OpenSession:
         return self.owners.get(str(request.path_params["session"]), key)
 
     async def _json(self, request: Request, key: Key) -> dict[str, Any]:
