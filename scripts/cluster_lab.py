@@ -8,12 +8,14 @@
     policy              `backend: docker` for every worker and service: the lab's engines are
                         Docker engines, and its faults stop them (the built-in `auto` would
                         make the sandboxes with runc and runsc directly, beside them)
-    worker wN           `hazmat worker` for engine eN, its own audit log; with `partition`, the
-                        last worker lives in a network namespace of its own and reaches Redis
-                        over a veth pair, so that the link can be cut and healed
-    service             `hazmat serve --redis` on a unix socket, `--on-lost retry`; its
-                        sessions on engine e0 (`start_service` starts another, for another
-                        engine's sessions)
+    worker wN           `hazmat worker` for engine eN, its own audit log and session folder;
+                        with `partition`, the last worker lives in a network namespace of its
+                        own and reaches Redis over a veth pair, so that the link can be cut
+                        and healed
+    service             `hazmat serve --redis` on a unix socket, `--on-lost retry`; its runs
+                        and sessions go to the workers (`start_service` starts another)
+    sessions key        one key file, copied into every worker's and service's session folder
+                        (docs/scale.md: any of them may pause or resume a session)
 
 Faults: `kill_worker`, `stop_engine` / `start_engine`, `restart_redis`, `cut` / `heal`. Needs
 root (dockerd, network namespaces). Everything started is stopped on exit; the extra engines'
@@ -241,7 +243,10 @@ class Lab:
 
     def start_worker(self, index: int) -> None:
         engine = self.engines[index]
-        env = engine.env() | {"HAZMAT_AUDIT_DIR": str(self.audit_dir(index))}
+        env = engine.env() | {
+            "HAZMAT_AUDIT_DIR": str(self.audit_dir(index)),
+            "HAZMAT_SESSIONS_DIR": str(self.sessions_dir(f"w{index}")),
+        }
         argv = [sys.executable, "-m", "hazmat", "worker", "--redis", self.redis_url(index)]
         argv += ["--name", f"w{index}", "--slots", str(self.slots), "--policy", str(self.policy)]
         if self.partition and index == len(self.engines) - 1:
@@ -309,19 +314,23 @@ class Lab:
         self.key = json.loads(made)["key"]
         self.service = self.start_service(0, self.socket)
 
-    def start_service(self, engine: int, sock: Path) -> subprocess.Popen[str]:
-        """`hazmat serve --redis` on `sock`, its sessions on engine `engine`, its own audit log
-        and session folder; the lab's key store, and one sessions key for all (docs/scale.md)."""
-        sessions = self.root / f"sessions-e{engine}"
+    def sessions_dir(self, name: str) -> Path:
+        """A session folder of `name`'s own with the lab's one sessions key (docs/scale.md)."""
+        sessions = self.root / f"sessions-{name}"
         sessions.mkdir(mode=0o700, exist_ok=True)
         shared = self.root / "sessions-key"
         if not shared.exists():
             shared.write_bytes(os.urandom(32))
             shared.chmod(0o600)
         shutil.copy2(shared, sessions / "key")
+        return sessions
+
+    def start_service(self, engine: int, sock: Path) -> subprocess.Popen[str]:
+        """`hazmat serve --redis` on `sock` (its own sandbox on engine `engine`, for what does
+        not go to the workers), its own audit log and session folder; the lab's key store."""
         env = self.engines[engine].env() | {
             "HAZMAT_AUDIT_DIR": str(self.root / f"audit-service-e{engine}"),
-            "HAZMAT_SESSIONS_DIR": str(sessions),
+            "HAZMAT_SESSIONS_DIR": str(self.sessions_dir(f"service-e{engine}")),
         }
         sock.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "hazmat", "serve", "--socket", str(sock)]

@@ -11,10 +11,12 @@ concurrent clients, and every fault of docs/scale.md injected while they go:
 Each fault is injected when a given share of the runs has been answered, so the schedule follows
 the load, not the clock. Then the example set's Python and JavaScript tasks are graded as one
 batch through the cluster (POST /v1/batches), each to get the verdict its id names. Then a
-Python session is paused on the service (engine e0) and resumed on a second service, of engine
-e1, which shares only Redis, the tenants and the sessions key: its files and variable must come
-back there, in a container on e1. Then every worker's audit log is read and checked against what
-the clients got, and against the checkpoints the service anchored. The last line is
+Python session is opened on every worker (placed by load) and keeps its variable and file
+between calls there; the last is paused and resumed through a second service, which shares
+only Redis, the tenants and the sessions key; and worker w0 is SIGKILLed while a call of its
+session runs: that call and the next must say the session ended with its worker, while the
+others go on. Then every worker's audit log is read and checked against what the clients got,
+and against the checkpoints the service anchored. The last line is
 
     cluster: N submitted, N completed, 0 lost, 0 duplicated
 
@@ -33,7 +35,6 @@ import json
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -198,48 +199,102 @@ def grade_batch(lab: Lab) -> tuple[int, list[str]]:
     return len(lines), problems
 
 
-def move_session(lab: Lab) -> list[str]:
-    """Pause a session on the first service, resume it on a second (engine e1); what is off."""
-    other = lab.root / "service-e1.sock"
-    second = lab.start_service(1, other)
-    mine = f"label=hazmat.owner={socket.gethostname()}:{second.pid}"
-    problems = []
+SPIN = "print('first', flush=True)\nwhile True:\n    pass\n"
 
-    def client(sock: Path) -> httpx.Client:
-        transport = httpx.HTTPTransport(uds=str(sock))
-        headers = {"Authorization": f"Bearer {lab.key}"}
-        return httpx.Client(transport=transport, base_url="http://lab", headers=headers)
 
-    def on_e1() -> list[str]:
-        argv = ("docker", "ps", "-q", "--filter", mine)
-        done = subprocess.run(argv, capture_output=True, text=True, env=lab.engines[1].env())
-        return done.stdout.split()
+def _client(lab: Lab, sock: Path) -> httpx.Client:
+    transport = httpx.HTTPTransport(uds=str(sock))
+    headers = {"Authorization": f"Bearer {lab.key}"}
+    return httpx.Client(transport=transport, base_url="http://lab", headers=headers)
 
-    with client(lab.socket) as first:
-        sid = first.post("/v1/sessions", json={"language": "python"}, timeout=120).json()["id"]
-        at = f"/v1/sessions/{sid}"
-        code = "total = 40\nopen('kept.txt', 'w').write('from e0')"
-        first.post(f"{at}/runs", json={"code": code}, timeout=120)
-        paused = first.post(f"{at}/pause", timeout=120)
+
+def sessions_on_workers(lab: Lab) -> list[str]:
+    """A Python session on every worker (placed by load), each keeping its variable and file
+    between calls; the last one paused through the service and resumed through a second one;
+    then worker w0 SIGKILLed while a call of its session runs: that call and the next must say
+    the session ended with its worker, and the others go on. What is off."""
+    other = lab.root / "service-2.sock"
+    lab.start_service(1, other)
+    problems: list[str] = []
+    with _client(lab, lab.socket) as first:
+        opened = [
+            first.post("/v1/sessions", json={"language": "python"}, timeout=180)
+            for _ in lab.engines
+        ]
+        refused = [o.text for o in opened if o.status_code != 201]
+        if refused:
+            return [f"session: open: {refused[0]}"]
+        on = {o.json()["worker"]: o.json()["id"] for o in opened}
+        if sorted(on) != [f"w{i}" for i in range(len(lab.engines))]:
+            problems.append(f"session: opened on {sorted(on)}, not one on every worker")
+        said: dict[str, str] = {}
+        for n, (worker, sid) in enumerate(sorted(on.items())):
+            at = f"/v1/sessions/{sid}"
+            code = f"n = {n}\nopen('kept.txt', 'w').write('{worker}')"
+            first.post(f"{at}/runs", json={"code": code}, timeout=120)
+            said[worker] = f"{n} {worker}\n"
+            answer = first.post(f"{at}/runs", json={"code": READ_BACK}, timeout=120).json()
+            if answer.get("stdout") != said[worker]:
+                problems.append(f"session on {worker}: it said {answer}")
+        moved = max(on)
+        paused = first.post(f"/v1/sessions/{on[moved]}/pause", timeout=120)
         if paused.status_code != 200:
-            return [f"session: pause on e0: {paused.status_code} {paused.text}"]
-    before = on_e1()
-    with client(other) as there:
+            problems.append(f"session on {moved}: pause: {paused.status_code} {paused.text}")
+    problems += _resumed_elsewhere(lab, other, on[moved], said[moved])
+    problems += _worker_lost_mid_call(lab, on, moved, said)
+    say(
+        f"sessions: one on each of {', '.join(sorted(on))}; the one on {moved} paused and "
+        f"resumed through a second service; w0 killed mid-call; {len(problems)} problems"
+    )
+    return problems
+
+
+READ_BACK = "print(n, open('kept.txt').read())"
+
+
+def _resumed_elsewhere(lab: Lab, other: Path, sid: str, said: str) -> list[str]:
+    at = f"/v1/sessions/{sid}"
+    problems = []
+    with _client(lab, other) as there:
         resumed = there.post(f"{at}/resume", timeout=180)
         if resumed.status_code != 201:
-            return [f"session: resume on e1: {resumed.status_code} {resumed.text}"]
-        if not set(on_e1()) - set(before):
-            problems.append("session: no new container of the second service on e1")
-        code = "print(total + 2, open('kept.txt').read())"
-        answer = there.post(f"{at}/runs", json={"code": code}, timeout=120).json()
-        if answer.get("stdout") != "42 from e0\n":
-            problems.append(f"session: resumed on e1, it said {answer}")
+            return [f"session: resume through the second service: {resumed.text}"]
+        answer = there.post(f"{at}/runs", json={"code": READ_BACK}, timeout=120).json()
+        if answer.get("stdout") != said:
+            problems.append(f"session: resumed on {resumed.json()['worker']}, it said {answer}")
         there.delete(at, timeout=120)
-    with client(lab.socket) as first:
+    with _client(lab, lab.socket) as first:
         again = first.post(f"{at}/resume", timeout=120)
         if again.status_code != 404:
-            problems.append(f"session: a second resume on e0 got {again.status_code}")
-    say(f"session {sid}: paused on e0, resumed on e1; {len(problems)} problems")
+            problems.append(f"session: a second resume got {again.status_code}")
+    return problems
+
+
+def _worker_lost_mid_call(
+    lab: Lab, on: dict[str, str], moved: str, said: dict[str, str]
+) -> list[str]:
+    problems = []
+    at = f"/v1/sessions/{on['w0']}"
+    events = {"Accept": "text/event-stream"}
+    with _client(lab, lab.socket) as first:
+        body = {"code": SPIN, "timeout": 120}
+        with first.stream("POST", f"{at}/runs", json=body, headers=events, timeout=180) as got:
+            lines = got.iter_lines()
+            started = [next(lines), next(lines)]
+            lab.kill_worker(0)  # SIGKILL; a new w0 comes up and reaps what the dead one left
+            rest = list(lines)
+        if started[0] != "event: stdout" or "its worker w0 was lost" not in "\n".join(rest):
+            problems.append(f"session on w0: the call running as w0 died got {started + rest}")
+        later = first.post(f"{at}/runs", json={"code": "print(1)"}, timeout=120)
+        if later.status_code != 410 or "its worker w0 was lost" not in later.text:
+            problems.append(f"session on w0: the next call got {later.status_code} {later.text}")
+        for worker, sid in sorted(on.items()):
+            if worker in ("w0", moved):
+                continue
+            answer = first.post(f"/v1/sessions/{sid}/runs", json={"code": READ_BACK}, timeout=120)
+            if answer.json().get("stdout") != said[worker]:
+                problems.append(f"session on {worker}: after w0 died it said {answer.text}")
+            first.delete(f"/v1/sessions/{sid}", timeout=120)
     return problems
 
 
@@ -364,7 +419,7 @@ def main() -> int:
         took = time.monotonic() - began
         graded, batch_problems = grade_batch(lab)
         say(f"batch: {graded} tasks graded through the cluster; {len(batch_problems)} wrong")
-        session_problems = move_session(lab)
+        session_problems = sessions_on_workers(lab)
     records = audit(lab)
     problems = verify_anchors(lab) + batch_problems + session_problems
     problems += [f"{n} container(s) left on engine {e}" for e, n in lab.leftovers.items() if n]

@@ -1,5 +1,5 @@
-"""Paused sessions in the cluster's Redis (cluster/paused.py): any service of the cluster
-resumes a session another paused, given the same key file; one resume at a time; another key
+"""Paused sessions in the cluster's Redis (cluster/paused.py): any service (and worker) of the
+cluster resumes a session another paused, given the same key file; one resume at a time; another key
 is named, never a silent 404; Redis holds nothing readable."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from workers import start_worker
 
 from hazmat._exceptions import InfraError, SessionBusy, SessionNotFound
 from hazmat.cluster.keys import paused_key
@@ -131,19 +132,27 @@ def test_claims_race_and_exactly_one_wins(tmp_path: Path, redis_client: Any) -> 
 
 
 @pytest.mark.docker
-def test_a_session_paused_on_one_service_resumes_on_another(
+def test_a_session_paused_on_one_worker_resumes_on_another(
     tmp_path: Path, redis_url: str, redis_client: Any
 ) -> None:
-    """Two `hazmat serve --redis` on one Redis, each with its own key store and session folder:
-    the tenant pauses on one and resumes on the other, which first names a key it lacks."""
+    """Two `hazmat serve --redis` on one Redis, each with its own key store and session folder,
+    and a worker each, sharing its service's folder: the tenant pauses on one (its worker
+    seals the session), and resumes on the other, which first names a key it lacks; the
+    session comes back on the second worker, its variable and file with it."""
     one = start_server(tmp_path / "one", "--redis", redis_url)
-    two = start_server(tmp_path / "two", "--redis", redis_url)
+    first = start_worker(tmp_path, redis_url, "w1", 1, tmp_path / "one" / "sessions")
+    two = second = None
     try:
         with one.client() as client:
-            sid = client.post("/v1/sessions", json={"language": "python"}).json()["id"]
-            at = f"/v1/sessions/{sid}"
+            opened = client.post("/v1/sessions", json={"language": "python"}).json()
+            at = f"/v1/sessions/{opened['id']}"
+            assert opened["worker"] == "w1"
             client.post(f"{at}/runs", json={"code": "total = 40\nopen('f.txt','w').write('x')"})
             assert client.post(f"{at}/pause").status_code == 200
+        first.terminate()
+        first.communicate(timeout=120)
+        two = start_server(tmp_path / "two", "--redis", redis_url)
+        second = start_worker(tmp_path, redis_url, "w2", 1, tmp_path / "two" / "sessions")
         with two.client() as client:  # the same tenant ("acme"), its key on this service
             refused = client.post(f"{at}/resume")  # this service made a key of its own
             assert refused.status_code == 503 and "same key file" in refused.text, refused.text
@@ -152,6 +161,7 @@ def test_a_session_paused_on_one_service_resumes_on_another(
             assert (shown["state"], shown["variables"]["saved"]) == ("paused", ["total"])
             resumed = client.post(f"{at}/resume")
             assert resumed.status_code == 201, resumed.text
+            assert resumed.json()["worker"] == "w2"
             assert resumed.json()["resumed"]["loaded"] == ["total"]
             code = "print(total + 2, open('f.txt').read())"
             answer = client.post(f"{at}/runs", json={"code": code})
@@ -160,5 +170,10 @@ def test_a_session_paused_on_one_service_resumes_on_another(
         with one.client() as client:
             assert client.post(f"{at}/resume").status_code == 404  # taken by the other
     finally:
-        stop_server(one)
-        stop_server(two)
+        for service in (one, two):
+            if service is not None:
+                stop_server(service)
+        for worker in (first, second):
+            if worker is not None and worker.poll() is None:
+                worker.terminate()
+                worker.communicate(timeout=120)

@@ -94,6 +94,49 @@ def test_an_unused_placement_gives_its_slot_back_to_the_same_process_only(
     assert redis_client.hget(worker_key("a"), "busy") == b"1"  # not the new process's slot
 
 
+def test_sessions_go_to_the_least_loaded_worker_and_their_calls_to_its_process_only(
+    redis_url: str, redis_client: Any
+) -> None:
+    from hazmat.cluster.dispatch import Dispatcher
+
+    announce(redis_client, "a", 4, 0)
+    announce(redis_client, "b", 2, 0, runtimes="runc")
+    announce(redis_client, "c", 9, 0, languages="javascript")
+    redis_client.hset(worker_key("a"), "sessions", 3)
+    redis_client.hset(worker_key("b"), "sessions", 1)
+    dispatcher = Dispatcher(redis_url)
+    first = dispatcher.place_session("python", "runc")
+    assert (first.worker, first.epoch) == ("b", "epoch-b")  # fewer sessions beats free slots
+    assert redis_client.hmget(worker_key("b"), "busy", "placing") == [b"1", b"1"]
+    assert dispatcher.place_session("python", "runsc").worker == "a"  # only a has runsc
+    assert dispatcher.place_session("python", "runc").worker == "b"  # 1 + 1 against 3 + 1
+    assert dispatcher.place_session("javascript", "runsc").worker == "c"  # c knows it
+    with pytest.raises(QuotaExceeded, match="for ruby under runc"):
+        dispatcher.place_session("ruby", "runc")  # no worker knows it
+    # a call of a session on b: a slot of b's process, or a plain 429, or gone with it
+    with pytest.raises(QuotaExceeded, match="worker b, where the session lives, is busy"):
+        dispatcher.slot_on("b", "epoch-b")  # both slots held by the openings above
+    assert dispatcher.slot_on("a", "epoch-a") is not None
+    assert redis_client.hget(worker_key("a"), "busy") == b"2"
+    assert dispatcher.slot_on("a", "an-older-process") is None  # a restarted: its sessions gone
+    redis_client.delete(worker_key("a"))
+    assert dispatcher.slot_on("a", "epoch-a") is None
+
+
+def test_a_workers_session_error_is_raised_again_as_its_own_class() -> None:
+    from hazmat._exceptions import InfraError, SessionClosed
+    from hazmat.cluster.sessions import _raised
+
+    closed = _raised({"type": "SessionClosed", "message": "session s-1 has ended: idle"})
+    assert type(closed) is SessionClosed and str(closed) == "session s-1 has ended: idle"
+    busy = _raised({"type": "QuotaExceeded", "message": "full", "retry_after_s": 5})
+    assert isinstance(busy, QuotaExceeded) and busy.retry_after_s == 5
+    strange = _raised({"type": "KeyError", "message": "'x'"})  # not a hazmat error
+    assert type(strange) is InfraError and str(strange) == "KeyError: 'x'"
+    mismatch = _raised({"type": "SettingsMismatch", "message": "pids"})  # more than a message
+    assert type(mismatch) is InfraError and "SettingsMismatch: pids" in str(mismatch)
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

@@ -5,9 +5,6 @@ with no free slot answers 429."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,28 +12,11 @@ from typing import Any
 
 import anyio
 import pytest
+from workers import EVENTS, start_worker
 
 from server_helpers import LiveServer, audit_records, over_http, start_server, stop_server
 
 pytestmark = pytest.mark.docker
-EVENTS = {"Accept": "text/event-stream"}
-
-
-def start_worker(tmp: Path, redis_url: str, name: str, slots: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "HAZMAT_AUDIT_DIR": str(tmp / f"audit-{name}")}
-    cmd = [sys.executable, "-m", "hazmat", "worker", "--redis", redis_url, "--name", name]
-    process = subprocess.Popen(
-        [*cmd, "--slots", str(slots)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if "taking runs" in line:
-            return process
-    raise AssertionError(f"hazmat worker did not start: {process.wait()}")
 
 
 @pytest.fixture

@@ -35,11 +35,13 @@ from hazmat.cluster.keys import (
     ACTOR,
     GRADE_ACTOR,
     RUN_TTL_S,
+    SESSION_ACTOR,
     WORKERS,
     attempt_id,
     broker,
     claim,
     give_up,
+    lua,
     patiently,
     queue_of,
     run_key,
@@ -49,7 +51,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.watch import Watch
 from hazmat.wire import request_to_wire, result_from_wire
 
-__all__ = ["ON_LOST", "Dispatcher", "Placement"]
+__all__ = ["ON_LOST", "Dispatcher", "Lost", "Placement"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,45 @@ if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
 end
 """
 
+# KEYS[1] the workers set; ARGV: language, runtime. A new session's worker: among the live
+# workers that know the language, have the runtime and a free slot, the one with the fewest
+# sessions (then the most free slots): those its heartbeat says are open or opening there,
+# plus those placed there whose opening it has not taken yet (`placing`, which the worker
+# lowers as it takes one), so that sessions opened together spread. Its slot is taken for the
+# opening call. Returns {name, epoch}, or false.
+_PLACE_SESSION = """
+local lang, runtime = ',' .. ARGV[1] .. ',', ',' .. ARGV[2] .. ','
+local best, best_score, epoch = false, false, false
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local e = redis.call('HMGET', 'hazmat:worker:' .. name,
+    'slots', 'busy', 'languages', 'epoch', 'runtimes', 'sessions', 'placing')
+  if e[1] then
+    local free = tonumber(e[1]) - tonumber(e[2] or '0')
+    local knows = string.find(',' .. (e[3] or '') .. ',', lang, 1, true)
+    local has = string.find(',' .. (e[5] or '') .. ',', runtime, 1, true)
+    if free > 0 and knows and has then
+      local score = free - 1000 * (tonumber(e[6] or '0') + tonumber(e[7] or '0'))
+      if not best_score or score > best_score then best, best_score, epoch = name, score, e[4] end
+    end
+  end
+end
+if not best then return false end
+redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
+redis.call('HINCRBY', 'hazmat:worker:' .. best, 'placing', 1)
+return {best, epoch}
+"""
+
+# KEYS[1] a worker's entry; ARGV[1] the epoch of the process a session lives in. A slot on
+# that very process for one call of the session: 'ok' (taken), 'busy' (none free now) or
+# 'gone' (the process is no longer there: its sessions went with it).
+_SLOT_ON = """
+local e = redis.call('HMGET', KEYS[1], 'slots', 'busy', 'epoch')
+if not e[1] or e[3] ~= ARGV[1] then return 'gone' end
+if tonumber(e[1]) - tonumber(e[2] or '0') <= 0 then return 'busy' end
+redis.call('HINCRBY', KEYS[1], 'busy', 1)
+return 'ok'
+"""
+
 
 class Placement:
     """A slot taken on a worker for a run not yet sent (`Dispatcher.place`)."""
@@ -112,6 +153,11 @@ class Placement:
         self.worker = worker
         self.epoch = epoch
         self.used = False
+
+
+class Lost(InfraError):
+    """A session's call whose worker was lost (it died, or lost its engine) before it
+    answered: the session is gone with it."""
 
 
 class _Lost(Exception):
@@ -148,13 +194,12 @@ class Dispatcher:
         self.token = secrets.token_hex(8)  # this service's mark on what it answers as lost
         self.broker = broker(url)
         self.redis = self.broker.client
-        self._place = self.redis.register_script(_PLACE)
-        self._release = self.redis.register_script(_RELEASE)
 
     def place(self, language: str, runtime: str = "", tried: tuple[str, ...] = ()) -> Placement:
         """Take a slot for a run (`QuotaExceeded` when there is none): the service places a
         streamed run before its stream starts, so that a full cluster is a plain 429."""
-        placed = patiently(lambda: self._place([WORKERS], [language, runtime, ",".join(tried)]))
+        args = [language, runtime, ",".join(tried)]
+        placed = patiently(lambda: lua(self.redis, _PLACE, [WORKERS], args))
         if not placed:
             others = " other" if tried else ""
             raise QuotaExceeded(
@@ -189,7 +234,47 @@ class Dispatcher:
         if not placement.used:
             placement.used = True
             key = worker_key(placement.worker)
-            patiently(lambda: self._release([key], [placement.epoch]))
+            patiently(lambda: lua(self.redis, _RELEASE, [key], [placement.epoch]))
+
+    def place_session(self, language: str, runtime: str) -> Placement:
+        """A worker for a new session, by load, with a slot taken for its opening call
+        (`QuotaExceeded` when no worker for it has a free slot)."""
+        placed = patiently(lambda: lua(self.redis, _PLACE_SESSION, [WORKERS], [language, runtime]))
+        if not placed:
+            raise QuotaExceeded(
+                f"every worker of the cluster for {language} under {runtime} is busy (or none "
+                "is alive)",
+                1.0,
+            )
+        name, epoch = (_text(part) for part in placed)
+        return Placement(name, epoch)
+
+    def slot_on(self, worker: str, epoch: str) -> Placement | None:
+        """A slot on the worker process `epoch` of `worker` for one call of a session there;
+        None when that process is gone, `QuotaExceeded` while all its slots are busy."""
+        found = patiently(lambda: lua(self.redis, _SLOT_ON, [worker_key(worker)], [epoch]))
+        if _text(found) == "gone":
+            return None
+        if _text(found) == "busy":
+            raise QuotaExceeded(f"worker {worker}, where the session lives, is busy", 1.0)
+        return Placement(worker, epoch)
+
+    def call(
+        self, placed: Placement, body: dict[str, Any], watch: Watch | None = None
+    ) -> dict[str, Any]:
+        """One call of a session on the worker it lives on (`placed`, from `slot_on` or
+        `place_session`): its answer. Never retried: a worker lost meanwhile raises `Lost`."""
+        placed.used = True
+        call_id = secrets.token_hex(8)
+        self._send(SESSION_ACTOR, placed.worker, call_id, 1, body, placed.epoch)
+        try:
+            answer = self._follow(
+                attempt_id(call_id, 1), placed.worker, placed.epoch, watch, _decode_line
+            )
+        except _Lost as lost:
+            raise Lost(str(lost)) from None
+        assert isinstance(answer, dict)
+        return answer
 
     def execute(
         self,

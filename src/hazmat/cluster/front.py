@@ -1,7 +1,8 @@
 """What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py)
 through a `ClusterExecutor`, tenants' quotas are counted in Redis across services (quotas.py),
-paused sessions are kept in Redis for any service to resume (paused.py), and the workers'
-signed checkpoints are copied into anchors of the service's (anchors.py).
+sessions are opened on the workers too (sessions.py), paused sessions are kept in Redis for
+any worker or service to resume (paused.py), and the workers' signed checkpoints are copied
+into anchors of the service's (anchors.py).
 cli/serve.py hands `cluster_front` to the service as its front (server/serve.py)."""
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.dispatch import Dispatcher, Placement
 from hazmat.cluster.paused import RedisShelf
 from hazmat.cluster.quotas import RedisQuotaBook
+from hazmat.cluster.sessions import ClusterSessions
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Policy, parse_trust
+from hazmat.sandbox import Sandbox
 from hazmat.watch import OnOutput, Watch, as_watch
 
 __all__ = ["ClusterExecutor", "ClusterOptions", "cluster_front"]
@@ -65,6 +68,10 @@ class ClusterExecutor:
     def waiting_for_core(self) -> int | None:
         """Each worker counts its own cores: not known here."""
         return None
+
+    def sessions(self, sandbox: Sandbox) -> ClusterSessions:
+        """Sessions too are placed on the workers (sessions.py)."""
+        return ClusterSessions(self.dispatcher, sandbox)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The names hazmat uses in Redis, and the Dramatiq broker both sides build from one URL.
 
     hazmat:workers                  set of worker names that have announced themselves
-    hazmat:worker:<name>            hash: slots, busy, epoch, languages, runtimes, warm, seen
-                                    (expires: the worker's heartbeat)
-    hazmat:run:<id>.<n>:events      stream: attempt n's output chunks, then its result
+    hazmat:worker:<name>            hash: slots, busy, epoch, languages, runtimes, warm, seen,
+                                    sessions (open or opening there), placing (sessions
+                                    placed there, their opening not yet taken); expires: the
+                                    worker's heartbeat
+    hazmat:run:<id>.<n>:events      stream: attempt n's output chunks, then its result (a
+                                    session's call is a run of one attempt here too)
     hazmat:run:<id>.<n>:taken       the token of the worker process that took attempt n (a
                                     later delivery finds it: the broker gave the run back)
     hazmat:run:<id>.<n>:cancel      set when the caller has gone or cancelled
@@ -39,6 +42,7 @@ __all__ = [
     "HEARTBEAT_MS",
     "REDIS_GRACE_S",
     "RUN_TTL_S",
+    "SESSION_ACTOR",
     "attempt_id",
     "audit_key",
     "broker",
@@ -58,6 +62,7 @@ T = TypeVar("T")
 
 ACTOR = "hazmat_run"
 GRADE_ACTOR = "hazmat_grade"  # one task of a batch, on the same queue (server/batches.py)
+SESSION_ACTOR = "hazmat_session"  # one call of a session placed there (cluster/sessions.py)
 # A worker not heard from for this long is dead: the broker gives its unacknowledged runs back
 # to its queue, and placement skips it. Measured: redelivery 5.4 s after a SIGKILL at 5000 ms.
 HEARTBEAT_MS = 5000

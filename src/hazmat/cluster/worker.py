@@ -12,8 +12,10 @@ attempt's Redis stream as it comes, the result last; a cancel key set by the ser
 run. Every audit record of the run names the run, the worker and the attempt.
 
 Every second the worker says in its catalogue entry how many slots it has (none while its
-Docker engine does not answer), which runtimes and which warm containers, and publishes its
-audit log's newest signed checkpoint for the service to anchor.
+Docker engine does not answer), which runtimes, which warm containers and how many sessions
+are open on it, and publishes its audit log's newest signed checkpoint for the service to
+anchor. The sessions a service places here get their calls as messages too
+(worker_sessions.py); each call holds a slot while it runs, like a run.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hazmat.audit.layout import published
 from hazmat.cluster.keys import (
@@ -34,6 +36,7 @@ from hazmat.cluster.keys import (
     GRADE_ACTOR,
     HEARTBEAT_MS,
     RUN_TTL_S,
+    SESSION_ACTOR,
     WORKERS,
     attempt_id,
     audit_key,
@@ -45,10 +48,12 @@ from hazmat.cluster.keys import (
     take,
     worker_key,
 )
+from hazmat.cluster.paused import RedisShelf
+from hazmat.cluster.worker_sessions import SessionCalls
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import parse_task
 from hazmat.languages import LANGUAGES
-from hazmat.models import Outcome
+from hazmat.models import ExecutionResult, Outcome
 from hazmat.sandbox import Sandbox
 from hazmat.watch import Watch
 from hazmat.wire import request_from_wire, result_to_wire
@@ -57,6 +62,7 @@ __all__ = ["ClusterWorker"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 CANCEL_POLL_S = 0.2
 CHECKPOINTS_KEPT = 100_000  # entries of the checkpoint stream (the service copies them out)
 
@@ -78,12 +84,20 @@ class ClusterWorker:
         self._published: str | None = None
         self._down_seen: float | None = None  # when the engine was last seen not answering
         self.epoch = uuid.uuid4().hex  # this process: only its own placements free its slots
+        # paused sessions on the cluster's shelf, as the services keep theirs: any worker (or
+        # service) of the cluster resumes them
+        sandbox.session_store = sandbox.session_store.on(RedisShelf(self.redis))
+        self.sessions = SessionCalls(sandbox)
         declare = dramatiq.actor(actor_name=ACTOR, queue_name=queue_of(name), broker=self.broker)
         self.actor = declare(self._run)
         grading = dramatiq.actor(
             actor_name=GRADE_ACTOR, queue_name=queue_of(name), broker=self.broker
         )
         self.grading = grading(self._grade)
+        session_calls = dramatiq.actor(
+            actor_name=SESSION_ACTOR, queue_name=queue_of(name), broker=self.broker
+        )
+        self.session_calls = session_calls(self._session_call)
         self._worker = dramatiq.Worker(
             self.broker, queues={queue_of(name)}, worker_threads=slots, worker_timeout=200
         )
@@ -116,23 +130,25 @@ class ClusterWorker:
         key = worker_key(self.name)
         with self._lock:
             running = self._running
-        pipe = self.redis.pipeline()
-        pipe.sadd(WORKERS, self.name)
-        pipe.hset(
-            key,
-            mapping={
-                "slots": self.slots if runtimes else 0,
-                "epoch": self.epoch,
-                "languages": ",".join(sorted(LANGUAGES)),
-                "runtimes": ",".join(sorted(runtimes)),
-                "warm": ",".join(sorted(f"{lang}/{rt}" for lang, rt in warm)),
-                "engine": "ok" if runtimes else "down",
-                "seen": time.time(),
-            },
-        )
-        pipe.hsetnx(key, "busy", running)  # the entry expired (Redis was away): runs still go on
-        pipe.pexpire(key, HEARTBEAT_MS)
-        pipe.execute()
+        with self.sessions.counted() as sessions:
+            pipe = self.redis.pipeline()
+            pipe.sadd(WORKERS, self.name)
+            pipe.hset(
+                key,
+                mapping={
+                    "slots": self.slots if runtimes else 0,
+                    "epoch": self.epoch,
+                    "languages": ",".join(sorted(LANGUAGES)),
+                    "runtimes": ",".join(sorted(runtimes)),
+                    "warm": ",".join(sorted(f"{lang}/{rt}" for lang, rt in warm)),
+                    "engine": "ok" if runtimes else "down",
+                    "sessions": sessions,
+                    "seen": time.time(),
+                },
+            )
+            pipe.hsetnx(key, "busy", running)  # the entry expired (Redis was away): runs go on
+            pipe.pexpire(key, HEARTBEAT_MS)
+            pipe.execute()
 
     def _runtimes(self) -> set[str]:
         found = self.sandbox.backend.runtimes()
@@ -186,6 +202,28 @@ class ClusterWorker:
 
         self._answer(run_id, attempt, epoch, grade)
 
+    def _session_call(self, call_id: str, attempt: int, body: dict[str, Any], epoch: str) -> None:
+        """The session actor: one call of a session placed here (worker_sessions.py); output
+        into the call's stream as it comes, its answer last."""
+
+        def call(aid: str) -> None:
+            token = self._take(aid)
+            if token is None:
+                return
+            with self.sessions.opening(body, self._opening_taken):
+                answer = self._watched(aid, lambda watch: self.sessions.answer(body, watch))
+            self._deliver(aid, token, answer)
+
+        self._answer(call_id, attempt, epoch, call)
+
+    def _opening_taken(self) -> None:
+        """A session placed here is opening now: one fewer placed, one more open or opening
+        (the heartbeat then says the count; placement counts both)."""
+        pipe = self.redis.pipeline()  # MULTI: both or neither
+        pipe.hincrby(worker_key(self.name), "placing", -1)
+        pipe.hincrby(worker_key(self.name), "sessions", 1)
+        patiently(pipe.execute)
+
     def _answer(self, run_id: str, attempt: int, epoch: str, work: Callable[[str], None]) -> None:
         """One attempt of either actor: `work(aid)` answers it; an error is its answer
         otherwise, and the worker's slot is given back whatever happens."""
@@ -232,23 +270,33 @@ class ClusterWorker:
         else:  # the service gave it up meanwhile (this worker was out of reach): audit only
             log.warning("worker %s: run %s was answered as lost meanwhile", self.name, aid)
 
-    def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
+    def _watched(self, aid: str, work: Callable[[Watch], T]) -> T:
+        """`work(watch)`, its output into the attempt's stream as it comes, cancelled when the
+        service sets the attempt's cancel key."""
         events = run_key(aid, "events")
-        token = self._take(aid)
-        if token is None:
-            return
         watch = Watch(lambda stream, data: self._send(events, stream, data))
         done = threading.Event()
         poller = threading.Thread(target=self._watch_cancel, args=(aid, watch, done))
         poller.start()
         try:
+            return work(watch)
+        finally:
+            watch.flush()  # every chunk in the stream before the answer
+            done.set()
+            poller.join()
+
+    def _attempt(self, run_id: str, attempt: int, aid: str, request: dict[str, Any]) -> None:
+        token = self._take(aid)
+        if token is None:
+            return
+
+        def execute(watch: Watch) -> ExecutionResult:
             code, language, options = request_from_wire(request)
             origin = {"run": run_id, "worker": self.name, "attempt": attempt}
             prepared = self.sandbox.request(code, language, **{**options, "origin": origin})
-            result = self.sandbox.execute(prepared, on_output=watch)
-        finally:
-            done.set()
-            poller.join()
+            return self.sandbox.execute(prepared, on_output=watch)
+
+        result = self._watched(aid, execute)
         if result.outcome is Outcome.INFRA_ERROR:
             self._announce()  # no slots while the engine does not answer: not the next beat
         self._deliver(aid, token, result_to_wire(result, exact=True))
