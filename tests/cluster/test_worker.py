@@ -109,6 +109,23 @@ def test_a_worker_killed_mid_run_is_reported_and_its_run_never_runs_again(
     assert len(doomed) == 1
 
 
+def test_a_new_worker_process_starts_its_counts_afresh(
+    tmp_path: Path, redis_url: str, redis_client: Any
+) -> None:
+    """A process of the name killed moments ago, its entry not yet expired: its busy slots and
+    placed sessions are nobody's to give back, so the new process does not inherit them (a
+    lab worker restarted at once after a SIGKILL was never given a session again)."""
+    mapping = {"slots": 1, "busy": 1, "placing": 2, "epoch": "a-killed-process"}
+    redis_client.hset("hazmat:worker:w1", mapping=mapping)
+    worker = start_worker(tmp_path, redis_url, "w1", 1)
+    try:
+        entry = redis_client.hmget("hazmat:worker:w1", "busy", "placing", "epoch")
+        assert entry[:2] == [b"0", b"0"] and entry[2] != b"a-killed-process"
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=120)
+
+
 def wait_for_event(client: Any, kind: str) -> dict[str, bytes]:
     """The first entry of `kind` in any run's stream (a bounded wait on a condition: the broker
     gives a dead worker's run back once its heartbeat is 5 s old)."""

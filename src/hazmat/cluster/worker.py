@@ -104,7 +104,7 @@ class ClusterWorker:
         self._beat = threading.Thread(target=self._heartbeat, name="hazmat-beat", daemon=True)
 
     def start(self) -> None:
-        self._announce()
+        self._announce(first=True)
         self._beat.start()
         self._worker.start()
 
@@ -124,7 +124,10 @@ class ClusterWorker:
             except Exception:  # Redis away: the next beat tries again
                 log.warning("worker %s: heartbeat failed", self.name, exc_info=True)
 
-    def _announce(self) -> None:
+    def _announce(self, first: bool = False) -> None:
+        """The catalogue entry. The `first` of a process starts its counts afresh: a process
+        of this name killed moments ago (its entry not yet expired) left its busy slots and
+        placed sessions there, and nothing of it will give them back."""
         runtimes = self._runtimes()  # empty while the engine does not answer
         warm = self.sandbox.backend.ready_kinds()
         key = worker_key(self.name)
@@ -146,7 +149,10 @@ class ClusterWorker:
                     "seen": time.time(),
                 },
             )
-            pipe.hsetnx(key, "busy", running)  # the entry expired (Redis was away): runs go on
+            if first:
+                pipe.hset(key, mapping={"busy": 0, "placing": 0})
+            else:
+                pipe.hsetnx(key, "busy", running)  # the entry expired (Redis was away)
             pipe.pexpire(key, HEARTBEAT_MS)
             pipe.execute()
 
