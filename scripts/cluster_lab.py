@@ -288,6 +288,21 @@ class Lab:
     def heal(self) -> None:
         sh("ip", "link", "set", HOST_IF, "up")
 
+    def entries(self) -> dict[str, dict[str, str]]:
+        """The workers' catalogue entries in Redis as they are now (for a report)."""
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url())
+        try:
+            found = {}
+            for index in range(len(self.engines)):
+                entry = client.hgetall(f"hazmat:worker:w{index}")
+                keep = (b"slots", b"busy", b"sessions", b"placing", b"engine")
+                found[f"w{index}"] = {k.decode(): v.decode() for k, v in entry.items() if k in keep}
+            return found
+        finally:
+            client.close()
+
     def audit_dir(self, index: int) -> Path:
         return self.root / f"audit-w{index}"
 

@@ -226,7 +226,8 @@ def sessions_on_workers(lab: Lab) -> list[str]:
             return [f"session: open: {refused[0]}"]
         on = {o.json()["worker"]: o.json()["id"] for o in opened}
         if sorted(on) != [f"w{i}" for i in range(len(lab.engines))]:
-            problems.append(f"session: opened on {sorted(on)}, not one on every worker")
+            return [f"session: opened on {[o.json()['worker'] for o in opened]}, not one on "
+                    f"every worker; the workers: {lab.entries()}"]  # fmt: skip
         said: dict[str, str] = {}
         for n, (worker, sid) in enumerate(sorted(on.items())):
             at = f"/v1/sessions/{sid}"
