@@ -16,6 +16,7 @@ call (or, for `all`, when it looks).
 from __future__ import annotations
 
 import base64
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Unpack
@@ -119,8 +120,11 @@ class RemoteSession:
         return paused
 
     def close(self) -> None:
+        """End it on its worker; safe to call more than once, and on a session whose worker
+        is gone (it has ended already: `ended` says why)."""
         if self._ended is None:
-            self._book.call(self, {"op": "close", "session": self.id})
+            with contextlib.suppress(SessionClosed):
+                self._book.call(self, {"op": "close", "session": self.id})
             self.end("it was closed")
 
     def end(self, why: str) -> None:
