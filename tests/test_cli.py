@@ -256,6 +256,12 @@ def test_images_export_and_the_doctors_checks_of_the_oci_tier(tmp_path: Path) ->
     plain = hazmat("doctor", env=env)
     assert plain.exit_code == 0, plain.stdout_bytes
     assert b"WARN oci tier: root file systems" in plain.stdout_bytes
+    # the runtimes checked are the policy file's, not the built-in policy's
+    assert b"built-in policy: untrusted: runsc," in plain.stdout_bytes
+    policy.write_text("backend: docker\ntrust:\n  untrusted:\n    runtime: runc\n")
+    mine = hazmat("doctor", "--json", "--policy", str(policy), env=env)
+    runtimes = {c["name"]: c for c in json.loads(mine.stdout_bytes)}["policy runtimes"]
+    assert runtimes["detail"].startswith("your policy: untrusted: runc,"), runtimes
 
 
 def test_images_export_if_default_exports_nothing_where_auto_picks_docker(

@@ -39,7 +39,7 @@ def add(sub: Any) -> None:
 def _doctor(args: argparse.Namespace) -> int:
     from hazmat.cli.common import policy
 
-    checks = run_checks(chosen=policy(args))
+    checks = run_checks(chosen=policy(args) if args.policy else None)
     if args.json:
         print(json.dumps([c.__dict__ for c in checks]))
     else:
@@ -79,7 +79,7 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     usable = next((name for name, c in zip(RECIPES, images, strict=True) if c.ok), None)
     for runtime in Runtime:
         checks.append(_runtime_check(engine, runtime, info.runtimes, usable))
-    checks.append(_policy_runtimes(Policy(), info.runtimes))
+    checks.append(_policy_runtimes(chosen or Policy(), info.runtimes, chosen is None))
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
     from hazmat.backends.oci.prerequisites import choice
@@ -92,9 +92,10 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     return checks
 
 
-def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
-    """Which runtime each trust level asks for, and whether the engine has it: a level whose
-    runtime is missing fails every run (hazmat never falls back to another runtime)."""
+def _policy_runtimes(policy: Policy, known: frozenset[str], built_in: bool = True) -> Check:
+    """Which runtime each trust level of `policy` (the --policy file's, else the built-in one)
+    asks for, and whether the engine has it: a level whose runtime is missing fails every run
+    (hazmat never falls back to another runtime)."""
     wanted = {level.value: s.runtime.value for level, s in policy.levels.items()}
     detail = ", ".join(f"{level}: {runtime}" for level, runtime in wanted.items())
     missing = sorted(level for level, runtime in wanted.items() if runtime not in known)
@@ -121,7 +122,7 @@ def _policy_runtimes(policy: Policy, known: frozenset[str]) -> Check:
             "install runsc (`bash scripts/ensure-engine.sh`), or set `runtime: runc` for the "
             "level in your policy if you accept the weaker boundary",
         )
-    return Check("policy runtimes", True, f"built-in policy: {detail}")
+    return Check("policy runtimes", True, f"{'built-in' if built_in else 'your'} policy: {detail}")
 
 
 def _monitoring_check() -> Check:
