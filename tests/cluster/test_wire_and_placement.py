@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from hazmat import QuotaExceeded
-from hazmat.cluster.dispatch import _PLACE
 from hazmat.cluster.keys import WORKERS, worker_key
+from hazmat.cluster.placement import _PLACE
 from hazmat.models import ExecutionRequest
 from hazmat.policy import TrustLevel
 from hazmat.wire import request_to_wire
@@ -104,23 +104,23 @@ def test_sessions_go_to_the_least_loaded_worker_and_their_calls_to_its_process_o
     announce(redis_client, "c", 9, 0, languages="javascript")
     redis_client.hset(worker_key("a"), "sessions", 3)
     redis_client.hset(worker_key("b"), "sessions", 1)
-    dispatcher = Dispatcher(redis_url)
-    first = dispatcher.place_session("python", "runc")
+    placements = Dispatcher(redis_url).placements
+    first = placements.place_session("python", "runc")
     assert (first.worker, first.epoch) == ("b", "epoch-b")  # fewer sessions beats free slots
     assert redis_client.hmget(worker_key("b"), "busy", "placing") == [b"1", b"1"]
-    assert dispatcher.place_session("python", "runsc").worker == "a"  # only a has runsc
-    assert dispatcher.place_session("python", "runc").worker == "b"  # 1 + 1 against 3 + 1
-    assert dispatcher.place_session("javascript", "runsc").worker == "c"  # c knows it
+    assert placements.place_session("python", "runsc").worker == "a"  # only a has runsc
+    assert placements.place_session("python", "runc").worker == "b"  # 1 + 1 against 3 + 1
+    assert placements.place_session("javascript", "runsc").worker == "c"  # c knows it
     with pytest.raises(QuotaExceeded, match="for ruby under runc"):
-        dispatcher.place_session("ruby", "runc")  # no worker knows it
+        placements.place_session("ruby", "runc")  # no worker knows it
     # a call of a session on b: a slot of b's process, or a plain 429, or gone with it
     with pytest.raises(QuotaExceeded, match="worker b, where the session lives, is busy"):
-        dispatcher.slot_on("b", "epoch-b")  # both slots held by the openings above
-    assert dispatcher.slot_on("a", "epoch-a") is not None
+        placements.slot_on("b", "epoch-b")  # both slots held by the openings above
+    assert placements.slot_on("a", "epoch-a") is not None
     assert redis_client.hget(worker_key("a"), "busy") == b"2"
-    assert dispatcher.slot_on("a", "an-older-process") is None  # a restarted: its sessions gone
+    assert placements.slot_on("a", "an-older-process") is None  # a restarted: its sessions gone
     redis_client.delete(worker_key("a"))
-    assert dispatcher.slot_on("a", "epoch-a") is None
+    assert placements.slot_on("a", "epoch-a") is None
 
 
 def test_a_workers_session_error_is_raised_again_as_its_own_class() -> None:

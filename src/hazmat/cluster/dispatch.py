@@ -1,11 +1,9 @@
 """The service's side of the cluster: place a run on a worker, send it, relay what comes back.
 
-Placement is one Lua script, so that two services never give the last slot twice: among the
-workers whose catalogue entry is alive, that know the run's language and have its runtime, and
-that have a free slot, one with a warm container for the run comes first, then the one with the
-most free slots; its slot is taken. With no such worker the run is refused with `QuotaExceeded`
-(the service's 429), never queued. The worker gives the slot back when it has written the
-result.
+Placement (placement.py) takes a slot on a worker for the run, or refuses it with
+`QuotaExceeded` (the service's 429), never queued. The worker gives the slot back when it has
+written the result. A session's call (sessions.py) goes the same way, to the worker the
+session lives on, as one attempt that is never retried.
 
 While it waits for the result, the service watches the worker's catalogue entry: if the
 worker's heartbeat stops (it died, its host or its link to Redis went away) or a new process has
@@ -36,22 +34,21 @@ from hazmat.cluster.keys import (
     GRADE_ACTOR,
     RUN_TTL_S,
     SESSION_ACTOR,
-    WORKERS,
     attempt_id,
     broker,
     claim,
     give_up,
-    lua,
     patiently,
     queue_of,
     run_key,
     worker_key,
 )
+from hazmat.cluster.placement import Placement, Placements
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.watch import Watch
 from hazmat.wire import request_to_wire, result_from_wire
 
-__all__ = ["ON_LOST", "Dispatcher", "Lost", "Placement"]
+__all__ = ["ON_LOST", "Dispatcher", "Lost"]
 
 log = logging.getLogger(__name__)
 
@@ -66,93 +63,6 @@ RETRY_WAIT_S = 60.0
 # taken for this long is lost (a Redis restart cost a worker's consumer 3 s to come back).
 TAKE_WAIT_S = 30.0
 WORKER_FAULTS = ("InfraError", "RuntimeUnavailable", "lost", "skipped")
-
-# KEYS[1] the workers set; ARGV: language, runtime ('' for any), workers not to use (commas:
-# a name, or name=epoch for only that process of the name).
-# Returns {name, epoch} of the chosen worker (the epoch names its current process: only that
-# process gives the slot back), or false.
-_PLACE = """
-local lang, runtime, skip = ARGV[1], ARGV[2], ',' .. ARGV[3] .. ','
-local best, best_score, epoch = false, 0, false
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local key = 'hazmat:worker:' .. name
-  local e = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch', 'runtimes', 'warm')
-  local avoid = string.find(skip, ',' .. name .. ',', 1, true)
-  avoid = avoid or (e[4] and string.find(skip, ',' .. name .. '=' .. e[4] .. ',', 1, true))
-  if e[1] and not avoid then
-    local free = tonumber(e[1]) - tonumber(e[2] or '0')
-    local knows = string.find(',' .. (e[3] or '') .. ',', ',' .. lang .. ',', 1, true)
-    local rts = ',' .. (e[5] or '') .. ','
-    local has = runtime == '' or string.find(rts, ',' .. runtime .. ',', 1, true)
-    if free > 0 and knows and has then
-      local warm = ',' .. (e[6] or '') .. ','
-      local hot = runtime ~= '' and string.find(warm, ',' .. lang .. '/' .. runtime .. ',', 1, true)
-      hot = hot or (runtime == '' and string.find(warm, ',' .. lang .. '/', 1, true))
-      local score = free + (hot and 100000 or 0)
-      if score > best_score then best, best_score, epoch = name, score, e[4] end
-    end
-  end
-end
-if not best then return false end
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
-return {best, epoch}
-"""
-
-
-# KEYS[1] a worker's entry; ARGV[1] the epoch a placement was made with: its slot back.
-_RELEASE = """
-if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
-  redis.call('HINCRBY', KEYS[1], 'busy', -1)
-end
-"""
-
-# KEYS[1] the workers set; ARGV: language, runtime. A new session's worker: among the live
-# workers that know the language, have the runtime and a free slot, the one with the fewest
-# sessions (then the most free slots): those its heartbeat says are open or opening there,
-# plus those placed there whose opening it has not taken yet (`placing`, which the worker
-# lowers as it takes one), so that sessions opened together spread. Its slot is taken for the
-# opening call. Returns {name, epoch}, or false.
-_PLACE_SESSION = """
-local lang, runtime = ',' .. ARGV[1] .. ',', ',' .. ARGV[2] .. ','
-local best, best_score, epoch = false, false, false
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local e = redis.call('HMGET', 'hazmat:worker:' .. name,
-    'slots', 'busy', 'languages', 'epoch', 'runtimes', 'sessions', 'placing')
-  if e[1] then
-    local free = tonumber(e[1]) - tonumber(e[2] or '0')
-    local knows = string.find(',' .. (e[3] or '') .. ',', lang, 1, true)
-    local has = string.find(',' .. (e[5] or '') .. ',', runtime, 1, true)
-    if free > 0 and knows and has then
-      local score = free - 1000 * (tonumber(e[6] or '0') + tonumber(e[7] or '0'))
-      if not best_score or score > best_score then best, best_score, epoch = name, score, e[4] end
-    end
-  end
-end
-if not best then return false end
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'placing', 1)
-return {best, epoch}
-"""
-
-# KEYS[1] a worker's entry; ARGV[1] the epoch of the process a session lives in. A slot on
-# that very process for one call of the session: 'ok' (taken), 'busy' (none free now) or
-# 'gone' (the process is no longer there: its sessions went with it).
-_SLOT_ON = """
-local e = redis.call('HMGET', KEYS[1], 'slots', 'busy', 'epoch')
-if not e[1] or e[3] ~= ARGV[1] then return 'gone' end
-if tonumber(e[1]) - tonumber(e[2] or '0') <= 0 then return 'busy' end
-redis.call('HINCRBY', KEYS[1], 'busy', 1)
-return 'ok'
-"""
-
-
-class Placement:
-    """A slot taken on a worker for a run not yet sent (`Dispatcher.place`)."""
-
-    def __init__(self, worker: str, epoch: str) -> None:
-        self.worker = worker
-        self.epoch = epoch
-        self.used = False
 
 
 class Lost(InfraError):
@@ -194,21 +104,12 @@ class Dispatcher:
         self.token = secrets.token_hex(8)  # this service's mark on what it answers as lost
         self.broker = broker(url)
         self.redis = self.broker.client
+        self.placements = Placements(self.redis)
 
     def place(self, language: str, runtime: str = "", tried: tuple[str, ...] = ()) -> Placement:
         """Take a slot for a run (`QuotaExceeded` when there is none): the service places a
         streamed run before its stream starts, so that a full cluster is a plain 429."""
-        args = [language, runtime, ",".join(tried)]
-        placed = patiently(lambda: lua(self.redis, _PLACE, [WORKERS], args))
-        if not placed:
-            others = " other" if tried else ""
-            raise QuotaExceeded(
-                f"every{others} worker of the cluster for {language}"
-                f"{' under ' + runtime if runtime else ''} is busy (or none is alive)",
-                1.0,
-            )
-        name, epoch = (_text(part) for part in placed)
-        return Placement(name, epoch)
+        return self.placements.place(language, runtime, tried)
 
     def _again(self, language: str, runtime: str, tried: tuple[tuple[str, str], ...]) -> Placement:
         """The first placement, or a retry's: a worker not tried yet if one is free, else a
@@ -231,33 +132,7 @@ class Dispatcher:
 
     def release(self, placement: Placement) -> None:
         """Give back the slot of a placement that was never used (its client went away)."""
-        if not placement.used:
-            placement.used = True
-            key = worker_key(placement.worker)
-            patiently(lambda: lua(self.redis, _RELEASE, [key], [placement.epoch]))
-
-    def place_session(self, language: str, runtime: str) -> Placement:
-        """A worker for a new session, by load, with a slot taken for its opening call
-        (`QuotaExceeded` when no worker for it has a free slot)."""
-        placed = patiently(lambda: lua(self.redis, _PLACE_SESSION, [WORKERS], [language, runtime]))
-        if not placed:
-            raise QuotaExceeded(
-                f"every worker of the cluster for {language} under {runtime} is busy (or none "
-                "is alive)",
-                1.0,
-            )
-        name, epoch = (_text(part) for part in placed)
-        return Placement(name, epoch)
-
-    def slot_on(self, worker: str, epoch: str) -> Placement | None:
-        """A slot on the worker process `epoch` of `worker` for one call of a session there;
-        None when that process is gone, `QuotaExceeded` while all its slots are busy."""
-        found = patiently(lambda: lua(self.redis, _SLOT_ON, [worker_key(worker)], [epoch]))
-        if _text(found) == "gone":
-            return None
-        if _text(found) == "busy":
-            raise QuotaExceeded(f"worker {worker}, where the session lives, is busy", 1.0)
-        return Placement(worker, epoch)
+        self.placements.release(placement)
 
     def call(
         self, placed: Placement, body: dict[str, Any], watch: Watch | None = None

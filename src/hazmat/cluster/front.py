@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from hazmat.cluster.anchors import AnchorCollector
-from hazmat.cluster.dispatch import Dispatcher, Placement
+from hazmat.cluster.dispatch import Dispatcher
 from hazmat.cluster.paused import RedisShelf
+from hazmat.cluster.placement import Placement
 from hazmat.cluster.quotas import RedisQuotaBook
 from hazmat.cluster.sessions import ClusterSessions
 from hazmat.grade.tasks import Task

@@ -31,8 +31,9 @@ from hazmat._exceptions import (
     SessionNotFound,
     quoted,
 )
-from hazmat.cluster.dispatch import Dispatcher, Lost, Placement
+from hazmat.cluster.dispatch import Dispatcher, Lost
 from hazmat.cluster.keys import patiently, worker_key
+from hazmat.cluster.placement import Placement
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import parse_trust
 from hazmat.run.intake import RunOptions
@@ -166,7 +167,7 @@ class ClusterSessions:
         policy = self.sandbox.policy
         level = parse_trust(trust or policy.default_trust)
         where = runtime or policy.settings(level).runtime.value
-        placed = self.dispatcher.place_session(language, where)
+        placed = self.dispatcher.placements.place_session(language, where)
         fixed = {"trust": trust, "runtime": runtime, "image": image, "caller": caller}
         body = {"op": "open", "language": language, **fixed, "owner": owner}
         return self._placed(placed, body, {**fixed, "owner": owner})
@@ -174,7 +175,7 @@ class ClusterSessions:
     def resume(self, session_id: str, owner: str | None) -> RemoteSession:
         """A paused session resumed on the least loaded worker for it."""
         paused = self.sandbox.session_store.info(session_id, owner)  # SessionNotFound here
-        placed = self.dispatcher.place_session(paused.language, paused.runtime)
+        placed = self.dispatcher.placements.place_session(paused.language, paused.runtime)
         body = {"op": "resume", "session": session_id, "owner": owner}
         fixed = {
             "trust": paused.trust,
@@ -220,7 +221,7 @@ class ClusterSessions:
         """One call of `session` on its worker: its answer, or the error it met there raised
         here (`SessionClosed` if the worker is gone)."""
         session.check_open()
-        placed = self.dispatcher.slot_on(session.worker, session.epoch)
+        placed = self.dispatcher.placements.slot_on(session.worker, session.epoch)
         if placed is None:
             session.end(_lost_why(session.worker, "its process is gone"))
             raise SessionClosed(f"session {session.id} has ended: {session.ended}")
