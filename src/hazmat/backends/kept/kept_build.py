@@ -28,7 +28,7 @@ from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, 
 from hazmat.backends.kept.build_cache import BuildCache, Built
 from hazmat.policy import Clock, HostResources
 
-__all__ = ["ARCHIVE", "KeptBuild"]
+__all__ = ["ARCHIVE", "SHARED_NOTE", "KeptBuild"]
 
 ARCHIVE = ".hazmat-build.tar"  # the build folder, as the agent hands it over
 _MiB = 1024 * 1024
