@@ -88,13 +88,7 @@ def _cgroup_check(needed: bool) -> Check:
         unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
         kind = "v2" if unified else "v1 (" + ", ".join(CONTROLLERS_V1) + ")"
         return Check("oci tier: cgroups", True, f"cgroup {kind}: this process can create them")
-    fix = (
-        "enable the controllers in cgroup.subtree_control (systemd: Delegate=yes for the "
-        "service that runs hazmat)"
-        if "delegated" in problem
-        else "run hazmat as root, or delegate a cgroup subtree to its user"
-    )
-    return Check("oci tier: cgroups", False, problem, fix, needed)
+    return Check("oci tier: cgroups", False, problem.why, problem.fix, needed)
 
 
 def _first_line(command: list[str]) -> str:

@@ -247,6 +247,21 @@ def test_what_the_oci_tier_lacks_is_named(
     assert missing()[0] == "no runsc binary"
 
 
+def test_a_cgroup_problem_comes_with_its_own_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("memory\n")  # cpu, pids not delegated
+    monkeypatch.setattr(prerequisites, "CGROUP_ROOT", tmp_path)
+    problem = prerequisites.cgroup_problem()
+    assert problem is not None and problem.fix == prerequisites.DELEGATE
+    assert problem.why == f"cgroup v2 without pids, cpu delegated at {tmp_path}"
+    monkeypatch.setattr(prerequisites, "CGROUP_ROOT", tmp_path / "missing")
+    problem = prerequisites.cgroup_problem()  # no cgroup.controllers: v1, which is not there
+    assert problem is not None and problem.fix == prerequisites.AS_ROOT
+    assert problem.why.startswith("cannot create a cgroup")
+
+
 def test_a_pid_file_being_written_is_not_yet_a_pid(tmp_path: Path) -> None:
     """runsc writes the file in place: an empty one is not a pid. After the runtime ended, one
     more look is taken (it may have written the file just before)."""

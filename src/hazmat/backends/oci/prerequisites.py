@@ -22,10 +22,33 @@ from hazmat.backends.container.cgroup import CGROUP_ROOT
 from hazmat.backends.oci.driver import find_init, runtime_binary
 from hazmat.policy import Runtime
 
-__all__ = ["CONTROLLERS_V1", "CONTROLLERS_V2", "Choice", "cgroup_problem", "choice", "missing"]
+__all__ = [
+    "CONTROLLERS_V1",
+    "CONTROLLERS_V2",
+    "CgroupProblem",
+    "Choice",
+    "cgroup_problem",
+    "choice",
+    "missing",
+]
 
 CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
 CONTROLLERS_V2 = ("memory", "pids", "cpu")
+
+
+@dataclass(frozen=True)
+class CgroupProblem:
+    """Why this process cannot make the sandboxes' cgroups, and what fixes it."""
+
+    why: str
+    fix: str
+
+
+DELEGATE = (
+    "enable the controllers in cgroup.subtree_control (systemd: Delegate=yes for the service "
+    "that runs hazmat)"
+)
+AS_ROOT = "run hazmat as root, or delegate a cgroup subtree to its user"
 
 
 @dataclass(frozen=True)
@@ -62,23 +85,25 @@ def missing() -> tuple[str, ...]:
     if not found:  # the probe makes a cgroup: only where it can matter
         problem = cgroup_problem()
         if problem:
-            found.append(problem)
+            found.append(problem.why)
     return tuple(found)
 
 
-def cgroup_problem() -> str | None:
+def cgroup_problem() -> CgroupProblem | None:
     """Why this process cannot make the sandboxes' cgroups (every controller the limits need,
-    made and removed here), or None when it can."""
+    made and removed here) and what fixes it, or None when it can."""
     unified = (CGROUP_ROOT / "cgroup.controllers").is_file()
     probe = f"hazmat-probe-{os.getpid()}"
     if unified:
         try:
             delegated = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
         except OSError as exc:
-            return f"cannot read {CGROUP_ROOT}/cgroup.subtree_control ({exc.strerror})"
+            why = f"cannot read {CGROUP_ROOT}/cgroup.subtree_control ({exc.strerror})"
+            return CgroupProblem(why, AS_ROOT)
         lacking = [c for c in CONTROLLERS_V2 if c not in delegated]
         if lacking:
-            return f"cgroup v2 without {', '.join(lacking)} delegated at {CGROUP_ROOT}"
+            why = f"cgroup v2 without {', '.join(lacking)} delegated at {CGROUP_ROOT}"
+            return CgroupProblem(why, DELEGATE)
         folders = [CGROUP_ROOT / probe]
     else:
         folders = [CGROUP_ROOT / name / probe for name in CONTROLLERS_V1]
@@ -88,7 +113,7 @@ def cgroup_problem() -> str | None:
             folder.mkdir()
             made.append(folder)
     except OSError as exc:
-        return f"cannot create a cgroup ({exc.strerror}: {exc.filename})"
+        return CgroupProblem(f"cannot create a cgroup ({exc.strerror}: {exc.filename})", AS_ROOT)
     finally:
         for folder in reversed(made):
             folder.rmdir()
