@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
     from hazmat.run.session_store import Paused
 
-__all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "open_session"]
+__all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
 
 # What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
 CALL_OPTIONS = frozenset(
@@ -143,6 +143,16 @@ def open_session(
         },
     )
     return session
+
+
+def check_call_options(options: Mapping[str, Any]) -> None:
+    """`InputError` naming any option a call may not set (the session fixed it)."""
+    unknown = sorted(set(options) - CALL_OPTIONS)
+    if unknown:
+        raise InputError(
+            f"{', '.join(map(quoted, unknown))}: fixed when the session opened; a call may set "
+            + ", ".join(sorted(CALL_OPTIONS))
+        )
 
 
 class Session:
@@ -311,12 +321,7 @@ class Session:
         return cpu is not None and cpu >= self._settings.cpu_s
 
     def _request(self, code: str | bytes, options: dict[str, Any]) -> ExecutionRequest:
-        unknown = sorted(set(options) - CALL_OPTIONS)
-        if unknown:
-            raise InputError(
-                f"{', '.join(map(quoted, unknown))}: fixed when the session opened; a call may set "
-                + ", ".join(sorted(CALL_OPTIONS))
-            )
+        check_call_options(options)
         self._check_open()
         return self._sandbox.request(code, self.language, **{**options, **self._fixed})
 

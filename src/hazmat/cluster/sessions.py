@@ -40,7 +40,7 @@ from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import ENDED_KEPT
 from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox
-from hazmat.sessions import CALL_OPTIONS
+from hazmat.sessions import check_call_options
 from hazmat.watch import OnOutput, Watch, as_watch
 from hazmat.wire import request_to_wire, result_from_wire
 
@@ -77,12 +77,7 @@ class RemoteSession:
     def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest:
         """A call's request, checked here as the worker will check it (`InputError`,
         `SessionClosed`)."""
-        unknown = sorted(set(options) - CALL_OPTIONS)
-        if unknown:
-            raise InputError(
-                f"{', '.join(map(quoted, unknown))}: fixed when the session opened; a call may set "
-                + ", ".join(sorted(CALL_OPTIONS))
-            )
+        check_call_options(options)
         self.check_open()
         fixed: dict[str, Any] = {
             **{k: self._fixed.get(k) for k in ("trust", "runtime", "image", "caller")},
