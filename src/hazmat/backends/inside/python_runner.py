@@ -6,14 +6,17 @@ _hazmat_preload()
 del _hazmat_preload
 import json  # the job's env, args and displays come as JSON: its import (10 ms) paid now
 import gc
-try:
-    # libc's exit(), for the program's end (_hazmat_exit): its import (3 ms) paid now
-    import ctypes
-    _hazmat_libc_exit = ctypes.CDLL(None).exit
-    _hazmat_libc_exit.argtypes = [ctypes.c_int]
-    del ctypes
-except Exception:
-    _hazmat_libc_exit = os._exit
+def _hazmat_c_exit():
+    # libc's exit(), for the program's end (_hazmat_exit): ctypes' import (3 ms) paid now
+    try:
+        import ctypes
+        c_exit = ctypes.CDLL(None).exit
+        c_exit.argtypes = [ctypes.c_int]
+        return c_exit
+    except Exception:
+        return None
+_hazmat_libc_exit = _hazmat_c_exit() or os._exit
+del _hazmat_c_exit
 # Everything so far is the runner's and the image's warm-up, none of it the program's: the
 # collector leaves it alone from here on, so the program's end collects only its own objects.
 gc.freeze()
@@ -124,7 +127,7 @@ def _hazmat_flush():
         except Exception as exc:
             done = done and name != "stdout"
             try:
-                sys.stderr.write("Exception ignored on flushing sys.%s: %r\n" % (name, exc))
+                sys.stderr.write(f"Exception ignored on flushing sys.{name}: {exc!r}\n")
             except Exception:
                 pass
     return done
@@ -208,6 +211,5 @@ except BaseException as _hazmat_exc:
 else:
     _hazmat_end()
     _hazmat_rc = 0
-_hazmat_exc = None
 del _hazmat_code, _hazmat_tail
 _hazmat_exit(_hazmat_rc, _hazmat_interrupted)
