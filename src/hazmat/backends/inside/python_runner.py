@@ -6,6 +6,7 @@ _hazmat_preload()
 del _hazmat_preload
 import json  # the job's env, args and displays come as JSON: its import (10 ms) paid now
 import gc
+import importlib.machinery, types  # what _hazmat_prepare uses, imported before the job
 def _hazmat_c_exit():
     # libc's exit(), for the program's end (_hazmat_exit): ctypes' import (3 ms) paid now
     try:
@@ -73,7 +74,7 @@ else:
 del _hazmat_unpack
 from .display import _hazmat_displays  # @DISPLAY@
 def _hazmat_prepare(job):
-    import builtins, importlib.machinery, types
+    import builtins
     for name in [k for k in os.environ if k.startswith("HAZMAT_")]:
         del os.environ[name]
     path = os.path.abspath(sys.argv[1])
