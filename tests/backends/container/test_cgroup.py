@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from hazmat.backends.container.cgroup import Cgroup, Monitor
@@ -76,3 +77,24 @@ def test_the_monitor_keeps_the_highest_figures_after_the_cgroup_is_gone(tmp_path
     last = monitor.stop()
     assert last is not None and (last.memory_peak, last.cpu_ns) == (700, 50_000)
     assert monitor.baseline is not None and monitor.baseline.cpu_ns == 10_000
+
+
+def test_the_monitor_samples_by_itself_while_the_run_lasts(tmp_path: Path) -> None:
+    """A peak that comes and goes between the run's start and its end is kept: the process's
+    one sampling thread (not the run's own path) saw it."""
+    proc, root = tmp_path / "proc", tmp_path / "cg"
+    _write(proc / "9" / "cgroup", "0::/c\n")
+    _write(root / "c/memory.current", "100\n")
+    _write(root / "c/cpu.stat", "usage_usec 10\n")
+    _write(root / "c/memory.events", "oom_kill 0\n")
+    cgroup = Cgroup.of_pid(9, root=root, proc=proc)
+    assert cgroup is not None
+    monitors = [Monitor(cgroup, interval_s=0.005) for _ in range(3)]
+    _write(root / "c/memory.current", "900\n")
+    deadline = time.monotonic() + 30
+    while not all(m.last and m.last.memory_peak == 900 for m in monitors):
+        assert time.monotonic() < deadline, "no monitor was sampled in 30 s"
+        time.sleep(0.001)
+    _write(root / "c/memory.current", "200\n")
+    peaks = [m.stop() for m in monitors]
+    assert [p.memory_peak if p else None for p in peaks] == [900, 900, 900]
