@@ -28,6 +28,9 @@ need_packages() {
     command -v npm >/dev/null 2>&1 || missing+=(npm)
     # The cluster's tests start a Redis of their own (tests/cluster); none runs as a service.
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    # The OCI tier's compiled agent is built on this host (statically: gcc and glibc's libc.a).
+    command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+    dpkg -s libc6-dev >/dev/null 2>&1 || missing+=(libc6-dev)
     # `make cluster-test` puts a worker in a network namespace of its own (ip netns, veth).
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
     printf '%s\n' "${missing[@]}" | sort -u | grep -v '^$' || true
@@ -36,7 +39,7 @@ need_packages() {
 install_packages() {
     local pkgs
     pkgs=$(need_packages | tr '\n' ' ')
-    [ -z "${pkgs// }" ] && { say "docker.io, runsc, debootstrap, npm, redis-server and iproute2 are installed"; return; }
+    [ -z "${pkgs// }" ] && { say "docker.io, runsc, debootstrap, npm, redis-server, iproute2 and gcc are installed"; return; }
     [ "$(id -u)" = 0 ] || die "missing packages ($pkgs) and not root: install them, or run as root"
     command -v apt-get >/dev/null 2>&1 || die "missing packages ($pkgs) and no apt-get: this script knows only Debian"
     say "installing $pkgs(apt-get update first)"

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from hazmat.backends.agent import python_parts, runners, session_agent, session_repl
+from hazmat.backends.agent import compiled, python_parts, runners, session_agent, session_repl
 from hazmat.backends.agent import single as agent
 from hazmat.images import recipes, toolchains
 from hazmat.images.builder import recipe_digest
@@ -35,6 +35,7 @@ def programs() -> dict[str, str]:
         "agent.AGENT_SCRIPT": agent.AGENT_SCRIPT,
         "agent.STAGE_SCRIPT": agent.STAGE_SCRIPT,
         "agent.COLLECT_SCRIPT": agent.COLLECT_SCRIPT,
+        "compiled.AGENT_SOURCE": compiled.AGENT_SOURCE,
         "session_agent.SESSION_SCRIPT": session_agent.SESSION_SCRIPT,
         "session_repl.REPL": session_repl.REPL,
         "python_parts.DISPLAY": python_parts.DISPLAY,

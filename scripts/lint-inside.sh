@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint the programs that run inside the sandbox (src/hazmat/backends/inside/) that are not
 # Python (ruff and mypy read its .py files with the rest of src/): ShellCheck on the shell
-# programs, `node --check` on the JavaScript, `javac` on the Java, `ruby -c` on the Ruby.
+# programs, gcc on the compiled agent, `node --check` on the JavaScript, `javac` on the Java,
+# `ruby -c` on the Ruby.
 # ShellCheck and Ruby are installed when missing (Debian's packages, as root with apt-get: the
 # host's Ruby may be older than the image's, which makes its syntax check stricter, never
 # looser); node and javac are used when this machine has them, and skipped with a note when it
@@ -47,6 +48,15 @@ for f in "$root"/src/hazmat/language_builds/*.sh; do
     shellcheck --shell=dash "$f" || status=1
 done
 
+# the compiled agent, as backends/agent/compiled.py builds it (placeholders filled), every
+# warning an error
+if command -v gcc >/dev/null 2>&1; then
+    (cd "$root" && PYTHONPATH=src "${PYTHON:-.venv/bin/python}" -c \
+        'from hazmat.backends.agent.compiled import AGENT_SOURCE; print(AGENT_SOURCE)') \
+        | gcc -fsyntax-only -Wall -Wextra -Werror -x c - || status=1
+else
+    say "gcc is not installed: the compiled agent was not checked"
+fi
 if command -v node >/dev/null 2>&1; then
     for f in ./*.js; do node --check "$f" || status=1; done
 else

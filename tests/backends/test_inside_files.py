@@ -69,6 +69,7 @@ def test_the_files_with_placeholders_are_the_templates_we_fill() -> None:
         if placeholders(path.read_text())
     }
     assert with_placeholders == {
+        "agent.c": {"RELAY_PORT", "RELAY_HEX"},
         "agent.sh": {"RELAY_PORT", "RELAY_HEX"},
         "preload.py": {"PRELOAD_FILE"},
         "python_runner.py": {"DISPLAY", "PRELOAD"},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tls_servers import TLSServer
@@ -16,6 +17,7 @@ from hazmat.audit.log import AuditLog
 from hazmat.audit.records import parse_line
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.oci.driver import OciBackend
 from hazmat.egress.proxy import EgressProxy
 from hazmat.models import ExecutionResult
 from hazmat.policy_file import parse_policy
@@ -220,6 +222,28 @@ def test_a_run_narrows_the_list_or_drops_the_network(
     assert "not on the allowlist" in narrowed.connections[0]["reason"]
     with pytest.raises(InputError, match="not allowed at this trust level"):
         _run(egress_sandbox, server, HTTPS_GET, "runc", network=["other.test"])
+
+
+def test_the_oci_tier_relays_an_allowed_host_and_nothing_else(
+    engine: Engine, tls_servers: dict[str, TLSServer], runtime: str, tmp_path: Path
+) -> None:
+    """The same allowlist on the direct OCI tier, whose single runs start the relay from the
+    compiled agent (backends/agent/compiled.py) where this host can build it."""
+    server = tls_servers["127.0.0.2"]
+    network = {"allow": ["allowed.test"], "ports": [server.port]}
+    policy = parse_policy({"trust": {"unknown": {"network": network}}})
+    proxy = EgressProxy(
+        resolver=lambda host, _: HOSTS[host], reachable=[ipaddress.ip_network("127.0.0.2/32")]
+    )
+    audit = AuditLog(tmp_path / "audit")
+    with Sandbox(policy, backend=OciBackend(engine), egress=proxy, audit=audit) as sandbox:
+        allowed = _run(sandbox, server, HTTPS_GET, runtime, trust="unknown")
+        around = _run(sandbox, server, IGNORE_THE_PROXY, runtime, trust="unknown")
+    assert allowed.outcome is Outcome.OK, allowed.stderr
+    assert allowed.stdout == "b'hello from allowed.test: GET /data HTTP/1.1'\n"
+    lines = around.stdout.splitlines()
+    assert lines[1].startswith("dns failed") and lines[2].startswith("direct failed"), lines
+    assert allowed.connections[0]["allowed"] is True and around.connections == ()
 
 
 def test_without_an_allowlist_a_run_has_no_proxy_at_all(engine: Engine) -> None:

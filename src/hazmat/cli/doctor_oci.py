@@ -7,6 +7,7 @@ picked: the `backend` line says which one runs)."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hazmat.cli.doctor_check import Check
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from hazmat.backends.container.engine import Engine
 
 __all__ = ["oci_checks"]
+
 
 def oci_checks(engine: Engine, needed: bool) -> list[Check]:
     from hazmat.backends.oci.driver import find_init, runtime_binary
@@ -54,6 +56,7 @@ def oci_checks(engine: Engine, needed: bool) -> list[Check]:
     checks.append(_cgroup_check(needed))
     builder = ImageBuilder(engine)
     rootfs = RootFs(engine)
+    checks.append(_agent_check(rootfs.base.parent))
     prepared = {p.name for p in rootfs.prepared()}
     missing = []
     for recipe in RECIPES.values():
@@ -75,6 +78,18 @@ def oci_checks(engine: Engine, needed: bool) -> list[Check]:
         )
     )
     return checks
+
+
+def _agent_check(folder: Path) -> Check:
+    """Which agent the tier's single runs get: the compiled one, built here once, or the shell
+    agent (a warning only: it works, a byte per read)."""
+    from hazmat.backends.agent.compiled import compiled_agent, why_not_compiled
+
+    binary = compiled_agent(folder)
+    if binary is not None:
+        return Check("oci tier: agent", True, f"compiled, one process per run: {binary}")
+    why = why_not_compiled(folder) or "?"
+    return Check("oci tier: agent", False, f"the shell agent runs: {why}", "apt install gcc", False)
 
 
 def _cgroup_check(needed: bool) -> Check:

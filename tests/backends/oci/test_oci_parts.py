@@ -5,8 +5,10 @@ the policy key that chooses the tier. tests/execution/test_oci.py runs the real 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -18,6 +20,8 @@ import pytest
 
 from hazmat import Policy, PolicyError, Sandbox, parse_policy
 from hazmat._exceptions import InfraError
+from hazmat.backends.agent import compiled
+from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.base import Spec
 from hazmat.backends.container.seccomp import for_oci
 from hazmat.backends.container.settings_check import MASKED_PATHS
@@ -325,3 +329,41 @@ def test_a_uid_claim_is_removed_only_by_the_sandbox_that_holds_it(tmp_path: Path
     _unclaim(claim, "hazmat-old")
     assert not claim.exists()
     _unclaim(claim, "hazmat-old")  # already gone: nothing to do
+
+
+def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_agent(
+    tmp_path: Path,
+) -> None:
+    agent = tmp_path / "hazmat-agent"
+    agent.write_bytes(b"")
+    parts = {"rootfs": tmp_path, "init": Path("/usr/bin/tini"), "cgroup": "/hazmat/x"}
+    single = bundle_config(_spec(), UID, annotations={}, seccomp=None, agent=agent, **parts)
+    assert single["process"]["args"][-1] == AGENT_PATH
+    [mount] = [m for m in single["mounts"] if m["destination"] == AGENT_PATH]
+    assert mount["source"] == str(agent) and {"ro", "nosuid", "nodev"} <= set(mount["options"])
+    session = dataclasses.replace(_spec(), session=True)
+    kept = bundle_config(session, UID, annotations={}, seccomp=None, agent=agent, **parts)
+    assert kept["process"]["args"][-3:-1] == ["/bin/sh", "-c"]
+    assert not [m for m in kept["mounts"] if m["destination"] == AGENT_PATH]
+    shell = bundle_config(_spec(), UID, annotations={}, seccomp=None, agent=None, **parts)
+    assert shell["process"]["args"][-3:-1] == ["/bin/sh", "-c"]
+
+
+def test_the_compiled_agent_is_built_once_per_source_or_says_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built with this host's gcc into the folder, under the source's digest; without a C
+    compiler, None and the reason (the shell agent runs)."""
+    if not any(shutil.which(name) for name in compiled.COMPILERS):
+        pytest.fail("no C compiler on this machine: `make test` installs gcc")
+    compiled._build.cache_clear()
+    binary = compiled.compiled_agent(tmp_path)
+    assert binary is not None and binary.parent.parent == tmp_path / "agent"
+    assert os.access(binary, os.X_OK) and compiled.why_not_compiled(tmp_path) is None
+    said = subprocess.run([str(binary)], capture_output=True, env={}, check=False)
+    assert said.returncode == 125 and b"hazmat-agent: no uid for the program" in said.stderr
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    compiled._build.cache_clear()
+    assert compiled.compiled_agent(tmp_path / "elsewhere") is None
+    assert "no C compiler" in (compiled.why_not_compiled(tmp_path / "elsewhere") or "")
+    compiled._build.cache_clear()

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import InfraError, SettingsMismatch
+from hazmat.backends.agent.compiled import compiled_agent
 from hazmat.backends.agent.runners import READY_LINE
 from hazmat.backends.base import Job, Spec, local_resources
 from hazmat.backends.container.backend import READY_TIMEOUT_S, ContainerBackend
@@ -173,6 +174,11 @@ class OciDriver:
     def resources(self) -> HostResources:
         return local_resources()
 
+    def agent(self) -> Path | None:
+        """The compiled agent, built for this host once (backends/agent/compiled.py); None: the
+        shell agent runs (no C compiler here)."""
+        return compiled_agent(self.rootfs.base.parent)
+
     def runtimes(self) -> set[str]:
         return {r.value for r in Runtime if runtime_binary(r) is not None}
 
@@ -204,7 +210,7 @@ class OciDriver:
             cgroup = f"/hazmat/{cid}"
             config = self.bundle(
                 spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
-                seccomp=self.seccomp.text,
+                seccomp=self.seccomp.text, agent=self.agent(),
             )  # fmt: skip
             bundle.mkdir(parents=True, mode=0o700)
             (bundle / "config.json").write_text(json.dumps(config))

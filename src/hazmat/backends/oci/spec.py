@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.base import Spec
 from hazmat.backends.container.hardening import agent_command, environment
 from hazmat.backends.container.seccomp import for_oci
@@ -51,10 +52,13 @@ def bundle_config(
     cgroup: str,
     annotations: dict[str, str],
     seccomp: str | None,
+    agent: Path | None = None,
 ) -> dict[str, Any]:
     """The config.json of a sandbox for `spec` whose program runs as `uid`, over the
     prepared read-only `rootfs`, with the host's `init` (tini) as its first process, in the
-    cgroup `cgroup`, with hazmat's seccomp profile `seccomp` (Docker's format) under runc."""
+    cgroup `cgroup`, with hazmat's seccomp profile `seccomp` (Docker's format) under runc.
+    With `agent` (the compiled agent on this host: backends/agent/compiled.py), a single run's
+    sandbox runs it, mounted read-only, in place of the shell agent; a session's never does."""
     lang = get_language(spec.language)
     caps = capabilities()
     memory = spec.start_memory_mb * _MiB
@@ -64,7 +68,7 @@ def bundle_config(
         "process": {
             "terminal": False,
             "user": {"uid": 0, "gid": 0},
-            "args": [INIT_PATH, "--", *agent_command(spec)],
+            "args": [INIT_PATH, "--", *_agent(spec, agent)],
             "env": [f"{key}={value}" for key, value in env.items()],
             "cwd": "/",
             "capabilities": {"bounding": caps, "effective": caps, "permitted": caps},
@@ -77,7 +81,7 @@ def bundle_config(
         },
         "root": {"path": str(rootfs), "readonly": True},
         "hostname": "sandbox",
-        "mounts": _mounts(spec, uid, lang.exec_tmp, init),
+        "mounts": _mounts(spec, uid, lang.exec_tmp, init, _compiled(spec, agent)),
         "annotations": annotations,
         "linux": {
             "namespaces": [
@@ -104,7 +108,17 @@ def bundle_config(
     return config
 
 
-def _mounts(spec: Spec, uid: int, exec_tmp: bool, init: Path) -> list[dict[str, Any]]:
+def _compiled(spec: Spec, agent: Path | None) -> Path | None:
+    return agent if agent is not None and not spec.session else None
+
+
+def _agent(spec: Spec, agent: Path | None) -> list[str]:
+    return [AGENT_PATH] if _compiled(spec, agent) is not None else agent_command(spec)
+
+
+def _mounts(
+    spec: Spec, uid: int, exec_tmp: bool, init: Path, agent: Path | None
+) -> list[dict[str, Any]]:
     shm = f"size={spec.tmpfs_mb * _MiB}"
     mounts: list[dict[str, Any]] = [
         {"destination": "/proc", "type": "proc", "source": "proc",
@@ -130,6 +144,11 @@ def _mounts(spec: Spec, uid: int, exec_tmp: bool, init: Path) -> list[dict[str, 
         {"destination": INIT_PATH, "type": "bind", "source": str(init),
          "options": ["rbind", "ro", "nosuid", "nodev"]}
     )  # fmt: skip
+    if agent is not None:
+        mounts.append(
+            {"destination": AGENT_PATH, "type": "bind", "source": str(agent),
+             "options": ["rbind", "ro", "nosuid", "nodev"]}
+        )  # fmt: skip
     if spec.egress is not None:
         mounts.append(
             {"destination": EGRESS_DIR, "type": "bind", "source": spec.egress,

@@ -1,0 +1,88 @@
+"""The compiled agent: the single-run agent as one process (backends/inside/agent.c), for the
+direct OCI tier.
+
+It speaks the protocol of backends/agent/single.py byte for byte, so the host cannot tell it
+from the shell agent; what it saves is on the sandbox's side. It reads the job from stdin in
+large reads and passes what follows its own part on to the program's stdin, a pipe it holds,
+where the shell reads a byte per system call (25-45 us each under gVisor's ptrace platform),
+and it takes the program's uid itself, with no setpriv and no shell before the stage script.
+
+It is built on this host with its C compiler (Debian's gcc, statically linked), once per
+source: the binary is kept in the OCI tier's folder under the source's digest, and each
+single-run sandbox of the tier gets it mounted read-only beside tini (`AGENT_PATH`), as the
+engine mounts tini. Without a C compiler the tier uses the shell agent, and `hazmat doctor`
+says so. Sessions and the Docker backend use the shell agents.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from hazmat.backends.agent.single import RELAY_PORT
+from hazmat.backends.inside import program
+
+__all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "why_not_compiled"]
+
+log = logging.getLogger(__name__)
+
+AGENT_SOURCE = program("agent.c", RELAY_PORT=str(RELAY_PORT), RELAY_HEX=f"{RELAY_PORT:04X}")
+AGENT_PATH = "/sbin/hazmat-agent"  # where a sandbox sees it (tini is /sbin/docker-init)
+COMPILERS = ("gcc", "cc")
+_FLAGS = ("-static", "-O2", "-Wall", "-Werror", "-x", "c")
+_COMPILE_S = 120
+
+
+def compiled_agent(folder: Path) -> Path | None:
+    """The agent's binary for this source under `folder`/agent, built if it is not there;
+    None when it cannot be built here (`why_not_compiled` says why)."""
+    return _build(folder)[0]
+
+
+def why_not_compiled(folder: Path) -> str | None:
+    """Why the tier uses the shell agent, or None when the compiled one is ready."""
+    return _build(folder)[1]
+
+
+@functools.cache
+def _build(folder: Path) -> tuple[Path | None, str | None]:
+    digest = hashlib.sha256(AGENT_SOURCE.encode()).hexdigest()[:24]
+    binary = folder / "agent" / digest / "hazmat-agent"
+    if os.access(binary, os.X_OK):
+        return binary, None
+    compiler = next((found for name in COMPILERS if (found := shutil.which(name))), None)
+    if compiler is None:
+        why = "no C compiler on this host to build the compiled agent (apt install gcc)"
+        log.warning("the OCI tier uses the shell agent: %s", why)
+        return None, why
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".hazmat-agent-", dir=binary.parent)
+    os.close(fd)
+    try:
+        done = subprocess.run(
+            [compiler, *_FLAGS, "-o", temp, "-"],
+            input=AGENT_SOURCE.encode(),
+            capture_output=True,
+            timeout=_COMPILE_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            error = done.stderr.decode(errors="replace").strip().splitlines()
+            why = f"{compiler} could not build the compiled agent: {error[-1] if error else '?'}"
+            log.warning("the OCI tier uses the shell agent: %s", why)
+            return None, why
+        os.chmod(temp, 0o755)
+        os.replace(temp, binary)  # whole, or not at all: another process may build it too
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = f"could not build the compiled agent: {exc}"
+        log.warning("the OCI tier uses the shell agent: %s", why)
+        return None, why
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return binary, None
