@@ -52,6 +52,9 @@ PYTHON_ENDS = {
     ),
     "an uncaught KeyboardInterrupt": "print('before')\nraise KeyboardInterrupt\n",
     "stdout closed by the program": "import sys\nprint('a')\nsys.stdout.close()\n",
+    "something not a module in sys.modules": (
+        "import sys\nsys.modules['odd'] = 42\nsys.modules['odder'] = None\nprint('ok')\n"
+    ),
 }
 HELPER = "f = open('out.txt', 'w')\nf.write('module')\nNAME = 'helper'\n"
 # runs every case above with the image's own python3, in a folder of its own

@@ -173,18 +173,22 @@ def _hazmat_exit(status, interrupted=False):
     atexit._run_exitfuncs()
     if not _hazmat_flush():
         status = 120  # as python3 does, whatever the status was
-    gc.collect()
-    here = os.path.dirname(_hazmat_globals.get("__file__") or "") + os.sep
-    for module in reversed(list(sys.modules.values())):
-        path = getattr(module, "__file__", None)
-        if module is not _hazmat_module and isinstance(path, str) and path.startswith(here):
-            _hazmat_clear(module.__dict__)
-    _hazmat_clear(_hazmat_globals)
-    gc.collect()
+    try:
+        gc.collect()
+        here = os.path.dirname(_hazmat_globals.get("__file__") or "") + os.sep
+        for module in reversed(list(sys.modules.values())):
+            path = getattr(module, "__file__", None)
+            if module is not _hazmat_module and isinstance(path, str) and path.startswith(here):
+                _hazmat_clear(module.__dict__)
+        _hazmat_clear(_hazmat_globals)
+        gc.collect()
+    except Exception:
+        pass  # whatever the program left in sys.modules, it still ends
     _hazmat_flush()
     if interrupted:  # python3 ends by the signal itself (status 130 in a shell)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
+        status = 130  # SIGINT blocked: python3's own fallback
     _hazmat_libc_exit(status)
 _hazmat_globals, _hazmat_code, _hazmat_tail, _hazmat_ask = _hazmat_prepare(_hazmat_job)
 _hazmat_module = sys.modules["__main__"]
