@@ -157,8 +157,9 @@ static int relay_until(pid_t pid) {
     }
 }
 
-/* One line of the job from stdin (the agent's own part): read in large reads, never past
- * what the caller then passes on. */
+/* One line of the job from stdin (the agent's own part), read in large reads: what comes
+ * after the line stays in the buffer, for the next line or for the program's stdin
+ * (relay_until passes it on first). */
 static int read_line(char *line, size_t size) {
     size_t len = 0;
     for (;;) {
