@@ -56,7 +56,7 @@ def oci_checks(engine: Engine, needed: bool) -> list[Check]:
     checks.append(_cgroup_check(needed))
     builder = ImageBuilder(engine)
     rootfs = RootFs(engine)
-    checks.append(_agent_check(rootfs.base.parent))
+    checks.append(_agent_check(rootfs.tier_dir))
     prepared = {p.name for p in rootfs.prepared()}
     missing = []
     for recipe in RECIPES.values():

@@ -58,9 +58,7 @@ def _build(folder: Path) -> tuple[Path | None, str | None]:
         return binary, None
     compiler = next((found for name in COMPILERS if (found := shutil.which(name))), None)
     if compiler is None:
-        why = "no C compiler on this host to build the compiled agent (apt install gcc)"
-        log.warning("the OCI tier uses the shell agent: %s", why)
-        return None, why
+        return _without("no C compiler on this host to build the compiled agent (apt install gcc)")
     binary.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=".hazmat-agent-", dir=binary.parent)
     os.close(fd)
@@ -74,15 +72,18 @@ def _build(folder: Path) -> tuple[Path | None, str | None]:
         )
         if done.returncode != 0:
             error = done.stderr.decode(errors="replace").strip().splitlines()
-            why = f"{compiler} could not build the compiled agent: {error[-1] if error else '?'}"
-            log.warning("the OCI tier uses the shell agent: %s", why)
-            return None, why
+            return _without(
+                f"{compiler} could not build the compiled agent: {error[-1] if error else '?'}"
+            )
         os.chmod(temp, 0o755)
         os.replace(temp, binary)  # whole, or not at all: another process may build it too
     except (OSError, subprocess.SubprocessError) as exc:
-        why = f"could not build the compiled agent: {exc}"
-        log.warning("the OCI tier uses the shell agent: %s", why)
-        return None, why
+        return _without(f"could not build the compiled agent: {exc}")
     finally:
         Path(temp).unlink(missing_ok=True)
     return binary, None
+
+
+def _without(why: str) -> tuple[None, str]:
+    log.warning("the OCI tier uses the shell agent: %s", why)
+    return None, why

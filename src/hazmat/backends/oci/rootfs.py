@@ -50,7 +50,8 @@ class RootFs:
 
     def __init__(self, engine: Engine | None = None, base: Path | None = None) -> None:
         self._engine = engine
-        self.base = (base or oci_dir()) / "rootfs"
+        self.tier_dir = base or oci_dir()  # the tier's folder: these roots, the compiled agent
+        self.base = self.tier_dir / "rootfs"
         self._known: dict[str, Path] = {}  # image reference -> its prepared root
         self._lock = threading.Lock()
 
