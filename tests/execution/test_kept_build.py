@@ -317,3 +317,82 @@ def test_the_same_source_is_built_once_for_two_tasks(cold: Sandbox) -> None:
     assert first[0].compile_ms is not None and first[0].compile_ms > 0
     assert second[0].compile_ms == 0 and SHARED_NOTE in second[0].notes
     assert SHARED_NOTE not in first[0].notes
+
+
+# Each reads its test's stdin and says whether it is the language's runner (its command line
+# is the runner's, backends/agent/runners.py), which is started before the test's job
+AHEAD = {
+    "python": (
+        "import sys\nn = int(sys.stdin.read())\n"
+        "ahead = open('/proc/self/cmdline', 'rb').read().split(b'\\0')[1] == b'-c'\n"
+        "print(2 * n, 'ahead' if ahead else 'cold')\n"
+    ),
+    "javascript": (
+        "const fs = require('fs');\nconst n = Number(fs.readFileSync(0, 'utf8'));\n"
+        "const ahead = fs.readFileSync('/proc/self/cmdline', 'utf8').includes('.hazmat-runner');\n"
+        "console.log(2 * n, ahead ? 'ahead' : 'cold');\n"
+    ),
+    "typescript": (
+        "import * as fs from 'fs';\nconst n: number = Number(fs.readFileSync(0, 'utf8'));\n"
+        "const ahead = fs.readFileSync('/proc/self/cmdline', 'utf8').includes('.hazmat-runner');\n"
+        "console.log(2 * n, ahead ? 'ahead' : 'cold');\n"
+    ),
+    "ruby": (
+        # the runner sets $0 (and so the command line): its frames are under the top level's
+        "n = STDIN.read.to_i\nahead = caller.any? { |f| f.start_with?('-e:') }\n"
+        "puts \"#{2 * n} #{ahead ? 'ahead' : 'cold'}\"\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(AHEAD))
+def test_a_runners_test_is_a_process_started_before_its_job(cold: Sandbox, language: str) -> None:
+    """Each test runs in the language's runner, started as a fresh process after the last
+    test ended (the first one's once the build is done), reading its own test's stdin."""
+    cases: list[dict[str, object]] = [{"stdin": str(n)} for n in (1, 2, 3)]
+    results, containers = run_tests(cold, AHEAD[language], language, "runc", cases)
+    said = [(r.outcome, r.stdout) for r in results]
+    assert said == [(Outcome.OK, f"{2 * n} ahead\n") for n in (1, 2, 3)], [
+        r.stderr for r in results
+    ]
+    assert containers == 1
+
+
+# `dirty` leaves what the next test's interpreter would take in at its start if it started
+# before the places were emptied (the user site's .pth and customize files, under HOME=/tmp; a
+# module the runner imports, which it survives), and a process that puts them back until it is
+# killed; `check` says what of that it finds, and whether it is the runner
+LEFT_FOR_THE_RUNNER = r"""
+import os, site, sys, time
+user_site = site.getusersitepackages()
+def leave():
+    os.makedirs(user_site, exist_ok=True)
+    for path, text in [
+        (f"{user_site}/hazmat-probe.pth", "import os; os.environ['LEAKED'] = 'pth'\n"),
+        (f"{user_site}/usercustomize.py", "import os; os.environ['LEAKED'] = 'usercustomize'\n"),
+        ("/work/ctypes.py", "import os; os.environ['LEAKED'] = 'ctypes'\n"),
+    ]:
+        with open(path, "w") as f:
+            f.write(text)
+if sys.stdin.read().strip() == "dirty":
+    leave()
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            leave()
+            time.sleep(0.001)
+    print("dirtied")
+else:
+    ahead = open("/proc/self/cmdline", "rb").read().split(b"\0")[1] == b"-c"
+    print(os.environ.get("LEAKED", "clean"), "ahead" if ahead else "cold")
+"""
+
+
+def test_what_a_test_leaves_cannot_reach_the_next_tests_interpreter(
+    cold: Sandbox, runtime: str
+) -> None:
+    cases: list[dict[str, object]] = [{"stdin": s} for s in ("check", "dirty", "check", "check")]
+    results, _ = run_tests(cold, LEFT_FOR_THE_RUNNER, "python", runtime, cases)
+    said = [(r.outcome, r.stdout) for r in results]
+    clean = (Outcome.OK, "clean ahead\n")
+    assert said == [clean, (Outcome.OK, "dirtied\n"), clean, clean], [r.stderr for r in results]

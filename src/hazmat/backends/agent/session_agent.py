@@ -7,7 +7,7 @@ session's own uid with no capability, and only the agent reads each call's nonce
 write the markers the host believes. What differs is that it loops: each call is one job on the
 attached stdin, and the stream stays open between calls::
 
-    hazmat-session 3 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
+    hazmat-session 4 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
     <name>\\n                                   one per output file the caller asked for (and
                                                 the display file, capped by <own>: agent.py)
     and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
@@ -16,6 +16,10 @@ attached stdin, and the stream stays open between calls::
     <nfiles>\\n
     <size> <name>\\n<size bytes>                one per input file (the source file first)
     <the program's stdin, to the end>
+
+After each call's end marker the agent waits for the host's `next\\n` (sent once the host has
+taken the call's last readings of CPU time and memory) before it does anything more: starting
+the next call's runner, or a kept build's cleaning for its next test, is no part of the call.
 
 `mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
 and downloads); a kept build's container (backends/kept/kept_build.py) also takes `build` (unpack,
@@ -73,13 +77,15 @@ from hazmat.backends.inside import fill, program, read
 from hazmat.languages import Language
 
 __all__ = [
+    "NEXT",
     "SESSION_SCRIPT",
     "session_environment",
     "session_header",
     "unclean_marker",
 ]
 
-SESSION_VERSION = 3
+SESSION_VERSION = 4
+NEXT = b"next\n"  # the host has taken a call's last readings: the agent may go on
 # A kept build's test under gVisor: the program in user, IPC and network namespaces of its own, so
 # that System V and POSIX IPC objects, abstract sockets and TCP's TIME_WAIT end with it (gVisor
 # lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
@@ -107,7 +113,8 @@ def session_environment(
     script, and how each language builds and runs when the container is kept (a fresh build
     folder per call; the source file the call named, not one left by an earlier call). A
     kept build's container (backends/kept/kept_build.py) runs every test as a fresh process: no
-    interpreter or shell is kept between its calls."""
+    interpreter or shell is kept between its calls, but a language with a runner has the next
+    test's started (and waiting) before the test's job."""
     node = f"exec node --max-old-space-size={heap_mb}"
     runs = {
         "javascript": (
@@ -129,6 +136,8 @@ def session_environment(
         env["HAZMAT_KEPT_BUILD"] = "1"
         if isolate:  # gVisor: each test in user, IPC and network namespaces of its own
             env["HAZMAT_ISOLATE"] = ISOLATE
+        if lang.runner:  # each test's interpreter, started before its job (SESSION_SCRIPT)
+            env["HAZMAT_SESSION_WARM"] = f"{RUNNERS[lang.runner][0]} {lang.entry}"
     elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
         env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
     elif lang.runner == "python":

@@ -29,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from hazmat._exceptions import InfraError
+from hazmat.backends.agent.session_agent import NEXT
 from hazmat.backends.agent.single import (
     built_marker,
     end_marker,
@@ -294,6 +295,13 @@ class ContainerBackend(Backend):
                     started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
+        kept = capture.end_status is not None and not capture.timed_out
+        if keep and kept and not capture.output_exceeded:
+            # a session's agent does nothing after a call (a kept build's: the next test's
+            # places emptied and its runner started) until the call's last readings, above,
+            # are taken: they count the call alone
+            with contextlib.suppress(OSError):
+                started.sock.sendall(NEXT)
         exit_code: int | None = capture.end_status
         engine_oom = False
         if exit_code is None or capture.timed_out or capture.output_exceeded:
@@ -332,7 +340,6 @@ class ContainerBackend(Backend):
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
             held_after_build=capture.held_after_build,
         )
-        kept = capture.end_status is not None and not capture.timed_out
         return report, capture.rest if kept and not capture.output_exceeded else None
 
     def _pump(  # noqa: PLR0917 (one call's parts, from _run alone)

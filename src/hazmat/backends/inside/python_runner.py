@@ -23,9 +23,25 @@ del _hazmat_c_exit
 # Everything so far is the runner's and the image's warm-up, none of it the program's: the
 # collector leaves it alone from here on, so the program's end collects only its own objects.
 gc.freeze()
-os.write(1, b"hazmat-ready\n")
+# on stdout, or (started ahead by a session's agent) on a channel of the agent's own
+_hazmat_ready = int(os.environ.get("HAZMAT_READY_FD", "1"))
+os.write(_hazmat_ready, b"hazmat-ready\n")
+if _hazmat_ready != 1:
+    os.close(_hazmat_ready)
+del _hazmat_ready
 signal.sigwait({signal.SIGUSR2})
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR2})
+# started ahead, the call's stdin is a file the unpack script wrote once the call came: fd 0
+if os.environ.get("HAZMAT_STDIN_FILE"):
+    try:
+        _hazmat_stdin = os.open(os.environ["HAZMAT_STDIN_FILE"], os.O_RDONLY)
+    except OSError:
+        os.write(2, b"hazmat-agent: cannot open the call's stdin\n")
+        os._exit(125)
+    if _hazmat_stdin != 0:
+        os.dup2(_hazmat_stdin, 0)
+        os.close(_hazmat_stdin)
+    del _hazmat_stdin
 def _hazmat_unpack():
     # the rest of the job, as the agent's stage script would read it (backends/agent/single.py)
     def die(why):

@@ -4,11 +4,25 @@
   # TOPLEVEL_BINDING) sees no variable, constant or method of it
   wake, waker = IO.pipe
   Signal.trap("USR2") { waker.syswrite("x") }
-  STDOUT.syswrite("hazmat-ready\n")
+  # on stdout, or (started ahead by a session's agent) on a channel of the agent's own
+  ready = ENV.fetch("HAZMAT_READY_FD", "1").to_i
+  if ready == 1
+    STDOUT.syswrite("hazmat-ready\n")
+  else
+    IO.for_fd(ready, "w", autoclose: true).tap { |io| io.syswrite("hazmat-ready\n") }.close
+  end
   wake.read(1)
   Signal.trap("USR2", "DEFAULT")
   [wake, waker].each(&:close)
   die = ->(why) { STDERR.syswrite("hazmat-agent: #{why}\n"); exit!(125) }
+  # started ahead, the call's stdin is a file the unpack script wrote once the call came
+  if (stdin_file = ENV["HAZMAT_STDIN_FILE"])
+    begin
+      STDIN.reopen(stdin_file, "r")
+    rescue SystemCallError
+      die.("cannot open the call's stdin")
+    end
+  end
   some = ->(size) do
     STDIN.sysread(size)
   rescue IO::WaitReadable
@@ -47,6 +61,11 @@
       end
       File.binwrite("./#{name}", data)
     end
+  end
+  # with a build step, or started ahead, the stage script (or the unpack script) left them
+  if job.nil? && File.exist?("/tmp/.hazmat-job.json")
+    job = File.binread("/tmp/.hazmat-job.json")
+    File.delete("/tmp/.hazmat-job.json")
   end
   ENV.keys.each { |name| ENV.delete(name) if name.start_with?("HAZMAT_") }
   # the env and args, as JSON of one shape ({"env": {...}, "args": [...]}, ASCII with \u

@@ -17,15 +17,16 @@ save='exec tar -cf /tmp/.hazmat-save.tar -C "$1" .'
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
-# JavaScript and TypeScript: the next call's node, started and waiting before the call
+# JavaScript and TypeScript: the next call's node, started and waiting before the call; in a
+# kept build's container, every language with a runner (Python, JavaScript, TypeScript, Ruby)
 warmrun=${HAZMAT_SESSION_WARM:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
-# a kept build's container (backends/kept/kept_build.py): nothing of the agent's runs between calls, so
-# every process but PID 1 and the agent is the program's; under gVisor each test runs in a
-# user, IPC and network namespace of its own (`isolate`: `unshare ... --`), which end with its
-# processes
+# a kept build's container (backends/kept/kept_build.py): between calls nothing runs but PID 1,
+# the agent and the next test's runner, started after the last test's processes were all
+# ended and its places emptied; under gVisor each test runs in a user, IPC and network
+# namespace of its own (`isolate`: `unshare ... --`), which end with its processes
 kept_build=${HAZMAT_KEPT_BUILD:-}
 isolate=${HAZMAT_ISOLATE:-}
 dirty=''
@@ -53,28 +54,30 @@ start_repl() {
 }
 if [ -n "$repl" ]; then start_repl; fi
 # the next call's runner (backends/agent/runners.py): started as the program now, so that a call
-# need not wait for node; it says it is ready on a FIFO of the agent's, reads the call's
-# stdin from the file the unpack script writes, and runs the call's program when signalled
-warmpid=''
+# need not wait for the interpreter; it says it is ready on a FIFO of the agent's, reads the
+# call's stdin from the file the unpack script writes, and runs the call's program when
+# signalled (in a kept build's container, in the test's own namespaces under gVisor)
+warmpid='' warmready=''
 start_warm() {
     [ -n "$warmrun" ] || return 0
     rm -f "$chan/ready" && mkfifo -m 0622 "$chan/ready" || return 0
-    setpriv $drop -- env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" \
+    # shellcheck disable=SC2086 # isolate is a command line, split on purpose
+    setpriv $drop -- $isolate env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" \
         HAZMAT_READY_FD=4 HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin \
         sh -c 'cd "$1" || exit 125; exec 2>&3 3>&- 4>"$2"; eval "$3"' \
         warm "$workdir" "$chan/ready" "$warmrun" </dev/null 2>&3 &
     warmpid=$!
+    warmready=''
     exec 7<"$chan/ready"  # blocks until the runner has opened it
 }
-# the warm runner, if it is there and ready: signalled, it runs the call; its status in rc
-warm_call() {
+# whether the warm runner is there and has said it is ready (waiting for it if it is still
+# starting); a runner that ends or says anything else is gone
+warm_wait() {
     [ -n "$warmpid" ] || return 1
+    [ -n "$warmready" ] && return 0
     if IFS= read -r ready <&7 && [ "$ready" = hazmat-ready ]; then
         exec 7<&-
-        kill -USR2 "$warmpid" || { warmpid=''; return 1; }
-        wait "$warmpid"
-        rc=$?
-        warmpid=''
+        warmready=1
         return 0
     fi
     exec 7<&-
@@ -82,6 +85,49 @@ warm_call() {
     wait "$warmpid"
     warmpid=''
     return 1
+}
+# the warm runner, if it is there and ready: signalled, it runs the call; its status in rc
+warm_call() {
+    warm_wait || return 1
+    warmready=''
+    kill -USR2 "$warmpid" || { warmpid=''; return 1; }
+    wait "$warmpid"
+    rc=$?
+    warmpid=''
+    return 0
+}
+# a kept build's next test: once the last test's processes are gone, every place the program
+# may write is emptied (as the program's uid: the unpack script's mode clean) before anything
+# of the next test starts, its runner included; if that fails the container is done (dirty)
+cleaned=''
+clean_for_next() {
+    if setpriv $drop -- sh -c "$unpack" unpack "$workdir" clean "$isolate" </dev/null 2>&3
+    then cleaned=1
+    else dirty=1
+    fi
+}
+# a kept build's test (mode again): the places emptied and its runner started (both done
+# ahead, after the last test, unless this is the container's first), its files unpacked once
+# the runner is ready (nothing of the job is there while it starts), then the built marker:
+# the host starts the test's clock (and gives it a CPU) when it reads it, and says go. The
+# test is the runner, signalled, or without one the run command in a fresh process
+run_again() {
+    [ -n "$cleaned" ] || clean_for_next
+    cleaned=''
+    if [ -n "$dirty" ]; then rc=126 unclean=1; return; fi
+    [ -n "$warmpid" ] || start_warm
+    warm_wait || :
+    setpriv $drop -- sh -c "$unpack" unpack "$workdir" again "$isolate" <"$job" 2>&3
+    rc=$?
+    [ "$rc" -eq 0 ] || return
+    printf -- '--hazmat-built-%s-- 0\n' "$nonce"
+    IFS= read -r go || die "no go-ahead for the test"
+    [ "$go" = go ] || die "no go-ahead for the test"
+    warm_call && return
+    # shellcheck disable=SC2086 # isolate is a command line, split on purpose
+    setpriv $drop -- $isolate sh -c "$stage" stage "$workdir" "" "" "$run" run \
+        </tmp/.hazmat-stdin 2>&3
+    rc=$?
 }
 # one step of the kept interpreter (run, files, save, load); its status in rc
 repl_call() {
@@ -100,7 +146,7 @@ repl_call() {
 }
 for name in $(env | sed -n 's/^\(HAZMAT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$name"; done
 unset OLDPWD
-start_warm
+[ -n "$kept_build" ] || start_warm  # a kept build's, once its build is done (run_again)
 # whether process $1 (whose stat says Z) still runs: a process whose first thread has exited
 # shows Z while its other threads run on, and counts them (its thread count, the 18th field
 # after its name, is more than 1); gVisor lists no task folder for it
@@ -143,7 +189,7 @@ end_all() {
 }
 printf 'hazmat-ready\n'
 while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxown; do
-    [ "$magic" = hazmat-session ] && [ "$version" = 3 ] || die "unknown job format"
+    [ "$magic" = hazmat-session ] && [ "$version" = 4 ] || die "unknown job format"
     case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
     wants='' callers='' owns=''
     i=0
@@ -159,21 +205,14 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
         # the interpreter unpacks the job itself and (mode run) runs it; a pause saves its
         # variables into the working directory first (mode save)
         repl_call "$mode"
-    elif [ "$mode" = again ] && [ -n "$dirty" ]; then
-        rc=126 unclean=1  # a process of the last test would not end: this container is done
+    elif [ "$mode" = again ]; then
+        # a kept build's test starts from the state right after the build (a process of the
+        # last test that would not end, or a place that could not be emptied: `dirty`, and
+        # this container is done)
+        run_again
     elif [ "$mode" != save ]; then
-        # a kept build's test (mode again) starts from the state right after the build: the
-        # unpack script empties every place the program may write first
         setpriv $drop -- sh -c "$unpack" unpack "$workdir" "$mode" "$isolate" <"$job" 2>&3
         rc=$?
-        if [ "$rc" -eq 126 ] && [ "$mode" = again ]; then unclean=1; fi
-        if [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
-            # the test is ready: the host starts its clock (and gives it a CPU) when it reads
-            # this line, and says go
-            printf -- '--hazmat-built-%s-- 0\n' "$nonce"
-            IFS= read -r go || die "no go-ahead for the test"
-            [ "$go" = go ] || die "no go-ahead for the test"
-        fi
         if [ "$rc" -eq 0 ] && { [ "$mode" = run ] || [ "$mode" = build ]; } && [ -n "$build" ]
         then
             setpriv $drop -- sh -c 'cd "$1" || exit 125; exec 2>&3 3>&-; eval "$2"' \
@@ -192,11 +231,6 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
             setpriv $drop -- sh -c "$stage" stage "$workdir" "" "" "$run" run \
                 </tmp/.hazmat-stdin 2>&3
             rc=$?
-        elif [ "$rc" -eq 0 ] && [ "$mode" = again ]; then
-            # shellcheck disable=SC2086 # isolate is a command line, split on purpose
-            setpriv $drop -- $isolate sh -c "$stage" stage "$workdir" "" "" "$run" run \
-                </tmp/.hazmat-stdin 2>&3
-            rc=$?
         fi
     fi
     if [ -n "$unclean" ]; then
@@ -210,8 +244,24 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     fi
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
-    if [ -z "$kept_build" ]; then sweep; elif ! end_all; then dirty=1; fi
+    if [ -z "$kept_build" ]; then
+        sweep
+    else
+        end_all || dirty=1
+        warmpid='' warmready=''  # ended with the rest
+        exec 7<&-
+    fi
     finish
-    [ -n "$warmpid" ] || start_warm
+    # the host says next once it has taken the call's last readings (its CPU time and peak
+    # memory), which what follows must not add to
+    IFS= read -r next || exit 0
+    [ "$next" = next ] || die "unknown job format"
+    if [ -z "$kept_build" ]; then
+        [ -n "$warmpid" ] || start_warm
+    elif [ "$mode" = again ] && [ -z "$dirty" ]; then
+        # the next test's places emptied and its runner started now, before its job
+        clean_for_next
+        [ -n "$dirty" ] || start_warm
+    fi
 done
 exit 0

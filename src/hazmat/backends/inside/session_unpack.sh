@@ -4,11 +4,12 @@ die() { printf 'hazmat-agent: %s\n' "$1" >&3; exit 125; }
 cd "$1" || die "no working directory"
 mode=${2:-run}
 number() { case $1 in '' | *[!0-9]*) die "truncated job" ;; esac; }
-if [ "$mode" = again ]; then
-    # Every place the program may write, found afresh each time so that none is missed: each
-    # mount it can write to. A writable place that is the program's own (its mode and
-    # attributes would carry) or not a folder cannot be reset here: status 126, and the host
-    # moves the test to a new container. A kept build's working directory is root's, mode 1777.
+if [ "$mode" = clean ]; then
+    # Before a kept build's test (session.sh's clean_for_next), every place the program may
+    # write, found afresh each time so that none is missed: each mount it can write to. A
+    # writable place that is the program's own (its mode and attributes would carry) or not a
+    # folder cannot be reset here: status 126, and the host moves the test to a new
+    # container. A kept build's working directory is root's, mode 1777.
     places=''
     while read -r _ mnt fstype opts _; do
         case $fstype in proc | sysfs | cgroup | cgroup2 | devpts) continue ;; esac
@@ -65,6 +66,8 @@ if [ "$mode" = again ]; then
             exit "$left"
         } || exit 126
     fi
+    exit 0
+elif [ "$mode" = again ]; then  # a test, in the places mode clean emptied
     IFS= read -r archive || die "truncated job"
     number "$archive"
 else
