@@ -44,6 +44,7 @@ def programs() -> dict[str, str]:
         "runners.NODE": runners.NODE,
         "runners.RUBY": runners.RUBY,
         "toolchains.JAVAC_SERVER_SOURCE": toolchains.JAVAC_SERVER_SOURCE,
+        "toolchains.JAVA_RUNNER_SOURCE": toolchains.JAVA_RUNNER_SOURCE,
         "recipes.DATA_PRELOAD": recipes.DATA_PRELOAD,
     }
     # each image's recipe digest: what decides whether a machine's images are rebuilt (the

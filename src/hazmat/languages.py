@@ -55,6 +55,13 @@ JAVA_BUILD = read("java.sh")
 JAVAC_SERVER = "/tmp/.hazmat-javac"
 JAVAC_SERVER_JAR = "/usr/lib/hazmat/javac-server.jar"  # CDS archives classes from jars only
 JAVAC_SERVER_ARCHIVE = "/usr/lib/hazmat/javac-server.jsa"
+# A program's JVM: the heap may grow to the whole memory limit, so that a program that needs
+# more than the limit is stopped by it (memory_limit), as in every other language, rather than
+# by an OutOfMemoryError the JVM throws at a quarter of it
+JAVA_RUN_FLAGS = f"{JVM_FLAGS} -XX:MaxRAMPercentage=100"
+# A kept build's next test, a JVM started before its job (backends/inside/HazmatRunner.java,
+# in the Java image: images/toolchains.py)
+JAVA_RUNNER_JAR = "/usr/lib/hazmat/java-runner.jar"
 JAVA_PREPARE = (
     f"[ -f {JAVAC_SERVER_JAR} ] && mkdir -m 0700 {JAVAC_SERVER}"
     f" && mkfifo {JAVAC_SERVER}/in {JAVAC_SERVER}/done"
@@ -225,10 +232,7 @@ LANGUAGES: Mapping[str, Language] = MappingProxyType(
             extensions=(".java",),
             build=JAVA_BUILD,
             prepare=JAVA_PREPARE,
-            # the heap may grow to the whole memory limit, so that a program that needs more
-            # than the limit is stopped by it (memory_limit), as in every other language,
-            # rather than by an OutOfMemoryError the JVM throws at a quarter of it
-            run=f"exec java {JVM_FLAGS} -XX:MaxRAMPercentage=100 -cp {BUILD_DIR}/classes"
+            run=f"exec java {JAVA_RUN_FLAGS} -cp {BUILD_DIR}/classes"
             f' "$(cat {BUILD_DIR}/main-class)"',
             hello="public class Main {\n    public static void main(String[] args) {\n"
             "        System.out.println(1);\n    }\n}\n",

@@ -396,3 +396,54 @@ def test_what_a_test_leaves_cannot_reach_the_next_tests_interpreter(
     said = [(r.outcome, r.stdout) for r in results]
     clean = (Outcome.OK, "clean ahead\n")
     assert said == [clean, (Outcome.OK, "dirtied\n"), clean, clean], [r.stderr for r in results]
+
+
+JAVA_AHEAD = """import java.util.*;
+
+public class Main {
+    public static void main(String[] args) {
+        int n = new Scanner(System.in).nextInt();
+        if (n < 0) {
+            throw new IllegalStateException("negative");
+        }
+        boolean ahead = Arrays.stream(Thread.currentThread().getStackTrace())
+            .anyMatch(f -> f.getClassName().equals("HazmatRunner"));
+        long ours = System.getenv().keySet().stream().filter(k -> k.startsWith("HAZMAT")).count();
+        System.out.println(2 * n + " " + (ahead ? "ahead" : "cold") + " [" + String.join("|", args)
+            + "] " + System.getenv().getOrDefault("EXTRA", "-") + " " + ours);
+    }
+}
+"""
+
+
+def test_a_java_test_is_a_jvm_started_before_its_job(cold: Sandbox) -> None:
+    """Each Java test runs in a JVM started before its job (HazmatRunner.java) with its own
+    stdin and args and the environment `java` gives it; a test with variables of its own runs
+    with `java`; an uncaught exception reads and ends as with `java Main`."""
+    cases: list[dict[str, object]] = [
+        {"stdin": "1"},
+        {"stdin": "2", "args": ["a b", "\u00e9\U0001f600"]},
+        {"stdin": "3", "env": {"EXTRA": "yes"}},
+        {"stdin": "-1"},
+        {"stdin": "4"},
+    ]
+    results, containers = run_tests(cold, JAVA_AHEAD, "java", "runc", cases)
+    said = [r.stdout for r in results]
+    assert said == [
+        "2 ahead [] - 0\n",
+        "4 ahead [a b|\u00e9\U0001f600] - 0\n",
+        "6 cold [] yes 0\n",
+        "",
+        "8 ahead [] - 0\n",
+    ], [r.stderr for r in results]
+    assert containers == 1
+    alone = cold.run(JAVA_AHEAD, "java", runtime="runc", stdin="-1")
+    assert (
+        (results[3].exit_code, results[3].stderr)
+        == (1, alone.stderr)
+        == (
+            1,
+            'Exception in thread "main" java.lang.IllegalStateException: negative\n'
+            "\tat Main.main(Main.java:7)\n",
+        )
+    )

@@ -4,7 +4,8 @@ C++: `bits/stdc++.h`, which graders' solutions include first, is precompiled for
 the `cpp` language builds with (a precompiled header is used only with the flags it was made
 with); the step checks that g++ really uses it. Java: the JDK's default class-data archive is
 made if the package left none, and a second archive holds the classes javac itself loads, so a
-build maps them instead of loading and verifying them again.
+build maps them instead of loading and verifying them again; and the runner of a kept build's
+Java tests (a JVM started before each test's job) is compiled into a jar.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hazmat.images.chroot import Progress, in_chroot
 from hazmat.languages import (
     CXX_FLAGS,
     JAVA_PREPARE,
+    JAVA_RUNNER_JAR,
     JAVAC_ARCHIVE,
     JAVAC_SERVER_ARCHIVE,
     JAVAC_SERVER_JAR,
@@ -34,7 +36,17 @@ PCH_INPUTS = (CXX_FLAGS,)
 # program once (the JIT and the compiler's classes warm), unless the request is already there
 # (a container started for the job: it would only delay it).
 JAVAC_SERVER_SOURCE = program("HazmatJavac.java")
-JAVA_INPUTS = (JAVAC_ARCHIVE, JVM_FLAGS, JAVA_PREPARE, JAVAC_SERVER_ARCHIVE, JAVAC_SERVER_SOURCE)
+# A kept build's next Java test, a JVM started before its job (backends/inside/HazmatRunner.java)
+JAVA_RUNNER_SOURCE = program("HazmatRunner.java")
+JAVA_INPUTS = (
+    JAVAC_ARCHIVE,
+    JVM_FLAGS,
+    JAVA_PREPARE,
+    JAVAC_SERVER_ARCHIVE,
+    JAVAC_SERVER_SOURCE,
+    JAVA_RUNNER_JAR,
+    JAVA_RUNNER_SOURCE,
+)
 _PROBE = "#include <bits/stdc++.h>\nint main() { std::cout << 1 << std::endl; }\n"
 
 
@@ -93,6 +105,26 @@ def prepare_java(rootfs: Path, scratch: Path, progress: Progress) -> None:
     archive.chmod(0o644)
     progress(f"[java] {JAVAC_ARCHIVE}: {archive.stat().st_size / 1e6:.0f} MB")
     _javac_server(rootfs, progress)
+    _java_runner(rootfs, progress)
+
+
+def _java_runner(rootfs: Path, progress: Progress) -> None:
+    """Compile the runner of a kept build's Java tests into a jar in the image."""
+    work = rootfs / "tmp/java-runner"
+    work.mkdir(parents=True)
+    (work / "HazmatRunner.java").write_text(JAVA_RUNNER_SOURCE)
+    progress(f"[java] compiling the tests' runner into {JAVA_RUNNER_JAR}")
+    try:
+        in_chroot(
+            rootfs, "javac", "-d", "/tmp/java-runner/classes", "/tmp/java-runner/HazmatRunner.java"
+        )
+        in_chroot(rootfs, "jar", "cf", JAVA_RUNNER_JAR, "-C", "/tmp/java-runner/classes", ".")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    jar = rootfs / JAVA_RUNNER_JAR.lstrip("/")
+    if not jar.is_file():
+        raise ImageBuildError(f"the tests' runner was not built into {JAVA_RUNNER_JAR}")
+    jar.chmod(0o644)
 
 
 def _javac_server(rootfs: Path, progress: Progress) -> None:

@@ -74,7 +74,7 @@ from hazmat.backends.agent.single import PROLOGUE, job_header
 from hazmat.backends.base import Program
 from hazmat.backends.container.settings_check import WORKDIR
 from hazmat.backends.inside import fill, program, read
-from hazmat.languages import Language
+from hazmat.languages import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR, Language
 
 __all__ = [
     "NEXT",
@@ -92,17 +92,29 @@ NEXT = b"next\n"  # the host has taken a call's last readings: the agent may go 
 # resets or checks each instead)
 ISOLATE = "unshare --user --map-current-user --ipc --net --"
 BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
-
+# A kept build's next Java test: a JVM with the run command's flags and classpath (the runner's
+# jar after the build's classes), started before the test's job. A JVM's environment cannot be
+# changed once it runs, so this runner is "plain" (HAZMAT_WARM_PLAIN): it is given no variable
+# (fd 4 and the go FIFO are its arguments), and a test with an environment of its own runs
+# with `java` as before. An image without the jar (a custom one) runs each test with `java`.
+# The classes' folder is made first: the JVM takes a class path entry that is not a folder
+# when it starts for a jar, and would never look in it once the test's build is unpacked.
+JAVA_WARM = (
+    f"[ -f {JAVA_RUNNER_JAR} ] && mkdir -p {BUILD}/classes && exec java {JAVA_RUN_FLAGS}"
+    f" -cp {BUILD}/classes:{JAVA_RUNNER_JAR} HazmatRunner {BUILD} 4"
+    " /tmp/.hazmat-session/start"
+)
 SESSION_SCRIPT = PROLOGUE + program("session.sh")
+
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
 # and args (both forms), the input files (the language's source files from earlier calls go
-# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. A kept build's test (mode
-# again) first empties everything the last test left where the program may write (status
-# 126: it could not); its job then begins with the size of the build's archive, its stdin
-# has a size of its own, and the archive comes last, unpacked around the test's files. Every
-# process costs 20-50 ms under gVisor, so none starts that is not needed. A template:
-# `session_environment` fills in the language's source files.
+# first) and, to the end, the program's stdin, into /tmp/.hazmat-stdin. Before a kept build's
+# test (mode clean) it empties everything the last test left where the program may write
+# (status 126: it could not); a test's job (mode again) then begins with the size of the
+# build's archive, its stdin has a size of its own, and the archive comes last, unpacked around
+# the test's files. Every process costs 20-50 ms under gVisor, so none starts that is not
+# needed. A template: `session_environment` fills in the language's source files.
 SESSION_UNPACK = read("session_unpack.sh")
 
 
@@ -138,6 +150,8 @@ def session_environment(
             env["HAZMAT_ISOLATE"] = ISOLATE
         if lang.runner:  # each test's interpreter, started before its job (SESSION_SCRIPT)
             env["HAZMAT_SESSION_WARM"] = f"{RUNNERS[lang.runner][0]} {lang.entry}"
+        elif lang.name == "java":  # each test's JVM, likewise (HazmatRunner.java)
+            env |= {"HAZMAT_SESSION_WARM": JAVA_WARM, "HAZMAT_WARM_PLAIN": "1"}
     elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
         env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
     elif lang.runner == "python":

@@ -19,6 +19,7 @@ that hands it out under the name below:
     node_runner.js      Node's runner                         runners.NODE
     ruby_runner.rb      Ruby's runner                         runners.RUBY
     HazmatJavac.java    the warm javac (in the Java image)    toolchains.JAVAC_SERVER_SOURCE
+    HazmatRunner.java   Java's tests' runner (in the image)   toolchains.JAVA_RUNNER_SOURCE
     data_preload.py     python-data's preload (in its image)  recipes.DATA_PRELOAD
 
 What reaches the container is the file's bytes, with its placeholders filled by `fill`

@@ -20,6 +20,9 @@ replcode=${HAZMAT_REPL_CODE:-}
 # JavaScript and TypeScript: the next call's node, started and waiting before the call; in a
 # kept build's container, every language with a runner (Python, JavaScript, TypeScript, Ruby)
 warmrun=${HAZMAT_SESSION_WARM:-}
+# a runner that takes nothing from the environment (Java's: a JVM's cannot be changed for the
+# program), goes on a line on the FIFO start, and is not used for a job with variables
+warmplain=${HAZMAT_WARM_PLAIN:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
@@ -60,12 +63,21 @@ if [ -n "$repl" ]; then start_repl; fi
 warmpid='' warmready=''
 start_warm() {
     [ -n "$warmrun" ] || return 0
-    rm -f "$chan/ready" && mkfifo -m 0622 "$chan/ready" || return 0
+    rm -f "$chan/ready" "$chan/start" && mkfifo -m 0622 "$chan/ready" || return 0
+    if [ -n "$warmplain" ]; then
+        mkfifo -m 0666 "$chan/start" || return 0
+        set --
+    else
+        set -- env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" HAZMAT_READY_FD=4 \
+            HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin
+    fi
+    # a kept build's test reads its stdin from the file its job's stdin is written into
+    # (truncated and written in place, session_unpack.sh): made now and opened as fd 0
     # shellcheck disable=SC2086 # isolate is a command line, split on purpose
-    setpriv $drop -- $isolate env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" \
-        HAZMAT_READY_FD=4 HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin \
-        sh -c 'cd "$1" || exit 125; exec 2>&3 3>&- 4>"$2"; eval "$3"' \
-        warm "$workdir" "$chan/ready" "$warmrun" </dev/null 2>&3 &
+    setpriv $drop -- $isolate "$@" sh -c 'cd "$1" || exit 125
+        if [ -n "$4" ]; then : >/tmp/.hazmat-stdin && exec </tmp/.hazmat-stdin || exit 125; fi
+        exec 2>&3 3>&- 4>"$2"; eval "$3"' \
+        warm "$workdir" "$chan/ready" "$warmrun" "$kept_build" </dev/null 2>&3 &
     warmpid=$!
     warmready=''
     exec 7<"$chan/ready"  # blocks until the runner has opened it
@@ -90,7 +102,12 @@ warm_wait() {
 warm_call() {
     warm_wait || return 1
     warmready=''
-    kill -USR2 "$warmpid" || { warmpid=''; return 1; }
+    if [ -n "$warmplain" ]; then
+        # read and write: the open does not wait, nor hang if the runner has died
+        printf 'go\n' 1<>"$chan/start" || { warmpid=''; return 1; }
+    else
+        kill -USR2 "$warmpid" || { warmpid=''; return 1; }
+    fi
     wait "$warmpid"
     rc=$?
     warmpid=''
@@ -120,6 +137,13 @@ run_again() {
     setpriv $drop -- sh -c "$unpack" unpack "$workdir" again "$isolate" <"$job" 2>&3
     rc=$?
     [ "$rc" -eq 0 ] || return
+    if [ -n "$warmplain" ] && [ -n "$warmpid" ]; then
+        # a test with variables of its own (exported first in the job's shell form): the
+        # plain runner cannot take them, so it goes, before the test's clock starts
+        vars=''
+        IFS= read -r vars </tmp/.hazmat-job.sh || :
+        case $vars in 'export '*) kill -9 "$warmpid"; wait "$warmpid"; warmpid='' ;; esac
+    fi
     printf -- '--hazmat-built-%s-- 0\n' "$nonce"
     IFS= read -r go || die "no go-ahead for the test"
     [ "$go" = go ] || die "no go-ahead for the test"
