@@ -64,20 +64,23 @@ warmpid='' warmready=''
 start_warm() {
     [ -n "$warmrun" ] || return 0
     rm -f "$chan/ready" "$chan/start" && mkfifo -m 0622 "$chan/ready" || return 0
-    if [ -n "$warmplain" ]; then
-        mkfifo -m 0666 "$chan/start" || return 0
-        set --
-    else
-        set -- env HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" HAZMAT_READY_FD=4 \
-            HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin
-    fi
-    # a kept build's test reads its stdin from the file its job's stdin is written into
-    # (truncated and written in place, session_unpack.sh): made now and opened as fd 0
-    # shellcheck disable=SC2086 # isolate is a command line, split on purpose
-    setpriv $drop -- $isolate "$@" sh -c 'cd "$1" || exit 125
-        if [ -n "$4" ]; then : >/tmp/.hazmat-stdin && exec </tmp/.hazmat-stdin || exit 125; fi
-        exec 2>&3 3>&- 4>"$2"; eval "$3"' \
-        warm "$workdir" "$chan/ready" "$warmrun" "$kept_build" </dev/null 2>&3 &
+    if [ -n "$warmplain" ]; then mkfifo -m 0666 "$chan/start" || return 0; fi
+    # the runner's variables exported in the background subshell, which then becomes it (a
+    # process fewer than `env`); a kept build's test reads its stdin from the file its job's
+    # stdin is written into (truncated and written in place, session_unpack.sh): made now
+    # and opened as fd 0
+    (
+        if [ -z "$warmplain" ]; then
+            export HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" HAZMAT_READY_FD=4 \
+                HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin HAZMAT_LEAN="$kept_build"
+        fi
+        # shellcheck disable=SC2086 # isolate is a command line, split on purpose
+        exec setpriv $drop -- $isolate sh -c 'cd "$1" || exit 125
+            if [ -n "$4" ]; then : >/tmp/.hazmat-stdin && exec </tmp/.hazmat-stdin || exit 125
+            fi
+            exec 2>&3 3>&- 4>"$2"; eval "$3"' \
+            warm "$workdir" "$chan/ready" "$warmrun" "$kept_build"
+    ) </dev/null 2>&3 &
     warmpid=$!
     warmready=''
     exec 7<"$chan/ready"  # blocks until the runner has opened it

@@ -23,11 +23,13 @@ if [ "$mode" = clean ]; then
     # POSIX message queues live on /dev/mqueue under Linux; under gVisor (no such mount) each
     # test has an IPC namespace of its own ($3), which ends with its processes
     if [ -z "${3:-}" ]; then case "$places " in *" /dev/mqueue "*) ;; *) exit 126 ;; esac; fi
+    # one find for them all (a process costs 20-50 ms under gVisor); -xdev keeps each start
+    # point to its own file system
     wipe() {
-        for p in $places; do
-            find "$p" -xdev -mindepth 1 ! -path /tmp/.hazmat-session \
-                ! -path '/tmp/.hazmat-session/*' -delete || return 1
-        done
+        [ -n "$places" ] || return 0  # (find with no start point would search ".")
+        # shellcheck disable=SC2086 # the places, split on purpose (no name has a space)
+        find $places -xdev -mindepth 1 ! -path /tmp/.hazmat-session \
+            ! -path '/tmp/.hazmat-session/*' -delete
     }
     if ! wipe; then  # folders the program made unreadable or unwritable
         for p in $places; do
