@@ -1,19 +1,14 @@
 
-import os, sys
-# the interpreter's own signal module (signal.py would import enum: 5-10 ms)
-import _signal as signal  # type: ignore[import-not-found]
+import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
 from .preload import _hazmat_preload  # @PRELOAD@
 _hazmat_preload()
 del _hazmat_preload
+import json  # the job's env, args and displays come as JSON: its import (10 ms) paid now
 import gc
 import importlib.machinery, types  # what _hazmat_prepare uses, imported before the job
-if not os.environ.get("HAZMAT_LEAN"):
-    # a run's job may come with env, args and displays, as JSON: its import (10 ms) paid
-    # now, and the AST's types, which the first parse builds (1-2 ms); not for a kept build's
-    # test (HAZMAT_LEAN), whose runner starts on the batch's time and which asks for neither
-    import json, _ast
-    compile("0", "<hazmat>", "exec", 0x400)
+import _ast  # and the AST's types, which the first parse builds (1-2 ms)
+compile("0", "<hazmat>", "exec", 0x400)
 def _hazmat_c_exit():
     # libc's exit(), for the program's end (_hazmat_exit): ctypes' import (3 ms) paid now
     try:
@@ -129,7 +124,6 @@ def _hazmat_prepare(job):
         tree = compile(source, path, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
         last = tree.body[-1] if tree.body else None
         tail = None
-        import _ast
         if type(last).__name__ == "Expr" and type(last.value).__name__ != "Constant":
             tree.body.pop()
             tail = compile(_ast.Expression(last.value), path, "eval", dont_inherit=True)

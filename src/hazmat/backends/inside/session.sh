@@ -72,7 +72,7 @@ start_warm() {
     (
         if [ -z "$warmplain" ]; then
             export HAZMAT_RUNNER="$runnercode" HAZMAT_HEAP_MB="$heapmb" HAZMAT_READY_FD=4 \
-                HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin HAZMAT_LEAN="$kept_build"
+                HAZMAT_STDIN_FILE=/tmp/.hazmat-stdin
         fi
         # shellcheck disable=SC2086 # isolate is a command line, split on purpose
         exec setpriv $drop -- $isolate sh -c 'cd "$1" || exit 125
