@@ -377,6 +377,10 @@ POOL_BOUNDS = {
 class SessionSettings:
     """Sessions: a container kept between calls (sessions.py).
 
+    A call that runs past its time limit (or is cancelled) is interrupted and the session goes
+    on; if it has not stopped `interrupt_grace_s` later its processes are all ended, the kept
+    interpreter's too (the files stay, the variables go), and if even that has not ended it
+    another `interrupt_grace_s` later, the session ends with its container.
     A session ends `idle_s` seconds after its last call, `lifetime_s` after it opened, or
     once its container has used `cpu_s` seconds of CPU in all, whichever comes first; at most
     `max_open` are open at once per Sandbox. An idle one is paused instead when `on_idle` is
@@ -393,6 +397,7 @@ class SessionSettings:
     on_idle: str = "end"
     keep_paused_s: float = 7 * 86_400.0  # how long a paused session is kept
     store: str | None = None  # where: default $HAZMAT_SESSIONS_DIR, else the state directory
+    interrupt_grace_s: float = 2.0
 
 
 SESSION_BOUNDS = {
@@ -401,6 +406,7 @@ SESSION_BOUNDS = {
     "cpu_s": (1, 7 * 86_400),
     "max_open": (0, 1024),
     "keep_paused_s": (60, 90 * 86_400),
+    "interrupt_grace_s": (0.1, 60),
 }
 
 

@@ -126,6 +126,7 @@ def open_session(
 
     with book.slot() as enter:  # the place is taken before the container starts
         backend = pipeline.backend.keep(spec, lifetime)
+        backend.interrupt_grace_s = rules.interrupt_grace_s  # a slow call keeps the session
         session = Session(pipeline, backend, spec, fixed, rules, ended, session_id=session_id)
         try:
             enter(session)

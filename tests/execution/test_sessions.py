@@ -220,17 +220,74 @@ def test_output_between_calls_goes_to_the_next_call(sb: Sandbox) -> None:
         assert first.stdout.endswith("done\n") and second.stdout.endswith("next\n")
 
 
-def test_a_timeout_ends_the_session_and_removes_its_container(sb: Sandbox, engine: Engine) -> None:
+@pytest.mark.matrix
+def test_a_call_past_its_time_is_interrupted_and_the_session_goes_on(
+    sb: Sandbox, engine: Engine, runtime: str
+) -> None:
+    session = sb.session("python", runtime=runtime)
+    cid = session._backend.container_id
+    session.run("open('kept.txt', 'w').write('file')\nbefore = 41")
+    slow = session.run("n = 0\nwhile True:\n    n += 1", timeout=1)
+    assert slow.outcome is Outcome.TIMEOUT
+    assert slow.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert 'File "<string>"' not in slow.stderr  # only the program's own frames
+    assert any("still open, with its variables and files" in note for note in slow.notes)
+    after = session.run("print(before + 1, n > 0, open('kept.txt').read())")
+    assert after.stdout == "42 True file\n"
+    assert session._backend.container_id == cid and cid in session_containers(engine)
+    session.close()
+    assert cid not in session_containers(engine)
+
+
+def test_a_cell_that_will_not_stop_loses_its_variables_not_its_files(engine: Engine) -> None:
+    policy = parse_policy({"sessions": {"interrupt_grace_s": 0.5}})
+    with Sandbox(as_asked(policy), backend=DockerBackend(engine)) as sandbox:
+        session = sandbox.session("python")
+        session.run("open('kept.txt', 'w').write('file')\nbefore = 1")
+        stubborn = session.run(
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+            timeout=1,
+        )
+        assert stubborn.outcome is Outcome.TIMEOUT
+        assert any("did not stop within 0.5 s" in note for note in stubborn.notes)
+        assert any("its variables are gone" in note for note in stubborn.notes)
+        after = session.run("print(open('kept.txt').read(), 'before' in globals())")
+        assert after.stdout == "file False\n"
+        session.close()
+
+
+@pytest.mark.parametrize(
+    ("language", "setup", "slow", "check", "seen"),
+    [
+        ("bash", "x=5; cd /tmp", "while :; do :; done", 'echo "$x $PWD"', "5 /tmp\n"),
+        (
+            "javascript",
+            "require('fs').writeFileSync('kept.txt', 'file')",
+            "setInterval(() => {}, 1000)",
+            "console.log(require('fs').readFileSync('kept.txt', 'utf8'))",
+            "file\n",
+        ),
+    ],
+)
+def test_a_slow_call_keeps_the_session_in_other_languages(
+    sb: Sandbox, language: str, setup: str, slow: str, check: str, seen: str
+) -> None:
+    with sb.session(language) as session:
+        session.run(setup)
+        result = session.run(slow, timeout=1)
+        assert result.outcome is Outcome.TIMEOUT
+        assert any("the session is still open" in note for note in result.notes)
+        assert session.run(check).stdout == seen
+
+
+def test_an_ended_session_refuses_its_calls_and_says_why(sb: Sandbox, engine: Engine) -> None:
     session = sb.session("python")
     cid = session._backend.container_id
-    assert cid in session_containers(engine)
-    result = session.run("while True:\n    pass", timeout=1)
-    assert result.outcome is Outcome.TIMEOUT
-    assert any("the session ended" in note for note in result.notes)
+    session.close()
     assert cid not in session_containers(engine)
-    with pytest.raises(SessionClosed, match="ran out of time"):
+    with pytest.raises(SessionClosed, match="it was closed"):
         session.run("print(1)")
-    with pytest.raises(SessionClosed, match="ran out of time"):
+    with pytest.raises(SessionClosed, match="it was closed"):
         sb.sessions.get(session.id)  # the book remembers why, for the service's 410
     with pytest.raises(SessionNotFound):
         sb.sessions.get("s-0000000000000000")

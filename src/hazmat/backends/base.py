@@ -187,6 +187,10 @@ class RunReport:
     oom_killed: bool = False
     output_exceeded: bool = False
     cancelled: bool = False  # the caller's watch stopped the run
+    # a session's call past its time (or cancelled) told to stop rather than killed: the last
+    # word the host said, "interrupt" (the kept interpreter interrupted, the call's other
+    # processes killed) or "kill" (the interpreter too); the session goes on when its end came
+    told: str | None = None
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     displays: bytes | None = None  # the runner's display file as collected (displays.py)
     notes: tuple[str, ...] = ()
@@ -295,6 +299,9 @@ class KeptBackend(Backend):
 
     ended: str | None = None  # why the session's container is gone, once it is
     one_budget = True
+    # a call past its time, or cancelled, is asked to stop and given this long before its
+    # container is killed (the session goes on if it stops: sessions.py); None: killed at once
+    interrupt_grace_s: float | None = None
 
     @property
     def container_id(self) -> str | None:

@@ -24,6 +24,7 @@ from hazmat.backends.base import Program
 from hazmat.backends.container.stream import Capture, Exchange, NotReady, pump, wait_ready
 from hazmat.displays import DISPLAY_FILE, display_cap
 from hazmat.policy import PRESETS
+from hazmat.watch import Watch
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -353,3 +354,72 @@ def test_the_programs_time_limit_starts_after_the_build() -> None:
     capture, _stops = _pump_built(sends, timeout_s=0.2, compile_s=60, nonce=nonce)
     assert capture.timed_out and not capture.compile_timed_out
     assert (capture.build_status, bytes(capture.stdout)) == (0, b"running")
+
+
+def _agent_that_stops_on(word: bytes | None, nonce: str) -> Callable[[socket.socket], None]:
+    """A session's agent: runs until the host says `word` (None: never), then ends the call
+    on both streams; it records every word it was told."""
+
+    def container(s: socket.socket) -> None:
+        s.sendall(frame(1, b"working"))
+        heard = b""
+        while word is None or word not in heard:
+            chunk = s.recv(1024)
+            if not chunk:
+                return
+            heard += chunk
+        end = end_marker(nonce) + b"130\n"
+        s.sendall(frame(1, end) + frame(2, end))
+        s.recv(1024)  # the host's next, or the end of the stream
+
+    return container
+
+
+def _session_call(
+    word: bytes | None, watch: Watch | None = None, timeout_s: float = 0.2
+) -> tuple[Capture, list[str]]:
+    nonce = "ba" * 16
+    stops: list[str] = []
+    sock, thread = far_end(_agent_that_stops_on(word, nonce))
+    exchange = Exchange(
+        b"",
+        timeout_s=timeout_s,
+        output_cap=1000,
+        end=end_marker(nonce),
+        keep_open=True,
+        stop_words=(b"interrupt\n", b"kill\n"),
+        grace_s=0.2,
+    )
+
+    def stop() -> None:  # the container killed: its stream ends
+        stops.append("stop")
+        sock.shutdown(socket.SHUT_WR)
+
+    with sock:
+        capture = pump(sock, exchange, stop, watch)
+    thread.join()
+    return capture, stops
+
+
+def test_a_session_call_past_its_time_is_interrupted_not_killed() -> None:
+    capture, stops = _session_call(b"interrupt\n")
+    assert capture.timed_out and capture.told == b"interrupt\n"
+    assert capture.end_status == 130 and not stops
+    assert bytes(capture.stdout) == b"working"
+
+
+def test_a_session_call_that_ignores_its_interrupt_is_told_to_end_then_killed() -> None:
+    capture, stops = _session_call(b"kill\n")
+    assert capture.timed_out and capture.told == b"kill\n"
+    assert capture.end_status == 130 and not stops
+    never, stops = _session_call(None)
+    assert never.timed_out and never.told == b"kill\n"
+    assert never.end_status is None and stops == ["stop"]
+
+
+def test_a_cancelled_session_call_is_interrupted_and_is_not_a_timeout() -> None:
+    watch = Watch()
+    watch.on_output = lambda stream, data: watch.cancel("seen enough")
+    capture, stops = _session_call(b"interrupt\n", watch, timeout_s=60)
+    assert capture.cancelled and not capture.timed_out
+    assert capture.told == b"interrupt\n" and capture.end_status == 130 and not stops

@@ -7,7 +7,7 @@ session's own uid with no capability, and only the agent reads each call's nonce
 write the markers the host believes. What differs is that it loops: each call is one job on the
 attached stdin, and the stream stays open between calls::
 
-    hazmat-session 4 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
+    hazmat-session 5 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
     <name>\\n                                   one per output file the caller asked for (and
                                                 the display file, capped by <own>: agent.py)
     and then <size> bytes, which the agent keeps in its job file (/tmp/.hazmat-session/job,
@@ -20,6 +20,12 @@ attached stdin, and the stream stays open between calls::
 After each call's end marker the agent waits for the host's `next\\n` (sent once the host has
 taken the call's last readings of CPU time and memory) before it does anything more: starting
 the next call's runner, or a kept build's cleaning for its next test, is no part of the call.
+While a call runs (outside a kept build's container) the host may also say `interrupt\\n`, when
+the call's time is up or its caller cancelled it, and `kill\\n` when it has still not ended a
+grace period later (`SessionSettings.interrupt_grace_s`). A watcher, a subshell of the agent,
+reads the stream then: on `interrupt` it signals the kept interpreter (a KeyboardInterrupt in
+Python's cell, a return from Bash's script) and kills every other process of the call; on
+`kill` the interpreter too. The call then ends as any other, and the session goes on.
 
 `mode` is `run` (unpack, build, run, collect) or `files` (unpack and collect only: uploads
 and downloads); a kept build's container (backends/kept/kept_build.py) also takes `build` (unpack,
@@ -79,13 +85,17 @@ from hazmat.languages import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR, Language
 __all__ = [
     "NEXT",
     "SESSION_SCRIPT",
+    "STOP_WORDS",
     "session_environment",
     "session_header",
     "unclean_marker",
 ]
 
-SESSION_VERSION = 4
+SESSION_VERSION = 5
 NEXT = b"next\n"  # the host has taken a call's last readings: the agent may go on
+# the host's words while a call runs: its time is up (the interpreter interrupted, the call's
+# other processes killed), then it has not ended within the grace period (the interpreter too)
+STOP_WORDS = (b"interrupt\n", b"kill\n")
 # A kept build's test under gVisor: the program in user, IPC and network namespaces of its own, so
 # that System V and POSIX IPC objects, abstract sockets and TCP's TIME_WAIT end with it (gVisor
 # lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
@@ -161,6 +171,7 @@ def session_environment(
             "HAZMAT_REPL": 'exec bash --norc --noprofile -c "$3" bash',
             "HAZMAT_REPL_CODE": shell_repl(unpack, WORKDIR),
             "HAZMAT_REPL_NAME": "shell",
+            "HAZMAT_REPL_SIGNAL": "USR1",
         }
     return env
 

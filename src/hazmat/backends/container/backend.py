@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from hazmat._exceptions import InfraError
-from hazmat.backends.agent.session_agent import NEXT
+from hazmat.backends.agent.session_agent import NEXT, STOP_WORDS
 from hazmat.backends.agent.single import (
     built_marker,
     end_marker,
@@ -231,18 +231,27 @@ class ContainerBackend(Backend):
         return self._run(started, job, header, after_build=b"go\n" + stdin)[0]
 
     def run_kept(
-        self, started: Started, job: Job, data: bytes, pending: bytes, ready: bool = False
+        self,
+        started: Started,
+        job: Job,
+        data: bytes,
+        pending: bytes,
+        ready: bool = False,
+        grace_s: float | None = None,
     ) -> tuple[RunReport, bytes | None]:
         """One call of a session (backends/kept/session.py): send `data` without closing the
         stream, read until this call's end marker. Returns the report and the bytes read past
         it (the start of the next frame) for the next call, or None when the stream did not
-        reach the end marker (the sandbox is gone or was killed: running out of time or
-        output kills it, as for a single run). With `ready` (a kept build's test) the agent says
-        when the test is unpacked and waits for the host's go: the program's time starts
-        there, and its unpacking has a budget of its own (`UNPACK_S`)."""
+        reach the end marker (the sandbox is gone or was killed: running out of output kills
+        it, as for a single run). With `grace_s` a call past its time, or cancelled, is asked
+        to stop (the agent's `STOP_WORDS`, `grace_s` apart) and the container is killed only
+        if it has not ended `grace_s` after the last; without it (a kept build's test) it is
+        killed at once. With `ready` (a kept build's test) the agent says when the test is
+        unpacked and waits for the host's go: the program's time starts there, and its
+        unpacking has a budget of its own (`UNPACK_S`)."""
         if ready:
             return self._run(started, job, data, True, pending, b"go\n", prelude=True)
-        return self._run(started, job, data, keep=True, pending=pending)
+        return self._run(started, job, data, keep=True, pending=pending, grace_s=grace_s)
 
     def cores(self) -> Cores:
         """The machine's cores, for the programs measured on the CPU clock
@@ -269,6 +278,7 @@ class ContainerBackend(Backend):
         after_build: bytes | None = None,
         *,
         prelude: bool = False,
+        grace_s: float | None = None,
     ) -> tuple[RunReport, bytes | None]:
         monitor = Monitor(started.cgroup) if started.cgroup else None
         limit = job.cpu_limit
@@ -284,7 +294,7 @@ class ContainerBackend(Backend):
             if not job.language.build and not prelude:
                 measure.begin()  # nothing comes first: the program starts with the job
             capture = self._pump(
-                started, job, stop, data, keep, pending, after_build, prelude, measure
+                started, job, stop, data, keep, pending, after_build, prelude, measure, grace_s
             )
         finally:
             measure.finish()
@@ -295,7 +305,10 @@ class ContainerBackend(Backend):
                     started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
-        kept = capture.end_status is not None and not capture.timed_out
+        # the call ended by itself, or once told to (a session's, past its time or cancelled)
+        kept = capture.end_status is not None and (
+            not capture.timed_out or capture.told is not None
+        )
         if keep and kept and not capture.output_exceeded:
             # a session's agent does nothing after a call (a kept build's: the next test's
             # places emptied and its runner started) until the call's last readings, above,
@@ -304,7 +317,7 @@ class ContainerBackend(Backend):
                 started.sock.sendall(NEXT)
         exit_code: int | None = capture.end_status
         engine_oom = False
-        if exit_code is None or capture.timed_out or capture.output_exceeded:
+        if not kept or capture.output_exceeded:
             exit_code, engine_oom = self.driver.final_state(started, job)
         base = monitor.baseline if monitor is not None else None
         files, notes = self._files(capture, job)
@@ -331,6 +344,7 @@ class ContainerBackend(Backend):
             oom_killed=engine_oom or _oom_since(base, figures),
             output_exceeded=capture.output_exceeded,
             cancelled=capture.cancelled,
+            told=(capture.told or b"").decode().strip() or None,
             files=files,
             displays=displays,
             notes=tuple(notes),
@@ -353,9 +367,11 @@ class ContainerBackend(Backend):
         after_build: bytes | None,
         prelude: bool,
         measure: Measure,
+        grace_s: float | None,
     ) -> Capture:
         """Send the job, read the output until the agent's end marker, within the limits.
-        `prelude`: a kept build's test, whose unpacking comes first (`UNPACK_S`)."""
+        `prelude`: a kept build's test, whose unpacking comes first (`UNPACK_S`); `grace_s`:
+        a session's call, asked to stop at its limit before it is killed."""
         program = job.program
 
         def on_built() -> int | None:
@@ -380,6 +396,8 @@ class ContainerBackend(Backend):
             on_built=on_built,
             check=measure.check if measure.active else None,
             check_s=limit.check_s if limit else 0.05,
+            stop_words=STOP_WORDS if grace_s is not None else (),
+            grace_s=grace_s or 0.0,
         )
         return pump(started.sock, exchange, stop, job.watch)
 

@@ -49,6 +49,9 @@ class Capture:
     compile_timed_out: bool = False  # the build step outlasted its own budget
     output_exceeded: bool = False
     cancelled: bool = False  # the caller's watch stopped the run
+    # the last of the exchange's `stop_words` the host sent (a session's call past its time,
+    # or cancelled, told to stop rather than killed); None: none was
+    told: bytes | None = None
     files_exceeded: bool = False
     stdin_unsent: int = 0  # bytes the program exited without reading
     # the build step's memory left in use when the program's limit was to be set (bytes):
@@ -206,7 +209,10 @@ class Exchange:
     container) no EOF is sent after the payload, and `pending` (the previous call's
     `Capture.rest`) is read first: the stream stays framed across calls. While the program
     runs (after the build, if any), `check()` is called every `check_s`: a reason to stop it
-    ends the run as its time limit would, with `Capture.stopped_by` saying why."""
+    ends the run as its time limit would, with `Capture.stopped_by` saying why. With
+    `stop_words` (a session's call) the run's end, at its limit or on a cancel, is asked for
+    rather than forced: the first word is sent, then, each `grace_s` later while the end has
+    not come, the next; only once they are all spent is the container killed."""
 
     payload: bytes
     timeout_s: float
@@ -222,6 +228,8 @@ class Exchange:
     on_built: Callable[[], int | None] | None = None
     check: Callable[[], str | None] | None = None
     check_s: float = 0.05
+    stop_words: tuple[bytes, ...] = ()
+    grace_s: float = 0.0
 
 
 def pump(
@@ -268,6 +276,7 @@ class _Pump:
         self.held = exchange.after_build  # sent once the build is done
         self.next_check = self.started if exchange.built is None else None
         self.go_at = self.started if exchange.built is None else None
+        self.words = list(exchange.stop_words)  # those not sent yet
         self.sel: selectors.BaseSelector = selectors.DefaultSelector()
 
     @property
@@ -308,24 +317,42 @@ class _Pump:
         return self.capture
 
     def _check_limits(self, now: float) -> None:
-        """Past the deadline, cancelled or over a cap: stop the container, then drain."""
+        """Past the deadline, cancelled or over a cap: stop the container, then drain (or,
+        with stop words left, say the next one and read on)."""
         if self.drain_until is not None:
             return
         capture = self.capture
-        if now >= self.deadline:
+        due = now >= self.deadline
+        if due and not capture.timed_out and capture.told is None:
             capture.timed_out = True
             capture.compile_timed_out = self.ex.built is not None and capture.build_status is None
-        if self.watch is not None and self.watch.cancelled:
-            capture.cancelled = True
+        asked = self.watch is not None and self.watch.cancelled and not capture.cancelled
+        capture.cancelled = capture.cancelled or asked
         if self.ex.check is not None and self.next_check is not None and now >= self.next_check:
             self.next_check = now + self.ex.check_s
             reason = self.ex.check()
             if reason is not None:
                 capture.timed_out, capture.stopped_by = True, reason
-        if capture.timed_out or capture.cancelled or self.demux.must_stop:
-            self.stop()
-            self.drain_until = now + _DRAIN_SECONDS
-            capture.duration_ms = (now - self.started) * 1000
+                due = True
+        if self.demux.must_stop:
+            pass
+        elif (due or asked) and self.words:
+            self._tell(now)
+            return
+        elif not (due or (capture.cancelled and not self.ex.stop_words)):
+            return
+        self.stop()
+        self.drain_until = now + _DRAIN_SECONDS
+        capture.duration_ms = (now - self.started) * 1000
+
+    def _tell(self, now: float) -> None:
+        """Send the next stop word; the next comes (or the kill) a grace period later."""
+        word = self.words.pop(0)
+        self.capture.told = word
+        self.deadline = now + self.ex.grace_s
+        self.next_check = None  # the limit is reached: only the grace period counts now
+        self.outgoing = memoryview(bytes(self.outgoing) + word)
+        self.sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
 
     def _wait(self, now: float, limit: float) -> float:
         wait = max(0.0, limit - now)

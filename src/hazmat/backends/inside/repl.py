@@ -1,5 +1,5 @@
 
-import ast, builtins, importlib.machinery, io, json, os, sys, types
+import ast, builtins, importlib.machinery, io, json, os, signal, sys, types
 from .preload import _hazmat_preload  # @PRELOAD@
 _hazmat_preload()
 del _hazmat_preload
@@ -87,11 +87,33 @@ def _job(job):
     sys.stdin = io.TextIOWrapper(
         io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=sys.stdout.encoding
     )
-def _show(exc, skip):
-    tb = exc.__traceback__
-    for _ in range(skip):
-        tb = tb.tb_next if tb is not None else None
-    sys.excepthook(type(exc), exc, tb)
+_running = {"cell": False}
+def _interrupted(signum, frame):
+    # the host's interrupt (the agent's SIGINT: the call ran out of time, or was cancelled): a
+    # KeyboardInterrupt in the cell, as Jupyter's; between cells it is ignored
+    if _running["cell"]:
+        raise KeyboardInterrupt
+signal.signal(signal.SIGINT, _interrupted)
+_ours = globals()
+def _theirs(exc, seen):
+    # the program's frames only: this interpreter's own (the cell's runner, the interrupt's
+    # handler, the displays) are left out of the traceback, and of those it was raised from
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        kept = []
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals is not _ours:
+                kept.append(tb)
+            tb = tb.tb_next
+        for one, after in zip(kept, [*kept[1:], None], strict=True):
+            one.tb_next = after
+        exc.__traceback__ = kept[0] if kept else None
+        _theirs(exc.__cause__, seen)
+        exc = exc.__context__
+def _show(exc):
+    _theirs(exc, set())
+    sys.excepthook(type(exc), exc, exc.__traceback__)
 def _cell(job):
     _job(job)
     _begin((job or {}).get("displays"))
@@ -106,16 +128,19 @@ def _cell(job):
         tail = compile(last, _path, "eval", dont_inherit=True) if last else None
     except (SyntaxError, ValueError) as exc:
         exc.__traceback__ = None
-        _show(exc, 0)
+        _show(exc)
         return 1
     try:
+        _running["cell"] = True
         exec(body, _namespace)
         if tail is not None:
             value = eval(tail, _namespace)
             if value is not None:
                 print(repr(value))
                 _final(value)
+        _running["cell"] = False
     except SystemExit as exc:
+        _running["cell"] = False
         code = exc.code
         if code is None:
             return 0
@@ -124,8 +149,9 @@ def _cell(job):
         print(code, file=sys.stderr)
         return 1
     except BaseException as exc:
+        _running["cell"] = False
         _flush()
-        _show(exc, 1)
+        _show(exc)
         return 1
     return 0
 def _report(data):
@@ -209,7 +235,11 @@ while True:
         os.write(2, b"hazmat-agent: cannot unpack the job: " + repr(_exc).encode() + b"\n")
         os.write(_done, b"125\n")
         continue
-    _status = _cell(_unpacked) if _mode == b"run\n" else 0
+    try:
+        _status = _cell(_unpacked) if _mode == b"run\n" else 0
+    except KeyboardInterrupt:  # it came as the cell ended
+        _running["cell"] = False
+        _status = 1
     if _mode == b"run\n":
         _end()
     _flush()

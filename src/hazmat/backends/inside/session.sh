@@ -26,6 +26,10 @@ warmplain=${HAZMAT_WARM_PLAIN:-}
 runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
+# how the kept interpreter is interrupted when a call runs out of time: Python's takes SIGINT
+# (a KeyboardInterrupt in the cell), Bash's SIGUSR1 (its trap returns from the call's script);
+# both ignore it between calls
+replsignal=${HAZMAT_REPL_SIGNAL:-INT}
 # a kept build's container (backends/kept/kept_build.py): between calls nothing runs but PID 1,
 # the agent and the next test's runner, started after the last test's processes were all
 # ended and its places emptied; under gVisor each test runs in a user, IPC and network
@@ -184,20 +188,20 @@ alive() {
     set -- ${zstat##*) }
     [ "${18:-1}" -gt 1 ]
 }
-# every process but PID 1, this one and the interpreter kept between calls (true zombies wait
-# for their parent and are skipped; a zombie leader with a live thread is killed); until none
-# is left, boundedly
+# every process but PID 1, this one and those named (the interpreter kept between calls, the
+# next call's runner, the watcher), true zombies skipped (they wait for their parent; a zombie
+# leader with a live thread is killed); until none is left, boundedly
 sweep() {
     n=0
     while [ "$n" -lt 1000 ]; do
         left=''
         for p in /proc/[0-9]*; do
             p=${p#/proc/}
-            case $p in 1 | "$$" | "$pid" | "$warmpid") continue ;; esac
+            case $p in 1 | "$$" | "${1:-}" | "${2:-}" | "${3:-}") continue ;; esac
             stat=''
             IFS= read -r stat <"/proc/$p/stat" || continue
             case ${stat##*) } in Z*) alive "$p" || continue ;; esac
-            kill -9 "$p" && left=1
+            kill -9 "$p" 2>/dev/null && left=1
         done
         [ -n "$left" ] || return 0
         n=$((n + 1))
@@ -214,9 +218,56 @@ end_all() {
         [ "$n" -lt 100000 ] || return 1
     done
 }
+# The watcher (not in a kept build's container): while a call runs, the host's words come on
+# the stream, and only the watcher reads it then (the agent waits for the call). The host says
+# `interrupt` once the call's time is up (or its caller cancelled it): the kept interpreter is
+# signalled ($replsignal), every other process of the call is killed, and the session goes
+# on; `kill` once the call has still not ended a grace period later: the interpreter is killed
+# too (the next call starts a new one, without the variables); `next` once it has read the
+# call's end and its last readings (the watcher tells the agent, which goes on to the next job).
+# The agent says `call <the interpreter's pid>` on the FIFO call when a call starts, and writes
+# `done` into the file phase once the call's own processes have ended: an interrupt that comes
+# after that (it crossed the call's end) kills nothing, not even the output files' collection.
+# A subshell of the agent, root's like it, that starts no process; its FIFOs are root's alone.
+watcher=''
+watch_calls() {
+    exec 9<>"$chan/call"
+    IFS=' ' read -r me _ </proc/self/stat
+    while IFS=' ' read -r word interp <&9; do
+        [ "$word" = call ] || break
+        while :; do
+            IFS= read -r line || { printf 'eof\n' >"$chan/said"; exit 0; }
+            case $line in
+            next) break ;;
+            interrupt | kill)
+                IFS= read -r phase <"$chan/phase"
+                [ "$phase" = run ] || continue
+                if [ "$line" = kill ]; then
+                    sweep "$me"
+                else
+                    [ -z "$interp" ] || kill -s "$replsignal" "$interp" 2>/dev/null
+                    sweep "$me" "$interp"
+                fi
+                ;;
+            *) break 2 ;;
+            esac
+        done
+        printf 'next\n' >"$chan/said"
+    done
+    printf 'unknown\n' >"$chan/said"
+}
+if [ -z "$kept_build" ]; then
+    mkfifo -m 0600 "$chan/call" && mkfifo -m 0600 "$chan/said" \
+        && printf 'done\n' >"$chan/phase" || die "cannot make the watcher's channels"
+    # the stream as the watcher's stdin: a background list's would be /dev/null
+    exec 8<&0
+    watch_calls <&8 &
+    watcher=$!
+    exec 8<&-
+fi
 printf 'hazmat-ready\n'
 while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxown; do
-    [ "$magic" = hazmat-session ] && [ "$version" = 4 ] || die "unknown job format"
+    [ "$magic" = hazmat-session ] && [ "$version" = 5 ] || die "unknown job format"
     case $size in '' | *[!0-9]*) die "unknown job format" ;; esac
     wants='' callers='' owns=''
     i=0
@@ -228,6 +279,11 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     # the rest of the job, whatever happens next, so the stream stays in step
     head -c "$size" >"$job" || die "cannot keep the job"
     rc=0 unclean=''
+    if [ -n "$watcher" ]; then
+        if [ -n "$repl" ] && [ -z "$pid" ]; then start_repl; fi
+        printf 'run\n' >"$chan/phase"
+        printf 'call %s\n' "$pid" >"$chan/call"
+    fi
     if [ -n "$repl" ] && [ "$mode" != restore ]; then
         # the interpreter unpacks the job itself and (mode run) runs it; a pause saves its
         # variables into the working directory first (mode save)
@@ -272,7 +328,8 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     if [ "$rc" -eq 0 ] && [ "$mode" = restore ] && [ -n "$repl" ]; then repl_call load; fi
     : >"$job"
     if [ -z "$kept_build" ]; then
-        sweep
+        sweep "$pid" "$warmpid" "$watcher"
+        printf 'done\n' >"$chan/phase"
     else
         end_all || dirty=1
         warmpid='' warmready=''  # ended with the rest
@@ -281,7 +338,12 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
     finish
     # the host says next once it has taken the call's last readings (its CPU time and peak
     # memory), which what follows must not add to
-    IFS= read -r next || exit 0
+    if [ -n "$watcher" ]; then
+        IFS= read -r next <"$chan/said" || next=''
+        [ "$next" != eof ] || exit 0
+    else
+        IFS= read -r next || exit 0
+    fi
     [ "$next" = next ] || die "unknown job format"
     if [ -z "$kept_build" ]; then
         [ -n "$warmpid" ] || start_warm

@@ -6,7 +6,14 @@ done
 unset __hazmat_name OLDPWD
 __hazmat_unpack=@UNPACK@
 __hazmat_workdir=@WORKDIR@
-while IFS= read -r __hazmat_mode <&7; do
+# the agent's interrupt (the call ran out of time, or was cancelled): the call's script returns;
+# between calls it is nothing (a read it cuts short is read again)
+trap 'return 130 2>/dev/null' USR1
+while :; do
+    IFS= read -r __hazmat_mode <&7
+    __hazmat_status=$?
+    [ "$__hazmat_status" -gt 128 ] && continue
+    [ "$__hazmat_status" -eq 0 ] || break
     sh -c "$__hazmat_unpack" unpack "$__hazmat_workdir" </tmp/.hazmat-session/job 3>&2
     __hazmat_status=$?
     if [ "$__hazmat_status" -eq 0 ] && [ "$__hazmat_mode" = run ]; then

@@ -4,9 +4,12 @@ The container is started with the session agent (backends/agent/session_agent.py
 the policy like any other (backends/container/settings_check.py), and labelled with a deadline at
 the end of the session's lifetime, so the reaper of any later hazmat process removes it if this
 one dies.
-Each `execute` is one call in it, one at a time. A call that runs out of time or output has
-its container killed, as a single run would, and that ends the session: the next call raises
-`SessionClosed` saying why.
+Each `execute` is one call in it, one at a time. A call that runs out of time, or is cancelled,
+is asked to stop (with `interrupt_grace_s`: the agent interrupts the kept interpreter and ends
+the call's other processes, then, a grace period later, ends the interpreter too) and the
+session goes on; only a call that does not end even then has its container killed, as a call
+that runs out of output has, and that ends the session: the next call raises `SessionClosed`
+saying why.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ class _Host(Protocol):
     def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> Started: ...
 
     def run_kept(
-        self, started: Started, job: Job, data: bytes, pending: bytes, ready: bool = False
+        self,
+        started: Started,
+        job: Job,
+        data: bytes,
+        pending: bytes,
+        ready: bool = False,
+        grace_s: float | None = None,
     ) -> tuple[RunReport, bytes | None]: ...
 
     def discard(self, started: Started) -> None: ...
@@ -88,19 +97,20 @@ class SessionBackend(KeptBackend):
             if mode == "again" and started.cgroup is not None:
                 started.cgroup.reset_peak()  # each test's own peak, where the kernel lets us
             ready = mode == "again"  # a kept build's test: its time starts once it is unpacked
-            report, rest = self.docker.run_kept(started, job, data, self._pending, ready)
+            grace = None if ready else self.interrupt_grace_s
+            report, rest = self.docker.run_kept(started, job, data, self._pending, ready, grace)
             self._pending = rest or b""
             if self.ended is not None:  # ended under the call (`end(now=True)` killed it)
                 self._end(self.ended)
                 note = f"the session ended during the call: {self.ended}"
                 return dataclasses.replace(report, notes=(*report.notes, note))
-            why = _ended_by(report) if rest is None else None
-            if why is not None:
-                self._end(f"a call {why}")
-                report = dataclasses.replace(
-                    report, notes=(*report.notes, f"the session ended: the call {why}")
-                )
-            return report
+            if rest is not None:
+                return _kept_note(report, job, grace)
+            why = _ended_by(report, grace)
+            self._end(f"a call {why}")
+            return dataclasses.replace(
+                report, notes=(*report.notes, f"the session ended: the call {why}")
+            )
 
     def limit_memory(self, job: Job) -> int | None:
         """A kept build's build is done: set the program's memory limit on the container (it
@@ -168,8 +178,44 @@ def _kept(spec: Spec) -> Spec:
     )
 
 
-def _ended_by(report: RunReport) -> str:
+def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
+    """A call told to stop (past its time, or cancelled) that did: a note on what the session
+    kept, for the model or person who reads the result."""
+    if report.told is None:
+        return report
+    limit = job.limits.timeout_s
+    why = (
+        "was cancelled"
+        if report.cancelled and not report.timed_out
+        else f"ran past its time limit of {limit:g} s"
+    )
+    kept = {"python": "interpreter", "bash": "shell"}.get(job.language.name)
+    if kept is None:
+        what = "its processes were ended; the session is still open, with its files"
+    elif report.told == "interrupt":
+        what = "it was interrupted; the session is still open, with its variables and files"
+    else:
+        what = (
+            f"it did not stop within {grace_s:g} s of the interrupt, so its processes were "
+            f"ended, the {kept} too; the session is still open with its files, but its "
+            "variables are gone"
+        )
+    advice = (
+        " To get further, make the work faster or split it into shorter calls."
+        if report.timed_out
+        else ""
+    )
+    note = f"The call {why}: {what}.{advice}"
+    return dataclasses.replace(report, notes=(*report.notes, note))
+
+
+def _ended_by(report: RunReport, grace_s: float | None) -> str:
     """Why a call's container is gone (the host killed it, or it died)."""
+    if report.told is not None:
+        return (
+            f"did not stop when told to (interrupted, then killed {grace_s:g} s later), so "
+            "its container was killed"
+        )
     if report.cancelled:
         return "was cancelled"
     if report.timed_out or report.compile_timed_out:
