@@ -154,7 +154,8 @@ class ClosedError(HazmatError):
 
 class SessionClosed(ClosedError):
     """The session has ended: closed by its owner, past its idle time, lifetime or CPU
-    budget, or ended by a call that ran out of time; the message says which."""
+    budget, or ended by a call that ran out of output or would not stop past its time; the
+    message says which."""
 
     http_status = 410
 

@@ -13,8 +13,10 @@ between calls; for Python the interpreter's variables are too (backends/agent/se
 JavaScript, TypeScript and Go run each call's program afresh, beside the files earlier calls
 left. A session has the memory, pids, CPU share and tmpfs of its trust level for its whole
 life, and ends (its container removed) when it is closed, after `idle_s` without a call,
-`lifetime_s` after it opened, once its container has used `cpu_s` of CPU, or when a call runs
-out of time or output (the policy's `sessions` section). Sessions have no network.
+`lifetime_s` after it opened, once its container has used `cpu_s` of CPU, when a call runs out
+of output, or when a call past its time will not stop even once killed (the policy's `sessions`
+section; a call past its time is interrupted and the session goes on:
+backends/kept/session.py). Sessions have no network.
 """
 
 from __future__ import annotations
@@ -211,7 +213,8 @@ class Session:
         """Run `code` in the session (through the whole pipeline) and return its result.
         Options: `stdin`, `files`, `output_files`, `env`, `args`, `timeout`, `module`,
         `override_reason`; the rest was fixed when the session opened. `on_output` as for
-        `Sandbox.run`; cancelling a call ends the session, as a timeout does."""
+        `Sandbox.run`; a cancelled call is interrupted, as one past its time is, and the
+        session goes on (docs/api.md, "A call that runs out of time")."""
         return self.execute(self.request(code, **options), on_output=on_output)
 
     def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest:

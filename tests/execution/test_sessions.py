@@ -583,3 +583,14 @@ def test_arun_keeps_state_too(sb: Sandbox) -> None:
             return [(await session.arun(code)).stdout for code in ("n * 21", "n + 1")]
 
     assert asyncio.run(calls()) == ["42\n", "3\n"]
+
+
+def test_a_call_over_the_output_limit_ends_the_session(sb: Sandbox, engine: Engine) -> None:
+    session = sb.session("python")
+    cid = session._backend.container_id
+    loud = session.run("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
+    assert loud.outcome is Outcome.OUTPUT_LIMIT
+    assert any("the session ended: the call went over the output limit" in n for n in loud.notes)
+    assert cid not in session_containers(engine)
+    with pytest.raises(SessionClosed, match="output limit"):
+        session.run("print(1)")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hazmat import Outcome, Sandbox, SessionClosed, Watch, parse_policy
+from hazmat import Outcome, Sandbox, Watch, parse_policy
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.testing import as_asked

@@ -209,7 +209,8 @@ class _Tools:
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run code in an open session (see open_session); the value of a final Python
         expression is printed (and a table or chart comes back as a display, as from
-        run_code). A call that runs out of time ends the session."""
+        run_code). A call that runs out of time is interrupted (Python: KeyboardInterrupt in
+        the cell) and the session keeps its variables and files; the result's notes say so."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
         data = _call(code, stdin, timeout, files, output_files)

@@ -76,7 +76,7 @@ _ERRORS = {
     "401": _json(_ERROR, "No API key, or one the service does not know or revoked"),
     "403": _json(_ERROR, "The key may not ask for this (trust, runtime, override)"),
     "404": _json(_ERROR, "No open session of this tenant has that id"),
-    "410": _json(_ERROR, "The session has ended (closed, expired, a call timed out)"),
+    "410": _json(_ERROR, "The session has ended (closed, expired, a call would not stop)"),
     "408": _json(_ERROR, "The body did not arrive within the service's body timeout"),
     "413": _json(_ERROR, "The body, the code or a file is over its cap"),
     "429": _json(
