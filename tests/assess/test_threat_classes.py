@@ -171,6 +171,8 @@ DANGEROUS = [
         "unbounded-allocation",
     ),
     ("javascript", "function spin() { for (;;) {} }\nspin();", "infinite-loop"),
+    ("python", "n = 0\nwhile True:\n    n += 1", "infinite-loop"),  # a count, not memory
+    ("python", "s = ''\nwhile True:\n    s += 'x'", "unbounded-allocation"),
     (
         "go",
         "package main\nfunc main() {\n\tvar keep [][]byte\n\tfor {\n\t\tkeep = append(keep, make([]byte, 1<<20))\n\t}\n}\n",

@@ -106,8 +106,9 @@ def test_crash_at_every_step_of_expiry_verifies(
 
 
 def test_verifying_beside_a_live_writer_never_says_tampered(tmp_path: Path) -> None:
-    """300 verifications, each while another process appends 20 records (with seals and
-    checkpoints on the way)."""
+    """120 verifications, each while another process appends 20 records (with seals and
+    checkpoints on the way: 40 segments). Each verification reads the whole log, so the test's
+    time grows with the square of the count (300 took 40 s on CI's machines)."""
     import sys
 
     from hazmat.audit.checkpoint import VerifierKey
@@ -123,7 +124,7 @@ def test_verifying_beside_a_live_writer_never_says_tampered(tmp_path: Path) -> N
     assert writer.stdin is not None and writer.stdout is not None
     key = VerifierKey.decode(pub.read_text())
     verdicts = []
-    for _ in range(300):
+    for _ in range(120):
         writer.stdin.write("go\n")
         writer.stdin.flush()  # the writer appends while this verification runs
         verdicts.append(verify_log(tmp_path / "log", key))
@@ -133,7 +134,7 @@ def test_verifying_beside_a_live_writer_never_says_tampered(tmp_path: Path) -> N
     writer.stdout.close()
     bad = [(r.verdict, r.problem) for r in verdicts if r.verdict != "intact"]
     assert not bad, bad[:3]
-    assert len({r.verified_to for r in verdicts}) > 100  # each saw the log at another size
+    assert len({r.verified_to for r in verdicts}) > 40  # each saw the log at another size
 
 
 WRITER = """

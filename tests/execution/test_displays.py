@@ -74,8 +74,9 @@ def test_a_session_shows_each_calls_own_displays(engine: Engine, runtime: str) -
     [figure] = first.displays
     assert figure["image/png"][:8] == PNG  # open at the call's end: shown, then closed
     assert (second.stdout, second.displays) == ("6\n", ())  # a plain value is only printed
-    [described] = third.displays
-    assert "<table" in described["text/html"] and "count" in third.stdout
+    [described] = third.displays  # shown, and so not printed as well
+    assert "<table" in described["text/html"] and "count" in described["text/plain"]
+    assert third.stdout == ""
     [vector] = fourth.displays
     assert set(vector) == {"image/svg+xml", "text/plain"}
     assert vector["image/svg+xml"].lstrip().startswith("<?xml")

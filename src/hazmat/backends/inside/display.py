@@ -183,10 +183,14 @@ def _hazmat_displays():
             sys.stderr.write("hazmat: the open figures were not drawn: %r\n" % (exc,))
 
     def final(value):
+        # a final value with a rich representation is shown (True: its text need not be
+        # printed as well, where a session would print it)
         if value is None or state["ask"] is None:
-            return
+            return False
         bundle = bundle_of(value)
         if set(bundle) - {"text/plain"}:
             emit(bundle)
+            return True
+        return False
 
     return begin, end, final

@@ -135,9 +135,9 @@ def _cell(job):
         exec(body, _namespace)
         if tail is not None:
             value = eval(tail, _namespace)
-            if value is not None:
+            # shown as a display, or else printed: once, not both (a model reads each)
+            if value is not None and not _final(value):
                 print(repr(value))
-                _final(value)
         _running["cell"] = False
     except SystemExit as exc:
         _running["cell"] = False
