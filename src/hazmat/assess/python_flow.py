@@ -363,8 +363,9 @@ def _allocates(loop: ast.While | ast.For, qualified: Qualify) -> bool:
             if method in _GROWERS or name in _ALLOCATORS:
                 return True
         if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Mult):
-            counts = isinstance(node.op, ast.Add) and isinstance(node.value, ast.Constant)
-            if not (counts and type(node.value.value) in (int, float)):
+            step = node.value
+            counts = isinstance(step, ast.Constant) and type(step.value) in (int, float)
+            if not (counts and isinstance(node.op, ast.Add)):
                 return True  # a counter (n += 1) is no allocation: its number stays small
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             sides = (node.left, node.right)
