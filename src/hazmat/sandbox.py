@@ -551,7 +551,7 @@ def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tupl
         applied = checked.limits  # the run itself will report the engine's state
     if backend.one_budget:  # a session's container: one budget, builds included
         applied = applied.replace(compile_memory_mb=0)
-    plan = Plan(request, applied, checked.runtime, checked.image)
+    plan = Plan(request, applied, checked.runtime, checked.image, checked.network)
     return plan, clamp_notes(checked.limits, applied)
 
 

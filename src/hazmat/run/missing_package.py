@@ -3,8 +3,10 @@
 Model-written code imports numpy, requests or lodash as a matter of course; hazmat's images
 hold a runtime's standard library (and python-data its data libraries) and nothing is fetched
 at run time. A bare `ModuleNotFoundError` does not tell the user why, so the result gets a
-note naming what the image has and how to get more: another image, or one built with the
-package (`hazmat images build --name ... --pip/--npm/--apt ...`, see docs/images.md).
+note naming what the image has, written first for the model that wrote the code (what it can
+do itself: another image, or the code without the package; the sandbox has no network, so
+installing it from the program cannot work), then for the operator: how to build an image
+with the package (`hazmat images build --name ... --pip/--npm/--apt ...`, see docs/images.md).
 """
 
 from __future__ import annotations
@@ -27,8 +29,15 @@ _HAS = {
     "hazmat/node:": "Node's built-in modules only",
     "hazmat/go:": "Go's standard library only (modules are not fetched)",
 }
-_BUILD = "build an image with it once: `hazmat images build --name NAME --from {base} {flag} {pkg}`"
-_ALLOW = ", and allow NAME in the policy (trust.<level>.allow_images; docs/images.md)"
+_BUILD = (
+    "For the operator: build an image with it once, `hazmat images build --name NAME --from "
+    "{base} {flag} {pkg}`"
+)
+_ALLOW = ", and allow NAME in the policy (trust.<level>.allow_images; docs/images.md)."
+_OFFLINE = (
+    "; the sandbox has no network, so it cannot be installed from the program: write the code "
+    "without it."
+)
 
 
 def missing_package_note(language: str, image: str, stderr: str) -> str | None:
@@ -39,18 +48,18 @@ def missing_package_note(language: str, image: str, stderr: str) -> str | None:
     has = next((text for prefix, text in _HAS.items() if image.startswith(prefix)), "")
     where = f"{image} ({has})" if has else image
     if language == "go":
-        return f"package {package} is not in {where}"
+        return f"package {package} is not in {where}{_OFFLINE}"
     if language == "python":
         if package in _DATA_MODULES and image.startswith("hazmat/python:"):
             return (
-                f"{quoted(package)} is not in {where}; the python-data image has it "
-                "(image='python-data', or --image python-data)"
+                f"{quoted(package)} is not in {where}; the python-data image has it: run the "
+                "code again with image='python-data' (or --image python-data)."
             )
         base = "python-data" if image.startswith("hazmat/python-data:") else "python"
         build = _BUILD.format(base=base, flag="--pip", pkg=package)
     else:
         build = _BUILD.format(base="node", flag="--npm", pkg=package)
-    return f"{quoted(package)} is not in {where}; {build}{_ALLOW}"
+    return f"{quoted(package)} is not in {where}{_OFFLINE} {build}{_ALLOW}"
 
 
 def _missing(language: str, stderr: str) -> str | None:

@@ -20,6 +20,7 @@ from hazmat.languages import get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, Limits, Runtime
 from hazmat.run.missing_package import missing_package_note
+from hazmat.run.offline import offline_note
 
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
@@ -56,6 +57,7 @@ class Plan:
     limits: Limits
     runtime: Runtime
     image: str
+    network: tuple[str, ...] = ()  # the hosts it may reach through hazmat's proxy
 
 
 def derive_outcome(report: RunReport) -> Outcome:
@@ -243,6 +245,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
     exit_code = report.exit_code if stopped is None else stopped
     failed = outcome in (Outcome.ERROR, Outcome.COMPILE_ERROR)
     hint = missing_package_note(plan.request.language, plan.image, stderr) if failed else None
+    hint = hint or (offline_note(stderr, plan.network) if failed else None)
     limits = plan.limits
     displays, shown = parse_displays(report.displays, limits.max_displays, limits.max_display_bytes)
     return ExecutionResult(
@@ -297,8 +300,9 @@ def blocked_result(
     """The result of a run the policy refused: nothing ran. `message`: why, when it is not
     the assessment's level (a session's runtime too weak for the code: run/routing.py)."""
     error = message or (
-        f"blocked by the static assessment: {explanation}. To run it anyway, give an "
-        "override reason (override_reason=..., or --override-reason)"
+        f"blocked by the static assessment: {explanation}. Nothing ran: write the code "
+        "without that. (A caller allowed to override may run it as it is, with a written "
+        "reason: override_reason, or --override-reason.)"
     )
     return _not_run(plan, Outcome.BLOCKED, error, duration_ms, assessment)
 
