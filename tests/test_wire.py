@@ -19,6 +19,7 @@ from hazmat.models import (
     ExecutionResult,
     Finding,
     Outcome,
+    ProgramException,
     RiskLevel,
     Severity,
 )
@@ -178,6 +179,7 @@ def full_result() -> ExecutionResult:
             {"image/png": b"\x89PNG\r\n\x1a\n\x00", "text/plain": "<Figure>"},
             {"text/html": "<table/>"},
         ),
+        exception=ProgramException("ValueError", "bad", 'Traceback ...\n  File "/work/main.py"'),
     )
 
 
@@ -198,6 +200,13 @@ def test_a_result_with_a_display_it_cannot_read_is_an_infra_error() -> None:
     body = result_to_wire(full_result())
     body["displays"] = [{"image/png": "%% not base64"}]
     with pytest.raises(InfraError, match=r"malformed result: .*displays\[0\]"):
+        result_from_wire(body)
+
+
+def test_a_result_with_an_exception_it_cannot_read_is_an_infra_error() -> None:
+    body = result_to_wire(full_result())
+    body["exception"] = "ValueError"
+    with pytest.raises(InfraError, match=r"malformed result: .*exception"):
         result_from_wire(body)
 
 

@@ -178,6 +178,20 @@ class ExecutionRequest:
 
 
 @dataclass(frozen=True)
+class ProgramException:
+    """The exception a failed program ended with (run/program_error.py): `name`
+    ("ZeroDivisionError"), `value` ("division by zero") and `traceback`, the program's own
+    frames as it printed them (hazmat's never show)."""
+
+    name: str
+    value: str
+    traceback: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "value": self.value, "traceback": self.traceback}
+
+
+@dataclass(frozen=True)
 class ExecutionResult:
     """What happened in one run. `limits` and `runtime` are what was really applied.
 
@@ -231,6 +245,8 @@ class ExecutionResult:
     # what made the sandbox: "docker" (the engine) or "oci" (runc and runsc directly); None
     # when nothing was started (`blocked`) or the backend makes no containers (a test's fake)
     tier: str | None = None
+    # the exception a Python or JavaScript/TypeScript program ended with, read from its stderr
+    exception: ProgramException | None = None
 
     @property
     def ok(self) -> bool:
@@ -279,6 +295,7 @@ class ExecutionResult:
             "program_ms": None if self.program_ms is None else round(self.program_ms, 3),
             "runtime_reason": self.runtime_reason,
             "tier": self.tier,
+            "exception": self.exception.to_dict() if self.exception else None,
         }
 
 

@@ -30,6 +30,7 @@ from hazmat.models import (
     ExecutionResult,
     Finding,
     Outcome,
+    ProgramException,
     RiskLevel,
     Severity,
 )
@@ -235,6 +236,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             program_ms=data.get("program_ms"),
             runtime_reason=data.get("runtime_reason"),
             tier=data.get("tier"),
+            exception=_exception(data.get("exception")),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))
@@ -243,6 +245,14 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
         )
     except (KeyError, TypeError, ValueError, HazmatError) as exc:
         raise InfraError(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def _exception(data: object) -> ProgramException | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ValueError("exception: expected an object")
+    return ProgramException(str(data["name"]), str(data["value"]), str(data["traceback"]))
 
 
 def assessment_from_wire(data: Mapping[str, Any]) -> Assessment:

@@ -21,6 +21,7 @@ from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, Limits, Runtime
 from hazmat.run.missing_package import missing_package_note
 from hazmat.run.offline import offline_note
+from hazmat.run.program_error import program_exception
 
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
@@ -287,6 +288,9 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         displays=displays,
         clock=plan.request.clock or Clock.WALL,
         program_ms=report.program_ms,
+        exception=program_exception(plan.request.language, stderr)
+        if outcome is not Outcome.OK
+        else None,
     )
 
 

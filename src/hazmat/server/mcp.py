@@ -51,7 +51,17 @@ INSTRUCTIONS = (
 )
 
 # what a run's result says to a model: the output and why it ended, not the engine's details
-SUMMARY = ("outcome", "exit_code", "stdout", "stderr", "error", "notes", "duration_ms", "files")
+SUMMARY = (
+    "outcome",
+    "exit_code",
+    "stdout",
+    "stderr",
+    "error",
+    "exception",
+    "notes",
+    "duration_ms",
+    "files",
+)
 
 
 KeyOf = Callable[[Context | None], Key]

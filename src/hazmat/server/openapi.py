@@ -136,7 +136,17 @@ _RUN_RESULT = {
         "trust": _TRUST,
         "container_id": {"type": ["string", "null"]},
         "files": {**_STR_MAP, "description": "output files, name -> base64"},
-        "error": {"type": ["string", "null"]},
+        "error": {
+            "type": ["string", "null"],
+            "description": "one sentence saying what happened, for every outcome but ok",
+        },
+        "exception": {
+            "type": ["object", "null"],
+            "description": "the exception a Python or JavaScript/TypeScript program ended "
+            "with, read from its stderr: name, value, and the traceback of its own frames",
+            "required": ["name", "value", "traceback"],
+            "properties": {"name": _STR, "value": _STR, "traceback": _STR},
+        },
         "notes": _STRINGS,
         "assessment": {"type": ["object", "null"]},
         "decision": {"type": ["string", "null"]},
