@@ -222,7 +222,74 @@ def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:
         "assess_code",
         "open_session",
         "run_in_session",
+        "upload_files",
+        "download_files",
         "pause_session",
         "resume_session",
         "close_session",
     }
+    for tool in tools.tools:  # the model reads what each parameter is for
+        described = tool.input_schema["properties"]
+        assert all(p.get("description") for p in described.values()), (tool.name, described)
+
+
+def test_mcp_tools_take_what_http_takes_and_files_come_back_as_resources(
+    tmp_path: Path,
+) -> None:
+    """Over the SDK's client: upload (text and bytes), a call with env, args, figure formats
+    and a file given as base64, a failed call's exception, and a download as resources."""
+    key = KeyStore(tmp_path / "keys.json").create("agent", "untrusted")[1]
+    blob = bytes(range(256))
+    code = (
+        "import os, sys\n"
+        "data = open('blob.bin', 'rb').read() + open('more.bin', 'rb').read()\n"
+        "open('out.bin', 'wb').write(data[::-1])\n"
+        "print(os.environ['GREETING'], sys.argv[1:], open('note.txt').read(), len(data))"
+    )
+
+    async def scenario() -> list[Any]:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with (
+            stdio_client(params(tmp_path, key)) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            opened = await client.call_tool("open_session", {"language": "python"})
+            sid = opened.structured_content["id"]
+            upload = {
+                "session_id": sid,
+                "files": {"note.txt": "hello"},
+                "files_base64": {"blob.bin": base64.b64encode(blob).decode()},
+            }
+            call = {
+                "session_id": sid,
+                "code": code,
+                "env": {"GREETING": "hi"},
+                "args": ["a", "b"],
+                "files_base64": {"more.bin": base64.b64encode(b"\x00\x01").decode()},
+                "figure_formats": ["svg"],
+            }
+            answers = [
+                await client.call_tool("upload_files", upload),
+                await client.call_tool("run_in_session", call),
+                await client.call_tool("run_in_session", {"session_id": sid, "code": "1 / 0"}),
+                await client.call_tool(
+                    "download_files", {"session_id": sid, "names": ["out.bin", "note.txt"]}
+                ),
+                await client.call_tool("download_files", {"session_id": sid, "names": ["no"]}),
+            ]
+            await client.call_tool("close_session", {"session_id": sid})
+            return answers
+
+    uploaded, ran, failed, downloaded, missing = anyio.run(scenario)
+    assert uploaded.structured_content == {"uploaded": ["blob.bin", "note.txt"]}
+    assert ran.structured_content["stdout"] == "hi ['a', 'b'] hello 258\n", ran.content
+    assert failed.structured_content["exception"]["name"] == "ZeroDivisionError"
+    assert failed.structured_content["exception"]["value"] == "division by zero"
+    out, note = downloaded.content
+    assert base64.b64decode(out.resource.blob) == (blob + b"\x00\x01")[::-1]
+    assert note.resource.text == "hello" and note.resource.uri.endswith("/files/note.txt")
+    assert set(downloaded.structured_content["files_base64"]) == {"out.bin", "note.txt"}
+    assert missing.is_error and "no" in missing.content[0].text

@@ -3,8 +3,12 @@ stdio for an assistant that starts `hazmat mcp` itself, and over streamable HTTP
 `hazmat serve`.
 
 The tools are thin over the same calls as the HTTP API: `run_code` (assess, decide, execute,
-verify, audit), `assess_code`, and `open_session`, `run_in_session`, `close_session` (a
-container kept between calls, owned by the tenant that opened it). Every call finds its key
+verify, audit), `assess_code`, and `open_session`, `run_in_session`, `upload_files`,
+`download_files`, `pause_session`, `resume_session`, `close_session` (a container kept between
+calls, owned by the tenant that opened it). Every parameter is described for the model that
+reads the tools' schemas; a run's tools take what `/v1/runs` takes for a program (stdin, files
+as text or base64, output files, env, args, figure formats), and a downloaded file comes back
+as an MCP resource (text when it is UTF-8, else a base64 blob). Every call finds its key
 again (stdio: the process's `HAZMAT_API_KEY`; HTTP: the request's `Authorization: Bearer`), so
 a revoked key stops the next call; runs get that key's trust level, quotas and caller, exactly
 as over HTTP.
@@ -28,10 +32,19 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
+from pydantic import Field
 from starlette.types import ASGIApp
 
-from hazmat._exceptions import AccessDenied, HazmatError
+from hazmat._exceptions import AccessDenied, HazmatError, InputError
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QUOTA_BOUNDS, QuotaBook
@@ -66,6 +79,55 @@ SUMMARY = (
 
 KeyOf = Callable[[Context | None], Key]
 
+# the tools' parameters, each with what the model reads about it in the tool's schema
+Code = Annotated[str, Field(description="the program's source code")]
+LanguageName = Annotated[
+    str,
+    Field(
+        description="python (default), javascript, typescript, go, bash, c, cpp, java, rust or ruby"
+    ),
+]
+Stdin = Annotated[str, Field(description="the program's standard input, as text")]
+Timeout = Annotated[
+    float | None,
+    Field(
+        description="seconds the program may run, at most what the key's trust level allows "
+        "(its default otherwise); past it the run stops (a session call is interrupted and "
+        "the session kept)"
+    ),
+]
+Files = Annotated[
+    dict[str, str] | None,
+    Field(description="input files next to the program: name -> text"),
+]
+FilesBase64 = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="input files given as bytes (a CSV with odd bytes, an image): name -> base64"
+    ),
+]
+OutputFiles = Annotated[
+    list[str] | None,
+    Field(description="files the program writes that should come back, base64 in 'files'"),
+]
+Env = Annotated[dict[str, str] | None, Field(description="environment variables for the program")]
+Args = Annotated[list[str] | None, Field(description="the program's command-line arguments")]
+FigureFormats = Annotated[
+    list[str] | None,
+    Field(
+        description="Python: the formats matplotlib figures come back in: png (the default), "
+        "svg, pdf, jpeg"
+    ),
+]
+Image = Annotated[
+    str | None,
+    Field(
+        description='"python-data" for numpy, pandas, matplotlib, scipy and scikit-learn; '
+        "otherwise the language's own image (its standard library only)"
+    ),
+]
+SessionId = Annotated[str, Field(description="the session's id, from open_session")]
+
 
 Execute = Callable[[ExecutionRequest, OpenSession | None, Watch | None], Awaitable[ExecutionResult]]
 
@@ -90,6 +152,7 @@ def build_mcp(
         tools.run_code,
         tools.open_session,
         tools.run_in_session,
+        tools.upload_files,
         tools.pause_session,
         tools.resume_session,
         tools.close_session,
@@ -97,6 +160,7 @@ def build_mcp(
         mcp.tool(annotations=changes)(_told(tool))
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     mcp.tool(annotations=reads)(_told(tools.assess_code))
+    mcp.tool(annotations=reads)(_told(tools.download_files))
     return mcp
 
 
@@ -158,24 +222,39 @@ class _Tools:
 
     async def run_code(
         self,
-        code: str,
-        language: str = "python",
+        code: Code,
+        language: LanguageName = "python",
         *,
-        stdin: str = "",
-        timeout: float | None = None,
-        files: dict[str, str] | None = None,
-        output_files: list[str] | None = None,
-        image: str | None = None,
+        stdin: Stdin = "",
+        timeout: Timeout = None,
+        files: Files = None,
+        files_base64: FilesBase64 = None,
+        output_files: OutputFiles = None,
+        env: Env = None,
+        args: Args = None,
+        figure_formats: FigureFormats = None,
+        image: Image = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        """Run a program and return its stdout, stderr, exit code and outcome (ok, error,
-        timeout, memory_limit, blocked, ...). `files` are input files (name -> text) next to
-        the program; `output_files` are files it writes that come back base64-encoded. A Python
-        program's charts (matplotlib figures), tables (a final DataFrame) and display(obj)
-        calls come back after the summary: images as images, the rest as text. `image`:
-        "python-data" has numpy, pandas, matplotlib, scipy and scikit-learn."""
+        """Run a program in a fresh sandbox with no network and return its stdout, stderr,
+        exit code and outcome (ok, error, timeout, memory_limit, blocked, ...), with `error`
+        saying what happened and `exception` the uncaught exception it ended with (name,
+        value, traceback). A Python program's charts (matplotlib figures), tables (a final
+        DataFrame) and display(obj) calls come back after the summary: images as images, the
+        rest as text."""
         key = self.key_of(ctx)
-        data = _call(code, stdin, timeout, files, output_files) | {"language": language}
+        data = _call(
+            code,
+            stdin,
+            timeout=timeout,
+            files=files,
+            files_base64=files_base64,
+            output_files=output_files,
+            env=env,
+            args=args,
+            figure_formats=figure_formats,
+        )
+        data["language"] = language
         if image:
             data["image"] = image
         code, language, options = run_arguments(data, key, self.sandbox.policy)
@@ -186,17 +265,21 @@ class _Tools:
 
     async def open_session(
         self,
-        language: str = "python",
-        image: str | None = None,
-        runtime: str | None = None,
+        language: LanguageName = "python",
+        image: Image = None,
+        runtime: Annotated[
+            str | None,
+            Field(
+                description='"runsc" (gVisor) for a session whose code may start programs or '
+                "open sockets: a session under runc refuses such code when the policy routes "
+                "it to gVisor; the key's level's runtime otherwise"
+            ),
+        ] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
-        it expires. Returns its id and when it expires. `image`: "python-data" has numpy,
-        pandas, matplotlib, scipy and scikit-learn. `runtime`: "runsc" (gVisor) for a session
-        whose code may start programs or open sockets; a session under runc refuses such code
-        when the policy routes it to gVisor."""
+        it expires. Returns its id and when it expires."""
         key = self.key_of(ctx)
         data = {"code": "", "language": language, **({"image": image} if image else {})}
         data |= {"runtime": runtime} if runtime else {}
@@ -208,13 +291,17 @@ class _Tools:
 
     async def run_in_session(
         self,
-        session_id: str,
-        code: str,
+        session_id: SessionId,
+        code: Code,
         *,
-        stdin: str = "",
-        timeout: float | None = None,
-        files: dict[str, str] | None = None,
-        output_files: list[str] | None = None,
+        stdin: Stdin = "",
+        timeout: Timeout = None,
+        files: Files = None,
+        files_base64: FilesBase64 = None,
+        output_files: OutputFiles = None,
+        env: Env = None,
+        args: Args = None,
+        figure_formats: FigureFormats = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run code in an open session (see open_session); the value of a final Python
@@ -223,7 +310,17 @@ class _Tools:
         the cell) and the session keeps its variables and files; the result's notes say so."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
-        data = _call(code, stdin, timeout, files, output_files)
+        data = _call(
+            code,
+            stdin,
+            timeout=timeout,
+            files=files,
+            files_base64=files_base64,
+            output_files=output_files,
+            env=env,
+            args=args,
+            figure_formats=figure_formats,
+        )
         code, _, options = run_arguments(data, key, self.sandbox.policy)
         options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
         prepared = session.request(code, **options)
@@ -231,9 +328,49 @@ class _Tools:
             result = await self.execute(prepared, session, progress(ctx))
         return tool_result(result)
 
+    async def upload_files(
+        self,
+        session_id: SessionId,
+        files: Files = None,
+        files_base64: FilesBase64 = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Put files into a session's working directory (name -> text, or name -> base64 for
+        bytes), where its later calls find them. Returns the names uploaded."""
+        key = self.key_of(ctx)
+        session = self.book.get(session_id, key)
+        if not files and not files_base64:
+            raise InputError("give 'files' (name -> text) and/or 'files_base64' (name -> base64)")
+        data = _call("", "", files=files, files_base64=files_base64)
+        _, _, options = run_arguments(data, key, self.sandbox.policy)
+        given: dict[str, str | bytes] = options.get("files") or {}
+        with self.quotas.admit(key.tenant, key.quotas):
+            await anyio.to_thread.run_sync(lambda: session.upload(given))
+        return {"uploaded": sorted(given)}
+
+    async def download_files(
+        self,
+        session_id: SessionId,
+        names: Annotated[
+            list[str],
+            Field(description="the files to fetch, by name relative to the working directory"),
+        ],
+        ctx: Context | None = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
+        """Fetch files from a session's working directory: each comes back as a resource
+        (text when it is UTF-8, else a base64 blob), and all of them in 'files_base64'. A
+        file that is not there is an error naming it."""
+        key = self.key_of(ctx)
+        session = self.book.get(session_id, key)
+        with self.quotas.admit(key.tenant, key.quotas):
+            got = await anyio.to_thread.run_sync(lambda: session.download(names))
+        encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
+        content = [_file_resource(session_id, name, data) for name, data in got.items()]
+        return CallToolResult(content=list(content), structured_content={"files_base64": encoded})
+
     async def pause_session(
         self,
-        session_id: str,
+        session_id: SessionId,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Pause a session: its files, and for Python the variables that can be saved, are
@@ -247,7 +384,7 @@ class _Tools:
 
     async def resume_session(
         self,
-        session_id: str,
+        session_id: SessionId,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Resume a paused session in a new container: its files are back, and for Python
@@ -260,7 +397,7 @@ class _Tools:
 
     async def close_session(
         self,
-        session_id: str,
+        session_id: SessionId,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Close a session and remove its container."""
@@ -270,8 +407,8 @@ class _Tools:
 
     async def assess_code(
         self,
-        code: str,
-        language: str = "python",
+        code: Code,
+        language: LanguageName = "python",
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Assess a program without running it: its risk level, the findings, and whether it
@@ -293,19 +430,27 @@ class _Tools:
         return body
 
 
-def _call(
-    code: str,
-    stdin: str,
-    timeout: float | None,
-    files: dict[str, str] | None,
-    output_files: list[str] | None,
-) -> dict[str, Any]:
-    """A run's tool arguments as the API body `run_arguments` reads."""
+def _call(code: str, stdin: str, **given: object) -> dict[str, Any]:
+    """A run's tool arguments as the API body `run_arguments` reads (those not given left
+    out, as a body would leave them)."""
     data: dict[str, Any] = {"code": code, "stdin": stdin}
-    data.update({k: v for k, v in (("timeout", timeout), ("files", files)) if v is not None})
-    if output_files:
-        data["output_files"] = output_files
+    data.update({name: value for name, value in given.items() if value is not None})
     return data
+
+
+def _file_resource(session_id: str, name: str, data: bytes) -> EmbeddedResource:
+    """A downloaded file as an MCP resource: text when it is UTF-8, else a base64 blob."""
+    uri = f"hazmat://sessions/{session_id}/files/{name}"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        blob = base64.b64encode(data).decode("ascii")
+        contents: TextResourceContents | BlobResourceContents = BlobResourceContents(
+            uri=uri, mime_type="application/octet-stream", blob=blob
+        )
+    else:
+        contents = TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+    return EmbeddedResource(type="resource", resource=contents)
 
 
 def progress(ctx: Context | None) -> Watch | None:
