@@ -36,6 +36,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"sessions", "grade"}),
     frozenset({"sandbox"}),
     frozenset({"hazmat"}),
+    # function calling's tools over a session (the MCP server reuses its summary)
+    frozenset({"tools"}),
     frozenset({"server", "cluster"}),
     # image building: only the commands use it; nothing on the run path may import it
     frozenset({"images"}),

@@ -53,6 +53,7 @@ from hazmat.server.fields import run_arguments
 from hazmat.server.session_routes import OpenSession, SessionOwners
 from hazmat.sessions import CALL_OPTIONS
 from hazmat.tenant_keys import Key, KeyStore
+from hazmat.tools import summary
 from hazmat.watch import Watch
 
 __all__ = ["build_mcp", "serve_stdio", "streamable_http", "tool_result"]
@@ -63,18 +64,6 @@ INSTRUCTIONS = (
     "code may be blocked) and recorded in a tamper-evident audit log."
 )
 
-# what a run's result says to a model: the output and why it ended, not the engine's details
-SUMMARY = (
-    "outcome",
-    "exit_code",
-    "stdout",
-    "stderr",
-    "error",
-    "exception",
-    "notes",
-    "duration_ms",
-    "files",
-)
 
 
 KeyOf = Callable[[Context | None], Key]
@@ -480,23 +469,15 @@ def progress(ctx: Context | None) -> Watch | None:
 _STREAMS = ("stdout", "stderr")
 
 
-def _summary(result: ExecutionResult) -> dict[str, Any]:
-    full = result.to_dict()
-    summary = {name: full[name] for name in SUMMARY}
-    summary["risk"] = (full.get("assessment") or {}).get("level")
-    summary["displays"] = [{"types": list(d), "text": d.get("text/plain")} for d in result.displays]
-    return summary
-
-
 def tool_result(result: ExecutionResult) -> CallToolResult:
     """A run as a tool's result: the summary (as text and as structured content), then each
     display, an image as MCP's `ImageContent` and anything else as text."""
-    summary = _summary(result)
+    said = summary(result)
     content: list[TextContent | ImageContent] = [
-        TextContent(type="text", text=json.dumps(summary, indent=2))
+        TextContent(type="text", text=json.dumps(said, indent=2))
     ]
     content.extend(_display_content(d) for d in result.displays)
-    return CallToolResult(content=list(content), structured_content=summary)
+    return CallToolResult(content=list(content), structured_content=said)
 
 
 # what a model is shown of a display without an image, best first

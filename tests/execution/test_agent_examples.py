@@ -1,0 +1,46 @@
+"""examples/agents/: the agent loops with OpenAI's and Anthropic's function calling, their models
+scripted, run as a user runs them, on the real engine (hazmat.Sandbox()'s default backend)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "agents"
+
+
+def run_example(name: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def said(line: str) -> dict[str, object]:
+    return dict(json.loads(line.split(": ", 1)[1]))
+
+
+def test_the_openai_loop_runs_its_tool_calls_in_one_session() -> None:
+    lines = run_example("openai_tools.py")
+    written, total, best, answer = lines
+    assert said(written) == {"written": "sales.csv"}
+    assert said(total)["stdout"] == "49\n"  # the file the first call wrote, read by the second
+    assert said(best)["stdout"] == "'south'\n"  # the variables of the call before
+    assert answer == "'south' sold the most units, of 49 in all."
+
+
+def test_the_anthropic_loop_survives_a_call_past_its_time() -> None:
+    first, slow, after, answer = run_example("anthropic_tools.py")
+    assert said(first)["stdout"] == "285\n"
+    stopped = said(slow)
+    assert stopped["outcome"] == "timeout"
+    assert any("still open, with its variables" in n for n in stopped["notes"])  # type: ignore[attr-defined]
+    assert said(after)["stdout"] == "81\n"  # the variables outlived the interrupted call
+    assert answer == "The sum is 285 and the largest square 81."
