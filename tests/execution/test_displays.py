@@ -171,3 +171,51 @@ def test_a_policy_without_displays_runs_python_as_python3_does(engine: Engine) -
             trust=TrustLevel.UNKNOWN,
         )
     assert (result.stdout, result.displays) == ("False\n", ())
+
+
+JS_DISPLAYS = """\
+const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+display.html('<b>bold</b>');
+display(png);
+display({ rows: 2, ok: true });
+display.markdown('**md**');
+display.svg('<svg xmlns="http://www.w3.org/2000/svg"/>');
+display({ 'text/plain': 'raw' }, { raw: true });
+console.log('shown');
+"""
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_javascript_and_typescript_show_displays_too(
+    sandbox: Sandbox, runtime: str, language: str
+) -> None:
+    result = sandbox.run(JS_DISPLAYS, language, runtime=runtime)
+    assert (result.outcome, result.stdout) == (Outcome.OK, "shown\n"), result.stderr
+    html, image, data, markdown, svg, raw = result.displays
+    assert html == {"text/html": "<b>bold</b>"}
+    assert image["image/png"] == bytes.fromhex("89504e470d0a1a0a0000000d49484452")
+    assert '"rows": 2' in data["application/json"] and data["text/plain"]
+    assert markdown == {"text/markdown": "**md**"} and raw == {"text/plain": "raw"}
+    assert svg["image/svg+xml"].startswith("<svg")
+    assert result.notes == ()
+
+
+def test_javascript_displays_keep_to_the_limits_and_the_checks(capped: Sandbox) -> None:
+    code = (
+        "display.png(Buffer.from('not a png'));\n"  # the host's check: dropped with a note
+        "for (let i = 0; i < 5; i++) display(i);\n"  # three fit the count
+    )
+    result = capped.run(code, "javascript", trust=TrustLevel.UNKNOWN)
+    assert result.outcome is Outcome.OK, result.stderr
+    assert [d["text/plain"] for d in result.displays] == ["0", "1"]
+    notes = " ".join(result.notes)
+    assert "displays dropped: more than max_displays (3)" in notes
+    assert "not a display hazmat can check" in notes
+
+
+def test_a_javascript_session_call_shows_its_own_displays(sandbox: Sandbox) -> None:
+    with sandbox.session("javascript") as session:
+        first = session.run("display.html('<i>one</i>');")
+        second = session.run("console.log(typeof display);")
+    assert first.displays == ({"text/html": "<i>one</i>"},), first.stderr
+    assert (second.stdout, second.displays) == ("function\n", ())

@@ -41,9 +41,11 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
 
 
 def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:
-    """What the Python runner is asked to show (displays.py); None: nothing (another
-    language, or a policy that allows no display)."""
-    if lang.runner != "python" or not limits.max_displays or not limits.max_display_bytes:
+    """What the Python or Node runner is asked to show (displays.py; the figures' formats
+    are Python's); None: nothing (another language, or a policy that allows no display)."""
+    if lang.runner not in ("python", "node") or not limits.max_displays:
+        return None
+    if not limits.max_display_bytes:
         return None
     return {
         "max": limits.max_displays,

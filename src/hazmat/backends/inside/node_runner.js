@@ -67,6 +67,71 @@
     }
     return job;
   };
+  // display(value): what the program shows, as Python's display() (displays.py): each value
+  // one JSON line of MIME type -> data (base64 for bytes) in a file the agent collects under
+  // its own cap; the host checks every one again. A Buffer is an image by its first bytes
+  // (PNG, JPEG, GIF); a string is text; anything else is JSON (with its text). Or by type:
+  // display.html(s), .svg(s), .markdown(s), .png(buf), .json(v), or display(bundle, {raw: true})
+  const displays = (ask) => {
+    const file = '/tmp/.hazmat-displays';
+    try { fs.unlinkSync(file); } catch (e) { /* none from an earlier call */ }
+    let count = 0;
+    let bytes = 0;
+    const write = (entry) => {
+      try {
+        fs.appendFileSync(file, JSON.stringify(entry) + '\n');
+      } catch (e) {
+        fs.writeSync(2, 'hazmat: a display was lost: ' + e.message + '\n');
+      }
+    };
+    const emit = (bundle) => {
+      const entry = {};
+      let size = 0;
+      for (const [mime, data] of Object.entries(bundle)) {
+        const binary = Buffer.isBuffer(data) || data instanceof Uint8Array;
+        if (!binary && typeof data !== 'string') continue;
+        size += binary ? data.length : Buffer.byteLength(data);
+        entry[mime] = binary ? Buffer.from(data).toString('base64') : data;
+      }
+      if (Object.keys(entry).length === 0) return;
+      if (count >= ask.max) return write({ 'hazmat/dropped': 'count' });
+      if (bytes + size > ask.bytes) return write({ 'hazmat/dropped': 'bytes' });
+      count += 1;
+      bytes += size;
+      write(entry);
+    };
+    const image = (data) => {
+      const b = Buffer.from(data);
+      if (b.subarray(0, 8).equals(Buffer.from('89504e470d0a1a0a', 'hex'))) return 'image/png';
+      if (b[0] === 0xff && b[1] === 0xd8) return 'image/jpeg';
+      if (b.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
+      return null;
+    };
+    const json = (value) => {
+      const text = JSON.stringify(value, null, 2);
+      return text === undefined ? { 'text/plain': String(value) }
+        : { 'application/json': text, 'text/plain': text };
+    };
+    const display = (...values) => {
+      const last = values[values.length - 1];
+      const raw = values.length > 1 && last && typeof last === 'object' && last.raw === true;
+      for (const value of raw ? values.slice(0, -1) : values) {
+        if (raw && value && typeof value === 'object') emit(value);
+        else if (Buffer.isBuffer(value) || value instanceof Uint8Array) {
+          const mime = image(value);
+          if (mime) emit({ [mime]: value });
+          else fs.writeSync(2, 'hazmat: display() takes bytes of a PNG, JPEG or GIF image\n');
+        } else if (typeof value === 'string') emit({ 'text/plain': value });
+        else emit(json(value));
+      }
+    };
+    display.html = (text) => emit({ 'text/html': String(text) });
+    display.svg = (text) => emit({ 'image/svg+xml': String(text) });
+    display.markdown = (text) => emit({ 'text/markdown': String(text) });
+    display.png = (data) => emit({ 'image/png': data });
+    display.json = (value) => emit(json(value));
+    return display;
+  };
   process.on('SIGUSR2', function hazmatStart() {
     process.removeListener('SIGUSR2', hazmatStart);
     clearInterval(idle);
@@ -96,8 +161,9 @@
     }
     if (job !== null && job.length > 0) {
       const parsed = JSON.parse(job.toString('utf8'));
-      Object.assign(process.env, parsed.env);
-      process.argv.push(...parsed.args);
+      Object.assign(process.env, parsed.env || {});
+      process.argv.push(...(parsed.args || []));
+      if (parsed.displays) globalThis.display = displays(parsed.displays);
     }
     // runMain is called by the event loop itself, so no frame of this runner is on the
     // program's stack (its stack traces end in node's own frames, as with `node main.js`)
