@@ -47,6 +47,8 @@ def test_a_bad_argument_is_a_tool_error(tmp_path: Path) -> None:
     calls = [("run_code", {"code": "print(1)", "language": "cobol"})]
     _, answers = anyio.run(session_calls, tmp_path, key, calls)
     assert answers[0].is_error and "cobol" in answers[0].content[0].text
+    error = answers[0].structured_content["error"]  # the fields of the HTTP API's error body
+    assert error["type"] == "UnknownLanguage" and "cobol" in error["message"]
 
 
 def test_a_revoked_key_stops_the_next_call(tmp_path: Path) -> None:

@@ -30,7 +30,6 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     BlobResourceContents,
@@ -157,17 +156,23 @@ Tool = Callable[..., Awaitable[Any]]
 
 
 def _told(tool: Tool) -> Tool:
-    """`tool` with hazmat's errors as the SDK's `ToolError`: the client (the model) reads the
+    """`tool` with hazmat's errors as MCP tool errors: the client (the model) reads the
     error's message in the tool's result, as an HTTP client reads it in the body ("unknown
-    language 'cobol'", "this key was revoked"). Anything else is a crash, whose text the SDK
-    keeps in the server's log and does not send."""
+    language 'cobol'", "this key was revoked"), and its fields in the structured content,
+    `{"error": {"type", "message"}}` as the HTTP API's error body has them. Anything else is
+    a crash, whose text the SDK keeps in the server's log and does not send."""
 
     @functools.wraps(tool)  # the SDK reads the signature and the docstring through it
     async def told(*args: Any, **kwargs: Any) -> Any:
         try:
             return await tool(*args, **kwargs)
         except HazmatError as exc:
-            raise ToolError(str(exc)) from exc
+            error = {"type": type(exc).__name__, "message": str(exc)}
+            return CallToolResult(
+                content=[TextContent(type="text", text=str(exc))],
+                structured_content={"error": error},
+                is_error=True,
+            )
 
     return told
 
