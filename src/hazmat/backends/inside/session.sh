@@ -190,10 +190,17 @@ alive() {
 }
 # every process but PID 1, this one and those named (the interpreter kept between calls, the
 # next call's runner, the watcher), true zombies skipped (they wait for their parent; a zombie
-# leader with a live thread is killed); until none is left, boundedly
+# leader with a live thread is killed); until none is left, boundedly. The watcher's
+# (`guarded`) stops once the call's own processes have ended (the phase file says done): what
+# the agent starts after that, the output files' collection, is not the call's
+guarded=''
 sweep() {
     n=0
     while [ "$n" -lt 1000 ]; do
+        if [ -n "$guarded" ]; then
+            IFS= read -r phase <"$chan/phase"
+            [ "$phase" = run ] || return 0
+        fi
         left=''
         for p in /proc/[0-9]*; do
             p=${p#/proc/}
@@ -231,6 +238,7 @@ end_all() {
 # A subshell of the agent, root's like it, that starts no process; its FIFOs are root's alone.
 watcher=''
 watch_calls() {
+    guarded=1
     exec 9<>"$chan/call"
     IFS=' ' read -r me _ </proc/self/stat
     while IFS=' ' read -r word interp <&9; do
