@@ -183,12 +183,12 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
     kept, for the model or person who reads the result."""
     if report.told is None:
         return report
-    limit = job.limits.timeout_s
-    why = (
-        "was cancelled"
-        if report.cancelled and not report.timed_out
-        else f"ran past its time limit of {limit:g} s"
-    )
+    if report.cancelled and not report.timed_out:
+        why = " was cancelled"
+    elif report.compile_timed_out:
+        why = f"'s build ran past its time limit of {job.limits.compile_timeout_s:g} s"
+    else:
+        why = f" ran past its time limit of {job.limits.timeout_s:g} s"
     kept = {"python": "interpreter", "bash": "shell"}.get(job.language.name)
     if kept is None:
         what = "its processes were ended; the session is still open, with its files"
@@ -205,7 +205,7 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
         if report.timed_out
         else ""
     )
-    note = f"The call {why}: {what}.{advice}"
+    note = f"The call{why}: {what}.{advice}"
     return dataclasses.replace(report, notes=(*report.notes, note))
 
 
