@@ -108,8 +108,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-TOOLS = {"run_code", "assess_code", "open_session", "run_in_session", "pause_session",
-         "resume_session", "close_session"}
+TOOLS = {"run_code", "assess_code", "open_session", "run_in_session", "upload_files",
+         "download_files", "pause_session", "resume_session", "close_session"}
 
 
 async def check(url: str, key: str, mode: str) -> None:
