@@ -81,3 +81,14 @@ def test_nothing_when_the_output_ends_with_no_exception() -> None:
     assert program_exception("javascript", "Error: printed, not thrown\n") is None
     assert program_exception("go", "panic: boom\n") is None
     assert program_exception("python", "") is None
+
+
+def test_python_the_last_syntax_block_and_frames_without_an_error() -> None:
+    two = (
+        PYTHON_SYNTAX + "  File \"/work/other.py\", line 3\n    y = ]\nSyntaxError: unmatched ']'\n"
+    )
+    last = program_exception("python", two)
+    assert last is not None and last.value == "unmatched ']'"
+    assert last.traceback.startswith('  File "/work/other.py", line 3')
+    # frame lines and no error after them (one pass over them, however many)
+    assert program_exception("python", '  File "a", line 1\n' * 50_000) is None

@@ -21,7 +21,9 @@ __all__ = ["program_exception"]
 _PY_START = "Traceback (most recent call last):"
 # `ZeroDivisionError: division by zero`, `json.decoder.JSONDecodeError: ...`, `KeyboardInterrupt`
 _PY_LAST = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
-_PY_SYNTAX = re.compile(r'^  File "[^"]+", line \d+\n(?:.*\n)*?(\w*Error): (.*)$', re.MULTILINE)
+# a syntax error's block: from a frame line to the first error line after it
+_PY_FRAME = re.compile(r'  File "[^"]+", line \d+$')
+_PY_ERROR = re.compile(r"(\w*Error): (.*)$")
 # `TypeError: x is not a function`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find ...`
 _NODE_LAST = re.compile(r"^([A-Za-z_$][\w$]*)(?: \[[A-Z0-9_]+\])?: (.*)$")
 _NODE_FRAME = re.compile(r"^ {4}at ")
@@ -41,12 +43,7 @@ def program_exception(language: str, stderr: str) -> ProgramException | None:
 def _python(stderr: str) -> ProgramException | None:
     at = stderr.rfind(_PY_START)
     if at < 0:
-        blocks = list(_PY_SYNTAX.finditer(stderr))
-        if not blocks:
-            return None
-        syntax = blocks[-1]
-        block = stderr[syntax.start() : syntax.end()]
-        return ProgramException(syntax.group(1), syntax.group(2), _cut(block))
+        return _python_syntax(stderr.splitlines())
     lines = stderr[at:].rstrip("\n").splitlines()
     # the frames are indented; the first line after them that is not names the exception
     # (its value may run on over more lines)
@@ -58,6 +55,24 @@ def _python(stderr: str) -> ProgramException | None:
             value = "\n".join([found.group(2) or "", *lines[i + 1 :]]).strip("\n")
             return ProgramException(found.group(1), value, _cut("\n".join(lines[:i])))
     return None
+
+
+def _python_syntax(lines: list[str]) -> ProgramException | None:
+    """The last block from a frame line to the first error line after it, in one pass (the
+    stderr is the program's: a scan that went back over it for each frame line would let a
+    program spend the host's time)."""
+    start: int | None = None
+    last: tuple[int, int, re.Match[str]] | None = None
+    for i, line in enumerate(lines):
+        if start is None and _PY_FRAME.match(line):
+            start = i
+        elif start is not None and (found := _PY_ERROR.match(line)):
+            last, start = (start, i, found), None
+    if last is None:
+        return None
+    first, end, found = last
+    block = "\n".join(lines[first : end + 1])
+    return ProgramException(found.group(1), found.group(2), _cut(block))
 
 
 def _node(stderr: str) -> ProgramException | None:
