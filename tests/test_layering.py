@@ -27,11 +27,14 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_exceptions", "language_builds", "template"}),
     frozenset({"languages", "egress", "watch", "displays"}),
+    frozenset({"package_policy"}),
     frozenset({"policy"}),
     frozenset({"policy_file", "models", "quotas"}),
     frozenset({"tenant_keys", "wire", "metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),
+    # installing packages into a session: the download, the wheel cache, the install
+    frozenset({"packages"}),
     frozenset({"pausing"}),
     frozenset({"sessions", "grade"}),
     frozenset({"sandbox"}),

@@ -9,7 +9,8 @@ HazmatError
 │   ├── RequestTimeout ··········· the service: a request body that did not arrive (HTTP 408)
 │   ├── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
 │   ├── SessionBusy ·············· another resume of that paused session is under way (409)
-│   └── BatchNotFound ············ no batch of the caller's has that id (HTTP 404)
+│   ├── BatchNotFound ············ no batch of the caller's has that id (HTTP 404)
+│   └── InstallRefused ··········· the policy lets no install of these packages here (403)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
 │   └── SessionClosed ············ the session ended (closed, expired, timed out) (HTTP 410)
@@ -54,6 +55,7 @@ __all__ = [
     "InfraError",
     "InputError",
     "InputTooLarge",
+    "InstallRefused",
     "NotPermitted",
     "PolicyError",
     "QuotaExceeded",
@@ -136,6 +138,13 @@ class BatchNotFound(InputError):
     same)."""
 
     http_status = 404
+
+
+class InstallRefused(InputError):
+    """A session may not install these packages: its trust level may not install, the service
+    has no package index, or the install is over the policy's caps (`packages`)."""
+
+    http_status = 403
 
 
 class PolicyError(HazmatError):

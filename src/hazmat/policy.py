@@ -36,6 +36,7 @@ from typing import Any
 from hazmat._exceptions import InputError, PolicyError, quoted
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
+from hazmat.package_policy import PackageSettings
 
 __all__ = [
     "PRESETS",
@@ -430,6 +431,8 @@ class Policy:
     # bundles over prepared root file systems: backends/oci/driver.py), or "auto": the OCI
     # tier where its prerequisites hold, else Docker (backends/oci/prerequisites.py)
     backend: str = "auto"
+    # which sessions may install packages, from which index (package_policy.py)
+    packages: PackageSettings = field(default_factory=PackageSettings)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

@@ -16,6 +16,7 @@ from hazmat._exceptions import HazmatError, PolicyError, quoted
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
+from hazmat.package_policy import PackageSettings, parse_packages
 from hazmat.policy import (
     AUDIT_BOUNDS,
     BACKENDS,
@@ -62,7 +63,7 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
     top = _mapping(data, source, "")
     known = {
         "version", "default_trust", "trust", "images", "audit", "pool", "sessions", "egress",
-        "backend",
+        "backend", "packages",
     }  # fmt: skip
     _no_unknown_keys(top, known, source, "")
     if top.get("version", 1) != 1:
@@ -86,6 +87,7 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
         sessions=_parse_sessions(top.get("sessions", {}), source),
         reachable=_parse_egress(top.get("egress", {}), source),
         backend=_parse_backend(top.get("backend", "auto"), source),
+        packages=_parse_packages(top.get("packages", {}), source),
     )
 
 
@@ -104,6 +106,13 @@ def _parse_egress(data: object, source: str) -> tuple[Network, ...]:
         return parse_reachable(values.get("reachable", []))
     except ValueError as exc:
         raise PolicyError(f"{source}: egress.reachable{exc}") from None
+
+
+def _parse_packages(data: object, source: str) -> PackageSettings:
+    try:
+        return parse_packages(data, [level.value for level in TrustLevel])
+    except ValueError as exc:
+        raise PolicyError(f"{source}: packages{exc}") from None
 
 
 def _parse_pool(data: object, source: str) -> PoolSettings:

@@ -39,6 +39,7 @@ from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
+from hazmat.packages.install import Installed, Target, install
 from hazmat.pausing import restore
 from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
 from hazmat.policy_file import load_policy
@@ -234,6 +235,16 @@ class Sandbox:
             "Sandbox.bench is renamed Sandbox.kept_build", DeprecationWarning, stacklevel=2
         )
         return self.kept_build(*args, **kwargs)
+
+    def install_packages(self, target: Target, asked: object) -> Installed:
+        """A session's install (`Session.install`; hazmat/packages/install.py)."""
+        self._check_open()
+
+        def record(details: Mapping[str, Any]) -> None:
+            self._recorder.session_event("installed", details)
+
+        packages = self.policy.packages
+        return install(target, asked, packages, self.backend, self._gates, record)
 
     def record_session_files(
         self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]

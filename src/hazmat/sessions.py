@@ -41,6 +41,7 @@ from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
+    from hazmat.packages.install import Installed, Target
     from hazmat.run.session_store import Paused
 
 __all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
@@ -84,6 +85,8 @@ class Pipeline(Protocol):
 
     def keep_paused(self, paused: Paused, archive: bytes) -> None: ...
 
+    def install_packages(self, target: Target, asked: object) -> Installed: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class Fixed:
@@ -113,6 +116,8 @@ def open_session(
     # one memory budget for the session's container, builds included (no compile_memory_mb)
     limits = settings.limits.clamped(pipeline.backend.resources()).replace(compile_memory_mb=0)
     spec = Spec.of(lang.name, chosen, parse_runtime(asked.runtime) or settings.runtime, limits)
+    # a session that may install packages gets an exec /tmp for their compiled extensions
+    spec = dataclasses.replace(spec, packages=policy.packages.allows(level.value, lang.name))
     caller = asked.caller
     if caller is not None and not isinstance(caller, str):
         raise InputError(f"caller must be str, not {type(caller).__name__}")
@@ -260,6 +265,19 @@ class Session:
         if not want:
             raise InputError("download: no file names given")
         return self._files({}, want)
+
+    def install(self, packages: Iterable[str]) -> Installed:
+        """Install `packages` (requirements: `["seaborn==0.13.2"]`) into the session, where
+        its next calls import them: fetched from the policy's package index through the
+        allowlist proxy in a sandbox of their own, checked by hash, audited
+        (`session.installed`). Refused (`InstallRefused`, saying what to do instead) where the
+        policy's `packages` section does not let the session's trust level install."""
+        from hazmat.packages.install import Target
+
+        self._check_open()
+        asked = list(packages) if not isinstance(packages, str | bytes) else packages
+        target = Target(self.id, self.language, self.trust, self._job, self.agent_call)
+        return self._sandbox.install_packages(target, asked)
 
     def pause(self, owner: str | None = None) -> Paused:
         """Pause the session: its working directory, and what can be pickled of Python's

@@ -55,6 +55,14 @@ class Spec:
     # a kept container for one submission's test cases (backends/kept/kept_build.py): built once,
     # each test a fresh process from the state right after the build; it keeps the build's budget
     kept_build: bool = False
+    # a session that may install packages (hazmat/packages/): its /tmp allows exec, so that
+    # the compiled extensions installed there load (noexec is hygiene, not the boundary)
+    packages: bool = False
+
+    @property
+    def exec_tmp(self) -> bool:
+        """Whether /tmp allows exec: a compiled language's build, or installed packages."""
+        return get_language(self.language).exec_tmp or self.packages
 
     @property
     def start_memory_mb(self) -> int:

@@ -66,6 +66,14 @@ def add(sub: Any) -> None:
     )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument(
+        "--pip",
+        action="append",
+        default=[],
+        metavar="REQUIREMENT",
+        help="install this package first (repeatable; 'seaborn==0.13.2'): the program runs in "
+        "a session that installs it from the policy's package index (packages.python.index)",
+    )
+    run.add_argument(
         "--local",
         action="store_true",
         help="run in this process, not through a hazmat service (HAZMAT_URL, HAZMAT_API_KEY) "
@@ -181,7 +189,11 @@ def _run(args: argparse.Namespace) -> int:
     service = None if here else local_server.for_cli(local_server.say)
     if service is not None and not service.own and weaker_runtime(args):
         service = None  # runc at a runsc level: the user's own choice, no service key's
-    if service is not None:
+    if args.pip:
+        from hazmat.cli.pip_run import run_with_packages
+
+        result = run_with_packages(args, code, language.name, options, live, service)
+    elif service is not None:
         result = run_remote(service, code, language.name, options, live)
     else:
         from hazmat.sandbox import Sandbox

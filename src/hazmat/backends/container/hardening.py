@@ -118,7 +118,7 @@ def _host_config(
             docker.types.Ulimit(name=name, soft=soft, hard=hard)
             for name, soft, hard in ulimits(spec)
         ],
-        tmpfs=tmpfs_mounts(spec, WORKDIR, lang.exec_tmp, uid),
+        tmpfs=tmpfs_mounts(spec, WORKDIR, spec.exec_tmp, uid),
         log_config=docker.types.LogConfig(type="none"),
         runtime=spec.runtime.value,
         binds={spec.egress: {"bind": EGRESS_DIR, "mode": "ro"}} if spec.egress else None,

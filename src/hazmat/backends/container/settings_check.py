@@ -127,7 +127,6 @@ def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) ->
     worked out from the spec alone (not from the request sent to the engine, so a wrong
     request is caught too), and, given the security options of the seccomp profile in use,
     that profile."""
-    from hazmat.languages import get_language
 
     memory = spec.start_memory_mb * _MiB
     want: dict[str, Any] = {
@@ -147,7 +146,7 @@ def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) ->
         "network_disabled": True,
         "masked_paths": sorted(MASKED_PATHS),
         "readonly_paths": sorted(READONLY_PATHS),
-        "tmpfs": tmpfs_mounts(spec, WORKDIR, get_language(spec.language).exec_tmp, uid),
+        "tmpfs": tmpfs_mounts(spec, WORKDIR, spec.exec_tmp, uid),
         "shm_size": spec.tmpfs_mb * _MiB,
         "ulimits": sorted(ulimits(spec)),
         "log_driver": "none",

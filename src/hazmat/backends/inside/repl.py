@@ -19,6 +19,10 @@ _main.__builtins__ = builtins
 _main.__loader__ = importlib.machinery.SourceFileLoader("__main__", _path)
 sys.modules["__main__"] = _main
 _namespace = _main.__dict__
+# the packages an install put into the session (hazmat/packages/install_cell.py), ahead of the
+# image's, for the interpreter and its subprocesses
+sys.path.insert(1, "/tmp/.packages")
+os.environ["PYTHONPATH"] = "/tmp/.packages"
 _base_env = dict(os.environ)
 def _flush():
     for name in ("stderr", "stdout"):

@@ -89,7 +89,9 @@ class SessionBackend(KeptBackend):
     def call(self, job: Job, mode: str, archive: bytes = b"") -> RunReport:
         """One call: `run` (unpack, build, run, collect) or `files` (unpack, collect); for a
         kept build, `build` and `again` (backends/agent/session_agent.py)."""
-        if _kept(dataclasses.replace(job.spec, kept_build=self.spec.kept_build)) != self.spec:
+        spec = self.spec  # what a job does not say: a kept build's, a session's packages
+        asked = dataclasses.replace(job.spec, kept_build=spec.kept_build, packages=spec.packages)
+        if _kept(asked) != spec:
             raise InfraError("this call's container settings differ from its session's")
         with self._lock:
             started = self._open()

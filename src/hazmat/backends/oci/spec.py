@@ -81,7 +81,7 @@ def bundle_config(
         },
         "root": {"path": str(rootfs), "readonly": True},
         "hostname": "sandbox",
-        "mounts": _mounts(spec, uid, lang.exec_tmp, init, _compiled(spec, agent)),
+        "mounts": _mounts(spec, uid, spec.exec_tmp, init, _compiled(spec, agent)),
         "annotations": annotations,
         "linux": {
             "namespaces": [

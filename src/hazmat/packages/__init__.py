@@ -1,0 +1,1 @@
+"""Packages on demand: a session installs packages from the policy's index (install.py)."""

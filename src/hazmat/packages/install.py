@@ -1,0 +1,120 @@
+"""An install into a session, start to end: the requirements checked against the policy
+(requirements.py), the files fetched through the allowlist proxy in a sandbox of their own
+(fetch.py), installed by the session's own interpreter into its exec tmpfs (install_cell.py),
+and the whole recorded in the audit log (`session.installed`: what was asked, every file's
+package, version and SHA-256, and what the download connected to)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from hazmat._exceptions import HazmatError, InfraError
+from hazmat.backends.base import Backend, Job, Program, RunReport
+from hazmat.egress.gates import Gates
+from hazmat.package_policy import PackageSettings
+from hazmat.packages.fetch import Fetched, PackageFile, fetch
+from hazmat.packages.requirements import check_requirements
+
+__all__ = ["Installed", "install"]
+
+FOLDER = ".hazmat-install"
+
+
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    """What an install put into a session."""
+
+    session: str
+    requested: tuple[str, ...]
+    packages: tuple[PackageFile, ...]
+    duration_ms: float
+    connections: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def note(self) -> str:
+        """One sentence for a model: what it may now import."""
+        if not self.packages:
+            return "already installed in the image: nothing to do; import it"
+        names = ", ".join(f"{p.name} {p.version}" for p in self.packages)
+        return f"installed {names}; import them in the next call"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "requested": list(self.requested),
+            "packages": [p.to_dict() for p in self.packages],
+            "duration_ms": round(self.duration_ms, 1),
+            "connections": list(self.connections),
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Installed:
+        """What `to_dict` gave (a cluster worker's answer)."""
+        return cls(
+            str(data["session"]),
+            tuple(data["requested"]),
+            tuple(PackageFile.from_dict(p) for p in data["packages"]),
+            float(data["duration_ms"]),
+            tuple(data["connections"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The session an install goes into, as the install needs it."""
+
+    id: str
+    language: str
+    trust: str
+    job: Callable[[Program], Job]  # a job of the session's for a program
+    call: Callable[[Program, str], RunReport]  # one agent call of the session's
+
+
+def install(
+    target: Target,
+    asked: object,
+    settings: PackageSettings,
+    backend: Backend,
+    gates: Gates,
+    record: Callable[[Mapping[str, Any]], None],
+) -> Installed:
+    began = time.monotonic()
+    try:
+        requirements = check_requirements(asked, settings, target.trust, target.language)
+    except HazmatError as exc:  # a refusal is recorded too, with what was asked
+        shown = [str(x)[:200] for x in asked] if isinstance(asked, list) else [str(asked)[:200]]
+        record({"session": target.id, "requested": shown[:100], "refused": str(exc)})
+        raise
+    probe = target.job(Program(files={}, want=(), stdin=b"", max_file_bytes=1))
+    files, connections = fetch(backend, gates, settings, probe, requirements)
+    if files:
+        _put(target, files)
+    took = (time.monotonic() - began) * 1000
+    packages = tuple(f.file for f in files)
+    done = Installed(target.id, requirements, packages, took, tuple(connections))
+    record(done.to_dict())
+    return done
+
+
+def _put(target: Target, files: Sequence[Fetched]) -> None:
+    """Send the files into the session and have its interpreter install them."""
+    cell = resources.files("hazmat.packages").joinpath("install_cell.py").read_text()
+    code = f"exec(compile({cell!r}, '<hazmat install>', 'exec'), {{'__name__': 'install'}})\n"
+    program = Program(
+        files={"main.py": code.encode(), **{f"{FOLDER}/{f.file.file}": f.data for f in files}},
+        want=(),
+        stdin=b"",
+        max_file_bytes=1,
+    )
+    report = target.call(program, "run")
+    if report.exit_code != 0:
+        said = report.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        raise InfraError(
+            f"the session could not install the packages (status {report.exit_code}): "
+            + (" ".join(said) or "; ".join(report.notes) or "no message")
+        )
