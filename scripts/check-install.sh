@@ -109,7 +109,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = {"run_code", "assess_code", "open_session", "run_in_session", "upload_files",
-         "download_files", "pause_session", "resume_session", "close_session"}
+         "download_files", "install_packages", "pause_session", "resume_session",
+         "close_session"}
 
 
 async def check(url: str, key: str, mode: str) -> None:

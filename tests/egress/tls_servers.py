@@ -30,7 +30,7 @@ class TLSServer:
         return context
 
 
-def _certificates(directory: Path) -> tuple[bytes, Path, Path]:
+def certificates(directory: Path) -> tuple[bytes, Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hazmat test CA")])
@@ -132,7 +132,7 @@ def read_head(sock: socket.socket) -> bytes:
 
 def start_servers(directory: Path) -> tuple[dict[str, TLSServer], list[socket.socket]]:
     """A TLS server on 127.0.0.2 (the tests' "public" host) and one on 127.0.0.1."""
-    ca_pem, cert, key = _certificates(directory)
+    ca_pem, cert, key = certificates(directory)
     servers: dict[str, TLSServer] = {}
     listeners = []
     for address in ("127.0.0.2", "127.0.0.1"):

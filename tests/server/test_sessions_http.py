@@ -224,6 +224,7 @@ def test_the_tool_list_names_the_session_tools(tmp_path: Path) -> None:
         "run_in_session",
         "upload_files",
         "download_files",
+        "install_packages",
         "pause_session",
         "resume_session",
         "close_session",
@@ -279,11 +280,14 @@ def test_mcp_tools_take_what_http_takes_and_files_come_back_as_resources(
                     "download_files", {"session_id": sid, "names": ["out.bin", "note.txt"]}
                 ),
                 await client.call_tool("download_files", {"session_id": sid, "names": ["no"]}),
+                await client.call_tool(
+                    "install_packages", {"session_id": sid, "packages": ["seaborn"]}
+                ),
             ]
             await client.call_tool("close_session", {"session_id": sid})
             return answers
 
-    uploaded, ran, failed, downloaded, missing = anyio.run(scenario)
+    uploaded, ran, failed, downloaded, missing, refused = anyio.run(scenario)
     assert uploaded.structured_content == {"uploaded": ["blob.bin", "note.txt"]}
     assert ran.structured_content["stdout"] == "hi ['a', 'b'] hello 258\n", ran.content
     assert failed.structured_content["exception"]["name"] == "ZeroDivisionError"
@@ -293,3 +297,6 @@ def test_mcp_tools_take_what_http_takes_and_files_come_back_as_resources(
     assert note.resource.text == "hello" and note.resource.uri.endswith("/files/note.txt")
     assert set(downloaded.structured_content["files_base64"]) == {"out.bin", "note.txt"}
     assert missing.is_error and "no" in missing.content[0].text
+    # the built-in policy installs nothing: the model reads what to do instead
+    assert refused.is_error and refused.structured_content["error"]["type"] == "InstallRefused"
+    assert "use the standard library" in refused.content[0].text

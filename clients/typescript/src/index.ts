@@ -14,6 +14,7 @@ export type SessionRequest = Schemas['SessionRequest'];
 export type SessionInfo = Schemas['Session'];
 export type SessionRun = Schemas['SessionRun'];
 export type PausedSession = Schemas['PausedSession'];
+export type Installed = Schemas['Installed'];
 export type ErrorBody = Schemas['Error'];
 export type { components, paths } from './schema.js';
 export { events, type ServerEvent } from './sse.js';
@@ -195,6 +196,12 @@ export class Session {
       files[name] = new Uint8Array(Buffer.from(data, 'base64'));
     }
     return files;
+  }
+
+  /** Install Python packages (`['seaborn==0.13.2']`) from the service's package index, for
+   * later calls to import; a 403 `InstallRefused` says what to use instead. */
+  install(packages: string[]): Promise<Installed> {
+    return this.client.call('POST', `${this.at}/packages`, { packages });
   }
 
   /** Pause it: its files (and Python's variables) are kept, its sandbox removed. */

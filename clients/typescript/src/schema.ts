@@ -115,6 +115,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session}/packages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Install Python packages into the session from the policy's package index (403 where the policy does not let it install: the message says why) */
+        post: operations["installPackages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session}/pause": {
         parameters: {
             query?: never;
@@ -451,6 +470,30 @@ export interface components {
             files_base64?: {
                 [key: string]: string;
             };
+        };
+        PackagesRequest: {
+            /** @description requirements: a name and optionally a version range ('seaborn==0.13.2'); no URLs, paths or pip options */
+            packages: string[];
+        };
+        Installed: {
+            session: string;
+            requested: string[];
+            /** @description each file installed, dependencies included */
+            packages: {
+                name: string;
+                version: string;
+                file: string;
+                sha256: string;
+                bytes: number;
+                /** @description from the service's cache, not the index */
+                cached: boolean;
+                requested?: boolean;
+            }[];
+            duration_ms: number;
+            /** @description what the download connected to, through the allowlist proxy */
+            connections: Record<string, never>[];
+            /** @description one sentence on what to do next */
+            note: string;
         };
         Task: {
             id: string;
@@ -1410,6 +1453,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description The request is wrong (the message says how) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or one the service does not know or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not ask for this (trust, runtime, override) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No open session of this tenant has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body did not arrive within the service's body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The session has ended (closed, expired, a call would not stop) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, the code or a file is over its cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the tenant's quota or its most sessions; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The engine, the audit log or the sandbox is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    installPackages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PackagesRequest"];
+            };
+        };
+        responses: {
+            /** @description What was installed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Installed"];
                 };
             };
             /** @description The request is wrong (the message says how) */

@@ -57,6 +57,14 @@ describe('a live hazmat serve', { skip: live ? false : 'HAZMAT_URL and HAZMAT_AP
       const slow = await session.run({ code: 'while True:\n    pass', timeout: 1 });
       assert.equal(slow.outcome, 'timeout');
       assert.equal((await session.run({ code: 'print(x)' })).stdout, '41\n');
+      // the service's built-in policy installs nothing: refused, saying what to use instead
+      await assert.rejects(session.install(['seaborn==0.13.2']), (error: unknown) => {
+        assert.ok(error instanceof HazmatError);
+        assert.equal(error.status, 403);
+        assert.equal(error.type, 'InstallRefused');
+        assert.match(error.message, /use the standard library/);
+        return true;
+      });
     } finally {
       await session.close();
     }

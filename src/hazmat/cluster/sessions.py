@@ -35,6 +35,7 @@ from hazmat.cluster.dispatch import Dispatcher, Lost
 from hazmat.cluster.keys import patiently, worker_key
 from hazmat.cluster.placement import Placement
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.packages.install import Installed
 from hazmat.policy import parse_trust
 from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import ENDED_KEPT
@@ -108,6 +109,11 @@ class RemoteSession:
             raise InputError("download: no file names given")
         answer = self._book.call(self, {"op": "download", "session": self.id, "names": want})
         return {name: base64.b64decode(data) for name, data in answer["files_base64"].items()}
+
+    def install(self, packages: Iterable[str]) -> Installed:
+        asked = list(packages) if not isinstance(packages, str | bytes) else packages
+        answer = self._book.call(self, {"op": "install", "session": self.id, "packages": asked})
+        return Installed.from_dict(answer["installed"])
 
     def pause(self, owner: str | None = None) -> Paused:
         body = {"op": "pause", "session": self.id, "owner": owner or self.owner}

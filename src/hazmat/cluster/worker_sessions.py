@@ -24,7 +24,7 @@ from hazmat.wire import request_from_wire, result_to_wire
 
 __all__ = ["OPS", "SessionCalls"]
 
-OPS = ("open", "resume", "run", "upload", "download", "pause", "close")
+OPS = ("open", "resume", "run", "upload", "download", "install", "pause", "close")
 
 
 class SessionCalls:
@@ -40,6 +40,7 @@ class SessionCalls:
             "run": self._run,
             "upload": self._upload,
             "download": self._download,
+            "install": self._install,
             "pause": self._pause,
             "close": self._close,
         }
@@ -121,6 +122,11 @@ class SessionCalls:
         got = session.download(list(body["names"]))
         files = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         return {"files_base64": files, "info": session.info()}
+
+    def _install(self, body: Mapping[str, Any], watch: Watch) -> dict[str, Any]:
+        session = self._session(body)
+        done = session.install(body.get("packages"))  # type: ignore[arg-type]  # checked there
+        return {"installed": done.to_dict(), "info": session.info()}
 
     def _pause(self, body: Mapping[str, Any], watch: Watch) -> dict[str, Any]:
         paused = self._session(body).pause(owner=body.get("owner"))

@@ -120,6 +120,7 @@ def _session_routes(service: _Service) -> list[Route]:
         Route(f"{at}/runs", service.endpoint("session_runs", s.run), methods=["POST"]),
         Route(f"{at}/files", service.endpoint("session_files", s.upload), methods=["PUT"]),
         Route(f"{at}/files", service.endpoint("session_files", s.download), methods=["GET"]),
+        Route(f"{at}/packages", service.endpoint("session_runs", s.install), methods=["POST"]),
         Route(f"{at}/pause", service.endpoint("sessions", s.pause), methods=["POST"]),
         Route(f"{at}/resume", service.endpoint("sessions", s.resume), methods=["POST"]),
     ]

@@ -64,7 +64,6 @@ INSTRUCTIONS = (
 )
 
 
-
 KeyOf = Callable[[Context | None], Key]
 
 # the tools' parameters, each with what the model reads about it in the tool's schema
@@ -149,6 +148,9 @@ def build_mcp(
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     mcp.tool(annotations=reads)(_told(tools.assess_code))
     mcp.tool(annotations=reads)(_told(tools.download_files))
+    # an install reaches the operator's package index (only that, through the allowlist)
+    fetches = ToolAnnotations(read_only_hint=False, open_world_hint=True)
+    mcp.tool(annotations=fetches)(_told(tools.install_packages))
     return mcp
 
 
@@ -361,6 +363,28 @@ class _Tools:
         encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         content = [_file_resource(session_id, name, data) for name, data in got.items()]
         return CallToolResult(content=list(content), structured_content={"files_base64": encoded})
+
+    async def install_packages(
+        self,
+        session_id: SessionId,
+        packages: Annotated[
+            list[str],
+            Field(
+                description="requirements, each a name and optionally a version range, "
+                "like 'seaborn==0.13.2' or 'requests>=2.31'"
+            ),
+        ],
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Install Python packages into a session, for its later calls to import: from the
+        service's package index only, with their dependencies. Returns each package file
+        installed (name, version, SHA-256). Where the service lets this session install
+        nothing, the error says what to use instead."""
+        key = self.key_of(ctx)
+        session = self.book.get(session_id, key)
+        with self.quotas.admit(key.tenant, key.quotas):
+            done = await anyio.to_thread.run_sync(lambda: session.install(packages))
+        return done.to_dict()
 
     async def pause_session(
         self,

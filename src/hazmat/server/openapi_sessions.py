@@ -165,6 +165,55 @@ SESSION_SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "properties": {"files": _STR_MAP, "files_base64": _STR_MAP},
     },
+    "PackagesRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["packages"],
+        "properties": {
+            "packages": {
+                "type": "array",
+                "minItems": 1,
+                "items": _STR,
+                "description": "requirements: a name and optionally a version range "
+                "('seaborn==0.13.2'); no URLs, paths or pip options",
+            }
+        },
+    },
+    "Installed": {
+        "type": "object",
+        "required": ["session", "requested", "packages", "duration_ms", "connections", "note"],
+        "properties": {
+            "session": _STR,
+            "requested": {"type": "array", "items": _STR},
+            "packages": {
+                "type": "array",
+                "description": "each file installed, dependencies included",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "version", "file", "sha256", "bytes", "cached"],
+                    "properties": {
+                        "name": _STR,
+                        "version": _STR,
+                        "file": _STR,
+                        "sha256": _STR,
+                        "bytes": {"type": "integer"},
+                        "cached": {
+                            "type": "boolean",
+                            "description": "from the service's cache, not the index",
+                        },
+                        "requested": {"type": "boolean"},
+                    },
+                },
+            },
+            "duration_ms": {"type": "number"},
+            "connections": {
+                "type": "array",
+                "description": "what the download connected to, through the allowlist proxy",
+                "items": {"type": "object"},
+            },
+            "note": {"type": "string", "description": "one sentence on what to do next"},
+        },
+    },
 }
 
 SESSION_PATHS: dict[str, Any] = {
@@ -233,6 +282,21 @@ SESSION_PATHS: dict[str, Any] = {
                 }
             ],
             "responses": {"200": _json({"type": "object"}, "{files_base64: {...}}"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/packages": {
+        "parameters": [_ID],
+        "post": {
+            "summary": "Install Python packages into the session from the policy's package "
+            "index (403 where the policy does not let it install: the message says why)",
+            "operationId": "installPackages",
+            "security": _AUTH,
+            "requestBody": _body(_ref("PackagesRequest")),
+            "responses": {
+                "200": _json(_ref("Installed"), "What was installed"),
+                "403": _json(_ERROR, "The policy does not let this session install these"),
+                **_ERRORS,
+            },
         },
     },
     "/v1/sessions/{session}/pause": {

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound, quoted
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.packages.install import Installed
 from hazmat.quotas import QuotaBook
 from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import SLOT_RETRY_S
@@ -71,6 +72,8 @@ class OpenSession(Protocol):
     def upload(self, files: Mapping[str, str | bytes]) -> None: ...
 
     def download(self, names: Iterable[str]) -> dict[str, bytes]: ...
+
+    def install(self, packages: Iterable[str]) -> Installed: ...
 
     def pause(self, owner: str | None = None) -> Paused: ...
 
@@ -331,6 +334,16 @@ class SessionRoutes:
             got = await anyio.to_thread.run_sync(lambda: session.download(names))
         encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         return JSONResponse({"files_base64": encoded})
+
+    async def install(self, request: Request, key: Key) -> Response:
+        session = self._get(request, key)
+        data = await self._json(request, key)
+        if set(data) != {"packages"}:
+            raise InputError("give 'packages' (only): a list of requirements like 'six==1.17.0'")
+        asked = data["packages"]
+        with self.quotas.admit(key.tenant, key.quotas):  # a download and a call
+            done = await anyio.to_thread.run_sync(lambda: session.install(asked))
+        return JSONResponse(done.to_dict())
 
     def _get(self, request: Request, key: Key) -> OpenSession:
         return self.owners.get(str(request.path_params["session"]), key)
