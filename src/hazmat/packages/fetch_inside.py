@@ -14,9 +14,9 @@ import urllib.parse
 
 with open("want.json") as f:
     want = json.load(f)
-# pip's HTTP cache, for this run only: the files the dry run fetches (pip before 25.3 fetches
-# each, PEP 658 metadata or not) are not fetched again by the download, where the index lets
-# them be cached (PyPI's files are immutable)
+# pip's HTTP cache, for this run only: the files the dry run fetches (Debian's pip 25.1 fetches
+# each, PEP 658 metadata or not: pip's issue 12603) are not fetched again by the download,
+# where the index lets them be cached (PyPI's files are immutable)
 os.environ.update(
     HOME="/tmp", PIP_CACHE_DIR="/tmp/pip-cache", PIP_NO_INPUT="1", PIP_DISABLE_PIP_VERSION_CHECK="1"
 )
