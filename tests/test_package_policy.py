@@ -11,6 +11,7 @@ import io
 import json
 import re
 import tarfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,16 @@ from hazmat.testing import RecordingBackend, audit_records, invoke, report
 
 INDEX = "https://pypi.mirror.example:8443/simple/"
 WHEEL = "tool-1.0-py3-none-any.whl"
-DATA = b"PK not really a wheel"
+
+
+def _zip(size: int) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("tool/__init__.py", b"\0" * size)
+    return out.getvalue()
+
+
+DATA = _zip(10)
 
 
 def _policy(tmp_path: Path, **packages: Any) -> Any:
@@ -185,6 +195,22 @@ def test_a_file_whose_hash_is_not_the_index_s_is_neither_kept_nor_installed(
         session.install(["tool"])
     assert backend.kept[0].calls == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    big = _zip(70 * 1024 * 1024)  # 70 MB unpacked: the level's tmpfs is 64 MB (standard)
+    plan = [{"name": "t", "version": "1", "file": WHEEL, "sha256": "", "requested": True}]
+    answer = report(files={"files.tar": _download({WHEEL: big}, plan)})
+    backend = RecordingBackend(answer)
+    with (
+        Sandbox(_policy(tmp_path), backend=backend) as sandbox,
+        sandbox.session("python", trust="unknown") as session,
+        pytest.raises(InstallRefused, match=r"70\.0 MB installed .* has 64 MB .*tmpfs_mb"),
+    ):
+        session.install(["t"])
+    assert backend.kept[0].calls == []
 
 
 def test_a_file_named_to_escape_is_not_kept(tmp_path: Path) -> None:

@@ -290,12 +290,16 @@ class Session:
 
         return pause(self, owner if owner is not None else self.owner, self._sandbox.keep_paused)
 
-    def agent_call(self, program: Program, mode: str) -> RunReport:
+    def agent_call(self, program: Program, mode: str, timeout_s: float | None = None) -> RunReport:
         """One call of the session agent that is not a program of the caller's: `files`,
-        `save`, `restore` (backends/agent/session_agent.py)."""
+        `save`, `restore` (backends/agent/session_agent.py), or hazmat's own program in the
+        session (`run`: an install), with `timeout_s` for the level's time limit."""
         self._check_open()
         self._touch()
-        report = self._backend.call(self._job(program), mode)
+        job = self._job(program)
+        if timeout_s is not None:
+            job = dataclasses.replace(job, limits=job.limits.replace(timeout_s=timeout_s))
+        report = self._backend.call(job, mode)
         self._after_call()
         return report
 

@@ -7,17 +7,20 @@ package, version and SHA-256, and what the download connected to)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import time
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from hazmat._exceptions import HazmatError, InfraError
+from hazmat._exceptions import HazmatError, InfraError, InstallRefused
 from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
 from hazmat.package_policy import PackageSettings
 from hazmat.packages.fetch import Fetched, PackageFile, fetch
 from hazmat.packages.requirements import check_requirements
+from hazmat.policy import MiB
 
 __all__ = ["Installed", "install"]
 
@@ -72,7 +75,7 @@ class Target:
     language: str
     trust: str
     job: Callable[[Program], Job]  # a job of the session's for a program
-    call: Callable[[Program, str], RunReport]  # one agent call of the session's
+    call: Callable[[Program, str, float], RunReport]  # an agent call of the session's, timed
 
 
 def install(
@@ -93,7 +96,8 @@ def install(
     probe = target.job(Program(files={}, want=(), stdin=b"", max_file_bytes=1))
     files, connections = fetch(backend, gates, settings, probe, requirements)
     if files:
-        _put(target, files)
+        _check_room(files, probe.limits.tmpfs_mb, target.trust)
+        _put(target, files, settings.timeout_s)
     took = (time.monotonic() - began) * 1000
     packages = tuple(f.file for f in files)
     done = Installed(target.id, requirements, packages, took, tuple(connections))
@@ -101,7 +105,28 @@ def install(
     return done
 
 
-def _put(target: Target, files: Sequence[Fetched]) -> None:
+def _check_room(files: Sequence[Fetched], tmpfs_mb: int, trust: str) -> None:
+    """`InstallRefused` where the files would not fit the session: they are written into its
+    working directory, and installed (unpacked) into its /tmp, each a tmpfs of `tmpfs_mb`."""
+    packed = sum(len(f.data) for f in files)
+    unpacked = sum(_unpacked(f.data) for f in files)
+    if max(packed, unpacked) > tmpfs_mb * MiB:
+        raise InstallRefused(
+            f"these packages take {unpacked / MiB:.1f} MB installed ({packed / MiB:.1f} MB "
+            f"of files); a session at trust level {trust!r} has {tmpfs_mb} MB for them (policy "
+            f"trust.{trust}.tmpfs_mb): install fewer or smaller packages"
+        )
+
+
+def _unpacked(data: bytes) -> int:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InfraError(f"a downloaded package is not a wheel (a zip archive): {exc}") from None
+
+
+def _put(target: Target, files: Sequence[Fetched], timeout_s: float) -> None:
     """Send the files into the session and have its interpreter install them."""
     cell = resources.files("hazmat.packages").joinpath("install_cell.py").read_text()
     code = f"exec(compile({cell!r}, '<hazmat install>', 'exec'), {{'__name__': 'install'}})\n"
@@ -111,7 +136,7 @@ def _put(target: Target, files: Sequence[Fetched]) -> None:
         stdin=b"",
         max_file_bytes=1,
     )
-    report = target.call(program, "run")
+    report = target.call(program, "run", timeout_s)
     if report.exit_code != 0:
         said = report.stderr.decode(errors="replace").strip().splitlines()[-3:]
         raise InfraError(
