@@ -4,6 +4,7 @@ revoked key is refused."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,10 @@ from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
 from hazmat.tenant_keys import KeyStore
-from server_helpers import LiveServer, over_http, params, session_calls
+from server_helpers import LiveServer, over_http, params, session_calls, start_server, stop_server
 
 pytestmark = pytest.mark.docker
+HERE = Path(__file__).resolve().parent
 
 PROGRAMS = {
     "python": "print(6 * 7)\n",
@@ -170,3 +172,29 @@ def test_the_sdks_client_with_its_newest_protocol(live_server: LiveServer) -> No
     assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
     assert ran.structured_content["stdout"] == "42\n"
     assert refused.is_error and "unknown language 'cobol'" in refused.content[0].text
+
+
+def test_a_client_that_goes_away_mid_call_leaves_no_traceback(tmp_path: Path) -> None:
+    """The client is killed while its program runs (over streamable HTTP, with progress
+    notifications going to it): the run ends and is answered into the void, and the service's
+    log has no traceback for it (ClosedResourceError was one, once)."""
+    server = start_server(tmp_path)
+    try:
+        client = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "mcp_leaving_client.py"),
+                server.url,
+                server.keys["trusted"],
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert client.stdout is not None
+        assert client.stdout.readline() == "running\n"
+        client.kill()
+        client.wait()
+        client.stdout.close()
+    finally:
+        rest = stop_server(server)  # SIGTERM: the run in flight ends first
+    assert "Traceback" not in rest and "Error" not in rest, rest

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import base64
 import codecs
-import contextlib
 import functools
 import itertools
 import json
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -481,21 +481,31 @@ def progress(ctx: Context | None) -> Watch | None:
     loop = anyio.lowlevel.current_token()
     sent = itertools.count(1)
     decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in _STREAMS}
+    gone = threading.Event()  # a notification was not taken: no more are sent
+
+    async def send(number: int, message: str) -> None:
+        with anyio.move_on_after(PROGRESS_SEND_S) as waited:
+            await ctx.report_progress(number, message=message)
+        if waited.cancelled_caught:
+            gone.set()
 
     def on_output(stream: str, data: bytes) -> None:  # on the watch's thread
         text = decoders[stream].decode(data)
-        if not text:
+        if not text or gone.is_set():
             return
-        with contextlib.suppress(Exception):  # a client gone: the run goes on, unreported
-            anyio.from_thread.run(
-                functools.partial(ctx.report_progress, next(sent), message=f"{stream}: {text}"),
-                token=loop,
-            )
+        try:
+            anyio.from_thread.run(send, next(sent), f"{stream}: {text}", token=loop)
+        except Exception:  # the loop is stopping, the stream closed: the run goes on
+            gone.set()
 
     return Watch(on_output)
 
 
 _STREAMS = ("stdout", "stderr")
+# the longest a progress notification may wait to be taken: a client that went away mid-call
+# (its stream no longer read, as while the service stops) must not hold the run, whose
+# output is in its result anyway
+PROGRESS_SEND_S = 5.0
 
 
 def tool_result(result: ExecutionResult) -> CallToolResult:
