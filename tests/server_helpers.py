@@ -117,7 +117,12 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
 def stop_server(server: LiveServer) -> str:
     """SIGTERM, as a service manager stops it; returns what it printed after."""
     server.process.send_signal(signal.SIGTERM)
-    rest, _ = server.process.communicate(timeout=120)
+    try:
+        rest, _ = server.process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        server.process.kill()  # a service that will not stop fails its test, and goes
+        server.process.communicate()
+        raise
     assert server.process.returncode == 0, rest
     return rest
 
