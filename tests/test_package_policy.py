@@ -130,6 +130,26 @@ def test_a_refusal_says_what_to_do_instead_and_is_recorded(
     assert not backend.kept[0].spec.packages  # and its /tmp stays noexec
 
 
+@pytest.mark.parametrize(
+    ("trust", "says"), [("unknown", "install it first"), ("untrusted", "no network")]
+)
+def test_a_missing_module_s_note_says_to_install_it_where_the_session_may(
+    tmp_path: Path, trust: str, says: str
+) -> None:
+    stderr = b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'yaml'\n"
+    backend = RecordingBackend(report(exit_code=1, stderr=stderr))
+    with (
+        Sandbox(_policy(tmp_path), backend=backend) as sandbox,
+        sandbox.session("python", trust=trust) as session,
+    ):
+        notes = " ".join(session.run("import yaml").notes)
+        one_off = " ".join(sandbox.run("import yaml", trust="unknown").notes)
+    assert says in notes, notes
+    if trust == "unknown":  # by the name it has on the index
+        assert "session.install(['PyYAML'])" in notes
+    assert "install it first" not in one_off  # a single run cannot install
+
+
 def _installs(sandbox: Sandbox, session: str) -> list[dict[str, Any]]:
     return [
         d for k, d in audit_records(sandbox) if k == "session.installed" and d["session"] == session

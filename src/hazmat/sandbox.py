@@ -381,6 +381,8 @@ class Sandbox:
         began = time.monotonic()
         checked = check_request(self.policy, request)  # at once if `request` made it
         plan, notes = _plan(request, checked, backend)
+        if backend.one_budget and self.policy.packages.allows(request.trust, request.language):
+            plan = dataclasses.replace(plan, installs=True)  # a session that may install
         settings = self.policy.settings(request.trust)
         reason, allow = checked.override_reason, checked.network
         gate = self._gates.open(allow, settings.network.ports)

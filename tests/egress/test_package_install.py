@@ -79,6 +79,7 @@ def test_a_session_installs_a_compiled_package_and_imports_it(
         before = session.run("import probe_pure")
         assert before.outcome is Outcome.ERROR and before.exception is not None
         assert before.exception.name == "ModuleNotFoundError"
+        assert "install_packages tool" in " ".join(before.notes), before.notes
         session.run("kept = 'still here'")
         done = session.install(["hazmat-probe-pure==1.0"])
         assert sorted((p.name, p.version, p.requested) for p in done.packages) == [

@@ -7,6 +7,7 @@ note naming what the image has, written first for the model that wrote the code 
 do itself: another image, or the code without the package; the sandbox has no network, so
 installing it from the program cannot work), then for the operator: how to build an image
 with the package (`hazmat images build --name ... --pip/--npm/--apt ...`, see docs/images.md).
+A Python session the policy lets install packages is told to install it instead.
 """
 
 from __future__ import annotations
@@ -40,11 +41,35 @@ _OFFLINE = (
 )
 
 
-def missing_package_note(language: str, image: str, stderr: str) -> str | None:
-    """The note for a failed run whose stderr says a package is missing, else None."""
+# Python modules whose package on an index has another name
+_DISTRIBUTION = {
+    "PIL": "pillow",
+    "yaml": "PyYAML",
+    "sklearn": "scikit-learn",
+    "cv2": "opencv-python",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "dotenv": "python-dotenv",
+    "jwt": "PyJWT",
+}
+
+
+def missing_package_note(
+    language: str, image: str, stderr: str, installs: bool = False
+) -> str | None:
+    """The note for a failed run whose stderr says a package is missing, else None;
+    `installs`: the run is a call of a session that may install packages (hazmat/packages/),
+    and the note says how."""
     package = _missing(language, stderr)
     if package is None:
         return None
+    if installs and language == "python":
+        name = _DISTRIBUTION.get(package, package)
+        return (
+            f"{quoted(package)} is not installed in this session: install it first (the "
+            f"install_packages tool, session.install([{name!r}]) or POST "
+            f"/v1/sessions/<id>/packages), then run the code again."
+        )
     has = next((text for prefix, text in _HAS.items() if image.startswith(prefix)), "")
     where = f"{image} ({has})" if has else image
     if language == "go":

@@ -59,6 +59,7 @@ class Plan:
     runtime: Runtime
     image: str
     network: tuple[str, ...] = ()  # the hosts it may reach through hazmat's proxy
+    installs: bool = False  # a session's call where the session may install packages
 
 
 def derive_outcome(report: RunReport) -> Outcome:
@@ -245,7 +246,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
     stopped = outcome.exit_status
     exit_code = report.exit_code if stopped is None else stopped
     failed = outcome in (Outcome.ERROR, Outcome.COMPILE_ERROR)
-    hint = missing_package_note(plan.request.language, plan.image, stderr) if failed else None
+    language, image = plan.request.language, plan.image
+    hint = missing_package_note(language, image, stderr, plan.installs) if failed else None
     hint = hint or (offline_note(stderr, plan.network) if failed else None)
     limits = plan.limits
     displays, shown = parse_displays(report.displays, limits.max_displays, limits.max_display_bytes)
