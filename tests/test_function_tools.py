@@ -132,3 +132,21 @@ def test_a_session_that_ended_is_replaced_and_the_model_is_told(
     assert len(backend.kept) == 2
     tools.close()
     assert backend.kept[1].ended is not None
+
+
+def test_install_packages_is_offered_only_where_the_policy_lets_the_session_install() -> None:
+    from hazmat.policy_file import parse_policy
+
+    index = {"levels": ["unknown"], "python": {"index": "https://pypi.mirror.example/simple/"}}
+    failed = report(exit_code=3, stderr=b"ERROR: No matching distribution found for nope\n")
+    sandbox = Sandbox(parse_policy({"packages": index}), backend=RecordingBackend(failed))
+    with CodeTools(sandbox, trust="unknown") as tools, CodeTools(sandbox) as untrusted:
+        assert [t["name"] for t in tools.anthropic()][-1] == "install_packages"
+        assert "install_packages" not in [t["name"] for t in untrusted.anthropic()]
+        wrong = tools.handle("install_packages", {"packages": "nope"})
+        assert wrong.is_error and "needs a list 'packages'" in wrong.text
+        missing = tools.handle("install_packages", '{"packages": ["nope"]}')
+        assert missing.is_error and "No matching distribution found for nope" in missing.text
+        absent = untrusted.handle("install_packages", {"packages": ["six"]})
+        assert absent.is_error and "there is no tool 'install_packages'" in absent.text
+    sandbox.close()

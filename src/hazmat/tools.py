@@ -25,6 +25,7 @@ from typing import Any
 
 from hazmat._exceptions import HazmatError, SessionClosed
 from hazmat.models import ExecutionResult
+from hazmat.policy import parse_trust
 from hazmat.sandbox import Sandbox
 from hazmat.sessions import Session
 
@@ -77,6 +78,27 @@ TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         },
     ),
 )
+
+# offered only where the policy lets the tools' session install (package_policy.py)
+INSTALL = (
+    "install_packages",
+    "Install Python packages, with their dependencies, from the service's package index into "
+    "the sandbox, for later code to import: use it when an import fails with "
+    "ModuleNotFoundError. Returns each package and version installed.",
+    {
+        "type": "object",
+        "properties": {
+            "packages": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "requirements, like 'seaborn==0.13.2' or 'requests'",
+            }
+        },
+        "required": ["packages"],
+        "additionalProperties": False,
+    },
+)
+_TYPES = {"string": str, "array": list}
 
 _IMAGES = ("image/png", "image/jpeg", "image/gif")
 
@@ -137,6 +159,15 @@ class CodeTools:
         self.trust = trust
         self._session: Session | None = None
 
+    @property
+    def tools(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+        """The tools offered: `install_packages` too where the policy lets the session's
+        trust level install (`packages` in the policy)."""
+        policy = self.sandbox.policy
+        level = parse_trust(self.trust if self.trust is not None else policy.default_trust)
+        installs = policy.packages.allows(level.value, self.language)
+        return (*TOOLS, INSTALL) if installs else TOOLS
+
     def openai(self) -> list[dict[str, Any]]:
         """The `tools` for OpenAI's chat completions (function calling)."""
         return [
@@ -144,14 +175,14 @@ class CodeTools:
                 "type": "function",
                 "function": {"name": name, "description": text, "parameters": schema},
             }
-            for name, text, schema in TOOLS
+            for name, text, schema in self.tools
         ]
 
     def anthropic(self) -> list[dict[str, Any]]:
         """The `tools` for Anthropic's messages API."""
         return [
             {"name": name, "description": text, "input_schema": schema}
-            for name, text, schema in TOOLS
+            for name, text, schema in self.tools
         ]
 
     def handle(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutput:
@@ -163,18 +194,26 @@ class CodeTools:
             return _refused(f"the arguments are not a JSON object ({exc}); send them as one")
         if not isinstance(given, dict):
             return _refused("the arguments must be a JSON object")
-        known = {tool[0]: tool[2] for tool in TOOLS}
+        known = {tool[0]: tool[2] for tool in self.tools}
         if name not in known:
             return _refused(f"there is no tool {name!r}; the tools are: {', '.join(known)}")
         schema = known[name]
-        missing = [key for key in schema["required"] if not isinstance(given.get(key), str)]
-        unknown = sorted(set(given) - set(schema["properties"]))
+        properties = schema["properties"]
+        missing = [
+            key
+            for key in schema["required"]
+            if not isinstance(given.get(key), _TYPES[properties[key]["type"]])
+        ]
+        unknown = sorted(set(given) - set(properties))
         if missing or unknown:
             wrong = missing or unknown
-            what = "needs a string" if missing else "has no argument"
-            return _refused(
-                f"{name} {what} {wrong[0]!r}; its arguments: {', '.join(schema['properties'])}"
+            kind = properties[wrong[0]]["type"] if missing else ""
+            what = (
+                f"needs {'a list' if kind == 'array' else 'a string'}"
+                if missing
+                else "has no argument"
             )
+            return _refused(f"{name} {what} {wrong[0]!r}; its arguments: {', '.join(properties)}")
         try:
             return self._call(name, given)
         except HazmatError as exc:
@@ -218,6 +257,10 @@ class CodeTools:
         if name == "write_file":
             session.upload({given["name"]: given["content"]})
             return ToolOutput(json.dumps({"written": given["name"], **note}))
+        if name == "install_packages":
+            done = session.install(given["packages"])
+            installed = [f"{p.name} {p.version}" for p in done.packages]
+            return ToolOutput(json.dumps({"installed": installed, "note": done.note} | note))
         if name == "read_file":
             data = session.download([given["name"]])[given["name"]]
             try:
