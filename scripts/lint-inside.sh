@@ -58,7 +58,8 @@ else
     say "gcc is not installed: the compiled agent was not checked"
 fi
 if command -v node >/dev/null 2>&1; then
-    for f in ./*.js; do node --check "$f" || status=1; done
+    # and the programs a session's install runs (src/hazmat/packages/)
+    for f in ./*.js "$root"/src/hazmat/packages/*.js; do node --check "$f" || status=1; done
 else
     say "node is not installed: the JavaScript was not checked"
 fi

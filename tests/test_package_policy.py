@@ -19,7 +19,7 @@ import pytest
 
 from hazmat import InfraError, InputError, InstallRefused, PolicyError, Sandbox
 from hazmat.backends.base import Job
-from hazmat.package_policy import PackageSettings
+from hazmat.package_policy import PackageSettings, Source
 from hazmat.packages.requirements import check_requirements
 from hazmat.policy_file import parse_policy
 from hazmat.testing import RecordingBackend, audit_records, invoke, report
@@ -60,7 +60,9 @@ def _policy(tmp_path: Path, **packages: Any) -> Any:
         ({"max_mb": 2.5}, "packages.max_mb"),
         ({"timeout_s": "slow"}, "packages.timeout_s"),
         ({"ca_bundle": 3}, "packages.ca_bundle"),
-        ({"npm": {}}, "packages.npm"),
+        ({"npm": {"registry": "ftp://npm.example/"}}, "packages.npm.registry"),
+        ({"npm": {"index": "https://npm.example/"}}, "packages.npm.index"),
+        ({"conda": {}}, "packages.conda"),
         ([], "packages"),
     ],
 )
@@ -76,7 +78,13 @@ def test_installing_is_off_by_default_and_reaches_only_the_index() -> None:
     ).packages
     assert settings.allows("trusted", "python") and not settings.allows("untrusted", "python")
     assert not settings.allows("trusted", "javascript")
-    assert settings.reach == (["files.x", "pypi.mirror.example"], [8443])
+    assert settings.python is not None
+    assert settings.python.reach() == (["files.x", "pypi.mirror.example"], [8443])
+    npm = parse_policy(
+        {"packages": {"levels": ["trusted"], "npm": {"registry": "https://npm.example"}}}
+    ).packages
+    assert npm.allows("trusted", "typescript") and not npm.allows("trusted", "python")
+    assert npm.source("javascript") == Source("npm", "https://npm.example/")
 
 
 @pytest.mark.parametrize(
@@ -85,7 +93,7 @@ def test_installing_is_off_by_default_and_reaches_only_the_index() -> None:
         ([], InputError, "non-empty list"),
         ("six", InputError, "non-empty list"),
         ([3], InputError, "requirement strings"),
-        (["--index-url=https://evil.example/"], InputError, "pip's options are not taken"),
+        (["--index-url=https://evil.example/"], InputError, "options are not taken"),
         (["six==="], InputError, "is not a requirement"),
         (["six; os_name == 'nt'"], InputError, "markers"),
         (["six @ https://evil.example/six.whl"], InstallRefused, "ask for it by name"),
@@ -93,13 +101,37 @@ def test_installing_is_off_by_default_and_reaches_only_the_index() -> None:
     ],
 )
 def test_what_may_be_asked(asked: object, error: type[Exception], says: str) -> None:
-    settings = PackageSettings(levels=("unknown",), index=INDEX, max_packages=3)
+    settings = PackageSettings(("unknown",), Source("python", INDEX), max_packages=3)
     with pytest.raises(error, match=says):
         check_requirements(asked, settings, "unknown", "python")
 
 
+@pytest.mark.parametrize(
+    ("asked", "error", "says"),
+    [
+        (["git+https://evil.example/x.git"], InstallRefused, "a repository"),
+        (["file:../x"], InstallRefused, "a path"),
+        (["npm:lodash@1"], InstallRefused, "ask for it by name"),
+        (["user/repo"], InputError, "not an npm package name"),
+        (["Lodash"], InputError, "not an npm package name"),
+        (["lodash@1.0.0 || $(id)"], InputError, "not an npm package name"),
+        (["--registry=https://evil.example/"], InputError, "options are not taken"),
+    ],
+)
+def test_what_an_npm_session_may_ask(asked: object, error: type[Exception], says: str) -> None:
+    settings = PackageSettings(("unknown",), npm=Source("npm", "https://npm.example/"))
+    with pytest.raises(error, match=says):
+        check_requirements(asked, settings, "unknown", "typescript")
+
+
+def test_npm_requirements_pass_as_given() -> None:
+    settings = PackageSettings(("unknown",), npm=Source("npm", "https://npm.example/"))
+    asked = ["lodash@4.17.21", "@types/node@^20", "left-pad", "x@>=1.2 <2 || 3.x"]
+    assert check_requirements(asked, settings, "unknown", "javascript") == tuple(asked)
+
+
 def test_requirements_are_kept_as_packaging_writes_them() -> None:
-    settings = PackageSettings(levels=("unknown",), index=INDEX)
+    settings = PackageSettings(("unknown",), Source("python", INDEX))
     asked = ["Seaborn == 0.13.2", "requests[socks]>=2.31", "Seaborn==0.13.2"]
     assert check_requirements(asked, settings, "unknown", "python") == (
         "Seaborn==0.13.2",
@@ -111,8 +143,9 @@ def test_requirements_are_kept_as_packaging_writes_them() -> None:
     ("packages", "trust", "language", "says"),
     [
         ({}, "untrusted", "python", "trust level 'untrusted' may not install"),
-        ({"python": {}}, "unknown", "python", "the policy names no package index"),
-        ({}, "unknown", "javascript", "only Python sessions"),
+        ({"python": {}}, "unknown", "python", "names no python source: packages.python.index"),
+        ({}, "unknown", "javascript", "names no npm source: packages.npm.registry"),
+        ({}, "unknown", "ruby", "only Python, JavaScript and TypeScript sessions"),
     ],
 )
 def test_a_refusal_says_what_to_do_instead_and_is_recorded(
@@ -166,13 +199,19 @@ def _download(files: dict[str, bytes], plan: list[dict[str, Any]]) -> bytes:
     return out.getvalue()
 
 
+def _entry(file: str, listed: str, member: str, **more: Any) -> dict[str, Any]:
+    return {"name": "tool", "version": "1.0", "file": file, "digest": listed, "member": member,
+            "requested": True, **more}  # fmt: skip
+
+
 def _index_answer(listed: str, sent: bytes = DATA) -> Any:
-    plan = [{"name": "tool", "version": "1.0", "file": WHEEL, "sha256": listed, "requested": True}]
+    member = hashlib.sha256(sent).hexdigest()
+    plan = [_entry(WHEEL, listed, member)]
 
     def answer(job: Job) -> Any:
         if job.egress is None:  # the install call in the session
             return report()
-        return report(files={"files.tar": _download({WHEEL: sent}, plan)})
+        return report(files={"files.tar": _download({member: sent}, plan)})
 
     return answer
 
@@ -196,7 +235,7 @@ def test_an_install_fetches_through_the_index_alone_then_installs_in_the_session
     [(mode, call)] = kept.calls
     assert mode == "run" and call.program.files[f".hazmat-install/{WHEEL}"] == DATA
     assert [(p.name, p.sha256, p.cached) for p in done.packages] == [("tool", digest, False)]
-    assert (tmp_path / digest / WHEEL).read_bytes() == DATA
+    assert (tmp_path / "python" / digest / WHEEL).read_bytes() == DATA
     assert records[0]["packages"][0]["sha256"] == digest and records[0]["requested"] == [
         "tool==1.0"
     ]
@@ -210,7 +249,7 @@ def test_a_file_whose_hash_is_not_the_index_s_is_neither_kept_nor_installed(
     with (
         Sandbox(_policy(tmp_path), backend=backend) as sandbox,
         sandbox.session("python", trust="unknown") as session,
-        pytest.raises(InfraError, match="not the one the index lists"),
+        pytest.raises(InfraError, match="its digest is not the one the index lists"),
     ):
         session.install(["tool"])
     assert backend.kept[0].calls == []
@@ -221,8 +260,8 @@ def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
     tmp_path: Path,
 ) -> None:
     big = _zip(70 * 1024 * 1024)  # 70 MB unpacked: the level's tmpfs is 64 MB (standard)
-    plan = [{"name": "t", "version": "1", "file": WHEEL, "sha256": "", "requested": True}]
-    answer = report(files={"files.tar": _download({WHEEL: big}, plan)})
+    member = hashlib.sha256(big).hexdigest()
+    answer = report(files={"files.tar": _download({member: big}, [_entry(WHEEL, "", member)])})
     backend = RecordingBackend(answer)
     with (
         Sandbox(_policy(tmp_path), backend=backend) as sandbox,
@@ -234,12 +273,12 @@ def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
 
 
 def test_a_file_named_to_escape_is_not_kept(tmp_path: Path) -> None:
-    plan = [{"name": "t", "version": "1", "file": "../x.whl", "sha256": "", "requested": True}]
-    answer = report(files={"files.tar": _download({"../x.whl": DATA}, plan)})
+    plan = [_entry("../x.whl", "", "m")]
+    answer = report(files={"files.tar": _download({"m": DATA}, plan)})
     with (
         Sandbox(_policy(tmp_path), backend=RecordingBackend(answer)) as sandbox,
         sandbox.session("python", trust="unknown") as session,
-        pytest.raises(InfraError, match="did not send"),
+        pytest.raises(InfraError, match="named a file"),
     ):
         session.install(["t"])
     assert list(tmp_path.iterdir()) == []
@@ -275,3 +314,49 @@ def test_a_failed_download_says_why(
 def test_hazmat_run_pip_is_refused_before_a_container_starts(flags: list[str], says: str) -> None:
     ran = invoke(["run", "--local", *flags, "-c", "print(1)"])
     assert ran.exit_code == 2 and says in ran.stderr, ran.stderr
+
+
+def _tgz(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("path", ["node_modules/left", "../../etc/left", "node_modules/../x"])
+def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
+    tmp_path: Path, path: str
+) -> None:
+    tgz = _tgz({"package/index.js": b"module.exports = 1;\n"})
+    digest = hashlib.sha512(tgz).hexdigest()
+    plan = [_entry("left-1.0.0.tgz", digest, digest, path=path)]
+    answer = report(files={"files.tar": _download({digest: tgz}, plan)})
+    backend = RecordingBackend(answer=lambda job: report() if job.egress is None else answer)
+    npm = {"levels": ["unknown"], "npm": {"registry": "https://npm.example/"}}
+    policy = parse_policy({"packages": {**npm, "cache": str(tmp_path)}})
+    with (
+        Sandbox(policy, backend=backend) as sandbox,
+        sandbox.session("typescript", trust="unknown") as session,
+    ):
+        if path != "node_modules/left":  # a place outside node_modules/: nothing is kept
+            with pytest.raises(InfraError, match="named a file"):
+                session.install(["left@1"])
+            assert not (tmp_path / "npm").exists() and backend.kept[0].calls == []
+            return
+        done = session.install(["left@1"])
+    download = backend.jobs[0]
+    assert download.language.name == "javascript" and "main.js" in download.program.files
+    assert download.program.env["npm_config_registry"] == "https://npm.example/"
+    assert not backend.kept[0].spec.packages  # npm's packages need no exec /tmp
+    [(mode, call)] = backend.kept[0].calls
+    assert mode == "run"
+    sent = call.program.files
+    assert "main.ts" in sent and sent[f".hazmat-install/{digest}.tgz"] == tgz
+    assert json.loads(sent[".hazmat-install/plan.json"]) == [
+        {"path": "node_modules/left", "archive": f"{digest}.tgz"}
+    ]
+    assert [(p.name, p.path) for p in done.packages] == [("tool", "node_modules/left")]
+    assert (tmp_path / "npm" / digest / "left-1.0.0.tgz").read_bytes() == tgz

@@ -6,18 +6,21 @@ packages:
   python:
     index: https://pypi.mirror.example/simple/   # pip's index (https); default: none
     hosts: [files.mirror.example]     # more hosts the index sends pip to for its files
+  npm:
+    registry: https://npm.mirror.example/        # npm's registry (https); default: none
+    hosts: []                         # more hosts its packuments send npm to for tarballs
   ca_bundle: /etc/ssl/certs/corp.pem  # CA certificates for an index behind TLS interception
   max_mb: 200                         # the files of one install, all together
   max_packages: 30                    # names asked in one install, and files downloaded
-  timeout_s: 120                      # the download's time
-  memory_mb: 256                      # pip's memory in the download sandbox (room for the
-                                      # files is added: three times max_mb)
-  cache: /var/cache/hazmat/wheels     # the host's cache of downloaded files, by hash
+  timeout_s: 120                      # the download's time, and the install's in the session
+  memory_mb: 256                      # pip's or npm's memory in the download sandbox
+  cache: /var/cache/hazmat/packages   # the host's cache of downloaded files, by hash
 ```
 
-Installing is off unless both `levels` and `python.index` are given: an operator names the
-index its sessions may use (hazmat names none). The download runs in a sandbox of its own with
-the index's hosts as its only network, through the allowlist proxy (hazmat/packages/).
+Installing is off unless `levels` and an index are given: an operator names the index its
+sessions may use (hazmat names none). Python sessions install from `python.index`,
+JavaScript and TypeScript sessions from `npm.registry`. The download runs in a sandbox of its
+own with the index's hosts as its only network, through the allowlist proxy (hazmat/packages/).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 from hazmat._exceptions import quoted
 from hazmat.egress.rules import check_pattern
 
-__all__ = ["PackageSettings", "default_cache_dir", "parse_packages"]
+__all__ = ["PackageSettings", "Source", "default_cache_dir", "parse_packages"]
 
 BOUNDS = {
     "max_mb": (1, 1024),
@@ -40,14 +43,30 @@ BOUNDS = {
     "timeout_s": (5, 3600),
     "memory_mb": (64, 64 * 1024),
 }
-KEYS = frozenset({"levels", "python", "ca_bundle", "cache", *BOUNDS})
+# each kind of source: its section, the key of its URL, and the languages that install from it
+SOURCES = {"python": ("index", ("python",)), "npm": ("registry", ("javascript", "typescript"))}
+KEYS = frozenset({"levels", "ca_bundle", "cache", *SOURCES, *BOUNDS})
+
+
+@dataclass(frozen=True)
+class Source:
+    """A package index (pip's) or registry (npm's), and the hosts it sends its clients to."""
+
+    kind: str  # "python" or "npm"
+    url: str
+    hosts: tuple[str, ...] = ()
+
+    def reach(self) -> tuple[list[str], list[int]]:
+        """The hosts and ports a download may reach: the URL's, and `hosts` on its port."""
+        url = urllib.parse.urlsplit(self.url)
+        return sorted({url.hostname or "", *self.hosts} - {""}), [url.port or 443]
 
 
 @dataclass(frozen=True)
 class PackageSettings:
     levels: tuple[str, ...] = ()
-    index: str | None = None  # python.index
-    hosts: tuple[str, ...] = ()  # python.hosts
+    python: Source | None = None
+    npm: Source | None = None
     ca_bundle: str | None = None
     cache: str | None = None  # default: default_cache_dir()
     max_mb: int = 200
@@ -55,27 +74,27 @@ class PackageSettings:
     timeout_s: float = 120.0
     memory_mb: int = 256
 
+    def source(self, language: str) -> Source | None:
+        """Where a session of `language` installs from; None: nowhere."""
+        for source in (self.python, self.npm):
+            if source is not None and language in SOURCES[source.kind][1]:
+                return source
+        return None
+
     def allows(self, level: str, language: str) -> bool:
         """Whether a session of `language` at `level` may install packages."""
-        return language == "python" and self.index is not None and level in self.levels
-
-    @property
-    def reach(self) -> tuple[list[str], list[int]]:
-        """The hosts and ports the download may reach: the index's, and `hosts` on its port."""
-        url = urllib.parse.urlsplit(self.index or "")
-        port = url.port or 443
-        return sorted({url.hostname or "", *self.hosts} - {""}), [port]
+        return self.source(language) is not None and level in self.levels
 
     def cache_dir(self) -> Path:
         return Path(self.cache) if self.cache else default_cache_dir()
 
 
 def default_cache_dir() -> Path:
-    """`$HAZMAT_CACHE_DIR/wheels`, else `$XDG_CACHE_HOME/hazmat/wheels` (~/.cache/...)."""
+    """`$HAZMAT_CACHE_DIR/packages`, else `$XDG_CACHE_HOME/hazmat/packages` (~/.cache/...)."""
     if os.environ.get("HAZMAT_CACHE_DIR"):
-        return Path(os.environ["HAZMAT_CACHE_DIR"]) / "wheels"
+        return Path(os.environ["HAZMAT_CACHE_DIR"]) / "packages"
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "hazmat" / "wheels"
+    return Path(cache) / "hazmat" / "packages"
 
 
 def parse_packages(data: object, level_names: Collection[str]) -> PackageSettings:
@@ -96,36 +115,37 @@ def parse_packages(data: object, level_names: Collection[str]) -> PackageSetting
         if not low <= value <= high or (key != "timeout_s" and not isinstance(value, int)):
             raise ValueError(f".{key}: {quoted(value)} is not a whole number in {low}..{high}")
         numbers[key] = value
-    index, hosts = _python(data.get("python", {}))
+    sources: dict[str, Any] = {kind: _source(kind, data.get(kind, {})) for kind in SOURCES}
     paths: dict[str, Any] = {}
     for key in ("ca_bundle", "cache"):
         value = data.get(key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f".{key}: expected a path")
         paths[key] = value
-    return PackageSettings(tuple(dict.fromkeys(levels)), index, hosts, **paths, **numbers)
+    return PackageSettings(tuple(dict.fromkeys(levels)), **sources, **paths, **numbers)
 
 
-def _python(data: object) -> tuple[str | None, tuple[str, ...]]:
+def _source(kind: str, data: object) -> Source | None:
+    url_key = SOURCES[kind][0]
     if not isinstance(data, Mapping):
-        raise ValueError(f".python: expected a mapping, got {type(data).__name__}")
-    unknown = sorted(set(data) - {"index", "hosts"})
+        raise ValueError(f".{kind}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - {url_key, "hosts"})
     if unknown:
-        raise ValueError(f".python.{unknown[0]}: unknown key (known keys: hosts, index)")
-    index = data.get("index")
-    if index is not None:
-        url = urllib.parse.urlsplit(index) if isinstance(index, str) else None
-        if url is None or url.scheme != "https" or not url.hostname or url.username:
-            raise ValueError(f".python.index: expected an https:// URL, got {quoted(index)}")
-        index = index.rstrip("/") + "/"
+        raise ValueError(f".{kind}.{unknown[0]}: unknown key (known keys: hosts, {url_key})")
     hosts = data.get("hosts", [])
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
-        raise ValueError(".python.hosts: expected a list of host names")
+        raise ValueError(f".{kind}.hosts: expected a list of host names")
     for i, host in enumerate(hosts):
         if "*" in host:
-            raise ValueError(f".python.hosts[{i}]: a host name, not a pattern ({quoted(host)})")
+            raise ValueError(f".{kind}.hosts[{i}]: a host name, not a pattern ({quoted(host)})")
         try:
             check_pattern(host)
         except ValueError as exc:
-            raise ValueError(f".python.hosts[{i}]: {exc}") from None
-    return index, tuple(hosts)
+            raise ValueError(f".{kind}.hosts[{i}]: {exc}") from None
+    url = data.get(url_key)
+    if url is None:
+        return None
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme != "https" or not parts.hostname or parts.username:
+        raise ValueError(f".{kind}.{url_key}: expected an https:// URL, got {quoted(url)}")
+    return Source(kind, url.rstrip("/") + "/", tuple(hosts))

@@ -116,8 +116,9 @@ def open_session(
     # one memory budget for the session's container, builds included (no compile_memory_mb)
     limits = settings.limits.clamped(pipeline.backend.resources()).replace(compile_memory_mb=0)
     spec = Spec.of(lang.name, chosen, parse_runtime(asked.runtime) or settings.runtime, limits)
-    # a session that may install packages gets an exec /tmp for their compiled extensions
-    spec = dataclasses.replace(spec, packages=policy.packages.allows(level.value, lang.name))
+    # a Python session that may install packages gets an exec /tmp for compiled extensions
+    installs = lang.name == "python" and policy.packages.allows(level.value, lang.name)
+    spec = dataclasses.replace(spec, packages=installs)
     caller = asked.caller
     if caller is not None and not isinstance(caller, str):
         raise InputError(f"caller must be str, not {type(caller).__name__}")
@@ -267,9 +268,10 @@ class Session:
         return self._files({}, want)
 
     def install(self, packages: Iterable[str]) -> Installed:
-        """Install `packages` (requirements: `["seaborn==0.13.2"]`) into the session, where
-        its next calls import them: fetched from the policy's package index through the
-        allowlist proxy in a sandbox of their own, checked by hash, audited
+        """Install `packages` into the session, where its next calls import them: Python's
+        requirements (`["seaborn==0.13.2"]`) from the policy's pip index, JavaScript's and
+        TypeScript's (`["lodash@4.17.21"]`) from its npm registry; fetched through the
+        allowlist proxy in a sandbox of their own, checked by digest, audited
         (`session.installed`). Refused (`InstallRefused`, saying what to do instead) where the
         policy's `packages` section does not let the session's trust level install."""
         from hazmat.packages.install import Target

@@ -82,16 +82,17 @@ TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 # offered only where the policy lets the tools' session install (package_policy.py)
 INSTALL = (
     "install_packages",
-    "Install Python packages, with their dependencies, from the service's package index into "
-    "the sandbox, for later code to import: use it when an import fails with "
-    "ModuleNotFoundError. Returns each package and version installed.",
+    "Install packages, with their dependencies, from the service's package index into the "
+    "sandbox, for later code to import: use it when an import fails because a module is not "
+    "found. Returns each package and version installed.",
     {
         "type": "object",
         "properties": {
             "packages": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "requirements, like 'seaborn==0.13.2' or 'requests'",
+                "description": "requirements: Python's like 'seaborn==0.13.2', JavaScript's "
+                "like 'lodash@4.17.21'",
             }
         },
         "required": ["packages"],

@@ -98,7 +98,7 @@ def test_a_session_installs_a_compiled_package_and_imports_it(
         )
         assert child.stdout == "42\n", child.stderr
     # the files are in the host's cache, under their hashes, and nothing else is
-    kept = sorted(p.parent.name for p in (folder / "cache").glob("*/*.whl"))
+    kept = sorted(p.parent.name for p in (folder / "cache" / "python").glob("*/*.whl"))
     assert kept == sorted(p.sha256 for p in done.packages)
     installed = [r for r in _records(sandbox) if r.get("session") == session.id]
     assert [p["sha256"] for p in installed[-1]["packages"]] == [p.sha256 for p in done.packages]

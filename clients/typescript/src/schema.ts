@@ -126,7 +126,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Install Python packages into the session from the policy's package index (403 where the policy does not let it install: the message says why) */
+        /** Install packages into the session from the policy's index: pip's for Python, npm's for JavaScript and TypeScript (403 where the policy does not let it install: the message says why) */
         post: operations["installPackages"];
         delete?: never;
         options?: never;
@@ -472,7 +472,7 @@ export interface components {
             };
         };
         PackagesRequest: {
-            /** @description requirements: a name and optionally a version range ('seaborn==0.13.2'); no URLs, paths or pip options */
+            /** @description requirements: a name and optionally a version (Python: 'seaborn==0.13.2'; JavaScript, TypeScript: 'lodash@4.17.21'); no URLs, paths or options */
             packages: string[];
         };
         Installed: {
@@ -488,6 +488,8 @@ export interface components {
                 /** @description from the service's cache, not the index */
                 cached: boolean;
                 requested?: boolean;
+                /** @description npm: its place in the working directory */
+                path?: string;
             }[];
             duration_ms: number;
             /** @description what the download connected to, through the allowlist proxy */

@@ -67,11 +67,14 @@ def add(sub: Any) -> None:
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument(
         "--pip",
+        "--npm",
+        dest="pip",
         action="append",
         default=[],
         metavar="REQUIREMENT",
-        help="install this package first (repeatable; 'seaborn==0.13.2'): the program runs in "
-        "a session that installs it from the policy's package index (packages.python.index)",
+        help="install this package first (repeatable; 'seaborn==0.13.2', or for JavaScript "
+        "'lodash@4.17.21'): the program runs in a session that installs it from the policy's "
+        "index (packages.python.index, packages.npm.registry)",
     )
     run.add_argument(
         "--local",

@@ -44,6 +44,13 @@ __all__ = [
 Step = Callable[[Path, Path, Progress], None]
 
 ESBUILD_VERSION = "0.28.2"
+# npm itself, for a session's installs (hazmat/packages/): its tarball bundles its own
+# dependencies, so it is unpacked as it is, checked first against this integrity (Debian's
+# npm package depends on virtual packages debootstrap cannot resolve)
+NPM_VERSION = "10.9.9"
+NPM_INTEGRITY = (
+    "sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg=="
+)
 # npm's own integrity field (sha512 of the package tarball) for each platform package, pinned
 # here: the tarball is checked before anything in it is written to the image or run.
 ESBUILD_INTEGRITY = {
@@ -122,6 +129,37 @@ def install_esbuild(rootfs: Path, scratch: Path, progress: Progress) -> None:
         target.chmod(0o755)
     version = run_tool(["chroot", str(rootfs), "/usr/local/bin/esbuild", "--version"]).strip()
     progress(f"[node] esbuild {version} installed")
+    install_npm(rootfs, scratch, progress)
+
+
+def install_npm(rootfs: Path, scratch: Path, progress: Progress) -> None:
+    """npm, unpacked whole into /usr/lib/hazmat-npm (its tarball bundles its dependencies)
+    once its integrity is checked, with /usr/local/bin/npm starting it with the image's node."""
+    package = f"npm@{NPM_VERSION}"
+    progress(f"[node] npm pack {package}")
+    out = run_tool(["npm", "pack", package, "--silent"], cwd=scratch).strip().splitlines()
+    tarball = scratch / out[-1]
+    check_integrity(tarball, NPM_INTEGRITY, package)
+    home = rootfs / "usr/lib/hazmat-npm"
+    with tarfile.open(tarball) as tar:
+        for member in tar.getmembers():
+            name = member.name.removeprefix("package/")
+            if member.name == name or ".." in Path(name).parts:
+                raise ImageBuildError(f"{package}: unexpected member {member.name!r}")
+            if member.isdir():
+                continue
+            source = tar.extractfile(member)
+            if source is None or not (member.isfile()):
+                raise ImageBuildError(f"{package}: {member.name!r} is not a plain file")
+            target = home / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+            target.chmod(0o755 if member.mode & 0o111 else 0o644)
+    wrapper = rootfs / "usr/local/bin/npm"
+    wrapper.write_text('#!/bin/sh\nexec node /usr/lib/hazmat-npm/bin/npm-cli.js "$@"\n')
+    wrapper.chmod(0o755)
+    version = run_tool(["chroot", str(rootfs), "/usr/local/bin/npm", "--version"]).strip()
+    progress(f"[node] npm {version} installed")
 
 
 def check_integrity(path: Path, integrity: str, what: str) -> None:
@@ -202,10 +240,12 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
         "node": ImageRecipe(
             "node",
             ("nodejs", *RELAY),
-            extra=install_esbuild,
+            extra=install_esbuild,  # and npm, which a session's install resolves with
             host_tools=("npm",),
-            inputs=(ESBUILD_VERSION, *sorted(ESBUILD_INTEGRITY.values())),
-            summary="Node.js and esbuild (JavaScript, TypeScript)",
+            inputs=(
+                ESBUILD_VERSION, *sorted(ESBUILD_INTEGRITY.values()), NPM_VERSION, NPM_INTEGRITY
+            ),
+            summary="Node.js, esbuild and npm (JavaScript, TypeScript)",
         ),
         "go": ImageRecipe(
             "go",

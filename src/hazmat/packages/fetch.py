@@ -1,8 +1,9 @@
 """The download of an install: a single-use sandbox of the session's image and runtime whose
-only network is the package index's hosts, through the allowlist proxy (a gate of its own).
-Its program is hazmat's (fetch_inside.py), not the caller's: pip works out what to install and
-downloads what the host's cache lacks. The host checks every file against the hash the index
-listed before it keeps it (cache.py) or sends it anywhere."""
+only network is the package source's hosts, through the allowlist proxy (a gate of its own).
+Its program is hazmat's, not the caller's (fetch_pip.py for Python, fetch_npm.js for
+JavaScript and TypeScript): pip or npm works out what to install and downloads what the host's
+cache lacks, into one archive whose files are named by their digest. The host checks every
+file against the digest the index lists before it keeps it (cache.py) or sends it anywhere."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import Sequence
 from importlib import resources
@@ -22,14 +24,17 @@ from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import proxy_env
 from hazmat.languages import get_language
-from hazmat.package_policy import PackageSettings
-from hazmat.packages.cache import WheelCache, check_file_name
+from hazmat.package_policy import PackageSettings, Source
+from hazmat.packages.cache import FileCache, check_file_name
 from hazmat.policy import MiB
 
 __all__ = ["Fetched", "PackageFile", "fetch"]
 
 CA_PATH = "ca.pem"
 ARCHIVE = "files.tar"
+# where an npm package goes in the session's working directory: node_modules/, nested
+_NODE_NAME = r"node_modules/(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
+_NODE_PATH = re.compile(f"(?:{_NODE_NAME}/)*{_NODE_NAME}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,21 +48,23 @@ class PackageFile:
     bytes: int
     cached: bool  # it came from the host's cache, not the index
     requested: bool  # asked for by name (not only a dependency)
+    path: str = ""  # npm: where it goes in the working directory (node_modules/...)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PackageFile:
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 @dataclasses.dataclass(frozen=True)
 class Fetched:
-    """A package file an install needs, checked against its hash, and its content."""
+    """A package file an install needs, checked against its digest, and its content."""
 
     file: PackageFile
     data: bytes = dataclasses.field(repr=False)
+    digest: str  # in the cache's algorithm (cache.py)
 
 
 def fetch(
@@ -68,14 +75,17 @@ def fetch(
     requirements: Sequence[str],
 ) -> tuple[list[Fetched], list[dict[str, Any]]]:
     """The files `requirements` need beside the image's, and what the download connected to.
-    `session`: a job of the session's (its image, runtime, trust level and limits)."""
-    cache = WheelCache(settings.cache_dir())
-    hosts, ports = settings.reach
+    `session`: a job of the session's (its language, image, runtime, trust level, limits)."""
+    source = settings.source(session.language.name)
+    if source is None:  # pragma: no cover - check_requirements refused it already
+        raise InstallRefused("this service has no package source for this language")
+    cache = FileCache(settings.cache_dir(), source.kind)
+    hosts, ports = source.reach()
     gate = gates.open(hosts, ports)
-    if gate is None:  # pragma: no cover - settings.allows() needs an index
-        raise InstallRefused("this service has no package index (packages.python.index)")
+    if gate is None:  # pragma: no cover - a source has a host
+        raise InstallRefused("the package source has no host")
     try:
-        job = _job(settings, session, requirements, cache, str(gate.directory))
+        job = _job(settings, source, session, requirements, cache, str(gate.directory))
         job = dataclasses.replace(job, limits=job.limits.clamped(backend.resources()))
         report = backend.execute(job)
     finally:
@@ -85,82 +95,96 @@ def fetch(
 
 def _job(
     settings: PackageSettings,
+    source: Source,
     session: Job,
     requirements: Sequence[str],
-    cache: WheelCache,
+    cache: FileCache,
     egress: str,
 ) -> Job:
     most = settings.max_mb * MiB
     want = {
         "requirements": list(requirements),
-        "cached": cache.hashes(),
+        "cached": cache.digests(),
         "most_files": settings.max_packages,
         "most_bytes": most,
     }
-    files = {"main.py": _inside("fetch_inside.py"), "want.json": json.dumps(want).encode()}
-    env = {**proxy_env(RELAY_PORT), "PIP_INDEX_URL": settings.index or ""}
+    python = source.kind == "python"
+    language = get_language("python" if python else "javascript")
+    inside = _inside("fetch_pip.py" if python else "fetch_npm.js")
+    files = {language.source_name: inside, "want.json": json.dumps(want).encode()}
+    env = {**proxy_env(RELAY_PORT)}
+    env["PIP_INDEX_URL" if python else "npm_config_registry"] = source.url
     if settings.ca_bundle:
         try:
             files[CA_PATH] = Path(settings.ca_bundle).read_bytes()
         except OSError as exc:
             raise InfraError(f"packages.ca_bundle: cannot read it: {exc}") from exc
-        env["PIP_CERT"] = f"/work/{CA_PATH}"  # the working directory (backends/container)
+        # in the working directory (backends/container)
+        env["PIP_CERT" if python else "npm_config_cafile"] = f"/work/{CA_PATH}"
     program = Program(
         files=files, want=(ARCHIVE,), stdin=b"", max_file_bytes=most + 4 * MiB, env=env
     )
     limits = session.limits.replace(
-        memory_mb=settings.memory_mb + 3 * settings.max_mb,  # pip's, and its files' (tmpfs)
+        memory_mb=settings.memory_mb + 3 * settings.max_mb,  # pip's or npm's, and its files'
         timeout_s=settings.timeout_s,
         tmpfs_mb=2 * settings.max_mb + 64,
         max_file_bytes=most + 4 * MiB,
         max_download_bytes=most + 4 * MiB,
         compile_memory_mb=0,
     )
-    python = get_language("python")
-    return Job(python, session.image, limits, session.runtime, session.trust, program, egress)
+    return Job(language, session.image, limits, session.runtime, session.trust, program, egress)
 
 
-def _files(report: RunReport, settings: PackageSettings, cache: WheelCache) -> list[Fetched]:
+def _files(report: RunReport, settings: PackageSettings, cache: FileCache) -> list[Fetched]:
     if report.timed_out:
         raise InfraError(
             f"the package index did not answer in time ({settings.timeout_s:g} s, policy "
             "packages.timeout_s); try again, or ask for fewer packages"
         )
     if report.exit_code in (3, 4, 5):
-        raise (InstallRefused if report.exit_code == 4 else InputError)(_pip_says(report))
+        raise (InstallRefused if report.exit_code == 4 else InputError)(_says(report))
     if report.exit_code != 0 or ARCHIVE not in report.files:
-        why = "; ".join(report.notes) or _pip_says(report)
+        why = "; ".join(report.notes) or _says(report)
         raise InfraError(f"the package download failed (status {report.exit_code}): {why}")
     with tarfile.open(fileobj=io.BytesIO(report.files[ARCHIVE])) as archive:
-        members = {m.name: m for m in archive.getmembers() if m.isfile()}
+        members = {m.name.removeprefix("./"): m for m in archive.getmembers() if m.isfile()}
         plan = json.loads(_read(archive, members, "plan.json"))
-        return [_checked(entry, archive, members, cache) for entry in plan]
+        fetched = [_checked(entry, archive, members, cache) for entry in plan]
+    return list({f.digest + f.file.path: f for f in fetched}.values())
 
 
 def _checked(
     entry: dict[str, Any],
     archive: tarfile.TarFile,
     members: dict[str, tarfile.TarInfo],
-    cache: WheelCache,
+    cache: FileCache,
 ) -> Fetched:
-    name, listed = str(entry["file"]), str(entry["sha256"])
+    name, listed = str(entry["file"]), str(entry["digest"])
+    path = str(entry.get("path") or "")
+    if not check_file_name(name) or (path and not _NODE_PATH.fullmatch(path)):
+        raise InfraError(f"the package download named a file {name!r} at {path!r}: not kept")
     kept = cache.get(listed) if listed else None
-    if kept is not None and kept[0] == name:
+    if kept is not None:
         data, cached = kept[1], True
     else:
-        if not check_file_name(name) or name not in members:
+        member = str(entry.get("member") or "")
+        if member not in members:
             raise InfraError(f"the package download did not send {name!r}")
-        data, cached = _read(archive, members, name), False
-        digest = hashlib.sha256(data).hexdigest()
-        if listed and digest != listed:
-            raise InfraError(f"{name}: its SHA-256 is not the one the index lists: not installed")
+        data, cached = _read(archive, members, member), False
+        if listed and cache.digest(data) != listed:
+            raise InfraError(f"{name}: its digest is not the one the index lists: not installed")
         cache.put(name, data)
-    sha256 = hashlib.sha256(data).hexdigest()
-    requested = bool(entry.get("requested"))
     file = PackageFile(
-        str(entry["name"]), str(entry["version"]), name, sha256, len(data), cached, requested
+        str(entry["name"]),
+        str(entry["version"]),
+        name,
+        hashlib.sha256(data).hexdigest(),
+        len(data),
+        cached,
+        bool(entry.get("requested")),
+        path,
     )
-    return Fetched(file, data)
+    return Fetched(file, data, cache.digest(data))
 
 
 def _read(archive: tarfile.TarFile, members: dict[str, tarfile.TarInfo], name: str) -> bytes:
@@ -171,15 +195,14 @@ def _read(archive: tarfile.TarFile, members: dict[str, tarfile.TarInfo], name: s
     return stream.read()
 
 
-def _pip_says(report: RunReport) -> str:
-    """pip's own words: its last errors, after its first warning (why it skipped an index
-    page or a connection failed, where that was the cause)."""
+def _says(report: RunReport) -> str:
+    """pip's or npm's own words: its last errors, after its first warning (why it skipped an
+    index page, where that was the cause)."""
     lines = [ln.strip() for ln in report.stderr.decode(errors="replace").splitlines()]
-    errors = [ln for ln in lines if ln.startswith(("ERROR", "hazmat:"))][-2:]
+    errors = [ln for ln in lines if ln.startswith(("ERROR", "npm error", "hazmat:"))][-3:]
     warned = [ln for ln in lines if ln.startswith("WARNING")][:1]
-    return (
-        " ".join(warned + errors) or " ".join(ln for ln in lines if ln)[-300:] or "pip said nothing"
-    )
+    said = " ".join(warned + errors) or " ".join(ln for ln in lines if ln)[-300:]
+    return said or "it said nothing"
 
 
 def _inside(name: str) -> bytes:

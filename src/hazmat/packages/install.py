@@ -1,6 +1,7 @@
 """An install into a session, start to end: the requirements checked against the policy
 (requirements.py), the files fetched through the allowlist proxy in a sandbox of their own
-(fetch.py), installed by the session's own interpreter into its exec tmpfs (install_cell.py),
+(fetch.py), installed by the session itself (install_cell.py: pip into /tmp/.packages, on an
+exec tmpfs; install_npm.js: npm's tarballs into the working directory's node_modules/),
 and the whole recorded in the audit log (`session.installed`: what was asked, every file's
 package, version and SHA-256, and what the download connected to)."""
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+import tarfile
 import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +20,7 @@ from typing import Any
 from hazmat._exceptions import HazmatError, InfraError, InstallRefused
 from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
+from hazmat.languages import get_language
 from hazmat.package_policy import PackageSettings
 from hazmat.packages.fetch import Fetched, PackageFile, fetch
 from hazmat.packages.requirements import check_requirements
@@ -107,10 +111,12 @@ def install(
 
 def _check_room(files: Sequence[Fetched], tmpfs_mb: int, trust: str) -> None:
     """`InstallRefused` where the files would not fit the session: they are written into its
-    working directory, and installed (unpacked) into its /tmp, each a tmpfs of `tmpfs_mb`."""
+    working directory, and installed (unpacked) into its /tmp (Python) or working directory
+    (npm), each a tmpfs of `tmpfs_mb`."""
     packed = sum(len(f.data) for f in files)
-    unpacked = sum(_unpacked(f.data) for f in files)
-    if max(packed, unpacked) > tmpfs_mb * MiB:
+    unpacked = sum(_unpacked(f.data, f.file.file) for f in files)
+    npm = any(f.file.path for f in files)  # both in the working directory
+    if max(packed, unpacked) > tmpfs_mb * MiB or (npm and packed + unpacked > tmpfs_mb * MiB):
         raise InstallRefused(
             f"these packages take {unpacked / MiB:.1f} MB installed ({packed / MiB:.1f} MB "
             f"of files); a session at trust level {trust!r} has {tmpfs_mb} MB for them (policy "
@@ -118,23 +124,33 @@ def _check_room(files: Sequence[Fetched], tmpfs_mb: int, trust: str) -> None:
         )
 
 
-def _unpacked(data: bytes) -> int:
+def _unpacked(data: bytes, name: str) -> int:
     try:
+        if name.endswith(".tgz"):
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tarball:
+                return sum(member.size for member in tarball.getmembers())
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InfraError(f"a downloaded package is not a wheel (a zip archive): {exc}") from None
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+        raise InfraError(f"a downloaded package ({name}) cannot be read: {exc}") from None
 
 
 def _put(target: Target, files: Sequence[Fetched], timeout_s: float) -> None:
-    """Send the files into the session and have its interpreter install them."""
-    cell = resources.files("hazmat.packages").joinpath("install_cell.py").read_text()
-    code = f"exec(compile({cell!r}, '<hazmat install>', 'exec'), {{'__name__': 'install'}})\n"
+    """Send the files into the session and have it install them: Python's interpreter with
+    pip (install_cell.py), or Node unpacking npm's tarballs (install_npm.js)."""
+    language = get_language(target.language)
+    sent: dict[str, bytes]
+    if language.name == "python":
+        cell = _inside("install_cell.py").decode()
+        code = f"exec(compile({cell!r}, '<hazmat install>', 'exec'), {{'__name__': 'install'}})\n"
+        sent = {f"{FOLDER}/{f.file.file}": f.data for f in files}
+    else:
+        code = _inside("install_npm.js").decode()
+        plan = [{"path": f.file.path, "archive": f"{f.digest}.tgz"} for f in files]
+        sent = {f"{FOLDER}/{f.digest}.tgz": f.data for f in files}
+        sent[f"{FOLDER}/plan.json"] = json.dumps(plan).encode()
     program = Program(
-        files={"main.py": code.encode(), **{f"{FOLDER}/{f.file.file}": f.data for f in files}},
-        want=(),
-        stdin=b"",
-        max_file_bytes=1,
+        files={language.source_name: code.encode(), **sent}, want=(), stdin=b"", max_file_bytes=1
     )
     report = target.call(program, "run", timeout_s)
     if report.exit_code != 0:
@@ -143,3 +159,7 @@ def _put(target: Target, files: Sequence[Fetched], timeout_s: float) -> None:
             f"the session could not install the packages (status {report.exit_code}): "
             + (" ".join(said) or "; ".join(report.notes) or "no message")
         )
+
+
+def _inside(name: str) -> bytes:
+    return resources.files("hazmat.packages").joinpath(name).read_bytes()

@@ -7,7 +7,7 @@ note naming what the image has, written first for the model that wrote the code 
 do itself: another image, or the code without the package; the sandbox has no network, so
 installing it from the program cannot work), then for the operator: how to build an image
 with the package (`hazmat images build --name ... --pip/--npm/--apt ...`, see docs/images.md).
-A Python session the policy lets install packages is told to install it instead.
+A session the policy lets install packages is told to install it instead.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def missing_package_note(
     package = _missing(language, stderr)
     if package is None:
         return None
-    if installs and language == "python":
-        name = _DISTRIBUTION.get(package, package)
+    if installs:
+        name = _DISTRIBUTION.get(package, package) if language == "python" else package
         return (
             f"{quoted(package)} is not installed in this session: install it first (the "
             f"install_packages tool, session.install([{name!r}]) or POST "

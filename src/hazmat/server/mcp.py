@@ -370,14 +370,15 @@ class _Tools:
         packages: Annotated[
             list[str],
             Field(
-                description="requirements, each a name and optionally a version range, "
-                "like 'seaborn==0.13.2' or 'requests>=2.31'"
+                description="requirements, each a name and optionally a version: Python's "
+                "like 'seaborn==0.13.2', JavaScript's and TypeScript's like 'lodash@4.17.21'"
             ),
         ],
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Install Python packages into a session, for its later calls to import: from the
-        service's package index only, with their dependencies. Returns each package file
+        """Install packages into a session, for its later calls to import (Python: pip's;
+        JavaScript and TypeScript: npm's): from the service's index only, with their
+        dependencies. Returns each package file
         installed (name, version, SHA-256). Where the service lets this session install
         nothing, the error says what to use instead."""
         key = self.key_of(ctx)

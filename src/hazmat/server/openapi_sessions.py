@@ -174,8 +174,9 @@ SESSION_SCHEMAS: dict[str, Any] = {
                 "type": "array",
                 "minItems": 1,
                 "items": _STR,
-                "description": "requirements: a name and optionally a version range "
-                "('seaborn==0.13.2'); no URLs, paths or pip options",
+                "description": "requirements: a name and optionally a version (Python: "
+                "'seaborn==0.13.2'; JavaScript, TypeScript: 'lodash@4.17.21'); no URLs, paths "
+                "or options",
             }
         },
     },
@@ -202,6 +203,10 @@ SESSION_SCHEMAS: dict[str, Any] = {
                             "description": "from the service's cache, not the index",
                         },
                         "requested": {"type": "boolean"},
+                        "path": {
+                            "type": "string",
+                            "description": "npm: its place in the working directory",
+                        },
                     },
                 },
             },
@@ -287,8 +292,9 @@ SESSION_PATHS: dict[str, Any] = {
     "/v1/sessions/{session}/packages": {
         "parameters": [_ID],
         "post": {
-            "summary": "Install Python packages into the session from the policy's package "
-            "index (403 where the policy does not let it install: the message says why)",
+            "summary": "Install packages into the session from the policy's index: pip's for "
+            "Python, npm's for JavaScript and TypeScript (403 where the policy does not let it "
+            "install: the message says why)",
             "operationId": "installPackages",
             "security": _AUTH,
             "requestBody": _body(_ref("PackagesRequest")),

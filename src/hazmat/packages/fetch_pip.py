@@ -2,9 +2,11 @@
 imported). pip works out what the asked requirements need beside what the image has (`pip
 install --dry-run --report`, binary files only: nothing of a package runs here), then downloads
 each file the host's cache lacks, checked against the hash the index lists. Everything goes back
-in one archive: `plan.json` (each file's package, version, name and SHA-256) and the files.
-pip reaches the index through the allowlist proxy (HTTPS_PROXY) and nothing else."""
+in one archive: `plan.json` (each file's package, version, name, the SHA-256 the index lists
+and its member in the archive) and the files, each named by its own SHA-256. pip reaches the
+index through the allowlist proxy (HTTPS_PROXY) and nothing else."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -39,7 +41,8 @@ for item in items:
             "name": meta["name"],
             "version": meta["version"],
             "file": name,
-            "sha256": sha256,
+            "digest": sha256,
+            "member": "",
             "requested": bool(item.get("requested")),
         }
     )
@@ -70,9 +73,15 @@ if size > want["most_bytes"]:
         file=sys.stderr,
     )
     sys.exit(4)
+members = {}
+for name in os.listdir("/tmp/files"):
+    with open(os.path.join("/tmp/files", name), "rb") as f:
+        members[name] = hashlib.sha256(f.read()).hexdigest()
+for entry in plan:
+    entry["member"] = members.get(entry["file"], "")
 with open("/tmp/plan-out.json", "w") as f:
     json.dump(plan, f)
 with tarfile.open("files.tar", "w") as out:
     out.add("/tmp/plan-out.json", arcname="plan.json")
-    for name in sorted(os.listdir("/tmp/files")):
-        out.add(os.path.join("/tmp/files", name), arcname=name)
+    for name, digest in sorted(members.items()):
+        out.add(os.path.join("/tmp/files", name), arcname=digest)

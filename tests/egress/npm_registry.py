@@ -1,0 +1,98 @@
+"""An npm registry for the install tests: packuments and tarballs served over HTTPS on the
+host's loopback (127.0.0.2, as "api.mirror.test" through the tests' resolver), with the test
+session's CA. Two packages, made here: `hazmat-probe-left`, which depends on
+`hazmat-probe-pad` (a range: npm resolves it)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import json
+import ssl
+import tarfile
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tls_servers import certificates
+
+PACKAGES = {
+    "hazmat-probe-pad": (
+        "1.2.0",
+        {},
+        "module.exports = (s, n) => String(s).padStart(n, '.');\n",
+    ),
+    "hazmat-probe-left": (
+        "2.0.1",
+        {"hazmat-probe-pad": "^1.0.0"},
+        "const pad = require('hazmat-probe-pad');\nmodule.exports = (n) => pad(n, 4);\n",
+    ),
+}
+
+
+@dataclass
+class Registry:
+    url: str
+    ca_pem: bytes
+    requests: Counter[str] = field(default_factory=Counter)  # path -> GETs
+
+
+def _tarball(name: str, version: str, dependencies: dict[str, str], code: str) -> bytes:
+    manifest = {"name": name, "version": version, "main": "index.js"}
+    manifest["dependencies"] = dependencies  # type: ignore[assignment]
+    files = {
+        "package/package.json": json.dumps(manifest).encode(),
+        "package/index.js": code.encode(),
+    }
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def serve(
+    directory: Path, host: str = "api.mirror.test"
+) -> tuple[Registry, http.server.HTTPServer]:
+    ca_pem, cert, key = certificates(directory)
+    registry = Registry("", ca_pem)
+    routes: dict[str, tuple[str, bytes]] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            registry.requests[self.path] += 1
+            kind, body = routes.get(self.path, ("text/plain", b""))
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    registry.url = f"https://{host}:{server.server_address[1]}/"
+    for name, (version, dependencies, code) in PACKAGES.items():
+        data = _tarball(name, version, dependencies, code)
+        tarball = f"/{name}/-/{name}-{version}.tgz"
+        integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+        dist = {
+            "tarball": registry.url.rstrip("/") + tarball,
+            "integrity": integrity,
+            "shasum": hashlib.sha1(data).hexdigest(),
+        }
+        meta = {"name": name, "version": version, "dependencies": dependencies, "dist": dist}
+        packument = {"name": name, "dist-tags": {"latest": version}, "versions": {version: meta}}
+        routes[f"/{name}"] = ("application/json", json.dumps(packument).encode())
+        routes[tarball] = ("application/octet-stream", data)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return registry, server
