@@ -253,6 +253,8 @@ def test_a_file_whose_hash_is_not_the_index_s_is_neither_kept_nor_installed(
     ):
         session.install(["tool"])
     assert backend.kept[0].calls == []
+    [failed] = _installs(sandbox, session.id)  # recorded, with why
+    assert "its digest is not the one the index lists" in failed["failed"]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -93,15 +93,16 @@ def install(
     began = time.monotonic()
     try:
         requirements = check_requirements(asked, settings, target.trust, target.language)
-    except HazmatError as exc:  # a refusal is recorded too, with what was asked
+        probe = target.job(Program(files={}, want=(), stdin=b"", max_file_bytes=1))
+        files, connections = fetch(backend, gates, settings, probe, requirements)
+        if files:
+            _check_room(files, probe.limits.tmpfs_mb, target.trust)
+            _put(target, files, settings.timeout_s)
+    except HazmatError as exc:  # a refused or failed install is recorded too, with what was asked
         shown = [str(x)[:200] for x in asked] if isinstance(asked, list) else [str(asked)[:200]]
-        record({"session": target.id, "requested": shown[:100], "refused": str(exc)})
+        why = "failed" if isinstance(exc, InfraError) else "refused"
+        record({"session": target.id, "requested": shown[:100], why: str(exc)})
         raise
-    probe = target.job(Program(files={}, want=(), stdin=b"", max_file_bytes=1))
-    files, connections = fetch(backend, gates, settings, probe, requirements)
-    if files:
-        _check_room(files, probe.limits.tmpfs_mb, target.trust)
-        _put(target, files, settings.timeout_s)
     took = (time.monotonic() - began) * 1000
     packages = tuple(f.file for f in files)
     done = Installed(target.id, requirements, packages, took, tuple(connections))
