@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 import uvicorn
 from package_index import Index, serve
@@ -29,7 +28,7 @@ from hazmat.policy_file import parse_policy
 from hazmat.server.http import create_app
 from hazmat.tenant_keys import KeyStore
 from hazmat.testing import as_asked
-from server_helpers import over_http
+from server_helpers import http_client, over_http
 
 pytestmark = [pytest.mark.docker]
 
@@ -159,7 +158,7 @@ def test_http_and_mcp_install_into_a_session(
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     try:
         headers = {"Authorization": f"Bearer {key}"}
-        with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+        with http_client(url, headers, 120) as client:
             _wait_started(server)
             sid = client.post("/v1/sessions", json={"language": "python"}).json()["id"]
             done = client.post(

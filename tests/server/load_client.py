@@ -33,7 +33,10 @@ def main() -> None:
 
     def one(i: int) -> dict[str, object]:
         key = keys[i % len(keys)]
-        with httpx.Client(base_url=url, timeout=300) as client:
+        # idle connections dropped before the service's 5 s keep-alive ends them (a request
+        # sent as it does would meet a reset)
+        limits = httpx.Limits(keepalive_expiry=2.0)
+        with httpx.Client(base_url=url, timeout=300, limits=limits) as client:
             answer = client.post(
                 "/v1/runs", json=MIX[i % len(MIX)], headers={"Authorization": f"Bearer {key}"}
             )

@@ -12,14 +12,14 @@ import httpx
 import pytest
 
 from hazmat.tenant_keys import KeyStore
-from server_helpers import LiveServer, start_server, stop_server
+from server_helpers import LiveServer, http_client, start_server, stop_server
 
 pytestmark = pytest.mark.docker
 
 
 def _client(server: LiveServer, key: str) -> httpx.Client:
     headers = {"Authorization": f"Bearer {server.keys[key]}"}
-    return httpx.Client(base_url=server.url, headers=headers, timeout=180)
+    return http_client(server.url, headers, 180)
 
 
 def test_a_session_paused_over_http_survives_a_restart(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_session_paused_over_http_survives_a_restart(tmp_path: Path) -> None:
     server = start_server(tmp_path)  # the same key store, audit log and session store
     try:
         headers = {"Authorization": f"Bearer {lowered}"}
-        with httpx.Client(base_url=server.url, headers=headers, timeout=180) as low:
+        with http_client(server.url, headers, 180) as low:
             refused = low.post(f"/v1/sessions/{high}/resume")  # its tenant, a lower key now
             assert refused.status_code == 403, refused.text
         with _client(server, "trusted") as trusted:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from hazmat.tenant_keys import KeyStore, Quotas
-from server_helpers import LiveServer, params, session_calls
+from server_helpers import LiveServer, http_client, params, session_calls
 
 pytestmark = pytest.mark.docker
 
@@ -88,7 +87,7 @@ def test_parallel_opens_cannot_pass_the_tenants_cap_together(live_server: LiveSe
     place is taken before the slow container start, not recorded after it)."""
     key = KeyStore(live_server.keys_path).create("pair", "untrusted", Quotas(concurrent=2))[1]
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=live_server.url, headers=headers, timeout=120) as client:
+    with http_client(live_server.url, headers, 120) as client:
         first = client.post("/v1/sessions", json={})
         assert first.status_code == 201, first.text
         with ThreadPoolExecutor(2) as pool:

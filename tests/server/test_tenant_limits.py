@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 
 import anyio
-import httpx
 import pytest
 
 from hazmat.server.fields import MAX_DEPTH
 from hazmat.tenant_keys import KeyStore, Quotas
-from server_helpers import LiveServer, over_http
+from server_helpers import LiveServer, http_client, over_http
 
 pytestmark = pytest.mark.docker
 
@@ -76,7 +75,7 @@ def test_mcp_bodies_are_under_the_keys_cap_and_depth(live_server: LiveServer) ->
     deep = json.dumps(rpc("tools/list", {"x": [[[[]]]]})).replace(
         "[[[[]]]]", "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
     )
-    with httpx.Client(base_url=live_server.url, headers=headers, timeout=120) as client:
+    with http_client(live_server.url, headers, 120) as client:
         too_big = client.post("/mcp", json=big)
         too_deep = client.post("/mcp", content=deep, headers={"Content-Type": "application/json"})
         assess = client.post("/v1/assess", json={"code": "x = 1\n" * 70_000})
@@ -90,7 +89,7 @@ def test_assessments_count_against_the_tenants_quota(live_server: LiveServer) ->
         "counted", "untrusted", Quotas(concurrent=4, per_minute=2)
     )[1]
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=live_server.url, headers=headers, timeout=120) as client:
+    with http_client(live_server.url, headers, 120) as client:
         answers = [client.post("/v1/assess", json={"code": "print(1)"}) for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 429], answers[-1].text
     assert int(answers[-1].headers["Retry-After"]) >= 1
