@@ -10,14 +10,12 @@ import hashlib
 import http.server
 import io
 import json
-import ssl
 import tarfile
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tls_servers import certificates
+from tls_servers import Routes, https_server
 
 PACKAGES = {
     "hazmat-probe-pad": (
@@ -59,40 +57,20 @@ def _tarball(name: str, version: str, dependencies: dict[str, str], code: str) -
 def serve(
     directory: Path, host: str = "api.mirror.test"
 ) -> tuple[Registry, http.server.HTTPServer]:
-    ca_pem, cert, key = certificates(directory)
-    registry = Registry("", ca_pem)
-    routes: dict[str, tuple[str, bytes]] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            registry.requests[self.path] += 1
-            kind, body = routes.get(self.path, ("text/plain", b""))
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    registry.url = f"https://{host}:{server.server_address[1]}/"
+    routes: Routes = {}
+    server, ca_pem, requests = https_server(directory, routes)
+    url = f"https://{host}:{server.server_address[1]}"
     for name, (version, dependencies, code) in PACKAGES.items():
         data = _tarball(name, version, dependencies, code)
         tarball = f"/{name}/-/{name}-{version}.tgz"
         integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
         dist = {
-            "tarball": registry.url.rstrip("/") + tarball,
+            "tarball": url + tarball,
             "integrity": integrity,
             "shasum": hashlib.sha1(data).hexdigest(),
         }
         meta = {"name": name, "version": version, "dependencies": dependencies, "dist": dist}
         packument = {"name": name, "dist-tags": {"latest": version}, "versions": {version: meta}}
-        routes[f"/{name}"] = ("application/json", json.dumps(packument).encode())
-        routes[tarball] = ("application/octet-stream", data)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return registry, server
+        routes[f"/{name}"] = ({"Content-Type": "application/json"}, json.dumps(packument).encode())
+        routes[tarball] = ({"Content-Type": "application/octet-stream"}, data)
+    return Registry(url + "/", ca_pem, requests), server

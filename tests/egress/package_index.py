@@ -12,23 +12,26 @@ import hashlib
 import http.server
 import io
 import shutil
-import ssl
 import subprocess
 import sysconfig
-import threading
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tls_servers import certificates
+from tls_servers import Routes, https_server
 
 NATIVE_INIT = """import ctypes, os
 _lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libprobe.so"))
 def twice(x):
     return _lib.probe_twice(x)
 """
-PURE_INIT = "from probe_native import twice\nVALUE = twice(21)\n"
+PURE_INIT = """from probe_native import twice
+VALUE = twice(21)
+class Box:
+    def __init__(self, n):
+        self.n = n
+"""
 
 
 @dataclass
@@ -98,9 +101,14 @@ def wheels(directory: Path) -> dict[str, bytes]:
 
 
 def serve(directory: Path, host: str = "api.mirror.test") -> tuple[Index, http.server.HTTPServer]:
-    files = wheels(directory)
-    pages: dict[str, bytes] = {}
-    for name, data in files.items():
+    routes: Routes = {}
+    html = {"Content-Type": "text/html"}
+    # as PyPI serves its files: they never change
+    files = {
+        "Content-Type": "application/octet-stream",
+        "Cache-Control": "max-age=365000000, immutable",
+    }
+    for name, data in wheels(directory).items():
         project = name.split("-", 1)[0].replace("_", "-")
         # its metadata on its own (PEP 658, as PyPI serves it): pip resolves without the file
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -111,32 +119,10 @@ def serve(directory: Path, host: str = "api.mirror.test") -> tuple[Index, http.s
             f'<a href="/files/{name}#sha256={hashlib.sha256(data).hexdigest()}" '
             f'data-core-metadata="{core}" data-dist-info-metadata="{core}">{name}</a>\n'
         )
-        pages[f"/simple/{project}/"] = f"<!DOCTYPE html><html><body>\n{link}</body></html>".encode()
-        pages[f"/files/{name}"] = data
-        pages[f"/files/{name}.metadata"] = metadata
-    ca_pem, cert, key = certificates(directory)
-    index = Index("", ca_pem)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            index.requests[self.path] += 1
-            body = pages.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            kind = "text/html" if self.path.startswith("/simple/") else "application/octet-stream"
-            self.send_header("Content-Type", kind)
-            if self.path.startswith("/files/"):  # as PyPI serves its files: they never change
-                self.send_header("Cache-Control", "max-age=365000000, immutable, public")
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    index.url = f"https://{host}:{server.server_address[1]}/simple/"
-    return index, server
+        page = f"<!DOCTYPE html><html><body>\n{link}</body></html>".encode()
+        routes[f"/simple/{project}/"] = (html, page)
+        routes[f"/files/{name}"] = (files, data)
+        routes[f"/files/{name}.metadata"] = (files, metadata)
+    server, ca_pem, requests = https_server(directory, routes)
+    url = f"https://{host}:{server.server_address[1]}/simple/"
+    return Index(url, ca_pem, requests), server

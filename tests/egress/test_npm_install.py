@@ -6,17 +6,16 @@ come from the host's cache then). Python's: test_package_install.py."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from npm_registry import Registry, serve
+from tls_servers import mirror_proxy
 
 from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.egress.proxy import EgressProxy
 from hazmat.policy_file import parse_policy
 
 pytestmark = [pytest.mark.docker]
@@ -40,9 +39,7 @@ def test_javascript_and_typescript_sessions_install_from_the_registry(
         "ca_bundle": str(tmp_path / "ca.pem"),
         "cache": str(tmp_path / "cache"),
     }
-    proxy = EgressProxy(
-        resolver=lambda host, _: ["127.0.0.2"], reachable=[ipaddress.ip_network("127.0.0.2/32")]
-    )
+    proxy = mirror_proxy()
     policy = parse_policy({"packages": packages})
     with Sandbox(policy, backend=DockerBackend(engine), egress=proxy) as sandbox:
         with sandbox.session("javascript", trust="unknown", runtime="runc") as session:

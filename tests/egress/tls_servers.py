@@ -4,9 +4,12 @@ that talks to the allowlist proxy's unix socket the way the relay in a container
 from __future__ import annotations
 
 import datetime
+import http.server
+import ipaddress
 import socket
 import ssl
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +17,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from hazmat.egress.proxy import EgressProxy
 
 NAMES = ["allowed.test", "other.test", "api.mirror.test"]
 
@@ -128,6 +133,48 @@ def read_head(sock: socket.socket) -> bytes:
             break
         data += chunk
     return data
+
+
+Routes = dict[str, tuple[dict[str, str], bytes]]  # path -> (headers, body)
+
+
+def https_server(
+    directory: Path, routes: Routes
+) -> tuple[http.server.HTTPServer, bytes, Counter[str]]:
+    """An HTTP server over TLS on 127.0.0.2 (a port of its own) with a CA made for it, that
+    answers a GET of each path in `routes` (read at each request: it may be filled once the
+    port is known) and 404 otherwise: the server, the CA, and each path's GETs so far."""
+    ca_pem, cert, key = certificates(directory)
+    requests: Counter[str] = Counter()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requests[self.path] += 1
+            headers, body = routes.get(self.path, ({}, b""))
+            self.send_response(200 if self.path in routes else 404)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, ca_pem, requests
+
+
+def mirror_proxy() -> EgressProxy:
+    """The allowlist proxy as the install tests' sandboxes use it: every name resolves to
+    127.0.0.2 (where https_server listens), declared reachable as a mirror's address is."""
+    return EgressProxy(
+        resolver=lambda host, _: ["127.0.0.2"], reachable=[ipaddress.ip_network("127.0.0.2/32")]
+    )
 
 
 def start_servers(directory: Path) -> tuple[dict[str, TLSServer], list[socket.socket]]:
