@@ -362,3 +362,14 @@ def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
     ]
     assert [(p.name, p.path) for p in done.packages] == [("tool", "node_modules/left")]
     assert (tmp_path / "npm" / digest / "left-1.0.0.tgz").read_bytes() == tgz
+
+
+def test_a_pause_keeps_the_names_of_python_s_packages_and_an_older_one_has_none() -> None:
+    from hazmat.run.session_store import Paused
+
+    paused = Paused(
+        "s-1", "python", "unknown", "runc", None, None, None, 1.0, 10, packages=("six",)
+    )
+    assert Paused.from_dict(json.loads(json.dumps(paused.as_dict()))) == paused
+    older = {k: v for k, v in paused.as_dict().items() if k != "packages"}
+    assert Paused.from_dict(older).packages == ()

@@ -39,6 +39,7 @@ class Pausable(Protocol):
     id: str
     language: str
     spec: Spec
+    installed: list[str]  # Python's requirements installed in it, to install again on resume
 
     @property
     def trust(self) -> str: ...
@@ -81,6 +82,7 @@ def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], 
         archive_bytes=len(archive),
         saved=tuple(str(name) for name in said.get("saved", ())),
         lost={str(k): str(v) for k, v in dict(said.get("lost", {})).items()},
+        packages=tuple(session.installed),
     )
     keep(paused, archive)
     session.end("it was paused")

@@ -26,7 +26,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
 
-from hazmat._exceptions import ClosedError, InfraError, SessionClosed, SettingsMismatch
+from hazmat._exceptions import (
+    ClosedError,
+    HazmatError,
+    InfraError,
+    SessionClosed,
+    SettingsMismatch,
+)
 from hazmat.assess.decision import Decision, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
@@ -51,7 +57,7 @@ from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.routing import route, session_refusal
 from hazmat.run.session_book import SessionBook
 from hazmat.run.session_store import Paused, SessionStore, default_store_dir
-from hazmat.sessions import Fixed, open_session
+from hazmat.sessions import Fixed, Session, open_session
 from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:
@@ -179,7 +185,9 @@ class Sandbox:
             )
             session = open_session(self, self.sessions, self._recorder, fixed, paused.id)
             try:
-                session.resumed = restore(session, paused, archive)
+                # its packages first: the variables loaded next may be of their types
+                again = _reinstall(session, paused.packages)
+                session.resumed = {**restore(session, paused, archive), **again}
             except BaseException:
                 session.end("its resume failed")
                 raise
@@ -530,6 +538,19 @@ class Sandbox:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _reinstall(session: Session, packages: Sequence[str]) -> dict[str, Any]:
+    """Install a resumed session's packages again (from the host's cache, where it still has
+    them); what `session.resumed` says of them. A resume does not fail for them: the session
+    comes back, and says which could not be installed and why."""
+    if not packages:
+        return {}
+    try:
+        session.install(packages)
+    except HazmatError as exc:
+        return {"packages": [], "packages_lost": {"*": str(exc)}}
+    return {"packages": list(packages)}
 
 
 def default_tier(policy: Policy) -> ContainerBackend:

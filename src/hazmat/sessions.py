@@ -194,6 +194,9 @@ class Session:
         # a resumed session: when it was paused, and which variables came back (pausing.py)
         self.resumed: dict[str, Any] | None = None
         self.owner: str | None = None  # a service's tenant, whose pause this is (on_idle)
+        # Python's requirements installed (in /tmp, which a pause does not keep): a resume
+        # installs them again (npm's are in the working directory, which it keeps)
+        self.installed: list[str] = []
 
     @property
     def trust(self) -> str:
@@ -279,7 +282,10 @@ class Session:
         self._check_open()
         asked = list(packages) if not isinstance(packages, str | bytes) else packages
         target = Target(self.id, self.language, self.trust, self._job, self.agent_call)
-        return self._sandbox.install_packages(target, asked)
+        done = self._sandbox.install_packages(target, asked)
+        if self.language == "python":
+            self.installed = list(dict.fromkeys([*self.installed, *done.requested]))
+        return done
 
     def pause(self, owner: str | None = None) -> Paused:
         """Pause the session: its working directory, and what can be pickled of Python's

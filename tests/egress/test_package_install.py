@@ -6,7 +6,6 @@ cache by hash; every install is in the audit log. Refusals: tests/test_package_p
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import threading
 import time
@@ -17,13 +16,13 @@ import anyio
 import pytest
 import uvicorn
 from package_index import Index, serve
+from tls_servers import mirror_proxy
 
 from hazmat import InputError, InstallRefused, Outcome, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.audit.records import parse_line
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.egress.proxy import EgressProxy
 from hazmat.policy_file import parse_policy
 from hazmat.server.http import create_app
 from hazmat.tenant_keys import KeyStore
@@ -56,10 +55,9 @@ def installing(
     }
     # the runtime as the test asks it (a session under runc is not refused code the
     # assessment would route to gVisor: the subprocess below)
-    policy = as_asked(parse_policy({"packages": packages}))
-    proxy = EgressProxy(
-        resolver=lambda host, _: ["127.0.0.2"], reachable=[ipaddress.ip_network("127.0.0.2/32")]
-    )
+    sessions = {"store": str(folder / "sessions")}  # paused ones
+    policy = as_asked(parse_policy({"packages": packages, "sessions": sessions}))
+    proxy = mirror_proxy()
     audit = AuditLog(folder / "audit")
     with Sandbox(policy, backend=DockerBackend(engine), egress=proxy, audit=audit) as sandbox:
         yield sandbox, folder
@@ -123,6 +121,25 @@ def test_a_second_session_gets_the_files_from_the_cache(
     # each once to resolve, PEP 658 metadata or not (docs/api.md)
     fetched = index.requests - fetched
     assert all(n <= 1 for p, n in fetched.items() if p.endswith(".whl")), fetched
+
+
+def test_a_resumed_session_gets_its_packages_back_before_its_variables(
+    installing: tuple[Sandbox, Path],
+) -> None:
+    """Python's packages are in /tmp, which a pause does not keep: the resume installs them
+    again (from the cache), before it loads the variables, which may be of their types."""
+    sandbox, _ = installing
+    with sandbox.session("python", trust="unknown", runtime="runc") as session:
+        session.install(["hazmat-probe-pure"])
+        session.run("import probe_pure\nbox = probe_pure.Box(3)")
+        paused = session.pause()
+    assert paused.packages == ("hazmat-probe-pure",)
+    with sandbox.resume_session(paused.id) as again:
+        assert again.resumed is not None
+        assert again.resumed["packages"] == ["hazmat-probe-pure"]
+        assert "box" in again.resumed["loaded"], again.resumed
+        used = again.run("print(box.n, probe_pure.VALUE)")
+        assert used.stdout == "3 42\n", used.stderr
 
 
 def test_what_the_index_does_not_have_is_said_with_pip_s_words(

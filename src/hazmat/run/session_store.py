@@ -74,14 +74,23 @@ class Paused:
     archive_bytes: int
     saved: tuple[str, ...] = ()  # Python's variables saved with the files
     lost: Mapping[str, str] = field(default_factory=dict)  # the others, and why
+    # Python's packages installed in it (in /tmp, not kept): installed again on resume
+    packages: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """Its fields as JSON can hold them (`from_dict` reads them back)."""
-        return {**asdict(self), "saved": list(self.saved), "lost": dict(self.lost)}
+        return {
+            **asdict(self),
+            "saved": list(self.saved),
+            "lost": dict(self.lost),
+            "packages": list(self.packages),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Paused:
-        return cls(**{**data, "saved": tuple(data["saved"]), "lost": dict(data["lost"])})
+        packages = tuple(data.get("packages", ()))  # none in a pause kept before they were
+        saved, lost = tuple(data["saved"]), dict(data["lost"])
+        return cls(**{**data, "saved": saved, "lost": lost, "packages": packages})
 
     def info(self, keep_s: float) -> dict[str, Any]:
         """What a front-end shows about it."""
