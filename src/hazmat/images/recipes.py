@@ -23,9 +23,9 @@ from hazmat._exceptions import ImageBuildError
 from hazmat.backends.inside import program
 from hazmat.images.chroot import Progress, in_chroot, run_tool
 from hazmat.images.toolchains import (
+    GCC_INPUTS,
     JAVA_INPUTS,
-    PCH_INPUTS,
-    precompile_stdcxx,
+    prepare_gcc,
     prepare_java,
 )
 from hazmat.languages import DEFAULT_SUITE, GO_CACHE, LANGUAGES, PRELOAD_FILE, SUITES
@@ -276,9 +276,10 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
         "gcc": ImageRecipe(
             "gcc",
             ("gcc", "g++", "libc6-dev", "libboost-dev", "libssl-dev", *RELAY),
-            extra=precompile_stdcxx,
-            inputs=PCH_INPUTS,
-            summary="gcc and g++ (C17, C++20), Boost headers, OpenSSL; bits/stdc++.h precompiled",
+            extra=prepare_gcc,
+            inputs=GCC_INPUTS,
+            summary="gcc and g++ (C17, C++20), Boost headers, OpenSSL, testlib.h; "
+            "bits/stdc++.h precompiled",
         ),
         "java": ImageRecipe(
             "java",
