@@ -242,7 +242,11 @@ def test_a_batch_is_graded_by_the_clusters_worker(cluster: LiveServer, tmp_path:
         }
         for n in range(3)
     ]
-    tasks[1]["code"] = "print(0)"
+    # a task with subtasks: right on its first group, wrong on its second
+    tasks[1]["code"] = "a, b = map(int, input().split())\nprint(a + b if b < 2 else 0)"
+    tasks[1]["groups"] = [{"name": "a", "points": 1}, {"name": "b", "points": 3, "after": ["a"]}]
+    for k, test in enumerate(tasks[1]["tests"]):
+        test["group"] = "a" if k < 2 else "b"
     with cluster.client() as client:
         made = client.post("/v1/batches", json={"tasks": tasks, "jobs": 2})
         assert made.status_code == 202, made.text
@@ -253,6 +257,8 @@ def test_a_batch_is_graded_by_the_clusters_worker(cluster: LiveServer, tmp_path:
         "t1": "wrong_answer",
         "t2": "accepted",
     }
+    assert [g["points"] for g in lines["t1"]["groups"]] == [1, 0]
+    assert lines["t1"]["score"] == 0.25
     assert {v["worker"] for v in lines.values()} == {"w1"}
     records = {r["seq"]: r for r in audit_records(tmp_path / "audit-w1")}
     for line in lines.values():

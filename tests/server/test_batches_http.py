@@ -1,6 +1,6 @@
-"""Batches through a live `hazmat serve` on the real engine: part of the example set uploaded
-as JSON Lines, graded, streamed back with the verdicts their ids name, each with a receipt in
-the service's audit log."""
+"""Batches through a live `hazmat serve` on the real engine: part of the example sets uploaded
+as JSON Lines, graded, streamed back with the verdicts their ids name (and a subtask problem's
+points), each with a receipt in the service's audit log."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from server_helpers import LiveServer
 
 pytestmark = pytest.mark.docker
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "grading" / "tasks.jsonl"
+GRADING = Path(__file__).resolve().parents[2] / "examples" / "grading"
 CHOSEN = {
     "sum-python-right",
     "sum-python-wrong-wrong_answer",
@@ -22,6 +22,9 @@ CHOSEN = {
     "evens-python-check-wrong-wrong_answer",
     # test 1 leaves a process that would answer tests 2 and 3 (nothing of a test may survive)
     "survivor-c-wrong-wrong_answer",
+    # judging.jsonl: a testlib checker's, and a subtask problem's 20 points of 100
+    "pair-javascript-wrong-wrong_answer",
+    "triangle-c-wrong-wrong_answer",
 }
 
 
@@ -33,7 +36,8 @@ def expected(task_id: str) -> str:
 def test_a_batch_of_the_example_set_is_graded_through_the_service(
     live_server: LiveServer,
 ) -> None:
-    lines = [line for line in EXAMPLES.read_text().splitlines() if json.loads(line)["id"] in CHOSEN]
+    every = [(GRADING / name).read_text().splitlines() for name in ("tasks.jsonl", "judging.jsonl")]
+    lines = [line for line in every[0] + every[1] if json.loads(line)["id"] in CHOSEN]
     with live_server.client("trusted") as client:
         made = client.post(
             "/v1/batches?jobs=2&trust=unknown",
@@ -46,7 +50,9 @@ def test_a_batch_of_the_example_set_is_graded_through_the_service(
             got = [json.loads(line) for line in streamed.iter_lines() if line]
         status = client.get(f"/v1/batches/{bid}").json()
     assert {r["id"]: r["verdict"] for r in got} == {t: expected(t) for t in CHOSEN}
-    assert (status["state"], status["done"], status["total"]) == ("done", 6, 6)
+    assert (status["state"], status["done"], status["total"]) == ("done", 8, 8)
+    triangle = next(r for r in got if r["id"] == "triangle-c-wrong-wrong_answer")
+    assert (triangle["points"], triangle["max_points"], triangle["score"]) == (20, 100, 0.2)
     records = {r["seq"]: r for r in live_server.audit_records()}
     for result in got:
         receipt = records[result["receipt"]]

@@ -520,11 +520,18 @@ export interface components {
                     name: "checker";
                     language: string;
                     code: string;
+                } | {
+                    /** @constant */
+                    name: "testlib";
+                    language?: string;
+                    code: string;
                 };
                 /** @description seconds, at most the trust level's timeout_s */
                 timeout?: number;
                 /** @description at most the trust level's memory_mb */
                 memory_mb?: number;
+                /** @description the group it is in, when the task has groups */
+                group?: string;
             }[];
             /** @description test code appended to the program; the run's exit status judges */
             check?: string;
@@ -539,7 +546,25 @@ export interface components {
                 name: "checker";
                 language: string;
                 code: string;
+            } | {
+                /** @constant */
+                name: "testlib";
+                language?: string;
+                code: string;
             };
+            groups?: {
+                name: string;
+                points: number;
+                /**
+                 * @description all (the default, IOI): the points only when every test of the group is accepted; each: the points times the share of them accepted
+                 * @enum {unknown}
+                 */
+                scoring?: "all" | "each";
+                /** @description earlier groups that must have all their points first; else this group scores 0 and its tests are skipped */
+                after?: string[];
+                /** @description once a test of the group fails, skip its others; default: true for all, false for each */
+                skip_rest?: boolean;
+            }[];
             /** @description relative path -> text content, put in the working directory */
             files?: {
                 [key: string]: string;
@@ -560,7 +585,24 @@ export interface components {
             id: string;
             /** @enum {unknown} */
             verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
+            /** @description points / max_points */
             score: number;
+            /** @description with groups, the points earned; else the test cases' scores added */
+            points?: number;
+            max_points?: number;
+            /** @description the task's groups, each with what it earned */
+            groups?: {
+                name: string;
+                /**
+                 * @description accepted, the first failed test's verdict, or skipped (a group it needs failed)
+                 * @enum {unknown}
+                 */
+                verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                points: number;
+                max_points: number;
+                passed: number;
+                total: number;
+            }[];
             passed?: number;
             total?: number;
             /** @description why, when not accepted */
@@ -577,7 +619,10 @@ export interface components {
             memory_bytes?: number | null;
             tests: {
                 /** @enum {unknown} */
-                verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
+                verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                /** @description 1 accepted, 0 not; a testlib checker's points between */
+                score?: number;
+                group?: string;
                 message?: string | null;
                 exit_code?: number | null;
                 /** @description the program's CPU time on the cpu clock, its wall-clock time on the wall clock */

@@ -5,10 +5,11 @@ hardened, verified and audited like any other. A task's test cases share a kept 
 (backends/kept/kept_build.py): the submission is built once, and each test case runs as a fresh
 process from the state right after the build. A test case's verdict comes from its run's
 outcome (`VERDICT_OF`) and, for a run that ended `ok`, from its stdout against the expected
-output (compare.py) or from a checker program, which runs in a sandbox too. A compile error
-or a blocked submission ends the task at its first test (the others would get the same). The
-task's verdict is `accepted` when every test case is, else that of its first test case that
-is not; its score is the share of accepted test cases.
+output (compare.py) or from a checker program (checkers.py), which runs in a sandbox too. A
+compile error or a blocked submission ends the task at its first test (the others would get
+the same). The task's verdict is `accepted` when every test case is, else that of its first
+test case that failed; its score is the share of the points it earned (scoring.py: by test
+case, or by group for a task with subtasks).
 """
 
 from __future__ import annotations
@@ -16,18 +17,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, Unpack
+from typing import Any, Protocol
 
 from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
-from hazmat.backends.kept.kept_build import KeptBuild
+from hazmat.grade.checkers import Checkers, RunningSandbox
 from hazmat.grade.compare import difference
-from hazmat.grade.tasks import Comparator, Task, TestCase
+from hazmat.grade.scoring import GroupResult, order, scored, skipped_because
+from hazmat.grade.tasks import Task, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock
-from hazmat.run.intake import RunOptions
 
 __all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult"]
 
@@ -47,30 +48,10 @@ VERDICT_OF: Mapping[Outcome, str] = {
 _FINAL = {"compile_error", "blocked"}  # every other test case would get the same
 
 
-class GradingSandbox(Protocol):
-    """What grading needs of a `Sandbox`: its `run`."""
-
-    def run(
-        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
-    ) -> ExecutionResult: ...
-
-    def request(
-        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
-    ) -> ExecutionRequest: ...
+class GradingSandbox(RunningSandbox, Protocol):
+    """What grading needs of a `Sandbox`: its runs, and the audit log for verdicts."""
 
     def record_verdict(self, data: dict[str, Any]) -> int: ...
-
-    def kept_build(
-        self,
-        language: str,
-        timeouts: Sequence[float | None],
-        *,
-        trust: Any = None,
-        build_files: Iterable[str] = (),
-        owner: str | None = None,
-    ) -> KeptBuild: ...
-
-    def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult: ...
 
 
 @dataclass(frozen=True)
@@ -85,10 +66,22 @@ class TestResult:
     time_ms: float | None = None  # CPU time on the CPU clock, else wall-clock time
     memory_bytes: int | None = None
     wall_ms: float | None = None  # the program's wall-clock time
+    share: float | None = None  # a checker's share of the test, 0 to 1 (testlib's points)
+    group: str | None = None
+
+    @property
+    def score(self) -> float:
+        """Its share: 1 accepted, 0 not, or what the checker gave."""
+        if self.share is not None:
+            return self.share
+        return 1.0 if self.verdict == "accepted" else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        group = {} if self.group is None else {"group": self.group}
         return {
             "verdict": self.verdict,
+            "score": _rounded(self.score),
+            **group,
             "message": self.message,
             "exit_code": self.exit_code,
             "time_ms": _rounded(self.time_ms),
@@ -106,6 +99,9 @@ class TaskResult:
     total: int
     compile_ms: float | None = None
     receipt: int | None = None  # the audit log's grade.verdict record (hazmat audit receipt)
+    points: float | None = None  # earned, of max_points (scoring.py); None: passed of total
+    max_points: float | None = None
+    groups: tuple[GroupResult, ...] = ()
 
     @property
     def passed(self) -> int:
@@ -113,13 +109,13 @@ class TaskResult:
 
     @property
     def failed(self) -> TestResult | None:
-        return next((t for t in self.tests if t.verdict != "accepted"), None)
+        return next((t for t in self.tests if t.verdict not in ("accepted", "skipped")), None)
 
     @property
     def message(self) -> str | None:
         """Why the task is not accepted: its first failed test case, by number."""
         for number, test in enumerate(self.tests, 1):
-            if test.verdict != "accepted":
+            if test.verdict not in ("accepted", "skipped"):
                 said = f": {test.message}" if test.message else ""
                 return f"test {number} of {self.total}, {test.verdict}{said}"
         return None
@@ -130,18 +126,31 @@ class TaskResult:
         return "accepted" if failed is None else failed.verdict
 
     @property
+    def earned(self) -> tuple[float, float]:
+        """Points earned, of how many."""
+        if self.points is not None and self.max_points is not None:
+            return self.points, self.max_points
+        return sum(t.score for t in self.tests), float(self.total)
+
+    @property
     def score(self) -> float:
-        return self.passed / self.total if self.total else 0.0
+        points, most = self.earned
+        return min(points / most, 1.0) if most else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The result line (schema.py's RESULT_SCHEMA)."""
         times = [t.time_ms for t in self.tests if t.time_ms is not None]
         walls = [t.wall_ms for t in self.tests if t.wall_ms is not None]
         memory = [t.memory_bytes for t in self.tests if t.memory_bytes is not None]
+        points, most = self.earned
+        groups = {"groups": [g.to_dict() for g in self.groups]} if self.groups else {}
         return {
             "id": self.id,
             "verdict": self.verdict,
             "score": round(self.score, 6),
+            "points": round(points, 6),
+            "max_points": most,
+            **groups,
             "passed": self.passed,
             "total": self.total,
             "message": self.message,
@@ -222,28 +231,37 @@ class Grader:
 
     def _grade_tests(self, task: Task) -> TaskResult:
         """The test cases in one kept build (built once, each test a fresh process); a test with
-        a memory limit of its own runs alone (a kept build's container has one)."""
-        results: list[TestResult] = []
+        a memory limit of its own runs alone (a kept build's container has one). A grouped
+        task's tests run group by group, some skipped (scoring.py)."""
+        done: dict[int, TestResult] = {}
         compile_ms = None
         memory = _memory(task, task.tests[0])
         together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
         together_cases = [case for case, t in zip(task.tests, together, strict=True) if t]
         timeouts = [_test_options(task, case, self.options)["timeout"] for case in together_cases]
-        with self.sandbox.kept_build(
-            task.language,
-            timeouts,
-            trust=self.options.get("trust"),
-            build_files=task.files,
-            owner=self.options.get("caller"),  # a build is shared within its caller only
-        ) as kept_build:
-            for case, shared in zip(task.tests, together, strict=True):
-                run = self._run(task, case, kept_build if shared else None)
+        checking = sum(case.comparator.program for case in task.tests)
+        with (
+            self.sandbox.kept_build(
+                task.language,
+                timeouts,
+                trust=self.options.get("trust"),
+                build_files=task.files,
+                owner=self.options.get("caller"),  # a build is shared within its caller only
+            ) as kept_build,
+            Checkers(self.sandbox, self.options, checking, self.fresh) as checkers,
+        ):
+            for index in order(task):
+                case = task.tests[index]
+                why = skipped_because(task, index, done)
+                if why is not None:
+                    done[index] = TestResult("skipped", why, group=case.group)
+                    continue
+                run = self._run(task, case, kept_build if together[index] else None)
                 compile_ms = compile_ms if compile_ms is not None else run.compile_ms
-                result = self._judge(case, run)
-                results.append(result)
-                if result.verdict in _FINAL:
+                done[index] = self._judge(case, run, checkers)
+                if done[index].verdict in _FINAL:
                     break
-        return TaskResult(task.id, tuple(results), task.total, compile_ms)
+        return _task_result(task, done, compile_ms)
 
     def _run(self, task: Task, case: TestCase, kept_build: Backend | None) -> ExecutionResult:
         options = _test_options(task, case, self.options)
@@ -252,37 +270,15 @@ class Grader:
         request = self.sandbox.request(task.code, task.language, **options)
         return self.sandbox.execute_in(request, kept_build)
 
-    def _judge(self, case: TestCase, run: ExecutionResult) -> TestResult:
-        verdict, message = VERDICT_OF[run.outcome], run.error
-        if verdict == "accepted":
-            verdict, message = self._output_verdict(case, run.stdout)
-        return _measured(verdict, message, run)
-
-    def _output_verdict(self, case: TestCase, output: str) -> tuple[str, str | None]:
-        if case.comparator.name == "checker":
-            return self._check(case.comparator, case, output)
-        message = difference(case.comparator, case.expected_stdout, output)
-        return ("accepted", None) if message is None else ("wrong_answer", message)
-
-    def _check(self, checker: Comparator, case: TestCase, output: str) -> tuple[str, str | None]:
-        """A checker program: it gets `input`, `output` and `expected` as files and as its
-        three arguments; status 0 accepts, 1 rejects (its first line of stdout says why),
-        anything else is the checker's own failure (`infra_error`)."""
-        files = {"input": case.stdin, "output": output, "expected": case.expected_stdout}
-        run = self.sandbox.run(
-            checker.code or "",
-            checker.language or "python",
-            files=files,
-            args=["input", "output", "expected"],
-            clock="cpu",
-            **{k: v for k, v in self.options.items() if k != "override_reason"},
-        )
-        if run.outcome is Outcome.OK:
-            return "accepted", None
-        if run.outcome is Outcome.ERROR and run.exit_code == 1:
-            said = run.stdout.strip().splitlines()
-            return "wrong_answer", said[0] if said else "rejected by the checker"
-        return "infra_error", f"the checker failed: {run.error}"
+    def _judge(self, case: TestCase, run: ExecutionResult, checkers: Checkers) -> TestResult:
+        verdict, message, score = VERDICT_OF[run.outcome], run.error, None
+        if verdict == "accepted" and case.comparator.program:
+            judged = checkers.judge(case.comparator, case, run.stdout)
+            verdict, message, score = judged.verdict, judged.message, judged.score
+        elif verdict == "accepted":
+            message = difference(case.comparator, case.expected_stdout, run.stdout)
+            verdict = "accepted" if message is None else "wrong_answer"
+        return dataclasses.replace(_measured(verdict, message, run), share=score, group=case.group)
 
     def _grade_check(self, task: Task) -> TaskResult:
         """The HumanEval style: the test code is appended to the program, and the run's exit
@@ -293,6 +289,25 @@ class Grader:
         if verdict == "runtime_error":
             verdict = "wrong_answer"
         return TaskResult(task.id, (_measured(verdict, run.error, run),), 1, run.compile_ms)
+
+
+def _task_result(
+    task: Task, done: Mapping[int, TestResult], compile_ms: float | None
+) -> TaskResult:
+    """The task's result from its tests' (by index). Without groups, the tests that ran are a
+    prefix (a compile error or a blocked submission ends the task); with groups, every test has
+    a result, those not run after such an end `skipped`."""
+    if task.groups:
+        ended = next((t for t in done.values() if t.verdict in _FINAL), None)
+        why = None if ended is None else f"not run: the task ended in {ended.verdict}"
+        tests = tuple(
+            done.get(i) or TestResult("skipped", why, group=case.group)
+            for i, case in enumerate(task.tests)
+        )
+    else:
+        tests = tuple(done[i] for i in range(len(task.tests)) if i in done)
+    points, most, groups = scored(task, tests)
+    return TaskResult(task.id, tests, task.total, compile_ms, None, points, most, tuple(groups))
 
 
 def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
@@ -308,9 +323,11 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
             "comparator": dataclasses.asdict(t.comparator),
             "timeout": t.timeout,
             "memory_mb": t.memory_mb,
+            **({"group": t.group} if t.group is not None else {}),
         }
         for t in task.tests
     ]
+    groups = [dataclasses.asdict(g) for g in task.groups]
     return {
         "task": task.id,
         "language": task.language,
@@ -318,8 +335,11 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
         "check_sha256": None if task.check is None else _sha256(task.check),
         "tests_sha256": _sha256(json.dumps(tests, sort_keys=True, ensure_ascii=False)),
         "files_sha256": _sha256(json.dumps(dict(task.files), sort_keys=True)),
+        **({"groups": groups} if groups else {}),
         "verdict": result.verdict,
         "score": round(result.score, 6),
+        "points": round(result.earned[0], 6),
+        "max_points": result.earned[1],
         "passed": result.passed,
         "total": result.total,
         "tests": [t.verdict for t in result.tests],

@@ -10,7 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["COMPARATORS", "MAX_ID", "RESULT_SCHEMA", "TASK_SCHEMA", "VERDICTS"]
+__all__ = [
+    "COMPARATORS",
+    "MAX_ID",
+    "PROGRAM_COMPARATORS",
+    "RESULT_SCHEMA",
+    "TASK_SCHEMA",
+    "TEST_VERDICTS",
+    "VERDICTS",
+]
 
 # judge vocabulary: these exact strings, per test case and per task
 VERDICTS = (
@@ -24,7 +32,11 @@ VERDICTS = (
     "blocked",
     "infra_error",
 )
-COMPARATORS = ("exact", "whitespace", "lines", "float", "checker")
+# a test case's verdict may also be `skipped`: its group's dependency or an earlier test of its
+# group failed, so it did not run (never a task's verdict)
+TEST_VERDICTS = (*VERDICTS, "skipped")
+COMPARATORS = ("exact", "whitespace", "lines", "float", "checker", "testlib")
+PROGRAM_COMPARATORS = ("checker", "testlib")  # a program judges (grade/checkers.py)
 MAX_ID = 256  # characters of a task's id (it names the task in results, receipts, errors)
 
 _TEXT = {"type": "string", "maxLength": 64 * 1024 * 1024}
@@ -61,6 +73,8 @@ _COMPARATOR = {
         },
         {
             "type": "object",
+            "description": "hazmat's convention: the checker gets input, output, expected; "
+            "status 0 accepts, 1 rejects (its first line of stdout says why)",
             "properties": {
                 "name": {"const": "checker"},
                 "language": {"type": "string", "minLength": 1, "maxLength": 64},
@@ -69,7 +83,49 @@ _COMPARATOR = {
             "required": ["name", "language", "code"],
             "additionalProperties": False,
         },
+        {
+            "type": "object",
+            "description": "testlib's convention (Polygon, Codeforces): the checker gets input, "
+            "output, answer; testlib.h's exit codes judge, quitp's points are the test's share; "
+            "language default: cpp, with testlib.h in its image",
+            "properties": {
+                "name": {"const": "testlib"},
+                "language": {"type": "string", "minLength": 1, "maxLength": 64},
+                "code": {"type": "string", "minLength": 1},
+            },
+            "required": ["name", "code"],
+            "additionalProperties": False,
+        },
     ],
+}
+_NAME = {"type": "string", "minLength": 1, "maxLength": 64}
+_GROUP = {
+    "type": "object",
+    "description": "a subtask: test cases worth points together",
+    "properties": {
+        "name": _NAME,
+        "points": {"type": "number", "minimum": 0, "maximum": 1_000_000},
+        "scoring": {
+            "enum": ["all", "each"],
+            "description": "all (the default, IOI): the points only when every test of the "
+            "group is accepted; each: the points times the share of them accepted",
+        },
+        "after": {
+            "type": "array",
+            "items": _NAME,
+            "uniqueItems": True,
+            "maxItems": 1000,
+            "description": "earlier groups that must have all their points first; else this "
+            "group scores 0 and its tests are skipped",
+        },
+        "skip_rest": {
+            "type": "boolean",
+            "description": "once a test of the group fails, skip its others; default: true "
+            "for all, false for each",
+        },
+    },
+    "required": ["name", "points"],
+    "additionalProperties": False,
 }
 _TEST = {
     "type": "object",
@@ -80,6 +136,7 @@ _TEST = {
         "expected_stdout": _TEXT,
         "comparator": _COMPARATOR,
         **_LIMITS,
+        "group": {**_NAME, "description": "the group it is in, when the task has groups"},
     },
     "required": ["expected_stdout"],
     "additionalProperties": False,
@@ -98,6 +155,7 @@ TASK_SCHEMA: dict[str, Any] = {
             "description": "test code appended to the program; the run's exit status judges",
         },
         "comparator": _COMPARATOR,
+        "groups": {"type": "array", "items": _GROUP, "minItems": 1, "maxItems": 1000},
         "files": _FILES,
         **_LIMITS,
         "clock": {
@@ -133,7 +191,38 @@ RESULT_SCHEMA: dict[str, Any] = {
     "properties": {
         "id": {"type": "string", "maxLength": MAX_ID},
         "verdict": {"enum": list(VERDICTS)},
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "score": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "points / max_points",
+        },
+        "points": {
+            "type": "number",
+            "minimum": 0,
+            "description": "with groups, the points earned; else the test cases' scores added",
+        },
+        "max_points": {"type": "number", "minimum": 0},
+        "groups": {
+            "type": "array",
+            "description": "the task's groups, each with what it earned",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "verdict": {
+                        "enum": list(TEST_VERDICTS),
+                        "description": "accepted, the first failed test's verdict, or skipped "
+                        "(a group it needs failed)",
+                    },
+                    "points": {"type": "number", "minimum": 0},
+                    "max_points": {"type": "number", "minimum": 0},
+                    "passed": {"type": "integer", "minimum": 0},
+                    "total": {"type": "integer", "minimum": 0},
+                },
+                "required": ["name", "verdict", "points", "max_points", "passed", "total"],
+            },
+        },
         "passed": {"type": "integer", "minimum": 0},
         "total": {"type": "integer", "minimum": 0},
         "message": {"type": ["string", "null"], "description": "why, when not accepted"},
@@ -152,7 +241,14 @@ RESULT_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "verdict": {"enum": list(VERDICTS)},
+                    "verdict": {"enum": list(TEST_VERDICTS)},
+                    "score": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": 1,
+                        "description": "1 accepted, 0 not; a testlib checker's points between",
+                    },
+                    "group": {"type": "string"},
                     "message": {"type": ["string", "null"]},
                     "exit_code": {"type": ["integer", "null"]},
                     **_MEASURED,

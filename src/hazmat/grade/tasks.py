@@ -2,9 +2,11 @@
 
 A task is a submission (`id`, `language`, `code`) with either `tests` (test cases, each
 judged by its stdout) or `check` (test code appended to the program, judged by the exit
-status: the HumanEval style). Every line is checked against `TASK_SCHEMA` before anything
-runs, and a bad one is an `InputError` naming its line and key; ids must be unique, since
-`--resume` finds finished tasks by id.
+status: the HumanEval style). Its tests may be grouped (`groups`: subtasks worth points, the
+IOI style). Every line is checked against `TASK_SCHEMA` before anything runs, then for what a
+schema cannot say (groups named, named once, their dependencies earlier ones), and a bad one is
+an `InputError` naming its line and key; ids must be unique, since `--resume` finds finished
+tasks by id.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from hazmat._exceptions import QUOTED_MOST, InputError, UnknownLanguage, quoted
-from hazmat.grade.schema import TASK_SCHEMA
+from hazmat.grade.schema import PROGRAM_COMPARATORS, TASK_SCHEMA
 from hazmat.languages import get_language
 
 __all__ = [
     "Comparator",
+    "Group",
     "Task",
     "TestCase",
     "parse_entries",
@@ -46,8 +49,13 @@ class Comparator:
     name: str = "whitespace"
     abs_tol: float = 1e-6  # float: |a - b| <= abs_tol or <= rel_tol * max(|a|, |b|)
     rel_tol: float = 1e-6
-    language: str | None = None  # checker: the checker program
+    language: str | None = None  # checker, testlib: the checker program
     code: str | None = None
+
+    @property
+    def program(self) -> bool:
+        """Judged by a program of its own (checkers.py), not by comparing texts."""
+        return self.name in PROGRAM_COMPARATORS
 
     @classmethod
     def of(cls, raw: Any, default: Comparator | None = None) -> Comparator:
@@ -55,6 +63,8 @@ class Comparator:
             return default or cls()
         if isinstance(raw, str):
             return cls(raw)
+        if raw["name"] == "testlib":  # testlib.h is C++'s
+            return cls(**{"language": "cpp", **raw})
         return cls(**raw)
 
 
@@ -71,6 +81,21 @@ class TestCase:
     comparator: Comparator = field(default_factory=Comparator)
     timeout: float | None = None
     memory_mb: int | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """A subtask: test cases worth `points` together. `all`: the points only when every one of
+    them is accepted (the IOI rule); `each`: the points times the share they earn. A group
+    `after` others scores only once they have all their points (else its tests are skipped);
+    with `skip_rest`, the group's other tests are skipped once one fails."""
+
+    name: str
+    points: float
+    scoring: str = "all"
+    after: tuple[str, ...] = ()
+    skip_rest: bool = True
 
 
 @dataclass(frozen=True)
@@ -87,6 +112,7 @@ class Task:
     memory_mb: int | None = None
     clock: str = "cpu"  # what timeout measures (policy.Clock)
     cpus: float | None = None
+    groups: tuple[Group, ...] = ()
 
     @property
     def total(self) -> int:
@@ -101,6 +127,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
     if error is not None:
         raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
     _known_languages(raw, where)
+    groups = _groups(raw, where)
     default = Comparator.of(raw.get("comparator"))
     tests = tuple(
         TestCase(
@@ -111,6 +138,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
             comparator=Comparator.of(t.get("comparator"), default),
             timeout=t.get("timeout"),
             memory_mb=t.get("memory_mb"),
+            group=t.get("group"),
         )
         for t in raw.get("tests", ())
     )
@@ -125,7 +153,51 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         memory_mb=raw.get("memory_mb"),
         clock=raw.get("clock", "cpu"),
         cpus=raw.get("cpus"),
+        groups=groups,
     )
+
+
+def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
+    """The task's groups, checked for what the schema cannot say: names used once, every test
+    in a group and every group with a test, dependencies on earlier groups only (so there is
+    no cycle, and a group's dependencies are judged before it runs), and some points."""
+    listed, tests = raw.get("groups", ()), raw.get("tests", ())
+    if not listed:
+        for number, test in enumerate(tests):
+            if "group" in test:
+                raise InputError(f"{where}.tests[{number}].group: the task has no groups")
+        return ()
+    if "check" in raw:
+        raise InputError(f"{where}.groups: a task with check has no test cases to group")
+    groups: list[Group] = []
+    for number, entry in enumerate(listed):
+        here = f"{where}.groups[{number}]"
+        if any(g.name == entry["name"] for g in groups):
+            raise InputError(f"{here}.name: {quoted(entry['name'])} is used twice")
+        for name in entry.get("after", ()):
+            if not any(g.name == name for g in groups):
+                raise InputError(f"{here}.after: {quoted(name)} is not an earlier group")
+        scoring = entry.get("scoring", "all")
+        groups.append(
+            Group(
+                name=entry["name"],
+                points=entry["points"],
+                scoring=scoring,
+                after=tuple(entry.get("after", ())),
+                skip_rest=entry.get("skip_rest", scoring == "all"),
+            )
+        )
+    names = {g.name for g in groups}
+    for number, test in enumerate(tests):
+        if test.get("group") not in names:
+            said = f"{quoted(test['group'])} is not a group" if "group" in test else "missing"
+            raise InputError(f"{where}.tests[{number}].group: {said} (the task has groups)")
+    for number, group in enumerate(groups):
+        if not any(t["group"] == group.name for t in tests):
+            raise InputError(f"{where}.groups[{number}]: no test case is in it")
+    if not sum(g.points for g in groups) > 0:
+        raise InputError(f"{where}.groups: their points add up to 0")
+    return tuple(groups)
 
 
 def _key_path(error: ValidationError) -> str:
@@ -158,7 +230,7 @@ def _known_languages(raw: dict[str, Any], where: str) -> None:
     named = [("language", raw["language"])] + [
         (f"{key}.language", c["language"])
         for key, c in comparators
-        if isinstance(c, dict) and c.get("name") == "checker"
+        if isinstance(c, dict) and c.get("name") in PROGRAM_COMPARATORS and "language" in c
     ]
     for key, name in named:
         try:

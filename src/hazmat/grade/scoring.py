@@ -1,0 +1,125 @@
+"""Subtasks: the order a grouped task's tests run in, which are skipped, and what each group
+earns.
+
+A task with `groups` runs them in their order (each group's tests in the task's order), so a
+group's dependencies (`after`, earlier groups only) are judged before it. A test is skipped,
+not run, when a group it depends on has not earned all its points, or when its group skips
+the rest (`skip_rest`, the default for `all`) and an earlier test of the group failed. A group
+scoring `all` earns its points when every test of it is accepted; `each` earns its points
+times the mean of its tests' scores (1 accepted, 0 not, a testlib checker's share between);
+a group whose dependency is short earns nothing. The task's score is the points earned over
+the points there are. A task without groups is one group of all its tests worth one point per
+test, scored `each`: its score is the mean of its tests' scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hazmat.grade.tasks import Group, Task
+
+__all__ = ["GroupResult", "order", "scored", "skipped_because"]
+
+
+class TestResult(Protocol):
+    """What scoring reads of a test's result (grader.TestResult)."""
+
+    @property
+    def verdict(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """What one group earned, of how many points."""
+
+    name: str
+    verdict: str
+    points: float
+    max_points: float
+    passed: int
+    total: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "verdict": self.verdict,
+            "points": round(self.points, 6),
+            "max_points": self.max_points,
+            "passed": self.passed,
+            "total": self.total,
+        }
+
+
+def order(task: Task) -> list[int]:
+    """The tests' indices in the order they run: group by group for a grouped task."""
+    if not task.groups:
+        return list(range(len(task.tests)))
+    return [
+        index
+        for group in task.groups
+        for index, case in enumerate(task.tests)
+        if case.group == group.name
+    ]
+
+
+def skipped_because(task: Task, index: int, done: Mapping[int, TestResult]) -> str | None:
+    """Why test `index` is not to run, given the results so far (`done`, by index); None to
+    run it."""
+    if not task.groups:
+        return None
+    group = _group(task, task.tests[index].group)
+    for name in group.after:
+        members = _members(task, name)
+        if not all(done.get(i) is not None and done[i].verdict == "accepted" for i in members):
+            return f"group {name!r}, which group {group.name!r} needs, did not pass whole"
+    if group.skip_rest:
+        for i in _members(task, group.name):
+            if i in done and done[i].verdict != "accepted":
+                return f"test {i + 1} of group {group.name!r} failed"
+    return None
+
+
+def scored(task: Task, tests: Sequence[TestResult]) -> tuple[float, float, list[GroupResult]]:
+    """The points earned, the points there are, and each group's result (none without groups);
+    `tests` in the task's order (a test not among them earned nothing)."""
+    if not task.groups:
+        return sum(t.score for t in tests), float(task.total), []
+    results = [_group_result(task, g, tests) for g in task.groups]
+    earned = {r.name: r for r in results}
+    for number, group in enumerate(task.groups):
+        if any(earned[name].points < earned[name].max_points for name in group.after):
+            results[number] = _nothing(results[number])
+            earned[group.name] = results[number]
+    return sum(r.points for r in results), sum(g.points for g in task.groups), results
+
+
+def _group_result(task: Task, group: Group, tests: Sequence[TestResult]) -> GroupResult:
+    members = _members(task, group.name)
+    got = [tests[i] for i in members if i < len(tests)]
+    passed = sum(t.verdict == "accepted" for t in got)
+    failed = next((t.verdict for t in got if t.verdict not in ("accepted", "skipped")), None)
+    if group.scoring == "all":
+        points = group.points if passed == len(members) else 0.0
+    else:
+        points = group.points * sum(t.score for t in got) / len(members)
+    verdict = "accepted" if passed == len(members) else failed or "skipped"
+    return GroupResult(group.name, verdict, points, group.points, passed, len(members))
+
+
+def _nothing(result: GroupResult) -> GroupResult:
+    return GroupResult(
+        result.name, result.verdict, 0.0, result.max_points, result.passed, result.total
+    )
+
+
+def _group(task: Task, name: str | None) -> Group:
+    return next(g for g in task.groups if g.name == name)
+
+
+def _members(task: Task, name: str) -> list[int]:
+    return [i for i, case in enumerate(task.tests) if case.group == name]

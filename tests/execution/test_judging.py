@@ -1,0 +1,133 @@
+"""What a judge needs beyond expected output, on the real engine: subtasks with points and a
+testlib checker (C++, testlib.h from the gcc image) through `Sandbox.map` under runc and
+gVisor, and the judging example set through `hazmat batch`. (The logic alone:
+tests/grade/test_subtasks.py; through the service: tests/server/test_batches_http.py; through
+a cluster: tests/cluster/test_worker.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from hazmat import Sandbox
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.grade.schema import RESULT_SCHEMA
+from hazmat.testing import as_asked
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "grading" / "judging.jsonl"
+RESULT = Draft202012Validator(RESULT_SCHEMA)
+
+# right: the answer; one off: half the test (quitp); anything else wrong
+CHECKER = r"""#include "testlib.h"
+int main(int argc, char* argv[]) {
+    registerTestlibCmd(argc, argv);
+    long long want = ans.readLong(), got = ouf.readLong();
+    if (got == want) quitf(_ok, "%lld", got);
+    if (got == want - 1 || got == want + 1) quitp(0.5, "one off: %lld", got);
+    quitf(_wa, "expected %lld, found %lld", want, got);
+}
+"""
+# twice its input, but for 3 (one off) and 4 (wrong)
+DOUBLER = "n = int(input())\nprint(2 * n + {3: 1, 4: 5}.get(n, 0))\n"
+
+
+def cases(*numbers: int, group: str | None = None) -> list[dict[str, object]]:
+    where = {} if group is None else {"group": group}
+    return [{"stdin": f"{n}\n", "expected_stdout": f"{2 * n}\n", **where} for n in numbers]
+
+
+@pytest.mark.matrix
+def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runtime: str) -> None:
+    grouped = {
+        "id": "grouped",
+        "language": "python",
+        "code": DOUBLER,
+        "timeout": 5,
+        "groups": [
+            {"name": "easy", "points": 30},
+            {"name": "hard", "points": 40, "after": ["easy"]},
+            {"name": "harder", "points": 10, "after": ["hard"]},
+            {"name": "partial", "points": 20, "scoring": "each"},
+        ],
+        "tests": cases(1, 2, group="easy")
+        + cases(4, 5, group="hard")
+        + cases(6, group="harder")
+        + cases(7, 4, group="partial"),
+    }
+    checker = {"name": "testlib", "code": CHECKER}
+    judged = {
+        "id": "judged",
+        "language": "python",
+        "code": DOUBLER,
+        "timeout": 5,
+        "comparator": checker,
+        "tests": cases(1, 3, 4),
+    }
+    right = {**judged, "id": "right", "code": "print(2 * int(input()))"}
+    with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
+        # one at a time: the second task's program is the first's build (the same source),
+        # the third's checker the second's
+        found = sandbox.map([grouped, judged, right], jobs=1, trust="unknown", runtime=runtime)
+        results = {r.id: r.to_dict() for r in found}
+        hits = sandbox.builds.hits
+    for line in results.values():
+        assert not list(RESULT.iter_errors(line)), line
+    line = results["grouped"]
+    assert [t["verdict"] for t in line["tests"]] == [
+        "accepted",
+        "accepted",
+        "wrong_answer",
+        "skipped",  # the rest of a failed all-or-nothing group
+        "skipped",  # a group after one that failed
+        "accepted",
+        "wrong_answer",
+    ]
+    assert [(g["name"], g["points"]) for g in line["groups"]] == [
+        ("easy", 30),
+        ("hard", 0),
+        ("harder", 0),
+        ("partial", 10),
+    ]
+    assert (line["points"], line["score"], line["verdict"]) == (40, 0.4, "wrong_answer")
+    line = results["judged"]
+    assert [(t["verdict"], t["score"]) for t in line["tests"]] == [
+        ("accepted", 1),
+        ("wrong_answer", 0.5),
+        ("wrong_answer", 0),
+    ]
+    assert line["tests"][1]["message"] == "partly right (0.5 of the test): points 0.5 one off: 7"
+    assert line["tests"][2]["message"] == "wrong answer expected 8, found 13"
+    assert line["score"] == 0.5
+    assert results["right"]["verdict"] == "accepted"
+    assert hits == 2
+
+
+def test_the_judging_examples_are_graded_right(tmp_path: Path) -> None:
+    """Several right answers judged by a testlib checker, and subtasks scored by points, in
+    several languages; each id names the verdict it deserves, and the points are these."""
+    out = tmp_path / "results.jsonl"
+    args = [str(EXAMPLES), "-o", str(out), "--trust", "unknown", "--runtime", "runc"]
+    done = subprocess.run(
+        [sys.executable, "-m", "hazmat", "batch", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    graded = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    points = {"triangle-c-wrong-wrong_answer": 20, "triangle-python-wrong-time_limit": 20}
+    for task_id, line in graded.items():
+        assert not list(RESULT.iter_errors(line)), line
+        expected = "accepted" if task_id.endswith("-right") else task_id.rsplit("-", 1)[1]
+        assert line["verdict"] == expected, line
+        if task_id.startswith("triangle-"):
+            assert line["points"] == points.get(task_id, 100), line
+    assert len(graded) == len(EXAMPLES.read_text().splitlines())

@@ -1,0 +1,239 @@
+"""Subtasks with points and testlib checkers, on a scripted backend: the order grouped tests
+run in, what is skipped and why, each group's points (all or nothing, or by share), the
+task's score; testlib's exit codes and quitp's points; the tasks refused before anything runs.
+(The same on the real engine: tests/execution/test_judging.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from hazmat import InputError, Sandbox
+from hazmat.backends.base import Job
+from hazmat.grade.grader import Grader
+from hazmat.grade.schema import RESULT_SCHEMA
+from hazmat.grade.tasks import parse_task
+from hazmat.testing import RecordingBackend, audit_records, report
+
+RESULT = Draft202012Validator(RESULT_SCHEMA)
+
+
+def echo_or_judge(job: Job) -> object:
+    """A pretend program that prints its stdin; a pretend testlib checker whose exit status
+    and stderr are its `output` file's first word and the rest (`7 points 0.25 close`)."""
+    files = job.program.files
+    if "answer" in files:
+        status, _, said = files["output"].decode().strip().partition(" ")
+        return report(exit_code=int(status), stderr=said.encode() + b"\n")
+    return report(stdout=job.program.stdin)
+
+
+@pytest.fixture
+def grader() -> Iterator[tuple[Grader, RecordingBackend]]:
+    backend = RecordingBackend(answer=echo_or_judge)  # type: ignore[arg-type]
+    with Sandbox(backend=backend) as sandbox:
+        yield Grader(sandbox), backend
+
+
+def grouped(tests: list[tuple[str, str]], groups: list[dict[str, object]]) -> dict[str, object]:
+    """A task whose program echoes: each test (group, stdin) expects "ok"."""
+    return {
+        "id": "t",
+        "language": "python",
+        "code": "print(input())",
+        "groups": groups,
+        "tests": [{"group": g, "stdin": s, "expected_stdout": "ok"} for g, s in tests],
+    }
+
+
+def test_groups_score_all_or_nothing_and_by_share(grader: tuple[Grader, RecordingBackend]) -> None:
+    g, _ = grader
+    tests = [("a", "ok"), ("a", "ok"), ("b", "ok"), ("b", "no"), ("c", "ok"), ("c", "no")]
+    groups = [
+        {"name": "a", "points": 20},
+        {"name": "b", "points": 30},
+        {"name": "c", "points": 50, "scoring": "each"},
+    ]
+    result = g.grade(parse_task(grouped(tests, groups)))
+    line = result.to_dict()
+    assert not list(RESULT.iter_errors(line))
+    assert [(r["name"], r["points"], r["verdict"]) for r in line["groups"]] == [
+        ("a", 20, "accepted"),
+        ("b", 0, "wrong_answer"),
+        ("c", 25, "wrong_answer"),
+    ]
+    assert (line["points"], line["max_points"], line["score"]) == (45, 100, 0.45)
+    assert (line["verdict"], line["passed"], line["total"]) == ("wrong_answer", 4, 6)
+    assert line["message"].startswith("test 4 of 6, wrong_answer")
+    assert [t["group"] for t in line["tests"]] == ["a", "a", "b", "b", "c", "c"]
+
+
+def test_a_failure_skips_the_rest_of_its_group_and_the_groups_that_need_it(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    g, backend = grader
+    # listed out of order: the groups run in their order, each result stays in its place
+    tests = [("late", "ok"), ("first", "no"), ("first", "ok"), ("free", "ok"), ("late", "ok")]
+    groups = [
+        {"name": "first", "points": 40},
+        {"name": "free", "points": 10},
+        {"name": "late", "points": 50, "after": ["first"]},
+    ]
+    result = g.grade(parse_task(grouped(tests, groups)))
+    assert [j.program.stdin for j in backend.jobs] == [b"no", b"ok"]  # test 2, then test 4
+    verdicts = [t.verdict for t in result.tests]
+    assert verdicts == ["skipped", "wrong_answer", "skipped", "accepted", "skipped"]
+    assert result.tests[2].message == "test 2 of group 'first' failed"
+    assert result.tests[0].message == "group 'first', which group 'late' needs, did not pass whole"
+    line = result.to_dict()
+    assert [(r["name"], r["verdict"], r["points"]) for r in line["groups"]] == [
+        ("first", "wrong_answer", 0),
+        ("free", "accepted", 10),
+        ("late", "skipped", 0),
+    ]
+    assert (line["score"], line["verdict"]) == (0.1, "wrong_answer")
+    assert line["message"].startswith("test 2 of 5, wrong_answer")
+    assert not list(RESULT.iter_errors(line))
+
+
+def test_an_each_group_runs_every_test_unless_told_to_skip(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    g, backend = grader
+    tests = [("e", "no"), ("e", "ok"), ("s", "no"), ("s", "ok")]
+    groups = [
+        {"name": "e", "points": 10, "scoring": "each"},
+        {"name": "s", "points": 10, "scoring": "each", "skip_rest": True},
+    ]
+    result = g.grade(parse_task(grouped(tests, groups)))
+    assert len(backend.jobs) == 3
+    assert [t.verdict for t in result.tests] == [
+        "wrong_answer",
+        "accepted",
+        "wrong_answer",
+        "skipped",
+    ]
+    assert result.to_dict()["points"] == 5
+
+
+def test_a_compile_error_skips_every_other_test_and_scores_nothing() -> None:
+    backend = RecordingBackend(report(exit_code=1, build_status=1, stderr=b"error\n"))
+    with Sandbox(backend=backend) as sandbox:
+        task = grouped([("b", "1"), ("a", "2"), ("a", "3")], [{"name": "a", "points": 1}])
+        task["groups"] = [{"name": "a", "points": 1}, {"name": "b", "points": 1}]
+        result = Grader(sandbox).grade(parse_task({**task, "language": "c", "code": "x"}))
+    assert len(backend.jobs) == 1
+    assert [t.verdict for t in result.tests] == ["skipped", "compile_error", "skipped"]
+    assert result.tests[0].message == "not run: the task ended in compile_error"
+    assert (result.verdict, result.score) == ("compile_error", 0.0)
+    assert result.message is not None and result.message.startswith("test 2 of 3, compile_error")
+
+
+def test_the_verdict_record_keeps_the_groups_and_the_points() -> None:
+    backend = RecordingBackend(answer=echo_or_judge)  # type: ignore[arg-type]
+    with Sandbox(backend=backend) as sandbox:
+        groups = [{"name": "a", "points": 3}, {"name": "b", "points": 1}]
+        Grader(sandbox).grade(parse_task(grouped([("a", "ok"), ("b", "no")], groups)))
+        records = audit_records(sandbox)
+    record = [data for kind, data in records if kind == "grade.verdict"][-1]
+    assert (record["points"], record["max_points"], record["score"]) == (3, 4, 0.75)
+    assert [g["name"] for g in record["groups"]] == ["a", "b"]
+    assert record["tests"] == ["accepted", "wrong_answer"]
+
+
+@pytest.mark.parametrize(
+    ("groups", "tests", "said"),
+    [
+        ([{"name": "a", "points": 1}] * 2, [("a", "")], r"groups\[1\]\.name: 'a' is used twice"),
+        (
+            [{"name": "a", "points": 1, "after": ["b"]}, {"name": "b", "points": 1}],
+            [("a", ""), ("b", "")],
+            r"groups\[0\]\.after: 'b' is not an earlier group",
+        ),
+        ([{"name": "a", "points": 1}], [("z", "")], r"tests\[0\]\.group: 'z' is not a group"),
+        (
+            [{"name": "a", "points": 1}, {"name": "b", "points": 1}],
+            [("a", "")],
+            r"groups\[1\]: no test case is in it",
+        ),
+        ([{"name": "a", "points": 0}], [("a", "")], r"groups: their points add up to 0"),
+        ([{"name": "a", "points": -1}], [("a", "")], r"groups\[0\]\.points: -1 is less than"),
+        (
+            [{"name": "a", "points": 1, "scoring": "most"}],
+            [("a", "")],
+            r"groups\[0\]\.scoring: 'most' is not one of",
+        ),
+    ],
+)
+def test_bad_groups_are_refused_naming_the_key(
+    groups: list[dict[str, object]], tests: list[tuple[str, str]], said: str
+) -> None:
+    with pytest.raises(InputError, match=said):
+        parse_task(grouped(tests, groups), "tasks.jsonl:3")
+
+
+def test_a_group_needs_groups_and_a_check_task_has_none() -> None:
+    plain = {"id": "t", "language": "python", "code": ""}
+    with pytest.raises(InputError, match=r"tests\[0\]\.group: the task has no groups"):
+        parse_task({**plain, "tests": [{"expected_stdout": "", "group": "a"}]})
+    with pytest.raises(InputError, match=r"tests\[1\]\.group: missing \(the task has groups\)"):
+        parse_task(
+            {
+                **plain,
+                "groups": [{"name": "a", "points": 1}],
+                "tests": [{"expected_stdout": "", "group": "a"}, {"expected_stdout": ""}],
+            }
+        )
+
+
+def judged_by_testlib(*outputs: str) -> dict[str, object]:
+    """A task judged by the pretend testlib checker: each test's output is what it answers."""
+    return {
+        "id": "t",
+        "language": "python",
+        "code": "print(input())",
+        "comparator": {"name": "testlib", "code": "int main() {}"},
+        "tests": [{"stdin": o, "expected_stdout": "the answer"} for o in outputs],
+    }
+
+
+def test_testlib_exit_codes_are_verdicts_and_quitp_points_are_shares(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    g, backend = grader
+    outputs = [
+        "0 ok 3 numbers",
+        "1 wrong answer expected 3, found 4",
+        "2 wrong output format Unexpected end of file",
+        "4 wrong output format Extra information in the output file",
+        "8 unexpected eof",
+        "7 points 0.25 close enough",
+        "7 points 1",
+        "7 points 1.5 more than all",
+        "3 FAIL answer is wrong itself",
+        "7 points many",
+        "5 what",
+    ]
+    result = g.grade(parse_task(judged_by_testlib(*outputs)))
+    judged = [(t.verdict, t.score, t.message) for t in result.tests]
+    assert judged == [
+        ("accepted", 1.0, None),
+        ("wrong_answer", 0.0, "wrong answer expected 3, found 4"),
+        ("wrong_answer", 0.0, "wrong output format Unexpected end of file"),
+        ("wrong_answer", 0.0, "wrong output format Extra information in the output file"),
+        ("wrong_answer", 0.0, "unexpected eof"),
+        ("wrong_answer", 0.25, "partly right (0.25 of the test): points 0.25 close enough"),
+        ("accepted", 1.0, None),
+        ("accepted", 1.0, None),
+        ("infra_error", 0.0, "the checker failed: FAIL answer is wrong itself"),
+        ("infra_error", 0.0, "the checker failed: no points in 'points many'"),
+        ("infra_error", 0.0, "the checker failed: status 5 is not testlib's: what"),
+    ]
+    assert result.to_dict()["points"] == pytest.approx(3.25)
+    # testlib's order of arguments and names, and the checker in C++ by default
+    checker = backend.jobs[1].program
+    assert list(checker.args) == ["input", "output", "answer"]
+    assert set(checker.files) == {"main.cpp", "input", "output", "answer"}
+    assert checker.files["answer"] == b"the answer"
