@@ -1,6 +1,7 @@
 """What a judge needs beyond expected output, on the real engine: subtasks with points and a
 testlib checker (C++, testlib.h from the gcc image) through `Sandbox.map` under runc and
-gVisor, and the judging example set through `hazmat batch`. (The logic alone:
+gVisor, and the judging example set and a Polygon package (`hazmat polygon`) through
+`hazmat batch`. (The logic alone:
 tests/grade/test_subtasks.py; through the service: tests/server/test_batches_http.py; through
 a cluster: tests/cluster/test_worker.py.)"""
 
@@ -22,7 +23,10 @@ from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "grading" / "judging.jsonl"
+GRADING = Path(__file__).parents[2] / "examples" / "grading"
+EXAMPLES = GRADING / "judging.jsonl"
+POLYGON = GRADING / "polygon" / "triangle"
+HAZMAT = [sys.executable, "-m", "hazmat"]
 RESULT = Draft202012Validator(RESULT_SCHEMA)
 
 # right: the answer; one off: half the test (quitp); anything else wrong
@@ -110,24 +114,34 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
     assert hits == 2
 
 
-def test_the_judging_examples_are_graded_right(tmp_path: Path) -> None:
+def test_the_judging_examples_and_a_polygon_package_are_graded_right(tmp_path: Path) -> None:
     """Several right answers judged by a testlib checker, and subtasks scored by points, in
-    several languages; each id names the verdict it deserves, and the points are these."""
-    out = tmp_path / "results.jsonl"
-    args = [str(EXAMPLES), "-o", str(out), "--trust", "unknown", "--runtime", "runc"]
-    done = subprocess.run(
-        [sys.executable, "-m", "hazmat", "batch", *args],
+    several languages, and the Polygon package's solutions (made tasks by `hazmat polygon`),
+    in one `hazmat batch`; each id names the verdict it deserves, and the points are these."""
+    made = subprocess.run(
+        [*HAZMAT, "polygon", str(POLYGON), *sorted(map(str, (POLYGON / "solutions").iterdir()))],
         capture_output=True,
         text=True,
-        timeout=900,
     )
+    assert made.returncode == 0, made.stderr
+    tasks, out = tmp_path / "tasks.jsonl", tmp_path / "results.jsonl"
+    tasks.write_text(EXAMPLES.read_text() + made.stdout)
+    args = [str(tasks), "-o", str(out), "--trust", "unknown", "--runtime", "runc"]
+    done = subprocess.run([*HAZMAT, "batch", *args], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     graded = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
-    points = {"triangle-c-wrong-wrong_answer": 20, "triangle-python-wrong-time_limit": 20}
+    assert len(graded) == len(tasks.read_text().splitlines())
+    expected = {
+        "triangle-right.py": ("accepted", 100),
+        "triangle-overflow.c": ("wrong_answer", 20),
+        "triangle-loop.py": ("time_limit", 20),
+    }
     for task_id, line in graded.items():
         assert not list(RESULT.iter_errors(line)), line
-        expected = "accepted" if task_id.endswith("-right") else task_id.rsplit("-", 1)[1]
-        assert line["verdict"] == expected, line
+        if task_id in expected:
+            assert (line["verdict"], line["points"]) == expected[task_id], line
+            continue
+        verdict = "accepted" if task_id.endswith("-right") else task_id.rsplit("-", 1)[1]
+        assert line["verdict"] == verdict, line
         if task_id.startswith("triangle-"):
-            assert line["points"] == points.get(task_id, 100), line
-    assert len(graded) == len(EXAMPLES.read_text().splitlines())
+            assert line["points"] == (100 if verdict == "accepted" else 20), line

@@ -118,6 +118,18 @@ def test_an_each_group_runs_every_test_unless_told_to_skip(
     assert result.to_dict()["points"] == 5
 
 
+def test_tests_points_weigh_their_share_of_an_each_group(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    g, _ = grader
+    task = grouped([("w", "ok"), ("w", "no"), ("w", "ok")], [])
+    task["groups"] = [{"name": "w", "points": 10, "scoring": "each"}]
+    for test, points in zip(task["tests"], [1, 3, 6], strict=True):  # type: ignore[call-overload]
+        test["points"] = points
+    line = g.grade(parse_task(task)).to_dict()
+    assert (line["points"], line["max_points"]) == (7, 10)
+
+
 def test_a_compile_error_skips_every_other_test_and_scores_nothing() -> None:
     backend = RecordingBackend(report(exit_code=1, build_status=1, stderr=b"error\n"))
     with Sandbox(backend=backend) as sandbox:
@@ -161,6 +173,21 @@ def test_the_verdict_record_keeps_the_groups_and_the_points() -> None:
         ([{"name": "a", "points": 0}], [("a", "")], r"groups: their points add up to 0"),
         ([{"name": "a", "points": -1}], [("a", "")], r"groups\[0\]\.points: -1 is less than"),
         (
+            [{"name": "a", "points": 1}],
+            [("a", "5")],
+            r"tests\[0\]\.points: a test's points count only in a group scoring each",
+        ),
+        (
+            [{"name": "a", "points": 1, "scoring": "each"}],
+            [("a", "5"), ("a", "")],
+            r"tests\[1\]\.points: missing, as other tests of group 'a' have points",
+        ),
+        (
+            [{"name": "a", "points": 1, "scoring": "each"}],
+            [("a", "0")],
+            r"groups\[0\]: its tests' points add up to 0",
+        ),
+        (
             [{"name": "a", "points": 1, "scoring": "most"}],
             [("a", "")],
             r"groups\[0\]\.scoring: 'most' is not one of",
@@ -170,8 +197,13 @@ def test_the_verdict_record_keeps_the_groups_and_the_points() -> None:
 def test_bad_groups_are_refused_naming_the_key(
     groups: list[dict[str, object]], tests: list[tuple[str, str]], said: str
 ) -> None:
+    # here a test's stdin, when a number, is its points
+    task = grouped(tests, groups)
+    for test in task["tests"]:  # type: ignore[attr-defined]
+        if test["stdin"].isdigit():
+            test["points"] = int(test.pop("stdin"))
     with pytest.raises(InputError, match=said):
-        parse_task(grouped(tests, groups), "tasks.jsonl:3")
+        parse_task(task, "tasks.jsonl:3")
 
 
 def test_a_group_needs_groups_and_a_check_task_has_none() -> None:

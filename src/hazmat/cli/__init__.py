@@ -32,6 +32,7 @@ __all__ = ["COMMANDS", "INTERNAL_ERROR", "UsageError", "main"]
 COMMANDS = (
     "run",
     "batch",
+    "polygon",
     "assess",
     "images",
     "audit",

@@ -137,6 +137,13 @@ _TEST = {
         "comparator": _COMPARATOR,
         **_LIMITS,
         "group": {**_NAME, "description": "the group it is in, when the task has groups"},
+        "points": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1_000_000,
+            "description": "its weight in an each group (Polygon's each-test points): the "
+            "group's points are shared by these, not equally",
+        },
     },
     "required": ["expected_stdout"],
     "additionalProperties": False,

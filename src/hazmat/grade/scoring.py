@@ -6,7 +6,8 @@ group's dependencies (`after`, earlier groups only) are judged before it. A test
 not run, when a group it depends on has not earned all its points, or when its group skips
 the rest (`skip_rest`, the default for `all`) and an earlier test of the group failed. A group
 scoring `all` earns its points when every test of it is accepted; `each` earns its points
-times the mean of its tests' scores (1 accepted, 0 not, a testlib checker's share between);
+times the mean of its tests' scores (1 accepted, 0 not, a testlib checker's share between),
+weighed by the tests' own `points` where they have them (Polygon's each-test points);
 a group whose dependency is short earns nothing. The task's score is the points earned over
 the points there are. A task without groups is one group of all its tests worth one point per
 test, scored `each`: its score is the mean of its tests' scores.
@@ -106,7 +107,10 @@ def _group_result(task: Task, group: Group, tests: Sequence[TestResult]) -> Grou
     if group.scoring == "all":
         points = group.points if passed == len(members) else 0.0
     else:
-        points = group.points * sum(t.score for t in got) / len(members)
+        weights = [task.tests[i].points for i in members]
+        weighed = [1.0 if w is None else w for w in weights]
+        earned = sum(w * t.score for w, t in zip(weighed, got, strict=False))
+        points = group.points * earned / sum(weighed)
     verdict = "accepted" if passed == len(members) else failed or "skipped"
     return GroupResult(group.name, verdict, points, group.points, passed, len(members))
 

@@ -82,6 +82,7 @@ class TestCase:
     timeout: float | None = None
     memory_mb: int | None = None
     group: str | None = None
+    points: float | None = None  # its weight in an `each` group
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
             timeout=t.get("timeout"),
             memory_mb=t.get("memory_mb"),
             group=t.get("group"),
+            points=t.get("points"),
         )
         for t in raw.get("tests", ())
     )
@@ -164,8 +166,9 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
     listed, tests = raw.get("groups", ()), raw.get("tests", ())
     if not listed:
         for number, test in enumerate(tests):
-            if "group" in test:
-                raise InputError(f"{where}.tests[{number}].group: the task has no groups")
+            for key in ("group", "points"):
+                if key in test:
+                    raise InputError(f"{where}.tests[{number}].{key}: the task has no groups")
         return ()
     if "check" in raw:
         raise InputError(f"{where}.groups: a task with check has no test cases to group")
@@ -193,8 +196,23 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
             said = f"{quoted(test['group'])} is not a group" if "group" in test else "missing"
             raise InputError(f"{where}.tests[{number}].group: {said} (the task has groups)")
     for number, group in enumerate(groups):
-        if not any(t["group"] == group.name for t in tests):
+        members = [(i, t) for i, t in enumerate(tests) if t["group"] == group.name]
+        if not members:
             raise InputError(f"{where}.groups[{number}]: no test case is in it")
+        weighed = [i for i, t in members if "points" in t]
+        if weighed and group.scoring != "each":
+            raise InputError(
+                f"{where}.tests[{weighed[0]}].points: a test's points count only in a group "
+                f"scoring each, and {quoted(group.name)} scores all"
+            )
+        if weighed and len(weighed) < len(members):
+            unweighed = next(i for i, t in members if "points" not in t)
+            raise InputError(
+                f"{where}.tests[{unweighed}].points: missing, as other tests of group "
+                f"{quoted(group.name)} have points"
+            )
+        if weighed and not sum(t["points"] for _, t in members) > 0:
+            raise InputError(f"{where}.groups[{number}]: its tests' points add up to 0")
     if not sum(g.points for g in groups) > 0:
         raise InputError(f"{where}.groups: their points add up to 0")
     return tuple(groups)
