@@ -145,7 +145,7 @@ def test_a_test_that_is_not_text_or_a_folder_that_is_no_package_is_refused(
     with pytest.raises(InputError, match="not a Polygon package"):
         read_problem(tmp_path)
     (tmp_path / "a.zip").write_bytes(b"not a zip")
-    with pytest.raises(InputError, match="not a Polygon package folder or .zip"):
+    with pytest.raises(InputError, match=r"not a Polygon package folder or \.zip"):
         read_problem(tmp_path / "a.zip")
     problem = read_problem(EXAMPLE)
     (tmp_path / "main.pas").write_text("begin end.")
