@@ -166,6 +166,14 @@ NOT_RUN = {  # blocks, and lines of shell blocks, no test runs: why
     SYNOPSIS: "a synopsis, not a command: checked against the parser both ways",
     "make unit": "make targets around the suite (unit tests, ruff, mypy, the suite, CI); each "
     "target is checked to exist",
+    "hazmat batch examples/grading/judging.jsonl -o results.jsonl --trust unknown": "graded "
+    "whole, with the Polygon package's tasks, by tests/execution/test_judging.py (C++ checkers "
+    "and interactors take minutes as a user of its own)",
+    "P=examples/grading/polygon/triangle": "a variable for the next line",
+    "hazmat polygon $P $P/solutions/* -o tasks.jsonl && hazmat batch tasks.jsonl -o scored.jsonl": (
+        "the same two commands run by tests/execution/test_judging.py; `hazmat polygon` also by "
+        "tests/grade/test_polygon.py"
+    ),
 }
 
 

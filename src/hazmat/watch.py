@@ -11,6 +11,12 @@ is cancelled the same way and the result carries a note saying so. Once a run is
 nothing more of its output is handed over. Use one watch per run: a cancelled watch cancels
 any run it is given at once.
 
+A watch may also `feed` the program: a file descriptor (the read end of a pipe) whose bytes go
+to the program's stdin as they come, after the job's own stdin, until it reaches its end, which
+closes the program's stdin (an interactor's output to a submission, grade/interaction.py). The
+run does not close it. `started` is set once the program has its go (after its build, if any),
+or once the run ends without it.
+
 What a watch sees is exactly what the result will hold: never a byte of the agent's markers
 (the tail of a stream that could be the start of one is held back until the next bytes show
 that it is not, or the run ends), never the output files' section, and at most the output cap
@@ -36,8 +42,10 @@ STREAMS = {1: "stdout", 2: "stderr"}
 class Watch:
     """A run's output as it comes (`on_output(stream, data)`), and `cancel()` to stop it."""
 
-    def __init__(self, on_output: OnOutput | None = None) -> None:
+    def __init__(self, on_output: OnOutput | None = None, feed: int | None = None) -> None:
         self.on_output = on_output
+        self.feed = feed  # a file descriptor whose bytes go on to the program's stdin
+        self.started = threading.Event()  # the program has its go (or the run is over)
         self._cancelled = threading.Event()
         self.reason: str | None = None  # why the run was cancelled, once it was
         self._queue: queue.SimpleQueue[tuple[str, bytes] | None] = queue.SimpleQueue()

@@ -1,6 +1,7 @@
 """What a judge needs beyond expected output, on the real engine: subtasks with points and a
 testlib checker (C++, testlib.h from the gcc image) through `Sandbox.map` under runc and
-gVisor, and the judging example set and a Polygon package (`hazmat polygon`) through
+gVisor, interactive problems (a submission and an interactor joined) likewise, and the judging
+example set, a testlib interactor in C++ and a Polygon package (`hazmat polygon`) through
 `hazmat batch`. (The logic alone:
 tests/grade/test_subtasks.py; through the service: tests/server/test_batches_http.py; through
 a cluster: tests/cluster/test_worker.py.)"""
@@ -43,6 +44,49 @@ int main(int argc, char* argv[]) {
 DOUBLER = "n = int(input())\nprint(2 * n + {3: 1, 4: 5}.get(n, 0))\n"
 
 
+# testlib's interactor for the guessing game (registerInteraction): the secret from the input
+# file, at most 30 questions
+INTERACTOR = r"""#include "testlib.h"
+int main(int argc, char* argv[]) {
+    registerInteraction(argc, argv);
+    int secret = inf.readInt();
+    for (int asked = 0; asked <= 30; asked++) {
+        std::string what = ouf.readToken("[?!]");
+        int guess = ouf.readInt();
+        if (what == "!") {
+            if (guess != secret) quitf(_wa, "%d is not the number", guess);
+            quitf(_ok, "%d in %d questions", secret, asked);
+        }
+        if (asked == 30) quitf(_wa, "more than 30 questions");
+        std::cout << (secret < guess ? "<" : secret > guess ? ">" : "=") << std::endl;
+    }
+}
+"""
+
+
+def guessing(task_id: str, code: str, *secrets: int, interactor: str = "") -> dict[str, object]:
+    """A task of the guessing game, judged by the example set's Python interactor (or
+    `interactor`, in C++)."""
+    lines = EXAMPLES.read_text().splitlines()
+    example = json.loads(next(line for line in lines if '"guess-python-right"' in line))
+    judge = {"code": interactor} if interactor else example["interactor"]
+    return {
+        "id": task_id,
+        "language": "python",
+        "code": code,
+        "timeout": 2,
+        "interactor": judge,
+        "tests": [{"stdin": f"{n}\n"} for n in secrets],
+    }
+
+
+BISECT = (
+    "lo, hi = 1, 10**9\nwhile True:\n    mid = (lo + hi) // 2\n    print('?', mid, flush=True)\n"
+    "    said = input()\n    if said == '=':\n        print('!', mid, flush=True)\n        break\n"
+    "    lo, hi = (lo, mid - 1) if said == '<' else (mid + 1, hi)\n"
+)
+
+
 def cases(*numbers: int, group: str | None = None) -> list[dict[str, object]]:
     where = {} if group is None else {"group": group}
     return [{"stdin": f"{n}\n", "expected_stdout": f"{2 * n}\n", **where} for n in numbers]
@@ -76,12 +120,19 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
         "tests": cases(1, 3, 4),
     }
     right = {**judged, "id": "right", "code": "print(2 * int(input()))"}
+    interactive = [
+        guessing("bisect", BISECT, 1, 999_999_999),
+        guessing("blurt", "print('! 5')\n", 7),  # a wrong answer at once
+        guessing("flood", "while True:\n    print('? 1' * 1000)\n", 7),
+    ]
     with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         # one at a time: the second task's program is the first's build (the same source),
         # the third's checker the second's
         found = sandbox.map([grouped, judged, right], jobs=1, trust="unknown", runtime=runtime)
         results = {r.id: r.to_dict() for r in found}
         hits = sandbox.builds.hits
+        found = sandbox.map(interactive, jobs=2, trust="unknown", runtime=runtime)
+        results.update({r.id: r.to_dict() for r in found})
     for line in results.values():
         assert not list(RESULT.iter_errors(line)), line
     line = results["grouped"]
@@ -112,6 +163,17 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
     assert line["score"] == 0.5
     assert results["right"]["verdict"] == "accepted"
     assert hits == 2
+    # an interactive problem: the two programs joined, each in its own sandbox
+    assert [t["verdict"] for t in results["bisect"]["tests"]] == ["accepted", "accepted"]
+    blurt = results["blurt"]["tests"][0]
+    assert (blurt["verdict"], blurt["message"]) == (
+        "wrong_answer",
+        "wrong answer 5 is not the number",
+    )
+    assert blurt["transcript"] == [{"from": "program", "text": "! 5\n"}]
+    assert results["flood"]["verdict"] == "output_limit"
+    for line in results.values():
+        assert not list(RESULT.iter_errors(line)), line
 
 
 def test_the_judging_examples_and_a_polygon_package_are_graded_right(tmp_path: Path) -> None:
@@ -125,7 +187,8 @@ def test_the_judging_examples_and_a_polygon_package_are_graded_right(tmp_path: P
     )
     assert made.returncode == 0, made.stderr
     tasks, out = tmp_path / "tasks.jsonl", tmp_path / "results.jsonl"
-    tasks.write_text(EXAMPLES.read_text() + made.stdout)
+    testlib = guessing("guess-testlib-right", BISECT, 123_456_789, interactor=INTERACTOR)
+    tasks.write_text(EXAMPLES.read_text() + made.stdout + json.dumps(testlib) + "\n")
     args = [str(tasks), "-o", str(out), "--trust", "unknown", "--runtime", "runc"]
     done = subprocess.run([*HAZMAT, "batch", *args], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr

@@ -88,6 +88,19 @@ def test_the_command_writes_a_line_per_submission_and_says_what_it_made(tmp_path
     assert json.loads(out.read_text())["language"] == "python"
 
 
+def test_an_interactive_problem_has_its_interactor_and_its_checker(package: Path) -> None:
+    (package / "files" / "interactor.cpp").write_text('#include "testlib.h"\n')
+    spoil(
+        package,
+        "</assets>",
+        '<interactor><source path="files/interactor.cpp" type="cpp.g++17"/></interactor></assets>',
+    )
+    task = task_for(read_problem(package), EXAMPLE / "solutions" / "right.py")
+    assert task["interactor"] == {"language": "cpp", "code": '#include "testlib.h"\n'}
+    assert task["comparator"]["name"] == "testlib"
+    assert parse_task(task).interactor is not None
+
+
 def test_points_that_add_up_to_nothing_make_no_groups(package: Path) -> None:
     spoil(
         package,
@@ -107,12 +120,17 @@ def test_points_that_add_up_to_nothing_make_no_groups(package: Path) -> None:
             "</assets>",
             '<interactor><source path="files/interactor.cpp" type="cpp.g++17"/></interactor>'
             "</assets>",
-            "an interactive problem",
+            r"files/interactor\.cpp is missing",
         ),
         ('output-file=""', 'output-file="out.txt"', "written to the file 'out.txt'"),
         ("tests/%02d.a", "../tests/%02d.a", r"'\.\./tests/01\.a' is outside the package"),
         ("tests/%02d.a", "tests/%02d.ans", r"tests/01\.ans is missing"),
         ('type="cpp.g++17"', 'type="pascal.fpc"', "the checker is 'pascal.fpc', a language"),
+        (
+            "</assets>",
+            '<interactor><source path="files/check.cpp" type="kotlin.1.9"/></interactor></assets>',
+            "the interactor is 'kotlin.1.9', a language hazmat has not",
+        ),
         (
             '<dependency group="samples"/>',
             '<dependency group="large"/>',

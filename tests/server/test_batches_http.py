@@ -22,9 +22,11 @@ CHOSEN = {
     "evens-python-check-wrong-wrong_answer",
     # test 1 leaves a process that would answer tests 2 and 3 (nothing of a test may survive)
     "survivor-c-wrong-wrong_answer",
-    # judging.jsonl: a testlib checker's, and a subtask problem's 20 points of 100
+    # judging.jsonl: a testlib checker's, a subtask problem's 20 points of 100, and an
+    # interactive problem's (the submission and the interactor joined through the service)
     "pair-javascript-wrong-wrong_answer",
     "triangle-c-wrong-wrong_answer",
+    "guess-javascript-wrong-wrong_answer",
 }
 
 
@@ -50,9 +52,12 @@ def test_a_batch_of_the_example_set_is_graded_through_the_service(
             got = [json.loads(line) for line in streamed.iter_lines() if line]
         status = client.get(f"/v1/batches/{bid}").json()
     assert {r["id"]: r["verdict"] for r in got} == {t: expected(t) for t in CHOSEN}
-    assert (status["state"], status["done"], status["total"]) == ("done", 8, 8)
+    assert (status["state"], status["done"], status["total"]) == ("done", 9, 9)
     triangle = next(r for r in got if r["id"] == "triangle-c-wrong-wrong_answer")
     assert (triangle["points"], triangle["max_points"], triangle["score"]) == (20, 100, 0.2)
+    guess = next(r for r in got if r["id"] == "guess-javascript-wrong-wrong_answer")
+    assert guess["tests"][1]["message"] == "wrong answer more than 30 questions"
+    assert guess["tests"][1]["transcript"][0] == {"from": "program", "text": "? 1\n"}
     records = {r["seq"]: r for r in live_server.audit_records()}
     for result in got:
         receipt = records[result["receipt"]]

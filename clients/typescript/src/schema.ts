@@ -508,7 +508,7 @@ export interface components {
                 files?: {
                     [key: string]: string;
                 };
-                expected_stdout: string;
+                expected_stdout?: string;
                 /** @description how a test's stdout is judged; default: whitespace */
                 comparator?: ("exact" | "whitespace" | "lines" | "float") | {
                     /** @constant */
@@ -532,6 +532,8 @@ export interface components {
                 memory_mb?: number;
                 /** @description the group it is in, when the task has groups */
                 group?: string;
+                /** @description its weight in an each group (Polygon's each-test points): the group's points are shared by these, not equally */
+                points?: number;
             }[];
             /** @description test code appended to the program; the run's exit status judges */
             check?: string;
@@ -549,6 +551,11 @@ export interface components {
             } | {
                 /** @constant */
                 name: "testlib";
+                language?: string;
+                code: string;
+            };
+            /** @description an interactive problem: the interactor, testlib's, talks to the submission (its stdout is the submission's stdin and the other way round), gets input and answer (the test's stdin and expected_stdout), and its exit code judges; language default: cpp */
+            interactor?: {
                 language?: string;
                 code: string;
             };
@@ -624,6 +631,12 @@ export interface components {
                 score?: number;
                 group?: string;
                 message?: string | null;
+                /** @description an interactive task's first failed test: what each side wrote, in the order relayed (program, interactor), up to 64 KiB */
+                transcript?: {
+                    /** @enum {unknown} */
+                    from?: "program" | "interactor" | "hazmat";
+                    text?: string;
+                }[];
                 exit_code?: number | null;
                 /** @description the program's CPU time on the cpu clock, its wall-clock time on the wall clock */
                 time_ms: number | null;

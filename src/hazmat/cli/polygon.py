@@ -23,8 +23,20 @@ def add(sub: Any) -> None:
             "(the full package). Nothing runs."
         ),
     )
-    polygon.add_argument("package", type=Path, metavar="PACKAGE")
-    polygon.add_argument("submissions", type=Path, nargs="+", metavar="SUBMISSION")
+    polygon.add_argument(
+        "package",
+        type=Path,
+        metavar="PACKAGE",
+        help="the package: the folder holding problem.xml, or Polygon's .zip of it",
+    )
+    polygon.add_argument(
+        "submissions",
+        type=Path,
+        nargs="+",
+        metavar="SUBMISSION",
+        help="a submission's source file; each makes one task, its id the problem's short "
+        "name and the file's name",
+    )
     polygon.add_argument(
         "--language", help="the submissions' language (default: from each file's extension)"
     )
@@ -50,6 +62,8 @@ def _polygon(args: argparse.Namespace) -> int:
             raise InputError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     groups = f", {len(problem.groups)} groups" if problem.groups else ""
     checker = "a testlib checker" if problem.comparator else "no checker (whitespace)"
+    if problem.interactor is not None:
+        checker = f"an interactor and {checker}"
     print(
         f"hazmat: {len(lines)} tasks of {problem.name}: {len(problem.tests)} tests{groups}, "
         f"{checker}",

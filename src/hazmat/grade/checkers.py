@@ -32,6 +32,7 @@ from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.grade.tasks import Comparator, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.run.intake import RunOptions
+from hazmat.watch import OnOutput, Watch
 
 __all__ = ["TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox"]
 
@@ -46,7 +47,12 @@ class RunningSandbox(Protocol):
     audit log)."""
 
     def run(
-        self, code: str | bytes, language: str = ..., **options: Unpack[RunOptions]
+        self,
+        code: str | bytes,
+        language: str = ...,
+        *,
+        on_output: OnOutput | Watch | None = ...,
+        **options: Unpack[RunOptions],
     ) -> ExecutionResult: ...
 
     def request(

@@ -25,26 +25,15 @@ from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
 from hazmat.grade.checkers import Checkers, RunningSandbox
 from hazmat.grade.compare import difference
+from hazmat.grade.interaction import interact, verdict
 from hazmat.grade.scoring import GroupResult, order, scored, skipped_because
 from hazmat.grade.tasks import Task, TestCase
-from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.grade.verdicts import VERDICT_OF
+from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Clock
 
 __all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult"]
 
-VERDICT_OF: Mapping[Outcome, str] = {
-    Outcome.OK: "accepted",  # until its output is judged
-    Outcome.ERROR: "runtime_error",
-    Outcome.PIDS_LIMIT: "runtime_error",
-    Outcome.COMPILE_ERROR: "compile_error",
-    Outcome.COMPILE_TIMEOUT: "compile_error",
-    Outcome.TIMEOUT: "time_limit",
-    Outcome.MEMORY_LIMIT: "memory_limit",
-    Outcome.OUTPUT_LIMIT: "output_limit",
-    Outcome.BLOCKED: "blocked",
-    Outcome.INFRA_ERROR: "infra_error",
-    Outcome.CANCELLED: "infra_error",
-}
 _FINAL = {"compile_error", "blocked"}  # every other test case would get the same
 
 
@@ -68,6 +57,7 @@ class TestResult:
     wall_ms: float | None = None  # the program's wall-clock time
     share: float | None = None  # a checker's share of the test, 0 to 1 (testlib's points)
     group: str | None = None
+    transcript: tuple[dict[str, str], ...] | None = None  # an interactive test's, when kept
 
     @property
     def score(self) -> float:
@@ -78,6 +68,7 @@ class TestResult:
 
     def to_dict(self) -> dict[str, Any]:
         group = {} if self.group is None else {"group": self.group}
+        transcript = {} if self.transcript is None else {"transcript": list(self.transcript)}
         return {
             "verdict": self.verdict,
             "score": _rounded(self.score),
@@ -87,6 +78,7 @@ class TestResult:
             "time_ms": _rounded(self.time_ms),
             "wall_ms": _rounded(self.wall_ms),
             "memory_bytes": self.memory_bytes,
+            **transcript,
         }
 
 
@@ -170,12 +162,27 @@ def check_task(
     `build_request` over a policy) accepts: `Grader.check`. It needs no engine, so a command
     can check every task before it reaches one."""
     if task.check is not None:
-        runs = [(_with_check(task), _check_run_options(task, options))]
+        runs = [(_with_check(task), task.language, _check_run_options(task, options))]
+    elif task.interactor is not None:
+        runs = [
+            run
+            for case in task.tests
+            for run in (
+                (task.code, task.language, _interactive_options(task, case, options)),
+                (
+                    task.interactor.code,
+                    task.interactor.language,
+                    _interactor_options(case, options),
+                ),
+            )
+        ]
     else:
-        runs = [(task.code, _test_options(task, case, options)) for case in task.tests]
-    for number, (code, run_options) in enumerate(runs, 1):
+        runs = [
+            (task.code, task.language, _test_options(task, case, options)) for case in task.tests
+        ]
+    for number, (code, language, run_options) in enumerate(runs, 1):
         try:
-            request(code, task.language, **run_options)
+            request(code, language, **run_options)
         except InputError as exc:
             raise InputError(f"task {quoted(task.id)}, run {number}: {exc}") from None
 
@@ -190,6 +197,23 @@ def _test_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dic
         "clock": task.clock,
         "cpus": task.cpus,
         **options,
+    }
+
+
+def _interactive_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The submission's run in an interactive test: the test's input is the interactor's."""
+    return {**_test_options(task, case, options), "stdin": "", "args": []}
+
+
+def _interactor_options(case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The interactor's run: testlib's files and arguments, the wall clock at the level's
+    time limit (it waits on the submission, and must never wait on a core it holds)."""
+    return {
+        **{k: v for k, v in options.items() if k != "override_reason"},
+        "files": {"input": case.stdin, "answer": case.expected_stdout},
+        "args": ["input", "output", "answer"],
+        "output_files": ["output"],  # testlib's tout, for a checker after the interactor
+        "clock": "wall",
     }
 
 
@@ -256,12 +280,52 @@ class Grader:
                 if why is not None:
                     done[index] = TestResult("skipped", why, group=case.group)
                     continue
-                run = self._run(task, case, kept_build if together[index] else None)
+                if task.interactor is not None:
+                    failed = any(t.verdict not in ("accepted", "skipped") for t in done.values())
+                    run, done[index] = self._interact(task, case, checkers, keep=not failed)
+                else:
+                    run = self._run(task, case, kept_build if together[index] else None)
+                    done[index] = self._judge(case, run, checkers)
                 compile_ms = compile_ms if compile_ms is not None else run.compile_ms
-                done[index] = self._judge(case, run, checkers)
                 if done[index].verdict in _FINAL:
                     break
         return _task_result(task, done, compile_ms)
+
+    def _interact(
+        self, task: Task, case: TestCase, checkers: Checkers, keep: bool
+    ) -> tuple[ExecutionResult, TestResult]:
+        """An interactive test (interaction.py): the submission and the interactor, each a run
+        of its own, joined, then a checker of the interactor's output file if the task has
+        one; the transcript kept for the task's first failed test (`keep`)."""
+        interactor = task.interactor
+        assert interactor is not None
+        exchange = interact(
+            lambda watch: self.sandbox.run(
+                task.code,
+                task.language,
+                on_output=watch,
+                **_interactive_options(task, case, self.options),
+            ),
+            lambda watch: self.sandbox.run(
+                interactor.code,
+                interactor.language,
+                on_output=watch,
+                **_interactor_options(case, self.options),
+            ),
+        )
+        judged = verdict(exchange.program, exchange.interactor)
+        if judged.verdict == "accepted" and case.comparator.program:
+            # Polygon's way: a checker judges what the interactor wrote to its output file
+            log = exchange.interactor.files.get("output", b"").decode("utf-8", "replace")
+            judged = checkers.judge(case.comparator, case, log)
+        result = _measured(judged.verdict, judged.message, exchange.program)
+        kept = keep and judged.verdict != "accepted"
+        return exchange.program, dataclasses.replace(
+            result,
+            share=judged.score,
+            group=case.group,
+            transcript=tuple(exchange.transcript.to_list()) if kept else None,
+        )
 
     def _run(self, task: Task, case: TestCase, kept_build: Backend | None) -> ExecutionResult:
         options = _test_options(task, case, self.options)
@@ -333,6 +397,11 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
         "language": task.language,
         "code_sha256": _sha256(task.code),
         "check_sha256": None if task.check is None else _sha256(task.check),
+        **(
+            {"interactor_sha256": _sha256(task.interactor.code)}
+            if task.interactor is not None
+            else {}
+        ),
         "tests_sha256": _sha256(json.dumps(tests, sort_keys=True, ensure_ascii=False)),
         "files_sha256": _sha256(json.dumps(dict(task.files), sort_keys=True)),
         **({"groups": groups} if groups else {}),

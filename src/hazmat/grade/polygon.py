@@ -2,19 +2,21 @@
 
 A package (a folder, or the .zip Polygon gives) is read through its `problem.xml`: the
 testset named `tests` (else the first), its time and memory limits, each test's input and
-answer (`input-path-pattern`, `answer-path-pattern`), its groups and points, and the checker's
-source (`assets/checker/source`). Each submission becomes one task with those tests, judged by
-the checker in testlib's convention (grade/checkers.py). Groups keep Polygon's rules:
+answer (`input-path-pattern`, `answer-path-pattern`), its groups and points, the checker's
+source (`assets/checker/source`) and the interactor's (`assets/interactor/source`). Each
+submission becomes one task with those tests, judged by the checker in testlib's convention
+(grade/checkers.py); an interactive problem's by its interactor, then the checker of the
+interactor's output file, as Polygon does (grade/interaction.py). Groups keep Polygon's rules:
 `complete-group` scores `all` (worth the group's points, or its tests' points added),
 `each-test` scores `each` with each test's own points, dependencies become `after` (the groups
 put in an order where each comes after those it needs); tests with points but no groups make
 one `each` group. A package whose points add up to 0 (ICPC style) has no groups.
 
 What cannot be judged as Polygon would is refused with a sentence, never approximated: an
-interactor (interactive problems are not run yet), an answer written to a file, a checker in a
-language hazmat has not, a test missing from the package (a package without its generated
-tests: Polygon's "full" package, or one after its doall.sh, has them), a test that is not
-UTF-8, a path that leaves the package, a task line over `MAX_LINE_BYTES`.
+answer written to a file, a checker or interactor in a language hazmat has not, a test missing
+from the package (a package without its generated tests: Polygon's "full" package, or one
+after its doall.sh, has them), a test that is not UTF-8, a path that leaves the package, a task
+line over `MAX_LINE_BYTES`.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Problem:
     tests: list[dict[str, Any]]
     groups: list[dict[str, Any]] = field(default_factory=list)
     comparator: dict[str, Any] | None = None
+    interactor: dict[str, Any] | None = None
     timeout: float | None = None
     memory_mb: int | None = None
 
@@ -83,6 +86,8 @@ def task_for(problem: Problem, submission: Path, language: str | None = None) ->
         task["groups"] = problem.groups
     if problem.comparator is not None:
         task["comparator"] = problem.comparator
+    if problem.interactor is not None:
+        task["interactor"] = problem.interactor
     if problem.timeout is not None:
         task["timeout"] = problem.timeout
     if problem.memory_mb is not None:
@@ -100,11 +105,6 @@ def read_problem(path: Path) -> Problem:
     """The problem of a Polygon package: a folder holding problem.xml, or a .zip of one."""
     with _Package(path) as package:
         root = _parse(package.read("problem.xml", _MAX_XML), path)
-        if root.find("assets/interactor") is not None:
-            raise InputError(
-                f"{path}: an interactive problem (it has an interactor), which hazmat does not "
-                "run yet"
-            )
         judging = root.find("judging")
         testsets = judging.findall("testset") if judging is not None else []
         if judging is None or not testsets:
@@ -123,7 +123,8 @@ def read_problem(path: Path) -> Problem:
             name=name,
             tests=tests,
             groups=_groups(testset, tests, path),
-            comparator=_checker(package, root, path),
+            comparator=_program(package, root, "checker", path),
+            interactor=_program(package, root, "interactor", path),
             timeout=_number(testset, "time-limit", 1000.0),
             memory_mb=_memory(testset),
         )
@@ -297,15 +298,20 @@ def _without_empty(group: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in group.items() if v != []}
 
 
-def _checker(package: _Package, root: ElementTree.Element, path: Path) -> dict[str, Any] | None:
-    source = root.find("assets/checker/source")
+def _program(
+    package: _Package, root: ElementTree.Element, role: str, path: Path
+) -> dict[str, Any] | None:
+    """The checker (a `testlib` comparator) or the interactor, from its source's path and type."""
+    source = root.find(f"assets/{role}/source")
     if source is None or not source.get("path"):
         return None
     kind = source.get("type", "cpp.g++17")
     language = next((lang for prefix, lang in _SOURCE_TYPES if kind.startswith(prefix)), None)
     if language is None:
-        raise InputError(f"{path}: the checker is {quoted(kind)}, a language hazmat has not")
-    return {"name": "testlib", "language": language, "code": package.text(source.get("path", ""))}
+        raise InputError(f"{path}: the {role} is {quoted(kind)}, a language hazmat has not")
+    code = package.text(source.get("path", ""))
+    named = {"name": "testlib"} if role == "checker" else {}
+    return {**named, "language": language, "code": code}
 
 
 def _number(testset: ElementTree.Element, key: str, per: float) -> float | None:

@@ -145,7 +145,6 @@ _TEST = {
             "group's points are shared by these, not equally",
         },
     },
-    "required": ["expected_stdout"],
     "additionalProperties": False,
 }
 TASK_SCHEMA: dict[str, Any] = {
@@ -162,6 +161,19 @@ TASK_SCHEMA: dict[str, Any] = {
             "description": "test code appended to the program; the run's exit status judges",
         },
         "comparator": _COMPARATOR,
+        "interactor": {
+            "type": "object",
+            "description": "an interactive problem: the interactor, testlib's, talks to the "
+            "submission (its stdout is the submission's stdin and the other way round), gets "
+            "input and answer (the test's stdin and expected_stdout), and its exit code "
+            "judges; language default: cpp",
+            "properties": {
+                "language": {"type": "string", "minLength": 1, "maxLength": 64},
+                "code": {"type": "string", "minLength": 1},
+            },
+            "required": ["code"],
+            "additionalProperties": False,
+        },
         "groups": {"type": "array", "items": _GROUP, "minItems": 1, "maxItems": 1000},
         "files": _FILES,
         **_LIMITS,
@@ -180,6 +192,9 @@ TASK_SCHEMA: dict[str, Any] = {
     },
     "required": ["id", "language", "code"],
     "oneOf": [{"required": ["tests"]}, {"required": ["check"]}],
+    # expected_stdout is every test's, but an interactive task's (there it is the answer file)
+    "if": {"required": ["interactor"]},
+    "else": {"properties": {"tests": {"items": {"required": ["expected_stdout"]}}}},
     "additionalProperties": False,
 }
 _MEASURED = {
@@ -257,6 +272,18 @@ RESULT_SCHEMA: dict[str, Any] = {
                     },
                     "group": {"type": "string"},
                     "message": {"type": ["string", "null"]},
+                    "transcript": {
+                        "type": "array",
+                        "description": "an interactive task's first failed test: what each "
+                        "side wrote, in the order relayed (program, interactor), up to 64 KiB",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "from": {"enum": ["program", "interactor", "hazmat"]},
+                                "text": {"type": "string"},
+                            },
+                        },
+                    },
                     "exit_code": {"type": ["integer", "null"]},
                     **_MEASURED,
                 },

@@ -28,6 +28,7 @@ from hazmat.languages import get_language
 __all__ = [
     "Comparator",
     "Group",
+    "Interactor",
     "Task",
     "TestCase",
     "parse_entries",
@@ -74,7 +75,7 @@ class TestCase:
 
     __test__ = False  # not a pytest class, whatever its name
 
-    expected_stdout: str
+    expected_stdout: str = ""  # an interactive task's: the interactor's answer file
     stdin: str = ""
     args: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -83,6 +84,14 @@ class TestCase:
     memory_mb: int | None = None
     group: str | None = None
     points: float | None = None  # its weight in an `each` group
+
+
+@dataclass(frozen=True)
+class Interactor:
+    """An interactive task's interactor (grade/interaction.py)."""
+
+    code: str
+    language: str = "cpp"
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,7 @@ class Task:
     clock: str = "cpu"  # what timeout measures (policy.Clock)
     cpus: float | None = None
     groups: tuple[Group, ...] = ()
+    interactor: Interactor | None = None
 
     @property
     def total(self) -> int:
@@ -128,11 +138,12 @@ def parse_task(raw: Any, where: str = "task") -> Task:
     if error is not None:
         raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
     _known_languages(raw, where)
+    _interactive(raw, where)
     groups = _groups(raw, where)
     default = Comparator.of(raw.get("comparator"))
     tests = tuple(
         TestCase(
-            expected_stdout=t["expected_stdout"],
+            expected_stdout=t.get("expected_stdout", ""),
             stdin=t.get("stdin", ""),
             args=tuple(t.get("args", ())),
             files=MappingProxyType(dict(t.get("files", {}))),
@@ -156,6 +167,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         clock=raw.get("clock", "cpu"),
         cpus=raw.get("cpus"),
         groups=groups,
+        interactor=Interactor(**raw["interactor"]) if "interactor" in raw else None,
     )
 
 
@@ -218,6 +230,26 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
     return tuple(groups)
 
 
+def _interactive(raw: dict[str, Any], where: str) -> None:
+    """An interactor judges its task's tests (a checker may judge its output file after it),
+    and needs test cases to judge."""
+    if "interactor" not in raw:
+        return
+    if "check" in raw:
+        raise InputError(f"{where}.interactor: a task with check has no test cases to interact")
+    judged = [("comparator", raw.get("comparator"))] + [
+        (f"tests[{i}].comparator", t.get("comparator")) for i, t in enumerate(raw["tests"])
+    ]
+    for key, given in judged:
+        if given is not None and not (
+            isinstance(given, dict) and given["name"] in PROGRAM_COMPARATORS
+        ):
+            raise InputError(
+                f"{where}.{key}: an interactive task is judged by its interactor, and by a "
+                "checker of the interactor's output file after it; there is no output to compare"
+            )
+
+
 def _key_path(error: ValidationError) -> str:
     """Where in the task the error is: `.tests[0].files['a.txt']` (long keys cut short)."""
     return "".join(f"[{p}]" if isinstance(p, int) else _key(p) for p in error.absolute_path)
@@ -245,7 +277,10 @@ def _known_languages(raw: dict[str, Any], where: str) -> None:
     comparators = [("comparator", raw.get("comparator"))] + [
         (f"tests[{i}].comparator", t.get("comparator")) for i, t in enumerate(raw.get("tests", ()))
     ]
-    named = [("language", raw["language"])] + [
+    named = [("language", raw["language"])]
+    if "language" in raw.get("interactor", {}):
+        named.append(("interactor.language", raw["interactor"]["language"]))
+    named += [
         (f"{key}.language", c["language"])
         for key, c in comparators
         if isinstance(c, dict) and c.get("name") in PROGRAM_COMPARATORS and "language" in c

@@ -7,12 +7,15 @@ authority: when the wall clock runs out or the output passes its cap, `stop()` k
 container through the engine. Reading ends at the agent's end marker, once it has come on both
 stdout and stderr (the engine forwards the two pipes independently, so only then is all of the
 program's output in); whatever follows it is discarded. With a `Watch` (hazmat/watch.py) the
-program's output also goes to the caller as it comes, and the caller can stop the run.
+program's output also goes to the caller as it comes, and the caller can stop the run; a
+watch's `feed` is read as it comes and sent on after the job (once the program has its go),
+and its end closes the program's stdin.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import selectors
 import socket
 import struct
@@ -278,11 +281,13 @@ class _Pump:
         self.go_at = self.started if exchange.built is None else None
         self.words = list(exchange.stop_words)  # those not sent yet
         self.sel: selectors.BaseSelector = selectors.DefaultSelector()
+        # the watch's feed, until it ends (read once the program has its go)
+        self.feed = watch.feed if watch is not None else None
 
     @property
     def keep_writing(self) -> bool:
         """Whether the write side stays open once `outgoing` is sent."""
-        return self.ex.keep_open or self.held is not None
+        return self.ex.keep_open or self.held is not None or self.feed is not None
 
     def run(self) -> Capture:
         if self.ex.pending:
@@ -296,6 +301,7 @@ class _Pump:
         try:
             while True:
                 now = time.monotonic()
+                self._start_feed()
                 self._check_limits(now)
                 limit = self.drain_until if self.drain_until is not None else self.deadline
                 if now >= limit:
@@ -313,6 +319,7 @@ class _Pump:
             self.demux.pass_on(final=True)
             if self.watch is not None:
                 self.watch.flush()  # every chunk handed over before the result goes back
+                self.watch.started.set()
         self.capture.stdin_unsent = len(self.outgoing)
         return self.capture
 
@@ -362,9 +369,42 @@ class _Pump:
             wait = min(wait, max(0.0, self.next_check - now))
         return wait
 
+    def _start_feed(self) -> None:
+        """Once the program has its go (the job, and the go after a build, are on their way):
+        say so to the watch, and read its feed from then on."""
+        if self.watch is None or self.watch.started.is_set() or self.held is not None:
+            return
+        if self.ex.built is not None and self.capture.build_status != 0:
+            return
+        self.watch.started.set()
+        if self.feed is not None:
+            self.sel.register(self.feed, selectors.EVENT_READ)
+
+    def _take_feed(self) -> None:
+        """What the feed brought, queued for the program's stdin; at its end, EOF after it."""
+        assert self.feed is not None
+        try:
+            data = os.read(self.feed, _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.sel.unregister(self.feed)
+            self.feed = None
+            if not self.outgoing and not self.keep_writing:
+                _close_write(self.sock)
+            return
+        if self.drain_until is None:
+            self.outgoing = memoryview(bytes(self.outgoing) + data)
+            self.sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+
     def _serve(self, sel: selectors.BaseSelector, wait: float) -> bool:
         """Write and read what the socket is ready for; True once the exchange is over."""
-        for _key, events in sel.select(timeout=wait):
+        for key, events in sel.select(timeout=wait):
+            if key.fileobj is not self.sock:
+                self._take_feed()
+                continue
             if events & selectors.EVENT_WRITE and self.outgoing:
                 self.outgoing = _send_some(self.sock, self.outgoing, sel, self.keep_writing)
             if events & selectors.EVENT_READ:
