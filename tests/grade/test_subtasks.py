@@ -269,3 +269,46 @@ def test_testlib_exit_codes_are_verdicts_and_quitp_points_are_shares(
     assert list(checker.args) == ["input", "output", "answer"]
     assert set(checker.files) == {"main.cpp", "input", "output", "answer"}
     assert checker.files["answer"] == b"the answer"
+
+
+def test_a_languages_time_multiplier_stretches_its_timeout_and_is_recorded() -> None:
+    backend = RecordingBackend(answer=echo_or_judge)  # type: ignore[arg-type]
+    task = {
+        "id": "t",
+        "language": "py",  # an alias names the language too
+        "code": "print(input())",
+        "timeout": 2,
+        "time_multipliers": {"c": 1, "python": 2.5},
+        "tests": [
+            {"stdin": "ok", "expected_stdout": "ok"},
+            {"stdin": "ok", "expected_stdout": "ok", "timeout": 1},
+        ],
+    }
+    with Sandbox(backend=backend) as sandbox:
+        result = Grader(sandbox).grade(parse_task(task))
+        records = audit_records(sandbox)
+    assert [j.limits.timeout_s for j in backend.jobs] == [5, 2.5]
+    assert result.to_dict()["time_multiplier"] == 2.5
+    record = [data for kind, data in records if kind == "grade.verdict"][-1]
+    assert (record["timeout"], record["time_multiplier"]) == (2, 2.5)
+    # the language's own entry alone: C's task keeps its time
+    assert parse_task({**task, "language": "c", "code": "x"}).time_multiplier == 1
+
+
+def test_a_time_multiplier_is_refused_without_a_timeout_or_past_the_levels_limit() -> None:
+    task = {
+        "id": "t",
+        "language": "python",
+        "code": "x",
+        "time_multipliers": {"python": 3},
+        "tests": [{"expected_stdout": ""}],
+    }
+    with pytest.raises(InputError, match=r"time_multipliers: there is no timeout to multiply"):
+        parse_task(task)
+    with pytest.raises(InputError, match=r"time_multipliers\['cobol'\]: unknown language"):
+        parse_task({**task, "timeout": 1, "time_multipliers": {"cobol": 2}})
+    with pytest.raises(InputError, match=r"time_multipliers\.python: 0 is less than or equal"):
+        parse_task({**task, "timeout": 1, "time_multipliers": {"python": 0}})
+    with Sandbox(backend=RecordingBackend()) as sandbox:
+        with pytest.raises(InputError, match=r"task 't', run 1: .*timeout"):
+            Grader(sandbox).check(parse_task({**task, "timeout": 10_000}))

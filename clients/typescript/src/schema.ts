@@ -580,6 +580,10 @@ export interface components {
             timeout?: number;
             /** @description at most the trust level's memory_mb */
             memory_mb?: number;
+            /** @description language -> a factor on timeout, as judges give Java and Python 2-3x C's time: the entry of the task's own language (an alias names it too) multiplies its timeout and its tests'; the same map can go on every line of a problem */
+            time_multipliers?: {
+                [key: string]: number;
+            };
             /**
              * @description what timeout measures: the program's CPU time (the default; wall-clock time is a backstop for a program that sleeps or waits), or wall-clock time
              * @enum {unknown}
@@ -615,6 +619,8 @@ export interface components {
             /** @description why, when not accepted */
             message?: string | null;
             compile_ms?: number | null;
+            /** @description the factor the task's time_multipliers gave its language's timeout (present when the task has the map) */
+            time_multiplier?: number;
             /** @description the audit log's grade.verdict record: hazmat audit receipt SEQ */
             receipt?: number | null;
             /** @description graded through a cluster: the worker whose audit log holds the receipt */

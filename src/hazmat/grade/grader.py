@@ -94,6 +94,7 @@ class TaskResult:
     points: float | None = None  # earned, of max_points (scoring.py); None: passed of total
     max_points: float | None = None
     groups: tuple[GroupResult, ...] = ()
+    time_multiplier: float | None = None  # the task's, for its language (time_multipliers)
 
     @property
     def passed(self) -> int:
@@ -147,6 +148,11 @@ class TaskResult:
             "total": self.total,
             "message": self.message,
             "compile_ms": _rounded(self.compile_ms),
+            **(
+                {"time_multiplier": self.time_multiplier}
+                if self.time_multiplier is not None
+                else {}
+            ),
             "time_ms": _rounded(max(times)) if times else None,
             "wall_ms": _rounded(max(walls)) if walls else None,
             "memory_bytes": max(memory) if memory else None,
@@ -188,11 +194,14 @@ def check_task(
 
 
 def _test_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
+    timeout = case.timeout if case.timeout is not None else task.timeout
+    if timeout is not None and task.time_multiplier is not None:
+        timeout *= task.time_multiplier
     return {
         "stdin": case.stdin,
         "args": list(case.args),
         "files": {**task.files, **case.files} or None,
-        "timeout": case.timeout if case.timeout is not None else task.timeout,
+        "timeout": timeout,
         "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
         "clock": task.clock,
         "cpus": task.cpus,
@@ -218,9 +227,10 @@ def _interactor_options(case: TestCase, options: Mapping[str, Any]) -> dict[str,
 
 
 def _check_run_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+    multiplier = task.time_multiplier if task.time_multiplier is not None else 1.0
     return {
         "files": dict(task.files) or None,
-        "timeout": task.timeout,
+        "timeout": None if task.timeout is None else task.timeout * multiplier,
         "memory_mb": task.memory_mb,
         "clock": task.clock,
         "cpus": task.cpus,
@@ -250,6 +260,7 @@ class Grader:
         """Run the task's test cases (or its check), judge them, and record the verdict in the
         audit log: the result carries that record's number as its receipt."""
         result = self._grade_check(task) if task.check is not None else self._grade_tests(task)
+        result = dataclasses.replace(result, time_multiplier=task.time_multiplier)
         seq = self.sandbox.record_verdict(verdict_record(task, result))
         return dataclasses.replace(result, receipt=seq)
 
@@ -405,6 +416,11 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
         "tests_sha256": _sha256(json.dumps(tests, sort_keys=True, ensure_ascii=False)),
         "files_sha256": _sha256(json.dumps(dict(task.files), sort_keys=True)),
         **({"groups": groups} if groups else {}),
+        **(
+            {"timeout": task.timeout, "time_multiplier": task.time_multiplier}
+            if task.time_multiplier is not None
+            else {}
+        ),
         "verdict": result.verdict,
         "score": round(result.score, 6),
         "points": round(result.earned[0], 6),

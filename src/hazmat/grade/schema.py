@@ -177,6 +177,15 @@ TASK_SCHEMA: dict[str, Any] = {
         "groups": {"type": "array", "items": _GROUP, "minItems": 1, "maxItems": 1000},
         "files": _FILES,
         **_LIMITS,
+        "time_multipliers": {
+            "type": "object",
+            "description": "language -> a factor on timeout, as judges give Java and Python "
+            "2-3x C's time: the entry of the task's own language (an alias names it too) "
+            "multiplies its timeout and its tests'; the same map can go on every line of a problem",
+            "propertyNames": {"minLength": 1, "maxLength": 64},
+            "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+            "maxProperties": 64,
+        },
         "clock": {
             "enum": ["cpu", "wall"],
             "description": "what timeout measures: the program's CPU time (the default; "
@@ -249,6 +258,11 @@ RESULT_SCHEMA: dict[str, Any] = {
         "total": {"type": "integer", "minimum": 0},
         "message": {"type": ["string", "null"], "description": "why, when not accepted"},
         "compile_ms": {"type": ["number", "null"]},
+        "time_multiplier": {
+            "type": "number",
+            "description": "the factor the task's time_multipliers gave its language's timeout "
+            "(present when the task has the map)",
+        },
         "receipt": {
             "type": ["integer", "null"],
             "description": "the audit log's grade.verdict record: hazmat audit receipt SEQ",

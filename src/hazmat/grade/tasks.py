@@ -124,6 +124,7 @@ class Task:
     cpus: float | None = None
     groups: tuple[Group, ...] = ()
     interactor: Interactor | None = None
+    time_multiplier: float | None = None  # its language's entry of time_multipliers (or 1)
 
     @property
     def total(self) -> int:
@@ -168,6 +169,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         cpus=raw.get("cpus"),
         groups=groups,
         interactor=Interactor(**raw["interactor"]) if "interactor" in raw else None,
+        time_multiplier=_multiplier(raw, where),
     )
 
 
@@ -228,6 +230,31 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
     if not sum(g.points for g in groups) > 0:
         raise InputError(f"{where}.groups: their points add up to 0")
     return tuple(groups)
+
+
+def _multiplier(raw: dict[str, Any], where: str) -> float | None:
+    """The factor `time_multipliers` gives the task's language (1 if it names others; None
+    without the map); each key a language, and a timeout there to multiply."""
+    factors = raw.get("time_multipliers")
+    if factors is None:
+        return None
+    own = get_language(raw["language"]).name
+    found = 1.0
+    for name, factor in factors.items():
+        try:
+            language = get_language(name).name
+        except UnknownLanguage as exc:
+            raise InputError(f"{where}.time_multipliers[{quoted(name)}]: {exc}") from None
+        if language == own:
+            found = factor
+    timed = raw.get("timeout") is not None or all(
+        t.get("timeout") is not None for t in raw.get("tests", [{}])
+    )
+    if found != 1 and not timed:
+        raise InputError(
+            f"{where}.time_multipliers: there is no timeout to multiply (give the task one)"
+        )
+    return found
 
 
 def _interactive(raw: dict[str, Any], where: str) -> None:
