@@ -309,6 +309,8 @@ def test_a_time_multiplier_is_refused_without_a_timeout_or_past_the_levels_limit
         parse_task({**task, "timeout": 1, "time_multipliers": {"cobol": 2}})
     with pytest.raises(InputError, match=r"time_multipliers\.python: 0 is less than or equal"):
         parse_task({**task, "timeout": 1, "time_multipliers": {"python": 0}})
-    with Sandbox(backend=RecordingBackend()) as sandbox:
-        with pytest.raises(InputError, match=r"task 't', run 1: .*timeout"):
-            Grader(sandbox).check(parse_task({**task, "timeout": 10_000}))
+    with (
+        Sandbox(backend=RecordingBackend()) as sandbox,
+        pytest.raises(InputError, match=r"task 't', run 1: .*timeout"),
+    ):
+        Grader(sandbox).check(parse_task({**task, "timeout": 10_000}))
