@@ -15,7 +15,10 @@ A watch may also `feed` the program: a file descriptor (the read end of a pipe) 
 to the program's stdin as they come, after the job's own stdin, until it reaches its end, which
 closes the program's stdin (an interactor's output to a submission, grade/interaction.py). The
 run does not close it. `started` is set once the program has its go (after its build, if any),
-or once the run ends without it.
+or once the run ends without it; `ended` once the run's output has all been handed over. A
+`gate` holds the program's start (its go, and its time) until it is set; `ready` says the
+program waits there, built and holding its core (an interactive test's two programs start
+together, grade/interaction.py).
 
 What a watch sees is exactly what the result will hold: never a byte of the agent's markers
 (the tail of a stream that could be the start of one is held back until the next bytes show
@@ -42,10 +45,20 @@ STREAMS = {1: "stdout", 2: "stderr"}
 class Watch:
     """A run's output as it comes (`on_output(stream, data)`), and `cancel()` to stop it."""
 
-    def __init__(self, on_output: OnOutput | None = None, feed: int | None = None) -> None:
+    def __init__(
+        self,
+        on_output: OnOutput | None = None,
+        feed: int | None = None,
+        gate: threading.Event | None = None,
+    ) -> None:
         self.on_output = on_output
         self.feed = feed  # a file descriptor whose bytes go on to the program's stdin
+        # with a gate, the program's start (its go, its time) waits until the gate is set; `ready`
+        # says it is waiting there (built, its core held)
+        self.gate = gate
+        self.ready = threading.Event()
         self.started = threading.Event()  # the program has its go (or the run is over)
+        self.ended = threading.Event()  # the run's output is all handed over
         self._cancelled = threading.Event()
         self.reason: str | None = None  # why the run was cancelled, once it was
         self._queue: queue.SimpleQueue[tuple[str, bytes] | None] = queue.SimpleQueue()

@@ -7,7 +7,6 @@ tests/execution/test_judging.py.)"""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from typing import cast
 
@@ -44,16 +43,19 @@ def lines_from(fd: int) -> Callable[[], bytes]:
 
 
 def fake_run(body: Callable[[Watch, Callable[[], bytes]], object]) -> Callable[[Watch], object]:
-    """A run as the pump drives one: its go (`started`), its output handed to the watch, its
-    stdin the watch's feed, the watch flushed at its end."""
+    """A run as the pump drives one: ready at its gate, then its go (`started`), its output
+    handed to the watch, its stdin the watch's feed, the watch flushed at its end."""
 
     def run(watch: Watch) -> object:
+        assert watch.gate is not None and watch.feed is not None
+        watch.ready.set()
+        watch.gate.wait()
         watch.started.set()
-        assert watch.feed is not None
         try:
             return body(watch, lines_from(watch.feed))
         finally:
             watch.flush()
+            watch.ended.set()
 
     return run
 
@@ -88,27 +90,27 @@ def test_each_side_hears_the_other_and_the_transcript_keeps_the_order() -> None:
     ]
 
 
-def test_the_program_starts_once_the_interactor_runs_and_a_flood_after_it_ended_is_dropped() -> (
-    None
-):
-    running = threading.Event()
+def test_both_start_together_and_a_flood_after_the_interactor_ended_is_dropped() -> None:
+    watches: dict[str, Watch] = {}
 
-    def interactor(watch: Watch, read: Callable[[], bytes]) -> None:
-        running.set()
+    def interactor(watch: Watch, read: Callable[[], bytes]) -> bool:
+        watches["interactor"] = watch
         read()  # one line, then it ends, whatever comes after
+        return watches["program"].ready.is_set()
 
     def program(watch: Watch, read: Callable[[], bytes]) -> bool:
-        was_running = running.is_set()
+        watches["program"] = watch
         for _ in range(2000):  # far more than a pipe holds, after the interactor is gone
             watch.write("stdout", b"x" * 1000 + b"\n")
-        return was_running
+        return watches.get("interactor") is None or watches["interactor"].ready.is_set()
 
     exchange = interact(
         cast(Callable[[Watch], ExecutionResult], fake_run(program)),
         cast(Callable[[Watch], ExecutionResult], fake_run(interactor)),
         transcript_bytes=4000,
     )
-    assert exchange.program is True  # type: ignore[comparison-overlap]
+    # neither began before the other was ready (built, its core held)
+    assert (exchange.program, exchange.interactor) == (True, True)
     shown = exchange.transcript.to_list()
     assert shown[-1] == {"from": "hazmat", "text": "(cut at 4000 bytes)"}
     assert sum(len(e["text"]) for e in shown[:-1]) == 4000
@@ -118,11 +120,14 @@ def test_an_error_on_the_interactors_side_is_raised_on_the_callers() -> None:
     def interactor(watch: Watch) -> ExecutionResult:
         raise InputError("no such language")
 
-    def program(watch: Watch) -> ExecutionResult:
-        raise AssertionError("never started: the interactor never ran")
+    heard: list[bytes] = []
+
+    def program(watch: Watch, read: Callable[[], bytes]) -> None:
+        heard.append(read())  # its stdin ends: nobody will ever write to it
 
     with pytest.raises(InputError, match="no such language"):
-        interact(program, interactor)
+        interact(cast(Callable[[Watch], ExecutionResult], fake_run(program)), interactor)
+    assert heard == [b""]
 
 
 def test_a_transcript_keeps_whole_chunks_of_one_side_together() -> None:

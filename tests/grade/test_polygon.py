@@ -101,6 +101,41 @@ def test_an_interactive_problem_has_its_interactor_and_its_checker(package: Path
     assert parse_task(task).interactor is not None
 
 
+def test_tests_outside_every_group_make_a_group_of_their_own(package: Path) -> None:
+    spoil(
+        package,
+        '<test group="samples" method="manual" points="0.0" sample="true"/>',
+        '<test method="manual" sample="true"/>',
+    )
+    problem = read_problem(package)
+    # `samples` has no test left: `small`, which needed it, needs nothing
+    assert [(g["name"], g.get("after")) for g in problem.groups] == [
+        ("small", None),
+        ("large", ["small"]),
+        ("(no group)", None),
+    ]
+    assert problem.tests[0]["group"] == "(no group)"
+
+
+def test_an_interactive_problem_reading_a_file_is_refused(package: Path) -> None:
+    spoil(package, 'input-file=""', 'input-file="in.txt"')
+    spoil(
+        package,
+        "</assets>",
+        '<interactor><source path="files/check.cpp" type="cpp.g++17"/></interactor></assets>',
+    )
+    with pytest.raises(InputError, match=r"interactive problem whose input is the file 'in\.txt'"):
+        read_problem(package)
+
+
+def test_a_link_out_of_the_package_is_refused(package: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("42\n")
+    (package / "tests" / "01").unlink()
+    (package / "tests" / "01").symlink_to(tmp_path / "secret")
+    with pytest.raises(InputError, match=r"'tests/01' is outside the package \(a link\)"):
+        read_problem(package)
+
+
 def test_points_that_add_up_to_nothing_make_no_groups(package: Path) -> None:
     spoil(
         package,
@@ -138,6 +173,8 @@ def test_points_that_add_up_to_nothing_make_no_groups(package: Path) -> None:
         ),
         ('<dependency group="samples"/>', '<dependency group="medium"/>', "on 'medium', no group"),
         ("<time-limit>1000", "<time-limit>fast", "time-limit 'fast' is not a number"),
+        ("tests/%02d.a", "tests/%s%s.a", "not printf patterns of one number"),
+        ('type="cpp.g++17"', 'type="python.2"', "the checker is 'python.2', a language"),
         (
             '<?xml version="1.0" encoding="utf-8" standalone="no"?>',
             '<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaa">]>',

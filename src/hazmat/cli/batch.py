@@ -176,7 +176,7 @@ def _check_all(chosen: Any, tasks: list[Any], options: dict[str, Any]) -> None:
     """Every run of every task is a valid request under the policy, before the first one runs
     and before the engine is reached."""
     from hazmat._exceptions import InputError
-    from hazmat.grade.grader import check_task
+    from hazmat.grade.runs import check_task
     from hazmat.run.intake import build_request
 
     def request(code: str, language: str, **run_options: Any) -> Any:

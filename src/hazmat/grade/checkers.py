@@ -22,7 +22,7 @@ runs is a fresh container with a build of its own instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
@@ -34,7 +34,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.run.intake import RunOptions
 from hazmat.watch import OnOutput, Watch
 
-__all__ = ["TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox"]
+__all__ = ["TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox", "judges_options"]
 
 # testlib.h's exit codes (its OK_EXIT_CODE ... UNEXPECTED_EOF_EXIT_CODE, without CONTESTER or
 # EJUDGE defined), and what each makes of the test
@@ -89,8 +89,7 @@ class Checkers:
         self, sandbox: RunningSandbox, options: dict[str, Any], tests: int, fresh: bool
     ) -> None:
         self.sandbox = sandbox
-        # the caller's trust, runtime and image; an override is the submission's, not theirs
-        self.options = {k: v for k, v in options.items() if k != "override_reason"}
+        self.options = judges_options(options)
         self.tests = tests
         self.fresh = fresh
         self._builds: dict[Comparator, KeptBuild] = {}
@@ -131,6 +130,12 @@ class Checkers:
         return self._builds[checker]
 
 
+def judges_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A checker's or an interactor's run options, from the submission's: the caller's trust,
+    runtime and caller, not its image (the submission's language's) nor its override."""
+    return {k: v for k, v in options.items() if k not in ("override_reason", "image")}
+
+
 def hazmat_judged(run: ExecutionResult) -> Judged:
     if run.outcome is Outcome.OK:
         return Judged("accepted", None, 1.0)
@@ -140,8 +145,9 @@ def hazmat_judged(run: ExecutionResult) -> Judged:
     return Judged("infra_error", f"the checker failed: {run.error}")
 
 
-def testlib_judged(run: ExecutionResult) -> Judged:
-    """The verdict testlib's exit code gives (the module's words)."""
+def testlib_judged(run: ExecutionResult, role: str = "the checker") -> Judged:
+    """The verdict testlib's exit code gives (the module's words); `role` names the program
+    in the message of its own failure."""
     said = _first_line(run.stderr)
     status = run.exit_code if run.outcome in (Outcome.OK, Outcome.ERROR) else None
     kind = TESTLIB_EXIT.get(status) if status is not None else None
@@ -152,16 +158,16 @@ def testlib_judged(run: ExecutionResult) -> Judged:
     if kind == "points":
         share = _points(said)
         if share is None:
-            return Judged("infra_error", f"the checker failed: no points in {said!r}")
+            return Judged("infra_error", f"{role} failed: no points in {said!r}")
         if share >= 1:
             return Judged("accepted", None, 1.0)
         return Judged("wrong_answer", f"partly right ({share:g} of the test): {said}", share)
     if kind == "fail":
-        return Judged("infra_error", f"the checker failed: {said or 'FAIL'}")
+        return Judged("infra_error", f"{role} failed: {said or 'FAIL'}")
     if status is not None:
         told = f": {said}" if said else ""
-        return Judged("infra_error", f"the checker failed: status {status} is not testlib's{told}")
-    return Judged("infra_error", f"the checker failed: {run.error}")
+        return Judged("infra_error", f"{role} failed: status {status} is not testlib's{told}")
+    return Judged("infra_error", f"{role} failed: {run.error}")
 
 
 def _points(said: str) -> float | None:

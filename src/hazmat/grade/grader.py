@@ -17,22 +17,23 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hazmat._exceptions import InputError, quoted
 from hazmat.backends.base import Backend
+from hazmat.grade import runs
 from hazmat.grade.checkers import Checkers, RunningSandbox
 from hazmat.grade.compare import difference
 from hazmat.grade.interaction import interact, verdict
-from hazmat.grade.scoring import GroupResult, order, scored, skipped_because
+from hazmat.grade.runs import check_task
+from hazmat.grade.scoring import NOT_FAILED, GroupResult, order, scored, skipped_because
 from hazmat.grade.tasks import Task, TestCase
 from hazmat.grade.verdicts import VERDICT_OF
-from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.models import ExecutionResult
 from hazmat.policy import Clock
 
-__all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult"]
+__all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult", "check_task"]
 
 _FINAL = {"compile_error", "blocked"}  # every other test case would get the same
 
@@ -102,13 +103,13 @@ class TaskResult:
 
     @property
     def failed(self) -> TestResult | None:
-        return next((t for t in self.tests if t.verdict not in ("accepted", "skipped")), None)
+        return next((t for t in self.tests if t.verdict not in NOT_FAILED), None)
 
     @property
     def message(self) -> str | None:
         """Why the task is not accepted: its first failed test case, by number."""
         for number, test in enumerate(self.tests, 1):
-            if test.verdict not in ("accepted", "skipped"):
+            if test.verdict not in NOT_FAILED:
                 said = f": {test.message}" if test.message else ""
                 return f"test {number} of {self.total}, {test.verdict}{said}"
         return None
@@ -161,83 +162,6 @@ class TaskResult:
         }
 
 
-def check_task(
-    task: Task, request: Callable[..., ExecutionRequest], options: Mapping[str, Any]
-) -> None:
-    """Every run `task` would make is a request `request` (`Sandbox.request`, or
-    `build_request` over a policy) accepts: `Grader.check`. It needs no engine, so a command
-    can check every task before it reaches one."""
-    if task.check is not None:
-        runs = [(_with_check(task), task.language, _check_run_options(task, options))]
-    elif task.interactor is not None:
-        runs = [
-            run
-            for case in task.tests
-            for run in (
-                (task.code, task.language, _interactive_options(task, case, options)),
-                (
-                    task.interactor.code,
-                    task.interactor.language,
-                    _interactor_options(case, options),
-                ),
-            )
-        ]
-    else:
-        runs = [
-            (task.code, task.language, _test_options(task, case, options)) for case in task.tests
-        ]
-    for number, (code, language, run_options) in enumerate(runs, 1):
-        try:
-            request(code, language, **run_options)
-        except InputError as exc:
-            raise InputError(f"task {quoted(task.id)}, run {number}: {exc}") from None
-
-
-def _test_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
-    timeout = case.timeout if case.timeout is not None else task.timeout
-    if timeout is not None and task.time_multiplier is not None:
-        timeout *= task.time_multiplier
-    return {
-        "stdin": case.stdin,
-        "args": list(case.args),
-        "files": {**task.files, **case.files} or None,
-        "timeout": timeout,
-        "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
-        "clock": task.clock,
-        "cpus": task.cpus,
-        **options,
-    }
-
-
-def _interactive_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The submission's run in an interactive test: the test's input is the interactor's."""
-    return {**_test_options(task, case, options), "stdin": "", "args": []}
-
-
-def _interactor_options(case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The interactor's run: testlib's files and arguments, the wall clock at the level's
-    time limit (it waits on the submission, and must never wait on a core it holds)."""
-    return {
-        **{k: v for k, v in options.items() if k != "override_reason"},
-        "files": {"input": case.stdin, "answer": case.expected_stdout},
-        "args": ["input", "output", "answer"],
-        "output_files": ["output"],  # testlib's tout, for a checker after the interactor
-        "clock": "wall",
-    }
-
-
-def _check_run_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
-    multiplier = task.time_multiplier if task.time_multiplier is not None else 1.0
-    return {
-        "files": dict(task.files) or None,
-        "timeout": None if task.timeout is None else task.timeout * multiplier,
-        "memory_mb": task.memory_mb,
-        "clock": task.clock,
-        "cpus": task.cpus,
-        **options,
-    }
-
-
 class Grader:
     """Grades tasks with one `Sandbox`; `options` are `Sandbox.run`'s for every run (trust,
     runtime, image, caller, override_reason). A task's test cases share a kept build (built once,
@@ -273,7 +197,9 @@ class Grader:
         memory = _memory(task, task.tests[0])
         together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
         together_cases = [case for case, t in zip(task.tests, together, strict=True) if t]
-        timeouts = [_test_options(task, case, self.options)["timeout"] for case in together_cases]
+        timeouts = [
+            runs.test_options(task, case, self.options)["timeout"] for case in together_cases
+        ]
         checking = sum(case.comparator.program for case in task.tests)
         with (
             self.sandbox.kept_build(
@@ -292,7 +218,7 @@ class Grader:
                     done[index] = TestResult("skipped", why, group=case.group)
                     continue
                 if task.interactor is not None:
-                    failed = any(t.verdict not in ("accepted", "skipped") for t in done.values())
+                    failed = any(t.verdict not in NOT_FAILED for t in done.values())
                     run, done[index] = self._interact(task, case, checkers, keep=not failed)
                 else:
                     run = self._run(task, case, kept_build if together[index] else None)
@@ -315,13 +241,13 @@ class Grader:
                 task.code,
                 task.language,
                 on_output=watch,
-                **_interactive_options(task, case, self.options),
+                **runs.interactive_options(task, case, self.options),
             ),
             lambda watch: self.sandbox.run(
                 interactor.code,
                 interactor.language,
                 on_output=watch,
-                **_interactor_options(case, self.options),
+                **runs.interactor_options(case, self.options),
             ),
         )
         judged = verdict(exchange.program, exchange.interactor)
@@ -339,7 +265,7 @@ class Grader:
         )
 
     def _run(self, task: Task, case: TestCase, kept_build: Backend | None) -> ExecutionResult:
-        options = _test_options(task, case, self.options)
+        options = runs.test_options(task, case, self.options)
         if kept_build is None:
             return self.sandbox.run(task.code, task.language, **options)
         request = self.sandbox.request(task.code, task.language, **options)
@@ -358,8 +284,8 @@ class Grader:
     def _grade_check(self, task: Task) -> TaskResult:
         """The HumanEval style: the test code is appended to the program, and the run's exit
         status judges it; a failed check (any non-zero status) is `wrong_answer`."""
-        options = _check_run_options(task, self.options)
-        run = self.sandbox.run(_with_check(task), task.language, **options)
+        options = runs.check_options(task, self.options)
+        run = self.sandbox.run(runs.with_check(task), task.language, **options)
         verdict = VERDICT_OF[run.outcome]
         if verdict == "runtime_error":
             verdict = "wrong_answer"
@@ -447,11 +373,6 @@ def _measured(verdict: str, message: str | None, run: ExecutionResult) -> TestRe
         wall = run.duration_ms - (run.compile_ms or 0.0)
     spent = run.cpu_time_ms if run.clock is Clock.CPU else wall
     return TestResult(verdict, message, run.exit_code, spent, run.peak_memory_bytes, wall)
-
-
-def _with_check(task: Task) -> str:
-    """The program with its test code appended (the HumanEval style)."""
-    return task.code.rstrip("\n") + "\n\n" + (task.check or "")
 
 
 def _rounded(value: float | None) -> float | None:

@@ -34,14 +34,13 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from hazmat.grade.checkers import Judged, testlib_judged
 from hazmat.grade.verdicts import VERDICT_OF
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.watch import Watch
 
-__all__ = ["TRANSCRIPT_BYTES", "Exchange", "Transcript", "interact", "verdict"]
+__all__ = ["TRANSCRIPT_BYTES", "Interaction", "Transcript", "interact", "verdict"]
 
 TRANSCRIPT_BYTES = 64 * 1024
 # the submission's own limits, and a run the host could not finish: before the interactor's word
@@ -64,7 +63,7 @@ class Transcript:
     entries: list[tuple[str, bytes]] = field(default_factory=list)
     kept: int = 0
     cut: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def add(self, side: str, data: bytes) -> None:
         with self._lock:
@@ -88,7 +87,7 @@ class Transcript:
 
 
 @dataclass(frozen=True)
-class Exchange:
+class Interaction:
     """One interactive test: both runs, and the transcript."""
 
     program: ExecutionResult
@@ -101,25 +100,22 @@ class _Pipe:
 
     def __init__(self) -> None:
         self.read, self.write = os.pipe()
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # end_writing comes from two threads (see interact)
         self.closed = False
 
     def send(self, data: bytes) -> None:
         """Block while the pipe is full (the other side reads it as it can); after the other
-        side ended, drop it."""
+        side ended, drop it. Only the writer's watch thread sends, and it has handed over
+        everything before the pipe's write end is closed (the watch's `ended`)."""
         view = memoryview(data)
-        while view:
-            with self.lock:
-                if self.closed:
-                    return
-                fd = self.write
+        while view and not self.closed:
             try:
-                view = view[os.write(fd, view) :]
+                view = view[os.write(self.write, view) :]
             except OSError:  # the other side ended and its end was closed
                 return
 
     def end_writing(self) -> None:
-        """The writer's run ended: the reader's program gets EOF once it has read the rest."""
+        """The writer's program ended: the reader's program gets EOF once it has read the rest."""
         with self.lock:
             if not self.closed:
                 self.closed = True
@@ -135,7 +131,7 @@ def interact(
     run_program: Callable[[Watch], ExecutionResult],
     run_interactor: Callable[[Watch], ExecutionResult],
     transcript_bytes: int = TRANSCRIPT_BYTES,
-) -> Exchange:
+) -> Interaction:
     """Run both at once, each given a watch that relays its stdout to the other's stdin."""
     transcript = Transcript(transcript_bytes)
     to_interactor, to_program = _Pipe(), _Pipe()
@@ -148,49 +144,74 @@ def interact(
 
         return on_output
 
-    found: dict[str, Any] = {}
-
-    watch = Watch(relay("interactor", to_program), feed=to_interactor.read)
-    started = watch.started
+    # both start together: each is built, and the submission holds its core, before either
+    # gets its go, so neither's time counts the other's build or wait
+    gate = threading.Event()
+    program_watch = Watch(relay("program", to_interactor), feed=to_program.read, gate=gate)
+    interactor_watch = Watch(relay("interactor", to_program), feed=to_interactor.read, gate=gate)
+    # a side's end closes the other's stdin as soon as its pump is done (all of its output
+    # handed over), not once its whole run has returned (the engine's checks, the audit)
+    helpers = [
+        threading.Thread(target=_close_after, args=(w, p), daemon=True)
+        for w, p in ((program_watch, to_interactor), (interactor_watch, to_program))
+    ]
+    helpers.append(
+        threading.Thread(
+            target=_open_when_ready, args=(gate, program_watch, interactor_watch), daemon=True
+        )
+    )
+    done: list[ExecutionResult | BaseException] = []
 
     def interactor() -> None:
         try:
-            found["interactor"] = run_interactor(watch)
+            done.append(run_interactor(interactor_watch))
         except BaseException as exc:
-            found["error"] = exc
+            done.append(exc)
         finally:
-            started.set()  # a run refused before it started
-            to_program.end_writing()
+            interactor_watch.ready.set()  # a run refused, or that never got to its start
+            interactor_watch.ended.set()
             to_interactor.end_reading()
 
     thread = threading.Thread(target=interactor, name="hazmat-interactor", daemon=True)
-    thread.start()
     try:
-        # the submission starts once the interactor runs (after its build): the time it waits
-        # for an answer is then the interactor's thinking, never its build
-        started.wait()
-        if "error" in found:
-            raise found["error"]
-        program = run_program(Watch(relay("program", to_interactor), feed=to_program.read))
+        for helper in helpers:
+            helper.start()
+        thread.start()
+        program = run_program(program_watch)
     finally:
-        to_interactor.end_writing()
+        program_watch.ready.set()
+        program_watch.ended.set()
         to_program.end_reading()
         thread.join()
-    if "error" in found:
-        raise found["error"]
-    return Exchange(program, found["interactor"], transcript)
+        for helper in helpers:
+            helper.join()
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return Interaction(program, done[0], transcript)
+
+
+def _open_when_ready(gate: threading.Event, *watches: Watch) -> None:
+    for watch in watches:
+        watch.ready.wait()
+    gate.set()
+
+
+def _close_after(watch: Watch, pipe: _Pipe) -> None:
+    watch.ended.wait()
+    pipe.end_writing()
 
 
 def verdict(program: ExecutionResult, interactor: ExecutionResult) -> Judged:
     """The test's verdict from both runs (the module's order)."""
     if program.outcome in _ENDS:
         return Judged(VERDICT_OF[program.outcome], program.error)
-    said = testlib_judged(interactor)
+    said = testlib_judged(interactor, "the interactor")
     if said.verdict == "infra_error":
-        why = (said.message or "").replace("the checker failed", "the interactor failed")
-        return Judged("infra_error", why)
+        return said
     if program.outcome in _LIMITS or (
         said.verdict == "accepted" and program.outcome is not Outcome.OK
     ):
         return Judged(VERDICT_OF[program.outcome], program.error)
+    if program.outcome is not Outcome.OK:  # no share for a program that crashed
+        return Judged(said.verdict, said.message)
     return said

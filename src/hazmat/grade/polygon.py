@@ -25,6 +25,7 @@ import json
 import math
 import posixpath
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from hazmat._exceptions import InputError, UnknownLanguage, quoted
-from hazmat.grade.tasks import MAX_LINE_BYTES
+from hazmat.grade.tasks import MAX_LINE_BYTES, parse_task
 from hazmat.languages import get_language, language_for_path
 
 __all__ = ["Problem", "read_problem", "task_for"]
@@ -42,11 +43,12 @@ _SOURCE_TYPES = (
     ("cpp.", "cpp"),
     ("c.", "c"),
     ("java", "java"),
+    ("python.2", None),  # hazmat's Python is 3
     ("python.", "python"),
-    ("kotlin", None),
-    ("pascal", None),
-    ("delphi", None),
-    ("csharp", None),
+    ("go", "go"),
+    ("rust", "rust"),
+    ("ruby", "ruby"),
+    ("js", "javascript"),
 )
 _MAX_XML = 4 * 1024 * 1024
 
@@ -98,6 +100,7 @@ def task_for(problem: Problem, submission: Path, language: str | None = None) ->
             f"{submission}: its task line would be {size} bytes, over {MAX_LINE_BYTES} "
             "(the tests are too large for one line)"
         )
+    parse_task(task, f"the task of {problem.name} and {submission.name}")  # as batch will
     return task
 
 
@@ -117,6 +120,11 @@ def read_problem(path: Path) -> Problem:
             raise InputError(
                 f"{path}: the answer is written to the file {quoted(output_file)}; hazmat "
                 "judges what a program writes to stdout"
+            )
+        if input_file not in ("", "stdin") and root.find("assets/interactor") is not None:
+            raise InputError(
+                f"{path}: an interactive problem whose input is the file {quoted(input_file)}: "
+                "its input is the interactor's alone"
             )
         tests = _tests(package, testset, input_file if input_file != "stdin" else "")
         return Problem(
@@ -163,9 +171,13 @@ class _Package:
                     raise InputError(f"{self.path}: {clean} is over {most} bytes")
                 return self.zip.read(info)
             file = self.path / clean
+            if not file.resolve().is_relative_to(self.path.resolve()):
+                raise InputError(f"{self.path}: {quoted(name)} is outside the package (a link)")
             if file.stat().st_size > most:
                 raise InputError(f"{self.path}: {clean} is over {most} bytes")
             return file.read_bytes()
+        except (zipfile.BadZipFile, zlib.error) as exc:
+            raise InputError(f"{self.path}: {clean} cannot be unpacked: {exc}") from None
         except (KeyError, FileNotFoundError):
             raise InputError(
                 f"{self.path}: {clean} is missing{_WHY_MISSING.get(clean, '')}"
@@ -210,8 +222,15 @@ def _tests(
         raise InputError(f"{package.path}: the testset has no tests or no path patterns")
     tests = []
     for number, test in enumerate(listed, 1):
-        given = package.text(inputs % number)
-        entry: dict[str, Any] = {"expected_stdout": package.text(answers % number)}
+        try:
+            input_path, answer_path = inputs % number, answers % number
+        except (TypeError, ValueError):
+            raise InputError(
+                f"{package.path}: the path patterns {quoted(inputs)} and {quoted(answers)} are "
+                "not printf patterns of one number"
+            ) from None
+        given = package.text(input_path)
+        entry: dict[str, Any] = {"expected_stdout": package.text(answer_path)}
         if input_file:
             entry["files"] = {input_file: given}
         else:
@@ -230,10 +249,10 @@ def _groups(
     """Polygon's groups as hazmat's (the module's words); none when nothing has points."""
     described = {g.get("name", ""): g for g in testset.findall("groups/group")}
     named = [t["group"] for t in tests if "group" in t]
-    if not named and any("points" in t for t in tests):
-        for test in tests:
-            test["group"] = "tests"
-        named = ["tests"]
+    if any("points" in t for t in tests) or named:
+        for test in tests:  # tests outside every group (often the samples): one of their own
+            test.setdefault("group", "tests" if not named else "(no group)")
+        named = [t["group"] for t in tests]
     groups: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys([*described, *named]):
         members = [t for t in tests if t.get("group") == name]
@@ -253,9 +272,12 @@ def _groups(
             points = _float(given, f"group {name}'s points") if given is not None else weights
             for t in members:
                 t.pop("points", None)
+        needs = element.findall("dependencies/dependency") if element is not None else []
+        # a dependency on a group with no test here is met; one on no group at all is refused
         after = [
             d.get("group", "")
-            for d in (element.findall("dependencies/dependency") if element is not None else [])
+            for d in needs
+            if d.get("group", "") in named or d.get("group", "") not in described
         ]
         groups[name] = {
             "name": name,
@@ -263,11 +285,7 @@ def _groups(
             "scoring": "each" if each else "all",
             "after": after,
         }
-    if (
-        not groups
-        or not sum(g["points"] for g in groups.values()) > 0
-        or any("group" not in t for t in tests)
-    ):
+    if not groups or not sum(g["points"] for g in groups.values()) > 0:
         for test in tests:
             test.pop("group", None)
             test.pop("points", None)

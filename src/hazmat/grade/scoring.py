@@ -21,10 +21,12 @@ from typing import Any, Protocol
 
 from hazmat.grade.tasks import Group, Task
 
-__all__ = ["GroupResult", "order", "scored", "skipped_because"]
+__all__ = ["NOT_FAILED", "GroupResult", "Scored", "order", "scored", "skipped_because"]
+
+NOT_FAILED = ("accepted", "skipped")  # a test's verdicts that are no failure
 
 
-class TestResult(Protocol):
+class Scored(Protocol):
     """What scoring reads of a test's result (grader.TestResult)."""
 
     @property
@@ -68,7 +70,7 @@ def order(task: Task) -> list[int]:
     ]
 
 
-def skipped_because(task: Task, index: int, done: Mapping[int, TestResult]) -> str | None:
+def skipped_because(task: Task, index: int, done: Mapping[int, Scored]) -> str | None:
     """Why test `index` is not to run, given the results so far (`done`, by index); None to
     run it."""
     if not task.groups:
@@ -85,7 +87,7 @@ def skipped_because(task: Task, index: int, done: Mapping[int, TestResult]) -> s
     return None
 
 
-def scored(task: Task, tests: Sequence[TestResult]) -> tuple[float, float, list[GroupResult]]:
+def scored(task: Task, tests: Sequence[Scored]) -> tuple[float, float, list[GroupResult]]:
     """The points earned, the points there are, and each group's result (none without groups);
     `tests` in the task's order (a test not among them earned nothing)."""
     if not task.groups:
@@ -99,11 +101,11 @@ def scored(task: Task, tests: Sequence[TestResult]) -> tuple[float, float, list[
     return sum(r.points for r in results), sum(g.points for g in task.groups), results
 
 
-def _group_result(task: Task, group: Group, tests: Sequence[TestResult]) -> GroupResult:
+def _group_result(task: Task, group: Group, tests: Sequence[Scored]) -> GroupResult:
     members = _members(task, group.name)
     got = [tests[i] for i in members if i < len(tests)]
     passed = sum(t.verdict == "accepted" for t in got)
-    failed = next((t.verdict for t in got if t.verdict not in ("accepted", "skipped")), None)
+    failed = next((t.verdict for t in got if t.verdict not in NOT_FAILED), None)
     if group.scoring == "all":
         points = group.points if passed == len(members) else 0.0
     else:

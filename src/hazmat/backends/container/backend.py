@@ -49,6 +49,7 @@ from hazmat.backends.container.stream import Capture, Exchange, pump
 from hazmat.backends.kept.session import SessionBackend
 from hazmat.displays import DISPLAY_FILE
 from hazmat.policy import HostResources, Runtime
+from hazmat.watch import Watch
 
 __all__ = ["READY_TIMEOUT_S", "UNPACK_S", "ContainerBackend", "Driver"]
 
@@ -58,6 +59,9 @@ READY_TIMEOUT_S = 60.0
 # How long a kept build's test may take to be unpacked (the agent first clears what the last test
 # left): past it, the test moves to a new container (backends/kept/kept_build.py)
 UNPACK_S = 120.0
+# How long a program with a gate (an interactive test's) waits for the other to be ready, at
+# most: past it, it starts anyway (the other is then past its own limits)
+GATE_WAIT_S = 600.0
 
 
 class Driver(Protocol):
@@ -292,7 +296,8 @@ class ContainerBackend(Backend):
 
         try:
             if not job.language.build and not prelude:
-                measure.begin()  # nothing comes first: the program starts with the job
+                # nothing comes first: the program starts with the job
+                measure.begin(_gate(job.watch))
             capture = self._pump(
                 started, job, stop, data, keep, pending, after_build, prelude, measure, grace_s
             )
@@ -377,7 +382,7 @@ class ContainerBackend(Backend):
         def on_built() -> int | None:
             in_use = self.program_memory(started, job)
             if in_use is None:
-                measure.begin()
+                measure.begin(_gate(job.watch))
             return in_use
 
         limit = measure.limit
@@ -448,3 +453,17 @@ class ContainerBackend(Backend):
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:
     return base is not None and now is not None and now.oom_kills > base.oom_kills
+
+
+def _gate(watch: Watch | None) -> Callable[[], None] | None:
+    """A watch's gate: say the program is ready to start, and wait until it may (both of an
+    interactive test's programs are ready, grade/interaction.py); None without one."""
+    if watch is None or watch.gate is None:
+        return None
+    gate = watch.gate
+
+    def wait() -> None:
+        watch.ready.set()
+        gate.wait(GATE_WAIT_S)
+
+    return wait

@@ -13,6 +13,7 @@ read, measures nothing (`active` is False) and keeps the wall-clock limit.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 from hazmat.backends.container.cgroup import Cgroup
 from hazmat.backends.container.cores import Cores
@@ -46,12 +47,17 @@ class Measure:
         """What the result says when a CPU limit was asked for and could not be measured."""
         return NO_METER_NOTE if self.wanted and not self.active else None
 
-    def begin(self) -> None:
-        """The program starts now: hold a core, start the meter."""
+    def begin(self, gate: Callable[[], None] | None = None) -> None:
+        """The program starts now: hold a core, then (past `gate`, which may wait: an
+        interactive test's other program, grade/interaction.py) start the meter."""
         if self.meter is None or self.meter.began is not None:
+            if gate is not None:
+                gate()
             return
         if self.cores is not None:
             self._held.enter_context(self.cores.hold())
+        if gate is not None:
+            gate()
         self.meter.start()
 
     def check(self) -> str | None:
@@ -72,6 +78,8 @@ class Measure:
 
     def over_limit(self) -> bool:
         """Whether the program's CPU time, read at its end, passed its limit."""
-        return self.final is not None and self.limit is not None and (
-            self.final.cpu_s > self.limit.limit_s
+        return (
+            self.final is not None
+            and self.limit is not None
+            and (self.final.cpu_s > self.limit.limit_s)
         )

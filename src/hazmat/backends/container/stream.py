@@ -320,6 +320,7 @@ class _Pump:
             if self.watch is not None:
                 self.watch.flush()  # every chunk handed over before the result goes back
                 self.watch.started.set()
+                self.watch.ended.set()
         self.capture.stdin_unsent = len(self.outgoing)
         return self.capture
 
