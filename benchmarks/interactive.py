@@ -23,22 +23,7 @@ from docs_section import write_section
 import hazmat
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "grading" / "judging.jsonl"
-TESTLIB = r"""#include "testlib.h"
-int main(int argc, char* argv[]) {
-    registerInteraction(argc, argv);
-    int secret = inf.readInt();
-    for (int asked = 0; asked <= 30; asked++) {
-        std::string what = ouf.readToken("[?!]");
-        int guess = ouf.readInt();
-        if (what == "!") {
-            if (guess != secret) quitf(_wa, "%d is not the number", guess);
-            quitf(_ok, "%d in %d questions", secret, asked);
-        }
-        if (asked == 30) quitf(_wa, "more than 30 questions");
-        std::cout << (secret < guess ? "<" : secret > guess ? ">" : "=") << std::endl;
-    }
-}
-"""
+TESTLIB = (EXAMPLES.parent / "guess-interactor.cpp").read_text()
 
 
 def tasks(tests: int) -> dict[str, dict[str, object]]:

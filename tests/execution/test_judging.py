@@ -44,24 +44,8 @@ int main(int argc, char* argv[]) {
 DOUBLER = "n = int(input())\nprint(2 * n + {3: 1, 4: 5}.get(n, 0))\n"
 
 
-# testlib's interactor for the guessing game (registerInteraction): the secret from the input
-# file, at most 30 questions
-INTERACTOR = r"""#include "testlib.h"
-int main(int argc, char* argv[]) {
-    registerInteraction(argc, argv);
-    int secret = inf.readInt();
-    for (int asked = 0; asked <= 30; asked++) {
-        std::string what = ouf.readToken("[?!]");
-        int guess = ouf.readInt();
-        if (what == "!") {
-            if (guess != secret) quitf(_wa, "%d is not the number", guess);
-            quitf(_ok, "%d in %d questions", secret, asked);
-        }
-        if (asked == 30) quitf(_wa, "more than 30 questions");
-        std::cout << (secret < guess ? "<" : secret > guess ? ">" : "=") << std::endl;
-    }
-}
-"""
+# the guessing game's interactor in C++, with testlib.h (registerInteraction)
+INTERACTOR = (GRADING / "guess-interactor.cpp").read_text()
 
 
 def guessing(task_id: str, code: str, *secrets: int, interactor: str = "") -> dict[str, object]:
