@@ -142,10 +142,65 @@ def test_what_a_dead_process_left_is_reaped(engine: Engine, runtime: str) -> Non
         reaper.close()
 
 
+def test_a_sandbox_that_ends_by_itself_keeps_its_memory_cgroup_until_discarded(
+    engine: Engine, runtime: str
+) -> None:
+    """What the kernel's OOM killer does to a sandbox whose first process it picks (runc's
+    init or agent, gVisor's Sentry): the sandbox ends with nothing inside left to say why. Its
+    memory cgroup, and so its OOM count, is still there to be read after the runtime's `run`
+    has ended, and goes when the sandbox is discarded (runc `--keep`; runsc:
+    backends/oci/memcg.py)."""
+    backend = OciBackend(engine)
+    started = backend.start(_spec(runtime), lifetime_s=60)
+    assert started.bundle is not None and started.cgroup is not None
+    try:
+        first = int((started.bundle / "pid").read_text())
+        subprocess.run(["kill", "-KILL", str(first)], check=True)
+        assert started.ended.wait(30)
+        assert started.cgroup.oom_kills() == 0  # readable: the cgroup outlived its sandbox
+    finally:
+        backend.discard(started)
+        backend.close()
+    assert started.cgroup.oom_kills() is None and not started.cgroup.memory.exists()
+
+
+def test_filling_the_tmpfs_past_the_memory_limit_is_the_memory_limit(runtime: str) -> None:
+    """A small program that fills /tmp (a tmpfs, counted as the sandbox's memory) past the
+    memory limit: the OOM killer may pick the agent or the sandbox as a whole rather than the
+    program, and the run still says `memory_limit`."""
+    from hazmat import parse_policy
+
+    policy = parse_policy({"backend": "oci", "pool": {"size": 0}})
+    memory = policy.settings("unknown").limits.tmpfs_mb * 5 // 8  # the tmpfs can hold more
+    code = r"""
+        #include <stdio.h>
+        #include <string.h>
+        static char block[1 << 16];
+        int main(void) {
+            FILE *f = fopen("/tmp/fill", "wb");
+            memset(block, 1, sizeof block);
+            for (;;) {
+                if (fwrite(block, 1, sizeof block, f) != sizeof block) return 3;
+                fflush(f);
+            }
+        }
+    """
+    with Sandbox(policy) as sb:
+        result = sb.run(
+            textwrap.dedent(code), "c", runtime=runtime, trust="unknown", memory_mb=memory,
+            override_reason="filling the tmpfs until the memory limit is hit",
+        )  # fmt: skip
+    assert result.outcome is Outcome.MEMORY_LIMIT, result
+    assert result.exit_code == 137
+
+
+# runsc only: a kept runc sandbox (`runc run --keep`) is not killed apart; `delete --force`
+# kills it (the next test fails that under both runtimes)
+@pytest.mark.parametrize("runtime", ["runsc"])
 def test_a_runtime_kill_that_fails_still_ends_the_sandbox(
     engine: Engine, runtime: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`runc|runsc kill` that does not answer: discard still ends the runtime process (after
+    """`runsc kill` that does not answer: discard still ends the runtime process (after
     its wait times out), deletes the sandbox and frees its uid, and raises nothing."""
     real_run = subprocess.run
 
@@ -182,9 +237,6 @@ class _DeleteFailsOnce:
         return subprocess.run(argv, **kwargs)
 
 
-# runsc only: runc's `run` deletes its own container as it exits, so under runc there is no
-# runtime `delete` to fail (the bookkeeping tested is the same for both)
-@pytest.mark.parametrize("runtime", ["runsc"])
 def test_a_sandbox_whose_removal_failed_is_removed_when_its_backend_closes(
     engine: Engine, runtime: str
 ) -> None:

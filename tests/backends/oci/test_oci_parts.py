@@ -26,6 +26,7 @@ from hazmat.backends.base import Spec
 from hazmat.backends.container.seccomp import for_oci
 from hazmat.backends.container.settings_check import MASKED_PATHS
 from hazmat.backends.oci import prerequisites
+from hazmat.backends.oci.memcg import make_memory_cgroup, memory_cgroup, remove_memory_cgroup
 from hazmat.backends.oci.prerequisites import Choice, choice, missing
 from hazmat.backends.oci.readback import check_bundle, check_kernel
 from hazmat.backends.oci.relay import Relay
@@ -367,3 +368,28 @@ def test_the_compiled_agent_is_built_once_per_source_or_says_why_not(
     assert compiled.compiled_agent(tmp_path / "elsewhere") is None
     assert "no C compiler" in (compiled.why_not_compiled(tmp_path / "elsewhere") or "")
     compiled._build.cache_clear()
+
+
+# --- a gVisor sandbox's memory cgroup, hazmat's own (backends/oci/memcg.py) ----------------
+
+
+def test_no_memory_cgroup_is_made_on_a_cgroup_v2_host(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")  # v2: no memory/ folder
+    assert memory_cgroup("/hazmat/box", tmp_path) is None
+    assert make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, tmp_path) is None
+    assert list(tmp_path.iterdir()) == [tmp_path / "cgroup.controllers"]
+
+
+def test_a_memory_cgroup_that_cannot_be_limited_is_not_left(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()  # v1, but its folders are plain ones: no limit files
+    with pytest.raises(OSError, match=r"memory\.limit_in_bytes"):
+        make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, tmp_path)
+    assert not (tmp_path / "memory" / "hazmat" / "box").exists()
+    remove_memory_cgroup(tmp_path / "memory" / "hazmat" / "box")  # gone already: no error
+
+
+def test_a_sandbox_never_takes_a_memory_cgroup_that_is_there_already(tmp_path: Path) -> None:
+    (tmp_path / "memory" / "hazmat" / "box").mkdir(parents=True)
+    with pytest.raises(FileExistsError):
+        make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, tmp_path)
+    assert (tmp_path / "memory" / "hazmat" / "box").is_dir()  # not its to remove

@@ -346,7 +346,7 @@ class ContainerBackend(Backend):
             compile_timed_out=capture.compile_timed_out,
             build_status=capture.build_status,
             build_ms=capture.build_ms,
-            oom_killed=engine_oom or _oom_since(base, figures),
+            oom_killed=engine_oom or _oom_since(base, figures) or _oom_after(started, base),
             output_exceeded=capture.output_exceeded,
             cancelled=capture.cancelled,
             told=(capture.told or b"").decode().strip() or None,
@@ -453,6 +453,16 @@ class ContainerBackend(Backend):
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:
     return base is not None and now is not None and now.oom_kills > base.oom_kills
+
+
+def _oom_after(started: Started, base: Sample | None) -> bool:
+    """Whether the OOM count has risen since `base`, read now that the run is over: a sandbox
+    the OOM killer ended has no agent left to say so, and its last sample may predate the kill
+    (a cgroup that outlives its sandbox has the count: backends/oci/memcg.py)."""
+    if base is None or started.cgroup is None:
+        return False
+    now = started.cgroup.oom_kills()
+    return now is not None and now > base.oom_kills
 
 
 def _gate(watch: Watch | None) -> Callable[[], None] | None:

@@ -127,6 +127,16 @@ class Cgroup:
         except (OSError, ValueError):
             return None
 
+    def oom_kills(self) -> int | None:
+        """The count of OOM kills alone (None when the memory cgroup is gone): read after a
+        sandbox has ended, from a memory cgroup that outlives it (backends/oci/memcg.py)."""
+        try:
+            if self.unified:
+                return _field(_read(self.memory / "memory.events"), "oom_kill")
+            return _field(_read(self.memory / "memory.oom_control"), "oom_kill")
+        except (OSError, ValueError):
+            return None
+
     def limit_memory(self, limit: int) -> int | None:
         """Set the memory limit, and memory with swap to the same (no swap), to `limit`
         bytes. Returns None, or the bytes still in use when the kernel could not reclaim them

@@ -46,6 +46,7 @@ from hazmat.backends.container.seccomp import SeccompProfile, usable_profile
 from hazmat.backends.container.started import Started
 from hazmat.backends.container.stream import NotReady, wait_ready
 from hazmat.backends.container.uids import UID_BASE, UID_COUNT, Uids
+from hazmat.backends.oci.memcg import make_memory_cgroup, memory_cgroup, remove_memory_cgroup
 from hazmat.backends.oci.readback import (
     cgroup_problems,
     check_bundle,
@@ -104,6 +105,7 @@ class OciStarted(Started):
     process: subprocess.Popen[bytes] | None = None
     bundle: Path | None = None
     uid_file: Path | None = None
+    memcg: Path | None = None  # a runsc sandbox's memory cgroup, hazmat's own (memcg.py)
     ended: threading.Event = field(default_factory=threading.Event)
 
 
@@ -205,9 +207,10 @@ class OciDriver:
         cid = f"hazmat-{secrets.token_hex(8)}"
         uid, uid_file = self._claim_uid(cid)
         bundle = self.run_dir / "bundles" / cid
+        memcg = None
         try:
             annotations = {**labels, f"{LABEL}.uid": str(uid)}
-            cgroup = f"/hazmat/{cid}"
+            cgroup = _cgroup(cid)
             config = self.bundle(
                 spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
                 seccomp=self.seccomp.text, agent=self.agent(),
@@ -215,12 +218,17 @@ class OciDriver:
             bundle.mkdir(parents=True, mode=0o700)
             (bundle / "config.json").write_text(json.dumps(config))
             (bundle / "runtime").write_text(spec.runtime.value)
+            if spec.runtime is Runtime.RUNSC:
+                memcg = _own_memory_cgroup(cid, config)
             started = self._launch(spec, command, cid, uid, bundle, expires)
         except BaseException:
             self._delete(command, cid, bundle)
+            if memcg is not None:
+                remove_memory_cgroup(memcg)
             self._release_uid(uid, uid_file, cid)
             raise
         started.uid_file = uid_file
+        started.memcg = memcg
         try:
             wait_ready(started.sock, READY_LINE, READY_TIMEOUT_S)
             started.born = time.monotonic()
@@ -243,7 +251,8 @@ class OciDriver:
         stderr_r, stderr_w = os.pipe()
         try:
             process = subprocess.Popen(
-                [*command, "run", "--bundle", str(bundle), "--pid-file", str(bundle / "pid"), cid],
+                [*command, "run", *_keep(spec.runtime), "--bundle", str(bundle),
+                 "--pid-file", str(bundle / "pid"), cid],
                 stdin=stdin_r, stdout=stdout_w, stderr=stderr_w, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
@@ -348,8 +357,10 @@ class OciDriver:
             started.attached.close()
         command = self.runtime_command(started.spec.runtime)
         process = started.process
-        # `ended`, not poll(): the waiter thread holds the wait, so poll() says "running"
-        if process is not None and not started.ended.is_set():
+        # `ended`, not poll(): the waiter thread holds the wait, so poll() says "running".
+        # A kept runc sandbox (`_keep`) needs no kill of its own: `delete --force` kills it.
+        kept = _keep(started.spec.runtime)
+        if process is not None and not started.ended.is_set() and not kept:
             try:
                 self.call(
                     [*command, "kill", "--all", started.cid, "KILL"],
@@ -357,11 +368,13 @@ class OciDriver:
                 )  # fmt: skip
             except (OSError, subprocess.SubprocessError) as exc:  # the runtime process is
                 log.warning("sandbox %s: %s kill failed: %s", started.cid, command[0], exc)
-            if not started.ended.wait(_KILL_TIMEOUT_S):
-                process.kill()  # `runc|runsc run` itself: its sandbox goes with it
-                started.ended.wait()
+            _wait_ended(started)
         assert started.bundle is not None
         self._delete(command, started.cid, started.bundle)
+        if kept:
+            _wait_ended(started)
+        if started.memcg is not None:
+            remove_memory_cgroup(started.memcg)
         with self._lock:
             self._live.pop(started.cid, None)
         self._release_uid(started.uid, started.uid_file, started.cid)
@@ -431,6 +444,10 @@ class OciDriver:
         uid = labels.get(f"{LABEL}.uid", "")
         if uid.isdigit():
             _unclaim(self.run_dir / "uids" / uid, bundle.name)
+        memcg = memory_cgroup(_cgroup(bundle.name))
+        if memcg is not None:
+            with contextlib.suppress(OSError):  # runc's, or one a live process is still in
+                remove_memory_cgroup(memcg)
         shutil.rmtree(bundle, ignore_errors=True)
 
     def reap(self) -> list[str]:
@@ -464,6 +481,37 @@ class OciDriver:
 
     def close(self) -> None:
         self.engine.close()
+
+
+def _wait_ended(started: OciStarted) -> None:
+    """Wait for the runtime's `run` to end; past `_KILL_TIMEOUT_S`, kill it (its sandbox goes
+    with it)."""
+    if started.process is not None and not started.ended.wait(_KILL_TIMEOUT_S):
+        started.process.kill()
+        started.ended.wait()
+
+
+def _keep(runtime: Runtime) -> tuple[str, ...]:
+    """runc keeps its sandbox, and so its cgroups, after the sandbox has ended, until hazmat
+    deletes it: an OOM kill that ended the whole sandbox (its first process, or the agent,
+    killed) is still counted when the run reads its cgroup. runsc has no such flag; its memory
+    cgroup is hazmat's own (memcg.py)."""
+    return ("--keep",) if runtime is Runtime.RUNC else ()
+
+
+def _cgroup(cid: str) -> str:
+    """The sandbox's cgroup path (the bundle's `cgroupsPath`)."""
+    return f"/hazmat/{cid}"
+
+
+def _own_memory_cgroup(cid: str, config: dict[str, Any]) -> Path | None:
+    """Make a runsc sandbox's memory cgroup, with the bundle's limits (memcg.py)."""
+    linux = config["linux"]
+    memory = linux["resources"]["memory"]
+    try:
+        return make_memory_cgroup(linux["cgroupsPath"], memory["limit"], memory["swap"])
+    except OSError as exc:
+        raise InfraError(f"sandbox {cid}: could not make its memory cgroup: {exc}") from None
 
 
 def _unclaim(path: Path, cid: str) -> None:
