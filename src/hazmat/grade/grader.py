@@ -96,6 +96,7 @@ class TaskResult:
     max_points: float | None = None
     groups: tuple[GroupResult, ...] = ()
     time_multiplier: float | None = None  # the task's, for its language (time_multipliers)
+    build_flags: tuple[str, ...] = ()  # the task's, for its language (build_flags)
 
     @property
     def passed(self) -> int:
@@ -154,6 +155,7 @@ class TaskResult:
                 if self.time_multiplier is not None
                 else {}
             ),
+            **({"build_flags": list(self.build_flags)} if self.build_flags else {}),
             "time_ms": _rounded(max(times)) if times else None,
             "wall_ms": _rounded(max(walls)) if walls else None,
             "memory_bytes": max(memory) if memory else None,
@@ -184,7 +186,9 @@ class Grader:
         """Run the task's test cases (or its check), judge them, and record the verdict in the
         audit log: the result carries that record's number as its receipt."""
         result = self._grade_check(task) if task.check is not None else self._grade_tests(task)
-        result = dataclasses.replace(result, time_multiplier=task.time_multiplier)
+        result = dataclasses.replace(
+            result, time_multiplier=task.time_multiplier, build_flags=task.build_flags
+        )
         seq = self.sandbox.record_verdict(verdict_record(task, result))
         return dataclasses.replace(result, receipt=seq)
 
@@ -211,6 +215,7 @@ class Grader:
             ) as kept_build,
             Checkers(self.sandbox, self.options, checking, self.fresh) as checkers,
         ):
+            failed = False  # a test so far failed (an interactive task's transcript: the first's)
             for index in order(task):
                 case = task.tests[index]
                 why = skipped_because(task, index, done)
@@ -218,11 +223,11 @@ class Grader:
                     done[index] = TestResult("skipped", why, group=case.group)
                     continue
                 if task.interactor is not None:
-                    failed = any(t.verdict not in NOT_FAILED for t in done.values())
                     run, done[index] = self._interact(task, case, checkers, keep=not failed)
                 else:
                     run = self._run(task, case, kept_build if together[index] else None)
                     done[index] = self._judge(case, run, checkers)
+                failed = failed or done[index].verdict not in NOT_FAILED
                 compile_ms = compile_ms if compile_ms is not None else run.compile_ms
                 if done[index].verdict in _FINAL:
                     break
@@ -347,6 +352,7 @@ def verdict_record(task: Task, result: TaskResult) -> dict[str, Any]:
             if task.time_multiplier is not None
             else {}
         ),
+        **({"build_flags": list(task.build_flags)} if task.build_flags else {}),
         "verdict": result.verdict,
         "score": round(result.score, 6),
         "points": round(result.earned[0], 6),
