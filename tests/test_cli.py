@@ -32,6 +32,12 @@ def hazmat(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) ->
         (["run", "-c", "1", "--output-file", "../escape"], 2, b"unsafe file path"),
         (["run", "-c", "1", "--stdin", "/no/such/input"], 2, b"cannot read stdin"),
         (["run", "-c", "1", "--timeout", "0"], 2, b"positive number of seconds"),
+        (
+            ["run", "-c", "int main(){}", "--lang", "cpp", "--build-flags=-O2 -fplugin=x.so"],
+            2,
+            b"build_flags: '-fplugin=x.so' is not allowed for cpp at this level",
+        ),
+        (["run", "-c", "1", "--build-flags=-O2"], 2, b"python takes no compiler flags"),
         (["run", "-c", "1", "--policy", "/no/such/policy.yaml"], 78, b"cannot read policy file"),
         (["run", "notes.txt"], 2, b"cannot read program"),
     ],

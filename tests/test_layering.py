@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_exceptions", "language_builds", "template"}),
     frozenset({"languages", "egress", "watch", "displays"}),
-    frozenset({"package_policy"}),
+    frozenset({"package_policy", "build_flags"}),
     frozenset({"policy"}),
     frozenset({"policy_file", "models", "quotas"}),
     frozenset({"tenant_keys", "wire", "metrics"}),

@@ -172,6 +172,8 @@ class ExecutionRequest:
     origin: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
     # Python: the formats matplotlib figures are shown in (displays.py); png, svg, pdf, jpeg
     figure_formats: Sequence[str] = ("png",)
+    # C and C++: compiler flags from the level's allowlist (build_flags.py), after hazmat's own
+    build_flags: Sequence[str] = ()
     # the intake's check of this very request against a policy (run/intake.py), so that no
     # stage checks it again; not a field a caller sets, and `dataclasses.replace` drops it
     checked: object = field(default=None, init=False, repr=False, compare=False)
@@ -247,6 +249,7 @@ class ExecutionResult:
     tier: str | None = None
     # the exception a Python or JavaScript/TypeScript program ended with, read from its stderr
     exception: ProgramException | None = None
+    build_flags: Sequence[str] = ()  # the compiler flags the build was given (build_flags.py)
 
     @property
     def ok(self) -> bool:
@@ -296,6 +299,7 @@ class ExecutionResult:
             "runtime_reason": self.runtime_reason,
             "tier": self.tier,
             "exception": self.exception.to_dict() if self.exception else None,
+            "build_flags": list(self.build_flags),
         }
 
 

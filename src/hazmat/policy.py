@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError, quoted
+from hazmat.build_flags import DEFAULT_BUILD_FLAGS
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
 from hazmat.package_policy import PackageSettings
@@ -299,6 +300,8 @@ class TrustSettings:
     # variants of the language's image (python-data for python): see run/image_choice.py
     allow_images: tuple[str, ...] = ()
     network: NetworkSettings = field(default_factory=NetworkSettings)  # egress/settings.py
+    # language -> the compiler flags a run may ask for at this level (build_flags.py)
+    build_flags: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_BUILD_FLAGS)
 
 
 # gVisor for code nobody trusts: a second kernel between the program and the host's. It

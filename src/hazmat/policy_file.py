@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, PolicyError, quoted
+from hazmat.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, flag_problem
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
@@ -193,6 +194,7 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
         "images",
         "allow_images",
         "network",
+        "build_flags",
     }
     _no_unknown_keys(values, allowed, source, where)
     base_name = values.pop("preset", DEFAULT_PRESET[level])
@@ -205,6 +207,7 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
     allow = values.pop("allow_images", [])
     if not isinstance(allow, list) or not all(isinstance(x, str) and x.strip() for x in allow):
         raise PolicyError(f"{source}: {where}.allow_images: expected a list of image names")
+    flags = _parse_build_flags(values.pop("build_flags", {}), source, f"{where}.build_flags")
     try:
         network = parse_network(values.pop("network", {}))
     except ValueError as exc:
@@ -215,7 +218,29 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
             raise PolicyError(f"{source}: {where}.{key}: {problem}")
     limits = base.replace(**values)
     allow_images = tuple(x.strip() for x in allow)
-    return TrustSettings(limits, runtime, assess, images, allow_images, network)
+    return TrustSettings(limits, runtime, assess, images, allow_images, network, flags)
+
+
+def _parse_build_flags(data: object, source: str, where: str) -> Mapping[str, tuple[str, ...]]:
+    """A level's allowlist of compiler flags per language: each language named replaces
+    hazmat's default list for it (an empty list allows none)."""
+    given = _mapping(data, source, where)
+    flags = dict(DEFAULT_BUILD_FLAGS)
+    for lang, listed in given.items():
+        name = _wrap(source, f"{where}.{lang}", get_language, lang).name
+        if name not in FLAG_LANGUAGES:
+            raise PolicyError(
+                f"{source}: {where}.{lang}: {name} takes no compiler flags "
+                f"(only {', '.join(FLAG_LANGUAGES)})"
+            )
+        if not isinstance(listed, list):
+            raise PolicyError(f"{source}: {where}.{lang}: expected a list of flags")
+        for flag in listed:
+            problem = flag_problem(flag)
+            if problem:
+                raise PolicyError(f"{source}: {where}.{lang}: {problem}")
+        flags[name] = tuple(listed)
+    return MappingProxyType(flags)
 
 
 def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:

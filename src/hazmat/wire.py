@@ -73,6 +73,7 @@ RUN_FIELDS: Mapping[str, str | None] = {
     "session": "session",
     "override_reason": "override_reason",
     "figure_formats": "figure_formats",
+    "build_flags": "build_flags",
 }
 # what only hazmat's own processes send each other (the cluster's queue), never a client:
 # who asked (the service sets it from the key), where the run came from, and the codec's version
@@ -168,6 +169,7 @@ def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
         "figure_formats": None
         if tuple(request.figure_formats) == ("png",)
         else list(request.figure_formats),
+        "build_flags": list(request.build_flags),
         "caller": request.caller,
         "origin": dict(request.origin),
     }
@@ -237,6 +239,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             runtime_reason=data.get("runtime_reason"),
             tier=data.get("tier"),
             exception=_exception(data.get("exception")),
+            build_flags=tuple(str(f) for f in data.get("build_flags") or ()),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))

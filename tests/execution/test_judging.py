@@ -44,6 +44,19 @@ int main(int argc, char* argv[]) {
 DOUBLER = "n = int(input())\nprint(2 * n + {3: 1, 4: 5}.get(n, 0))\n"
 
 
+# what its compiler was told: -DONLINE_JUDGE, and the C standard
+JUDGED_C = r"""#include <stdio.h>
+int main(void) {
+#ifdef ONLINE_JUDGE
+    puts("judge");
+#else
+    puts("local");
+#endif
+    printf("%ld\n", __STDC_VERSION__);
+    return 0;
+}
+"""
+
 # the guessing game's interactor in C++, with testlib.h (registerInteraction)
 INTERACTOR = (GRADING / "guess-interactor.cpp").read_text()
 
@@ -104,6 +117,11 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
         "tests": cases(1, 3, 4),
     }
     right = {**judged, "id": "right", "code": "print(2 * int(input()))"}
+    # the same source, with and without flags: two builds, never one shared by the cache
+    plain = {"id": "plain", "language": "c", "code": JUDGED_C, "timeout": 5,
+             "tests": [{"stdin": "", "expected_stdout": "local\n201710\n"}]}  # fmt: skip
+    flagged = {**plain, "id": "flagged", "build_flags": {"c": ["-DONLINE_JUDGE", "-std=c11"]},
+               "tests": [{"stdin": "", "expected_stdout": "judge\n201112\n"}]}  # fmt: skip
     interactive = [
         guessing("bisect", BISECT, 1, 999_999_999),
         guessing("blurt", "print('! 5')\n", 7),  # a wrong answer at once
@@ -112,7 +130,9 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
     with Sandbox(as_asked(), backend=DockerBackend(engine)) as sandbox:
         # one at a time: the second task's program is the first's build (the same source),
         # the third's checker the second's
-        found = sandbox.map([grouped, judged, right], jobs=1, trust="unknown", runtime=runtime)
+        found = sandbox.map(
+            [grouped, judged, right, plain, flagged], jobs=1, trust="unknown", runtime=runtime
+        )
         results = {r.id: r.to_dict() for r in found}
         hits = sandbox.builds.hits
         found = sandbox.map(interactive, jobs=2, trust="unknown", runtime=runtime)
@@ -146,7 +166,10 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
     assert line["tests"][2]["message"] == "wrong answer expected 8, found 13"
     assert line["score"] == 0.5
     assert results["right"]["verdict"] == "accepted"
-    assert hits == 2
+    assert hits == 2  # not the flagged build: its flags are part of what a build is kept by
+    assert results["plain"]["verdict"] == "accepted" and "build_flags" not in results["plain"]
+    assert results["flagged"]["verdict"] == "accepted", results["flagged"]
+    assert results["flagged"]["build_flags"] == ["-DONLINE_JUDGE", "-std=c11"]
     # an interactive problem: the two programs joined, each in its own sandbox
     assert [t["verdict"] for t in results["bisect"]["tests"]] == ["accepted", "accepted"]
     blurt = results["blurt"]["tests"][0]

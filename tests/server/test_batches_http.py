@@ -27,6 +27,8 @@ CHOSEN = {
     "pair-javascript-wrong-wrong_answer",
     "triangle-c-wrong-wrong_answer",
     "guess-javascript-wrong-wrong_answer",
+    # a C++ submission right only when built with the task's -DONLINE_JUDGE (build_flags)
+    "judge-cpp-right",
 }
 
 
@@ -52,13 +54,16 @@ def test_a_batch_of_the_example_set_is_graded_through_the_service(
             got = [json.loads(line) for line in streamed.iter_lines() if line]
         status = client.get(f"/v1/batches/{bid}").json()
     assert {r["id"]: r["verdict"] for r in got} == {t: expected(t) for t in CHOSEN}
-    assert (status["state"], status["done"], status["total"]) == ("done", 9, 9)
+    assert (status["state"], status["done"], status["total"]) == ("done", 10, 10)
     triangle = next(r for r in got if r["id"] == "triangle-c-wrong-wrong_answer")
     assert (triangle["points"], triangle["max_points"], triangle["score"]) == (20, 100, 0.2)
     guess = next(r for r in got if r["id"] == "guess-javascript-wrong-wrong_answer")
     assert guess["tests"][1]["message"] == "wrong answer more than 30 questions"
     assert guess["tests"][1]["transcript"][0] == {"from": "program", "text": "? 1\n"}
+    judged = next(r for r in got if r["id"] == "judge-cpp-right")
+    assert judged["build_flags"] == ["-O2", "-std=c++17", "-DONLINE_JUDGE"]
     records = {r["seq"]: r for r in live_server.audit_records()}
+    assert records[judged["receipt"]]["data"]["build_flags"] == judged["build_flags"]
     for result in got:
         receipt = records[result["receipt"]]
         assert receipt["kind"] == "grade.verdict"

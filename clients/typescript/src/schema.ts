@@ -321,6 +321,8 @@ export interface components {
             override_reason?: string;
             /** @description Python: the formats matplotlib figures are shown in (default: png) */
             figure_formats?: ("png" | "svg" | "pdf" | "jpeg")[];
+            /** @description C and C++: compiler flags from the trust level's allowlist (the policy's trust.<level>.build_flags), after hazmat's own */
+            build_flags?: string[];
         };
         RunResult: {
             /** @enum {string} */
@@ -347,6 +349,8 @@ export interface components {
              */
             tier?: "docker" | "oci" | null;
             image?: string;
+            /** @description the compiler flags the build was given */
+            build_flags?: string[];
             language: string;
             /** @enum {string} */
             trust?: "untrusted" | "unknown" | "trusted";
@@ -584,6 +588,10 @@ export interface components {
             time_multipliers?: {
                 [key: string]: number;
             };
+            /** @description language -> compiler flags for its build (C and C++), each from the trust level's allowlist (the policy's trust.<level>.build_flags): the entry of the task's own language is used, so one map can go on every line of a problem */
+            build_flags?: {
+                [key: string]: string[];
+            };
             /**
              * @description what timeout measures: the program's CPU time (the default; wall-clock time is a backstop for a program that sleeps or waits), or wall-clock time
              * @enum {unknown}
@@ -621,6 +629,8 @@ export interface components {
             compile_ms?: number | null;
             /** @description the factor the task's time_multipliers gave its language's timeout (present when the task has the map) */
             time_multiplier?: number;
+            /** @description the compiler flags the task's build was given (present when any) */
+            build_flags?: string[];
             /** @description the audit log's grade.verdict record: hazmat audit receipt SEQ */
             receipt?: number | null;
             /** @description graded through a cluster: the worker whose audit log holds the receipt */

@@ -128,6 +128,7 @@ class RunRecorder:
                 "image": applied.image,
                 "network": list(applied.network),
                 **({"origin": dict(request.origin)} if request.origin else {}),
+                **({"build_flags": list(request.build_flags)} if request.build_flags else {}),
                 **(review.to_record() if review else {}),
             },
         )

@@ -58,6 +58,9 @@ class Spec:
     # a session that may install packages (hazmat/packages/): its /tmp allows exec, so that
     # the compiled extensions installed there load (noexec is hygiene, not the boundary)
     packages: bool = False
+    # compiler flags after the language's own (build_flags.py, checked against the policy): the
+    # build command is the container's, so a container is made for them
+    build_flags: tuple[str, ...] = ()
 
     @property
     def exec_tmp(self) -> bool:
@@ -79,6 +82,7 @@ class Spec:
         runtime: Runtime,
         limits: Limits,
         egress: str | None = None,
+        build_flags: tuple[str, ...] = (),
     ) -> Spec:
         build = limits.build_memory_mb if get_language(language).build else limits.memory_mb
         return cls(
@@ -92,6 +96,7 @@ class Spec:
             limits.nofile,
             egress,
             build_memory_mb=build if build != limits.memory_mb else 0,
+            build_flags=build_flags,
         )
 
 
@@ -151,10 +156,14 @@ class Job:
     egress: str | None = None  # see Spec.egress
     watch: Watch | None = field(default=None, compare=False)  # output as it comes (watch.py)
     clock: Clock = Clock.WALL  # what limits.timeout_s measures (backends/container/cpu_time.py)
+    build_flags: tuple[str, ...] = ()  # see Spec.build_flags
 
     @property
     def spec(self) -> Spec:
-        return Spec.of(self.language.name, self.image, self.runtime, self.limits, self.egress)
+        return Spec.of(
+            self.language.name, self.image, self.runtime, self.limits, self.egress,
+            self.build_flags,
+        )  # fmt: skip
 
     @property
     def cpu_limit(self) -> CpuLimit | None:

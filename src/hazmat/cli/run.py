@@ -159,6 +159,12 @@ def _add_io(run: argparse.ArgumentParser) -> None:
         help="draw matplotlib figures in this format (repeatable; default: png)",
     )
     run.add_argument(
+        "--build-flags",
+        metavar="FLAGS",
+        help="C and C++: compiler flags from the trust level's allowlist, one string "
+        "(--build-flags='-O2 -std=c++17'; policy.md, Compiler flags)",
+    )
+    run.add_argument(
         "--env",
         action="append",
         default=[],
@@ -237,6 +243,7 @@ def _options(args: argparse.Namespace, session: str | None) -> dict[str, Any]:
         "session": session,
         "override_reason": args.override_reason,
         "figure_formats": args.figure_formats or None,
+        "build_flags": args.build_flags.split() if args.build_flags else None,
     }
 
 

@@ -65,6 +65,7 @@ def test_options(task: Task, case: TestCase, options: Mapping[str, Any]) -> dict
         "memory_mb": case.memory_mb if case.memory_mb is not None else task.memory_mb,
         "clock": task.clock,
         "cpus": task.cpus,
+        "build_flags": list(task.build_flags) or None,
         **options,
     }
 
@@ -93,6 +94,7 @@ def check_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
         "memory_mb": task.memory_mb,
         "clock": task.clock,
         "cpus": task.cpus,
+        "build_flags": list(task.build_flags) or None,
         **options,
     }
 

@@ -186,6 +186,19 @@ TASK_SCHEMA: dict[str, Any] = {
             "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
             "maxProperties": 64,
         },
+        "build_flags": {
+            "type": "object",
+            "description": "language -> compiler flags for its build (C and C++), each from "
+            "the trust level's allowlist (the policy's trust.<level>.build_flags): the entry of "
+            "the task's own language is used, so one map can go on every line of a problem",
+            "propertyNames": {"minLength": 1, "maxLength": 64},
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 2, "maxLength": 64},
+                "maxItems": 32,
+            },
+            "maxProperties": 64,
+        },
         "clock": {
             "enum": ["cpu", "wall"],
             "description": "what timeout measures: the program's CPU time (the default; "
@@ -262,6 +275,11 @@ RESULT_SCHEMA: dict[str, Any] = {
             "type": "number",
             "description": "the factor the task's time_multipliers gave its language's timeout "
             "(present when the task has the map)",
+        },
+        "build_flags": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "the compiler flags the task's build was given (present when any)",
         },
         "receipt": {
             "type": ["integer", "null"],

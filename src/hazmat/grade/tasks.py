@@ -125,6 +125,7 @@ class Task:
     groups: tuple[Group, ...] = ()
     interactor: Interactor | None = None
     time_multiplier: float | None = None  # its language's entry of time_multipliers (or 1)
+    build_flags: tuple[str, ...] = ()  # its language's entry of build_flags (build_flags.py)
 
     @property
     def total(self) -> int:
@@ -170,6 +171,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         groups=groups,
         interactor=Interactor(**raw["interactor"]) if "interactor" in raw else None,
         time_multiplier=_multiplier(raw, where),
+        build_flags=_build_flags(raw, where),
     )
 
 
@@ -254,6 +256,21 @@ def _multiplier(raw: dict[str, Any], where: str) -> float | None:
         raise InputError(
             f"{where}.time_multipliers: there is no timeout to multiply (give the task one)"
         )
+    return found
+
+
+def _build_flags(raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The compiler flags `build_flags` gives the task's language (an alias names it too);
+    the policy's allowlist is the run's to check (run/intake.py)."""
+    own = get_language(raw["language"]).name
+    found: tuple[str, ...] = ()
+    for name, flags in (raw.get("build_flags") or {}).items():
+        try:
+            language = get_language(name).name
+        except UnknownLanguage as exc:
+            raise InputError(f"{where}.build_flags[{quoted(name)}]: {exc}") from None
+        if language == own:
+            found = tuple(flags)
     return found
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypedDict
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
+from hazmat.build_flags import check_flags
 from hazmat.egress.settings import narrowed
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
@@ -82,6 +83,7 @@ def build_request(
         network=tuple(network) if network is not None else None,
         origin=MappingProxyType(dict(options.get("origin") or {})),
         figure_formats=check_figure_formats(options.get("figure_formats") or ()),
+        build_flags=tuple(options.get("build_flags") or ()),
     )
     object.__setattr__(request, "checked", _check(policy, request))  # frozen: set here only
     return request
@@ -133,6 +135,8 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
     check_origin(request.origin)
     check_figure_formats(request.figure_formats)
     settings = policy.settings(request.trust)
+    where = f"trust.{request.trust.value}.build_flags"
+    check_flags(lang.name, request.build_flags, settings.build_flags, where)
     reason = check_override_reason(request.override_reason, settings.assess)
     image = resolve_image(policy, request.trust, lang, request.image)
     check_module(lang, request.module)
@@ -273,3 +277,4 @@ class RunOptions(TypedDict, total=False):
     module: str | None
     network: list[str] | None
     figure_formats: Sequence[str] | None
+    build_flags: Sequence[str] | None

@@ -36,8 +36,9 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
     egress = str(gate.directory) if gate else None
     clock = request.clock or Clock.WALL
     return Job(
-        lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch, clock
-    )
+        lang, plan.image, plan.limits, plan.runtime, request.trust, program, egress, watch, clock,
+        tuple(request.build_flags),
+    )  # fmt: skip
 
 
 def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:

@@ -289,6 +289,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         compile_ms=report.build_ms,
         displays=displays,
         clock=plan.request.clock or Clock.WALL,
+        build_flags=tuple(plan.request.build_flags),
         program_ms=report.program_ms,
         exception=program_exception(plan.request.language, stderr)
         if outcome is not Outcome.OK
@@ -339,4 +340,5 @@ def _not_run(
         trust=plan.request.trust,
         error=error,
         assessment=assessment,
+        build_flags=tuple(plan.request.build_flags),
     )

@@ -61,6 +61,7 @@ OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "env": ((Mapping,), "a mapping of variable name -> str"),
     "args": ((list, tuple), "a list of str (the program's command-line arguments)"),
     "figure_formats": ((list, tuple), "a list of png, svg, pdf, jpeg (Python's displays)"),
+    "build_flags": ((list, tuple), "a list of compiler flags the trust level allows (C, C++)"),
 }
 
 
@@ -73,6 +74,9 @@ _SYNONYMS = {
     "time_limit": "'timeout'",
     "mem": "'memory_mb'",
     "memory_limit": "'memory_mb'",
+    "flags": "'build_flags'",
+    "compiler_flags": "'build_flags'",
+    "cflags": "'build_flags'",
     "input": "'stdin'",
     "lang": "the language argument (run(code, 'javascript'))",
     "language": "the language argument (run(code, 'javascript'))",

@@ -92,6 +92,11 @@ _RUN_REQUEST = {
         "session": {**_STR, "description": "a script name; the audit log diffs its runs"},
         "override_reason": {**_STR, "description": "runs blocked code; needs a key allowed to"},
         "figure_formats": FIGURE_FORMATS,
+        "build_flags": {
+            **_STRINGS,
+            "description": "C and C++: compiler flags from the trust level's allowlist "
+            "(the policy's trust.<level>.build_flags), after hazmat's own",
+        },
     },
 }
 
@@ -132,6 +137,7 @@ _RUN_RESULT = {
             "directly); null when nothing was started",
         },
         "image": _STR,
+        "build_flags": {**_STRINGS, "description": "the compiler flags the build was given"},
         "language": _STR,
         "trust": _TRUST,
         "container_id": {"type": ["string", "null"]},

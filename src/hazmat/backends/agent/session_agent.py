@@ -80,6 +80,7 @@ from hazmat.backends.agent.single import PROLOGUE, job_header
 from hazmat.backends.base import Program
 from hazmat.backends.container.settings_check import WORKDIR
 from hazmat.backends.inside import fill, program, read
+from hazmat.build_flags import build_command
 from hazmat.languages import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR, Language
 
 __all__ = [
@@ -129,7 +130,11 @@ SESSION_UNPACK = read("session_unpack.sh")
 
 
 def session_environment(
-    lang: Language, heap_mb: int, kept_build: bool = False, isolate: bool = False
+    lang: Language,
+    heap_mb: int,
+    kept_build: bool = False,
+    isolate: bool = False,
+    build_flags: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """What the session agent needs beyond the single-run agent's environment: its unpack
     script, and how each language builds and runs when the container is kept (a fresh build
@@ -151,7 +156,11 @@ def session_environment(
     env = {
         "HAZMAT_UNPACK_SCRIPT": unpack,
         "HAZMAT_RUN": runs.get(lang.name, lang.run),
-        "HAZMAT_BUILD": f"rm -rf {BUILD}; mkdir -p {BUILD}; {lang.build}" if lang.build else "",
+        "HAZMAT_BUILD": (
+            f"rm -rf {BUILD}; mkdir -p {BUILD}; {build_command(lang, build_flags)}"
+            if lang.build
+            else ""
+        ),
         "HAZMAT_WARM": "",
     }
     if kept_build:

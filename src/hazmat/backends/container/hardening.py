@@ -24,6 +24,7 @@ from hazmat.backends.container.settings_check import (
     tmpfs_mounts,
     ulimits,
 )
+from hazmat.build_flags import build_command
 from hazmat.egress.proxy import SOCKET_NAME
 from hazmat.languages import Language, get_language
 from hazmat.policy import Runtime
@@ -78,7 +79,7 @@ def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
         "HAZMAT_WORKDIR": WORKDIR,
         "HAZMAT_STAGE": STAGE_SCRIPT,
         "HAZMAT_COLLECT": COLLECT_SCRIPT,
-        "HAZMAT_BUILD": lang.build,
+        "HAZMAT_BUILD": build_command(lang, spec.build_flags),
         "HAZMAT_PREPARE": lang.prepare,
         "HAZMAT_RUN": lang.run,
         "HAZMAT_WARM": f"{warm} {lang.entry}" if warm else "",
@@ -92,7 +93,8 @@ def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
 
 def _kept_environment(spec: Spec, lang: Language) -> dict[str, str]:
     isolate = spec.kept_build and spec.runtime is Runtime.RUNSC
-    return session_environment(lang, heap_mb(spec.memory_mb), spec.kept_build, isolate)
+    heap = heap_mb(spec.memory_mb)
+    return session_environment(lang, heap, spec.kept_build, isolate, spec.build_flags)
 
 
 def _host_config(
