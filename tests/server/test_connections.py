@@ -101,6 +101,22 @@ def test_an_answer_before_the_body_came_closes_the_connection(guarded: LiveServe
         )
         answer = trickle_until_closed(sock).decode()
     assert answer.startswith("HTTP/1.1 401"), answer
+    assert "\r\nconnection: close\r\n" in answer.lower(), answer
+
+
+def test_a_keep_alive_client_answered_early_is_told_to_close_and_goes_on(
+    guarded: LiveServer,
+) -> None:
+    """A session id that is gone is refused before the body is read: the answer says
+    `Connection: close`, so the client's next request goes on a new connection instead of into
+    the closing one (where it was reset)."""
+    headers = {"Authorization": f"Bearer {guarded.keys['untrusted']}"}
+    with httpx.Client(base_url=guarded.url, headers=headers, timeout=30) as client:
+        for _ in range(3):
+            gone = client.post("/v1/sessions/s-gone/runs", json={"code": "print(1);" * 2000})
+            assert gone.status_code == 404, gone.text
+            assert gone.headers["connection"] == "close"
+            assert client.get("/v1/health").status_code == 200
 
 
 def test_past_the_connection_cap_a_new_client_gets_503(guarded: LiveServer) -> None:

@@ -7,8 +7,10 @@ request's head: a client that trickles its headers a byte at a time holds a conn
 ever. `guarded_h11` makes uvicorn's HTTP/1.1 protocol with that deadline: a connection whose
 request head is not complete `head_timeout_s` after it opened (or after its last response) is
 closed, and so is one answered before its body had come whole (a 401, a 404), whose client
-could otherwise trickle the rest for ever. The body's deadline is kept by the app while it
-reads the body (http.py).
+could otherwise trickle the rest for ever; `CloseUnanswered` tells the client so in that
+answer (`Connection: close`), so that a keep-alive client does not send its next request on a
+connection about to close. The body's deadline is kept by the app while it reads the body
+(http.py).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ConnectionLimits", "guarded_h11"]
+__all__ = ["CloseUnread", "ConnectionLimits", "guarded_h11"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,46 @@ class ConnectionLimits:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+class CloseUnread:
+    """ASGI middleware: an answer that starts before the request's body was read whole (a 401,
+    a 404, a 410 from a route that checks before it reads) says `Connection: close`. The
+    protocol closes such a connection after the answer (`guarded_h11`); without the header, a
+    keep-alive client would send its next request into that close and be reset."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        read_whole = False
+
+        async def receiving() -> Message:
+            nonlocal read_whole
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                read_whole = True
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and not read_whole:
+                headers = [(k, v) for k, v in message.get("headers", []) if k != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receiving, sending)
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+        if name == b"transfer-encoding":
+            return True
+    return False
 
 
 def guarded_h11(head_timeout_s: float) -> type[H11Protocol]:

@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -47,6 +48,7 @@ from hazmat.server.fields import (
     run_arguments,
     trust_for,
 )
+from hazmat.server.guard import CloseUnread
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.session_routes import OpenSession, SessionRoutes, Sessions
@@ -94,7 +96,12 @@ def create_app(
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
     handlers: dict[Any, Any] = {HazmatError: _error, HTTPException: _http_error}
-    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=service.lifespan)
+    app = Starlette(
+        routes=routes,
+        exception_handlers=handlers,
+        lifespan=service.lifespan,
+        middleware=[Middleware(CloseUnread)],
+    )
     app.state.wait_idle = service.wait_idle  # serve.py: before the sandbox closes
     return app
 
