@@ -10,8 +10,8 @@ PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
 
-.PHONY: setup venv engine images demo test test-fresh check check-install cluster-test lint \
-	typecheck unit doctor clean
+.PHONY: setup venv engine images browser demo test test-fresh check check-install cluster-test \
+	lint typecheck unit doctor clean
 
 setup: venv engine images
 
@@ -40,6 +40,10 @@ images: venv engine
 	$(HAZMAT) images build --missing
 	$(HAZMAT) images export --if-default
 
+# The console's browser tests drive Debian's chromium (scripts/ensure-browser.sh).
+browser:
+	bash scripts/ensure-browser.sh
+
 demo: setup
 	bash examples/demo.sh $(HAZMAT)
 
@@ -61,7 +65,7 @@ unit: venv
 # 2-core machines). Needs no Docker engine and no images.
 check: lint typecheck unit
 
-test: setup lint typecheck
+test: setup browser lint typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # What CI runs (.ci/run): a Docker engine of its own with nothing left over, the images built

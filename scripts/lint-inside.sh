@@ -58,8 +58,11 @@ else
     say "gcc is not installed: the compiled agent was not checked"
 fi
 if command -v node >/dev/null 2>&1; then
-    # and the programs a session's install runs (src/hazmat/packages/)
-    for f in ./*.js "$root"/src/hazmat/packages/*.js; do node --check "$f" || status=1; done
+    # and the programs a session's install runs (src/hazmat/packages/), and the console's own
+    # script (its vendored libraries are checked by their digests, tests/server/)
+    for f in ./*.js "$root"/src/hazmat/packages/*.js "$root"/src/hazmat/server/console/static/console.js; do
+        node --check "$f" || status=1
+    done
 else
     say "node is not installed: the JavaScript was not checked"
 fi

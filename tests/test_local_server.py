@@ -10,6 +10,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -100,6 +101,33 @@ def test_the_first_run_starts_it_and_the_next_ones_use_it(env: dict[str, str]) -
     assert "stopped 1 local server" in stopped.stdout
     assert wait_exit(server["pid"], 1)  # stop waited for it
     assert "no local server runs" in hazmat(env, "server", "status").stdout
+
+
+def test_its_console_shows_the_users_own_runs_on_a_loopback_port(env: dict[str, str]) -> None:
+    """`hazmat server console` forwards a loopback port to the local server's socket; the
+    console there asks for the key in the server's key file, and shows the user's runs."""
+    import httpx
+
+    assert hazmat(env, "run", "-c", "print('seen in the console')").returncode == 0
+    argv = [sys.executable, "-m", "hazmat", "server", "console", "--port", "0"]
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True) as console:
+        try:
+            assert console.stdout is not None
+            said = console.stdout.readline()
+            url = said.split("console of your local server: ", 1)[1].strip()
+            key_file = Path(console.stdout.readline().split("the key in ", 1)[1].split(";")[0])
+            headers = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
+            with httpx.Client(timeout=60) as client:
+                assert client.get(url).status_code == 200
+                assert client.get(url + "/f/runs").status_code == 401  # no key, no runs
+                runs = client.get(url + "/f/runs", headers=headers)
+                assert runs.status_code == 200 and "local" in runs.text
+                run_id = runs.text.split('hx-get="/console/f/runs/', 1)[1].split('"', 1)[0]
+                shown = client.get(f"{url}/f/runs/{run_id}", headers=headers).text
+            assert "seen in the console" in shown
+        finally:
+            console.send_signal(signal.SIGINT)
+            assert console.wait(timeout=60) == 0
 
 
 def test_concurrent_first_runs_start_one_server(env: dict[str, str]) -> None:

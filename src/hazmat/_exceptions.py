@@ -10,6 +10,7 @@ HazmatError
 │   ├── SessionNotFound ·········· no open session of the caller's has that id (HTTP 404)
 │   ├── SessionBusy ·············· another resume of that paused session is under way (409)
 │   ├── BatchNotFound ············ no batch of the caller's has that id (HTTP 404)
+│   ├── RunNotFound ·············· the console: no recent run of the caller's has that id (404)
 │   └── InstallRefused ··········· the policy lets no install of these packages here (403)
 ├── PolicyError ················· a policy file or value is invalid (exit 78, HTTP 500)
 ├── ClosedError ················· the Sandbox or pool was closed; open a new one (HTTP 503)
@@ -60,6 +61,7 @@ __all__ = [
     "PolicyError",
     "QuotaExceeded",
     "RequestTimeout",
+    "RunNotFound",
     "RuntimeUnavailable",
     "ServiceUnavailable",
     "SessionBusy",
@@ -136,6 +138,13 @@ class SessionBusy(InputError):
 class BatchNotFound(InputError):
     """No batch has that id (or it was forgotten), or it is another tenant's (which looks the
     same)."""
+
+    http_status = 404
+
+
+class RunNotFound(InputError):
+    """The console: no recent run has that id (or it was forgotten), or it is another
+    tenant's (which looks the same)."""
 
     http_status = 404
 

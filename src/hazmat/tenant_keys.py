@@ -56,6 +56,9 @@ class Key:
     # may it ask for runc at a level that runs under runsc: only the local server's key, which
     # is its user's own (cli/local_server.py), as in-process runs may
     any_runtime: bool = False
+    # may it see every tenant's runs, batches, sessions and keys in the console (server/console);
+    # its console sign-ins are recorded in the audit log (`console.operator`)
+    operator: bool = False
 
     @property
     def caller(self) -> str:
@@ -105,6 +108,7 @@ class KeyStore:
         quotas: Quotas | None = None,
         override: bool = False,
         any_runtime: bool = False,
+        operator: bool = False,
     ) -> tuple[Key, str]:
         """A new key for `tenant`; returns the entry and the key itself (shown only now)."""
         if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
@@ -123,6 +127,7 @@ class KeyStore:
             quotas or Quotas(),
             override,
             any_runtime=any_runtime,
+            operator=operator,
         )
         with self._locked() as keys:
             keys[key_id] = entry
@@ -213,4 +218,5 @@ def _entry(item: dict[str, Any]) -> Key:
         override=item.get("override") is True,
         revoked=item.get("revoked"),
         any_runtime=item.get("any_runtime") is True,
+        operator=item.get("operator") is True,
     )

@@ -72,6 +72,17 @@ def test_another_owner_finds_nothing_and_another_key_is_named(
         stranger.get(SID, "tenant:a")
 
 
+def test_the_console_lists_paused_sessions_for_their_owner_only(
+    tmp_path: Path, redis_client: Any
+) -> None:
+    one, two = _stores(tmp_path, redis_client)
+    with one.claim(SID):  # a claim's own key is not a session
+        assert [p.id for p in two.listing(["tenant:b", "tenant:a"])] == [SID]
+        assert two.listing(["tenant:b"]) == []
+    stranger = SessionStore(tmp_path / "three", 3600, RedisShelf(redis_client))
+    assert stranger.listing(["tenant:a"]) == []  # sealed with another key: left out
+
+
 def test_one_resume_at_a_time(tmp_path: Path, redis_client: Any) -> None:
     one, two = _stores(tmp_path, redis_client)
     with one.claim(SID):

@@ -50,6 +50,11 @@ def _add_create(commands: Any) -> argparse.ArgumentParser:
     create.add_argument(
         "--override", action="store_true", help="its runs may override a block, with a reason"
     )
+    create.add_argument(
+        "--operator",
+        action="store_true",
+        help="it sees every tenant in the console (/console), not only its own",
+    )
     return create
 
 
@@ -57,13 +62,16 @@ def _create(args: argparse.Namespace) -> int:
     from hazmat.quotas import Quotas
 
     quotas = Quotas(args.concurrent, args.per_minute, round(args.max_request_mb * MiB))
-    key, secret = key_store(args).create(args.tenant, args.trust, quotas, args.override)
+    key, secret = key_store(args).create(
+        args.tenant, args.trust, quotas, args.override, operator=args.operator
+    )
     if args.json:
         print(json.dumps({**key.public(), "key": secret}))
         return 0
     print(secret)
     print(
-        f"hazmat: key {key.id} for tenant {key.tenant!r} at trust {key.trust.value}; "
+        f"hazmat: key {key.id} for tenant {key.tenant!r} at trust {key.trust.value}"
+        f"{' (operator: sees every tenant in the console)' if key.operator else ''}; "
         "it is shown only now (only its hash is stored)",
         file=sys.stderr,
     )
@@ -80,6 +88,7 @@ def _list(args: argparse.Namespace) -> int:
         q = key.quotas
         quotas = f"{q.concurrent} at once, {q.per_minute}/min"
         state = f"revoked {key.revoked}" if key.revoked else "live"
+        state += ", operator" if key.operator else ""
         print(f"{key.id:<13} {key.tenant:<20} {key.trust.value:<10} {quotas:<28} {state}")
     return 0
 

@@ -1,6 +1,7 @@
-"""`hazmat server start|status|stop`: the per-user local server that `hazmat run` uses
+"""`hazmat server start|status|stop|console`: the per-user local server that `hazmat run` uses
 (cli/local_server.py). `status` and `stop` cover every setup's server of the user's; `start`
-this setup's, ahead of the first run (with a policy, if given)."""
+this setup's, ahead of the first run (with a policy, if given); `console` puts this setup's
+console on a loopback port for a browser (cli/console.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def add(sub: Any) -> None:
     status.set_defaults(handler=_status)
     stop = actions.add_parser("stop", help="stop your local servers (runs in flight finish)")
     stop.set_defaults(handler=_stop)
+    console = actions.add_parser(
+        "console", help="open its console (your runs, sessions, audit log) on a loopback port"
+    )
+    console.add_argument(
+        "--port", type=int, default=8765, metavar="N", help="loopback port (0: any free one)"
+    )
+    console.add_argument("--policy", type=Path, metavar="FILE", help="policy file (YAML)")
+    console.set_defaults(handler=_console)
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -58,6 +67,15 @@ def _status(args: argparse.Namespace) -> int:
         if entry["running"]:
             print(_line(entry))
     return 0
+
+
+def _console(args: argparse.Namespace) -> int:
+    from hazmat._exceptions import InputError
+    from hazmat.cli.console import run
+
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"--port must be 0..65535, not {args.port}")
+    return run(args)
 
 
 def _stop(args: argparse.Namespace) -> int:

@@ -64,6 +64,12 @@ class RedisShelf:
     def sweep(self, keep_s: float) -> list[str]:
         return []  # each paused session expires in Redis by itself
 
+    def ids(self) -> list[str]:
+        prefix = paused_key("")
+        keys = patiently(lambda: list(self.redis.scan_iter(match=paused_key("s-*"), count=500)))
+        names = (k.decode() if isinstance(k, bytes) else str(k) for k in keys)
+        return sorted(n.removeprefix(prefix) for n in names if not n.endswith(":claim"))
+
     @contextlib.contextmanager
     def claim(self, session_id: str) -> Iterator[None]:
         key = paused_key(session_id, "claim")

@@ -35,7 +35,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,6 +57,9 @@ def default_store_dir() -> Path:
         return Path(explicit)
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "hazmat" / "sessions"
+
+
+SCANNED = 2000  # the most paused sessions `SessionStore.listing` looks at
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,10 @@ class Shelf(Protocol):
 
     def claim(self, session_id: str) -> contextlib.AbstractContextManager[None]:
         """Held while one resume of the id runs; `SessionBusy` if another holds it."""
+        ...
+
+    def ids(self) -> list[str]:
+        """The ids of the sessions on it, sorted (the console's list of paused sessions)."""
         ...
 
 
@@ -198,6 +205,21 @@ class SessionStore:
         """Remove the paused sessions kept longer than `keep_s`."""
         return self.shelf.sweep(self.keep_s)
 
+    def listing(self, owners: Iterable[str | None], most: int = 200) -> list[Paused]:
+        """The paused sessions of `owners` (at most `most`): each id is opened with each owner
+        in turn, since only its own owner opens it; those of another key or damaged are left
+        out, as are those no owner given opens. At most `SCANNED` ids are tried."""
+        found: list[Paused] = []
+        owners = list(owners)
+        for session_id in self.shelf.ids()[:SCANNED]:
+            for owner in owners:
+                with contextlib.suppress(SessionNotFound, InfraError):
+                    found.append(self.info(session_id, owner))
+                    break
+            if len(found) >= most:
+                break
+        return found
+
     def _check_key(self, session_id: str, key: bytes) -> None:
         """A part that does not open: another owner's (which must look like nothing), or one
         sealed by a service with another key, which is the operator's to fix."""
@@ -256,6 +278,9 @@ class DirectoryShelf:
     @contextlib.contextmanager
     def claim(self, session_id: str) -> Iterator[None]:
         yield  # the sandbox resumes one id at a time; no other process uses this directory
+
+    def ids(self) -> list[str]:
+        return sorted(path.stem for path in self.directory.glob("s-*.json"))
 
 
 def _write(directory: Path, name: str, data: bytes, exclusive: bool = False) -> None:

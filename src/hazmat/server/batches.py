@@ -164,6 +164,12 @@ class BatchBook:
             self._forget_old()
             return [b for b in self._batches.values() if b.tenant == key.tenant]
 
+    def every(self) -> list[Batch]:
+        """Every tenant's batches (the console, for an operator's key)."""
+        with self._lock:
+            self._forget_old()
+            return list(self._batches.values())
+
     def stop(self) -> None:
         """Cancel every batch and wait for its running tasks (the service is stopping)."""
         with self._lock:

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hazmat._exceptions import (
@@ -40,6 +40,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.batches import BatchRoutes
+from hazmat.server.console import Console, ConsoleParts, RecentRuns, console_routes
 from hazmat.server.executor import Direct, Executor, LocalExecutor, Reservation
 from hazmat.server.fields import (
     ASSESS_FIELDS,
@@ -94,6 +95,7 @@ def create_app(
         *_batch_routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+        *service.console(),
     ]
     handlers: dict[Any, Any] = {HazmatError: _error, HTTPException: _http_error}
     app = Starlette(
@@ -152,6 +154,7 @@ class _Service:
         self.quotas = quotas
         self.metrics = ServiceMetrics(sandbox.metrics, sandbox.backend.tier)
         self.max_running = max_running
+        self.recent = RecentRuns()  # for the console
         self._limiter: anyio.CapacityLimiter | None = None
         self._running = 0  # runs inside sandbox.execute now
         self._idle = threading.Condition()
@@ -330,7 +333,30 @@ class _Service:
             if not started:
                 self.metrics.queued.dec()
         self.metrics.ran(result, time.monotonic() - began)
+        self.recent.add(prepared, result, (time.monotonic() - began) * 1000)
         return result
+
+    async def play(self, key: Key, data: dict[str, Any]) -> ExecutionResult:
+        """A console playground run: checked and run as `POST /v1/runs` would."""
+        code, language, options = run_arguments(data, key, self.sandbox.policy)
+        prepared = self.sandbox.request(code, language, **options)
+        with self.quotas.admit(key.tenant, key.quotas):
+            return await self.run_in(prepared, None)
+
+    def console(self) -> list[BaseRoute]:
+        parts = ConsoleParts(
+            keys=self.keys,
+            recent=self.recent,
+            batches=self.batches.book,
+            sessions=self.sessions.owners,
+            quotas=self.quotas,
+            audit_dir=self.sandbox.audit.dir,
+            audit_append=self.sandbox.audit.append,
+            audit_checkpoint=self.sandbox.audit.checkpoint,
+            run=self.play,
+            body=self.body,
+        )
+        return console_routes(Console(parts), lambda request: self.keys.check(_bearer(request)))
 
 
 class _Guarded:

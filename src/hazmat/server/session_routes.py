@@ -230,6 +230,12 @@ class SessionOwners:
         owned = {sid for sid, tenant in self._owner.items() if tenant == key.tenant}
         return [s for s in self.book.all() if s.id in owned]
 
+    def every(self) -> list[tuple[str, OpenSession]]:
+        """Every open session with its tenant (the console, for an operator's key)."""
+        with self._lock:
+            owners = dict(self._owner)
+        return [(owners.get(s.id, "-"), s) for s in self.book.all()]
+
     def get(self, sid: str, key: Key) -> OpenSession:
         """The open session `sid` if `key`'s tenant owns it (404 otherwise, 410 if ended)."""
         with self._lock:

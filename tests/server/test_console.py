@@ -1,0 +1,242 @@
+"""The console's endpoints over HTTP, in process, on a backend that runs nothing: who sees
+what, the headers every page gets, bad input as a fragment that says what is wrong, and how a
+program's displays are put on the page (the browser's side is test_console_browser.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from hazmat import Sandbox
+from hazmat.audit.log import AuditLog
+from hazmat.quotas import Quotas
+from hazmat.run.session_store import Paused
+from hazmat.server.console.views import CSP, DISPLAY_CSP, display_parts, templates
+from hazmat.server.http import create_app
+from hazmat.tenant_keys import KeyStore
+from hazmat.testing import RecordingBackend
+from server_helpers import audit_records
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, dict[str, str]], Path]]:
+    store = KeyStore(tmp_path / "keys.json")
+    made = {
+        "acme": store.create("acme", "unknown")[1],
+        "other": store.create("other", "untrusted")[1],
+        "ops": store.create("ops", "untrusted", operator=True)[1],
+        "tiny": store.create("tiny", "untrusted", Quotas(max_request_bytes=1024))[1],
+    }
+    auth = {name: {"Authorization": f"Bearer {key}"} for name, key in made.items()}
+    audit = AuditLog(tmp_path / "audit")
+    with (
+        Sandbox(backend=RecordingBackend(), audit=audit) as sandbox,
+        TestClient(create_app(sandbox, store)) as client,
+    ):
+        for sid, owner in (("s-0000000000000001", "acme"), ("s-0000000000000002", "other")):
+            paused = Paused(sid, "python", "unknown", "runc", None, None, owner, time.time(), 10)
+            sandbox.session_store.put(paused, b"archive")
+        yield client, auth, tmp_path / "audit"
+    audit.close()
+
+
+def play(client: TestClient, headers: dict[str, str], code: str = "print(1)") -> str:
+    answer = client.post(
+        "/console/f/playground/run", content=f"code={code}&language=python", headers=headers | FORM
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.text.split('data-run="', 1)[1].split('"', 1)[0]
+
+
+def test_the_page_holds_no_data_and_every_answer_has_a_strict_csp(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    page = client.get("/console")
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"] == CSP
+    assert "script-src 'self';" in CSP and "unsafe-inline" not in CSP.split("style-src")[0]
+    assert "frame-ancestors 'none'" in CSP
+    assert "<script>" not in page.text  # scripts only from the console's own files
+    assert client.get("/console/static/htmx.min.js").status_code == 200
+    for path in ("/console/f/runs", "/console/f/audit", "/console/f/runs/r-1"):
+        for headers in ({}, {"Authorization": "Bearer hzm_000000000000_nope"}):
+            refused = client.get(path, headers=headers)
+            assert refused.status_code == 401, path
+            assert refused.headers["content-type"].startswith("text/html")
+            assert refused.headers["content-security-policy"] == CSP
+            assert 'class="error"' in refused.text
+        assert client.get(path, headers=auth["acme"]).headers["content-security-policy"] == CSP
+    assert "set-cookie" not in client.get("/console/f/runs", headers=auth["acme"]).headers
+
+
+def test_a_tenant_sees_its_own_runs_and_gets_404_for_anothers(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    mine = play(client, auth["acme"])
+    theirs = play(client, auth["other"])
+    listed = client.get("/console/f/runs", headers=auth["acme"]).text
+    assert mine in listed and theirs not in listed
+    shown = client.get(f"/console/f/runs/{mine}", headers=auth["acme"])
+    assert shown.status_code == 200 and "print(1)" in shown.text
+    for asked in (theirs, "r-0000000000000000"):
+        refused = client.get(f"/console/f/runs/{asked}", headers=auth["acme"])
+        assert refused.status_code == 404
+        assert f"no run &#39;{asked}&#39;" in refused.text  # the same words for both
+    every = client.get("/console/f/runs", headers=auth["ops"]).text
+    assert mine in every and theirs in every  # an operator sees every tenant's
+    only = client.get("/console/f/runs?tenant=other", headers=auth["ops"]).text
+    assert theirs in only and mine not in only
+
+
+def test_the_playground_runs_at_most_at_the_keys_level(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    page = client.get("/console/f/playground", headers=auth["other"]).text
+    assert "<option selected>untrusted</option>" in page
+    assert ">trusted</option>" not in page and ">unknown</option>" not in page
+    refused = client.post(
+        "/console/f/playground/run", content="code=1&trust=trusted", headers=auth["other"] | FORM
+    )
+    assert refused.status_code == 403
+    assert "runs at trust &#39;untrusted&#39; at most" in refused.text
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "said"),
+    [
+        (b"code=%FF", 400, "the form is not utf-8"),
+        (b"code=1&language=cobol", 400, "unknown language"),
+        (b"&".join(b"f%d=1" % i for i in range(40)), 400, "too many fields"),
+    ],
+)
+def test_a_bad_form_is_a_fragment_that_says_what(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path], body: bytes, status: int, said: str
+) -> None:
+    client, auth, _ = console
+    answer = client.post("/console/f/playground/run", content=body, headers=auth["acme"] | FORM)
+    assert answer.status_code == status, answer.text
+    assert said in answer.text.lower()
+
+
+def test_a_form_over_the_keys_cap_is_413(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    answer = client.post(
+        "/console/f/audit/check", content=b"receipt=" + b"x" * 2000, headers=auth["tiny"] | FORM
+    )
+    assert answer.status_code == 413
+    assert "this key&#39;s cap is 1024" in answer.text
+
+
+def test_only_an_operator_verifies_the_log_and_its_sign_in_is_audited(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, audit_dir = console
+    play(client, auth["acme"])
+    assert client.post("/console/f/audit/verify", headers=auth["acme"]).status_code == 403
+    verified = client.post("/console/f/audit/verify", headers=auth["ops"])
+    assert verified.status_code == 200
+    assert 'data-verdict="intact"' in verified.text
+    assert client.get("/console/f/whoami", headers=auth["ops"]).status_code == 200
+    assert client.get("/console/f/whoami", headers=auth["acme"]).status_code == 200
+    kinds = [record["kind"] for record in audit_records(audit_dir)]
+    assert kinds.count("console.operator") == 1  # the operator's sign-in, not the tenant's
+
+
+@pytest.mark.parametrize(
+    ("receipt", "said"),
+    [
+        ("not json", "Expecting value"),
+        ('{"receipt": 1}', "not a receipt"),
+        ("[1, 2]", "not a receipt"),
+    ],
+)
+def test_a_receipt_that_does_not_verify_says_why(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path], receipt: str, said: str
+) -> None:
+    client, auth, _ = console
+    answer = client.post("/console/f/audit/check", data={"receipt": receipt}, headers=auth["acme"])
+    assert answer.status_code == 200
+    assert "does not verify" in answer.text and said in answer.text
+
+
+def test_keys_show_ids_and_levels_never_secrets(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    own = client.get("/console/f/tenants", headers=auth["acme"]).text
+    every = client.get("/console/f/tenants", headers=auth["ops"]).text
+    assert "acme" in own and "other" not in own
+    assert all(name in every for name in ("acme", "other", "ops", "tiny"))
+    for headers in auth.values():
+        secret = headers["Authorization"].rsplit("_", 1)[1]
+        assert secret not in own and secret not in every
+
+
+def test_paused_sessions_show_to_their_tenant_and_to_an_operator(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    own = client.get("/console/f/sessions", headers=auth["acme"]).text
+    every = client.get("/console/f/sessions", headers=auth["ops"]).text
+    assert "s-0000000000000001" in own and "s-0000000000000002" not in own
+    assert "s-0000000000000001" in every and "s-0000000000000002" in every
+    assert "No open sessions." in own
+
+
+def test_a_batch_of_another_tenant_is_404(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    task = {
+        "id": "t",
+        "language": "python",
+        "code": "print(1)",
+        "tests": [{"expected_stdout": "hi"}],
+    }
+    made = client.post("/v1/batches", json={"tasks": [task]}, headers=auth["acme"])
+    assert made.status_code == 202, made.text
+    bid = made.json()["id"]
+    assert bid in client.get("/console/f/batches", headers=auth["acme"]).text
+    assert bid not in client.get("/console/f/batches", headers=auth["other"]).text
+    assert bid in client.get("/console/f/batches", headers=auth["ops"]).text
+    assert client.get(f"/console/f/batches/{bid}", headers=auth["other"]).status_code == 404
+    assert (
+        client.get(f"/console/f/batches/{bid}/receipt/0", headers=auth["acme"]).status_code == 404
+    )
+
+
+def test_images_show_as_images_html_and_svg_only_in_a_frame_of_their_own() -> None:
+    png = display_parts({"image/png": b"\x89PNG\r\n\x1a\n", "text/plain": "<Figure>"})
+    assert png == {"img": "data:image/png;base64,iVBORw0KGgo="}
+    svg = display_parts({"image/svg+xml": "<svg onload='x()'/>", "text/plain": "s"})
+    html = display_parts({"text/html": "<script>x()</script>"})
+    for part, body in ((svg, "<svg onload='x()'/>"), (html, "<script>x()</script>")):
+        assert part["frame"].startswith(
+            f'<meta http-equiv="Content-Security-Policy" content="{DISPLAY_CSP}">'
+        )
+        assert part["frame"].endswith(body)
+    assert display_parts({"text/plain": "<b>x</b>"}) == {"text": "<b>x</b>"}
+
+
+def test_a_frame_is_escaped_into_its_attribute_and_sandboxed() -> None:
+    html = '"><script>parent.x()</script>'
+    page = (
+        templates()
+        .get_template("display.html")
+        .render(bundle={"text/html": html}, index=1)
+    )
+    assert '<iframe class="display" title="display 1" sandbox=""' in page
+    srcdoc = page.split("srcdoc=", 1)[1]
+    assert "<script>" not in srcdoc and '">' not in srcdoc.split('"', 2)[1]
+    assert "&#34;&gt;&lt;script&gt;parent.x()&lt;/script&gt;" in srcdoc
