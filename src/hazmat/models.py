@@ -250,6 +250,9 @@ class ExecutionResult:
     # the exception a Python or JavaScript/TypeScript program ended with, read from its stderr
     exception: ProgramException | None = None
     build_flags: Sequence[str] = ()  # the compiler flags the build was given (build_flags.py)
+    # the audit log's id of this run: its run.started (or run.blocked) and run.finished records
+    # carry it as `run`; None when it was not recorded (a result made by hand)
+    run_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -300,6 +303,7 @@ class ExecutionResult:
             "tier": self.tier,
             "exception": self.exception.to_dict() if self.exception else None,
             "build_flags": list(self.build_flags),
+            "run_id": self.run_id,
         }
 
 

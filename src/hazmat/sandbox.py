@@ -425,6 +425,7 @@ class Sandbox:
                 decision=decision.value,
                 override_reason=reason,
                 runtime_reason=review.runtime_reason,
+                run_id=run_id,
             )
             self._recorder.finished(run_id, result)
         finally:
@@ -457,12 +458,15 @@ class Sandbox:
         than its session's container has. Recorded as `run.blocked`; nothing ran."""
         request = plan.request
         review.decision = Decision.BLOCK.value
-        self._recorder.blocked(request, _applied(plan, allow), review)
+        run_id = self._recorder.blocked(request, _applied(plan, allow), review)
         elapsed = (time.monotonic() - began) * 1000
         explanation = explain_assessment(review.assessment)
         result = blocked_result(plan, review.assessment, explanation, elapsed, message)
         result = dataclasses.replace(
-            result, decision=Decision.BLOCK.value, runtime_reason=review.runtime_reason
+            result,
+            decision=Decision.BLOCK.value,
+            runtime_reason=review.runtime_reason,
+            run_id=run_id,
         )
         self._metrics.record(result, elapsed)
         return result

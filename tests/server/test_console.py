@@ -4,6 +4,7 @@ program's displays are put on the page (the browser's side is test_console_brows
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,32 @@ def test_a_tenant_sees_its_own_runs_and_gets_404_for_anothers(
     assert mine in every and theirs in every  # an operator sees every tenant's
     only = client.get("/console/f/runs?tenant=other", headers=auth["ops"]).text
     assert theirs in only and mine not in only
+
+
+def test_a_runs_page_shows_its_audit_records_and_gives_receipts_for_them_only(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+) -> None:
+    client, auth, _ = console
+    mine, theirs = play(client, auth["acme"]), play(client, auth["other"])
+    page = client.get(f"/console/f/runs/{mine}", headers=auth["acme"]).text
+    rows = page.split('<table id="records">', 1)[1].split("</table>", 1)[0]
+    assert rows.count("<tr>") == 3 and "run.started" in rows and "run.finished" in rows
+    assert f"&#34;run&#34;: &#34;{mine}&#34;" in rows  # the record itself, its run id in it
+    seqs = [int(x.split('"', 1)[0]) for x in rows.split(f"/runs/{mine}/receipt/")[1:]]
+    answer = client.get(f"/console/f/runs/{mine}/receipt/{seqs[-1]}", headers=auth["acme"])
+    assert answer.status_code == 200
+    receipt = answer.text.split("readonly>", 1)[1].split("</textarea>", 1)[0]
+    checked = client.post(
+        "/console/f/audit/check", data={"receipt": html.unescape(receipt)}, headers=auth["acme"]
+    )
+    assert 'id="receipt-ok"' in checked.text and "run.finished" in checked.text
+    others = client.get(f"/console/f/runs/{theirs}", headers=auth["other"]).text
+    their_seq = int(others.split(f"/runs/{theirs}/receipt/", 1)[1].split('"', 1)[0])
+    for path, headers in (
+        (f"/console/f/runs/{mine}/receipt/{their_seq}", auth["acme"]),  # not this run's record
+        (f"/console/f/runs/{theirs}/receipt/{their_seq}", auth["acme"]),  # not this tenant's run
+    ):
+        assert client.get(path, headers=headers).status_code == 404
 
 
 def test_the_playground_runs_at_most_at_the_keys_level(

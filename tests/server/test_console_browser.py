@@ -136,6 +136,11 @@ def test_a_tenant_runs_a_chart_and_finds_it_among_its_runs(
     assert chart.get_attribute("src").startswith("data:image/png;base64,")
     assert browser.execute_script("return arguments[0].naturalWidth", chart) > 0  # it decoded
     shot(browser, "run-with-chart")
+    records = wait_for(browser, "#records", "run.finished").text
+    assert "run.started" in records
+    browser.find_elements("css selector", "#records .receipt-link")[-1].click()
+    wait_for(browser, "#run-receipt .receipt button").click()
+    assert "run.finished" in wait_for(browser, "#run-receipt #receipt-ok").text
     run_id = wait_for(browser, "#run").get_attribute("data-run")
     browser.find_element("css selector", "#nav-runs").click()
     link = wait_for(browser, f"#runs a[hx-get$='{run_id}']")

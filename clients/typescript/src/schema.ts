@@ -351,6 +351,8 @@ export interface components {
             image?: string;
             /** @description the compiler flags the build was given */
             build_flags?: string[];
+            /** @description the audit log's id of the run: its run.* records carry it as `run` */
+            run_id?: string | null;
             language: string;
             /** @enum {string} */
             trust?: "untrusted" | "unknown" | "trusted";

@@ -189,6 +189,13 @@ class AuditLog:
             raise AuditError(f"cannot record {kind}: {exc}") from None
         return self._submit(_Ticket(kind, data, canonical)).seq
 
+    @property
+    def size(self) -> int:
+        """The records in the log as this writer last saw it: the next record's seq, or less
+        when another process appended since."""
+        tail = self._tail
+        return 0 if tail is None else tail.seq
+
     def checkpoint(self) -> str:
         """Write a signed checkpoint of the log as it is now (after every append already
         acknowledged); returns the note."""

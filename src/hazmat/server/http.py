@@ -333,7 +333,8 @@ class _Service:
             if not started:
                 self.metrics.queued.dec()
         self.metrics.ran(result, time.monotonic() - began)
-        self.recent.add(prepared, result, (time.monotonic() - began) * 1000)
+        latency_ms = (time.monotonic() - began) * 1000
+        self.recent.add(prepared, result, latency_ms, self.sandbox.audit.size)
         return result
 
     async def play(self, key: Key, data: dict[str, Any]) -> ExecutionResult:

@@ -138,6 +138,10 @@ _RUN_RESULT = {
         },
         "image": _STR,
         "build_flags": {**_STRINGS, "description": "the compiler flags the build was given"},
+        "run_id": {
+            "type": ["string", "null"],
+            "description": "the audit log's id of the run: its run.* records carry it as `run`",
+        },
         "language": _STR,
         "trust": _TRUST,
         "container_id": {"type": ["string", "null"]},

@@ -9,6 +9,7 @@ with the key typed into the page (docs/console.md):
 | GET  /console, /console/static/...         | anyone (no data)                               |
 | GET  /console/f/whoami                     | any key (an operator's is audited)             |
 | GET  /console/f/runs, /console/f/runs/{id} | any key: its tenant's runs; an operator: all   |
+| GET  /console/f/runs/{id}/receipt/{seq}    | who may see the run; seq one of its records    |
 | GET  /console/f/metrics                    | any key: its tenant's runs; an operator: all   |
 | GET  /console/f/batches, .../{id}          | any key: its tenant's batches; operator: all   |
 | GET  /console/f/batches/{id}/receipt/{seq} | the batch's tenant, or an operator             |
@@ -62,6 +63,7 @@ def console_routes(console: Console, check: Check) -> list[BaseRoute]:
         ("/whoami", c.whoami, "GET"),
         ("/runs", c.runs, "GET"),
         ("/runs/{run_id:str}", c.run, "GET"),
+        ("/runs/{run_id:str}/receipt/{seq:int}", c.run_receipt, "GET"),
         ("/metrics", c.metrics, "GET"),
         ("/batches", c.batches, "GET"),
         ("/batches/{batch_id:str}", c.batch, "GET"),

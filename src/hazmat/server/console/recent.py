@@ -32,6 +32,7 @@ class Seen:
     request: ExecutionRequest
     result: ExecutionResult
     size: int  # the bytes it holds, about
+    audit_at: int  # the audit log's size when it ended: its records are about there
 
 
 class RecentRuns:
@@ -43,16 +44,13 @@ class RecentRuns:
         self._held = 0
         self._lock = threading.Lock()
 
-    def add(self, request: ExecutionRequest, result: ExecutionResult, latency_ms: float) -> Seen:
+    def add(
+        self, request: ExecutionRequest, result: ExecutionResult, latency_ms: float, audit_at: int
+    ) -> Seen:
         tenant = tenant_of(request.caller)
-        seen = Seen(
-            "r-" + secrets.token_hex(8),
-            time.time(),
-            tenant,
-            request,
-            result,
-            _size(request, result),
-        )
+        size = _size(request, result)
+        run_id = result.run_id or "r-" + secrets.token_hex(8)  # the audit log's id, if it has one
+        seen = Seen(run_id, time.time(), tenant, request, result, size, audit_at)
         self.timeline.add(tenant, result, latency_ms)
         with self._lock:
             self._runs.append(seen)

@@ -40,6 +40,7 @@ from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionResult
 from hazmat.policy import TrustLevel
 from hazmat.server.console.recent import RecentRuns, Seen
+from hazmat.server.console.records import run_records
 from hazmat.tenant_keys import Key, KeyStore
 
 __all__ = ["CSP", "Console", "ConsoleParts", "display_parts", "templates"]
@@ -109,10 +110,19 @@ class Console:
         return self.page("runs.html", runs=runs[:200], wanted=wanted, key=key)
 
     async def run(self, request: Request, key: Key) -> Response:
-        seen = self.parts.recent.get(request.path_params["run_id"], key, key.operator)
-        if seen is None:
-            raise RunNotFound(f"no run {quoted(request.path_params['run_id'])}")
-        return self.page("run.html", seen=seen, key=key)
+        seen = self._seen(request.path_params["run_id"], key)
+        return await self._run_page(seen, key)
+
+    async def run_receipt(self, request: Request, key: Key) -> Response:
+        """A receipt for one of the run's own records."""
+        seen = self._seen(request.path_params["run_id"], key)
+        seq = request.path_params["seq"]
+        records = await anyio.to_thread.run_sync(self._records, seen)
+        if seq not in {r["seq"] for r in records}:
+            raise RunNotFound(f"no record {seq} of run {quoted(seen.id)}")
+        made = await anyio.to_thread.run_sync(self._receipt, seq)
+        pubkey = self._key().encode()
+        return self.page("receipt.html", receipt=json.dumps(made, indent=1), pubkey=pubkey)
 
     async def metrics(self, request: Request, key: Key) -> Response:
         tenants = None if key.operator else {key.tenant}
@@ -187,13 +197,27 @@ class Console:
         data["code"] = form.get("code", "")
         result = await self.parts.run(key, data)
         seen = next(s for s in self.parts.recent.visible(key, False) if s.result is result)
-        return self.page("run.html", seen=seen, key=key)
+        return await self._run_page(seen, key)
 
     async def failed(self, request: Request, exc: HazmatError) -> Response:
         """An error as a fragment the page shows where the answer would have gone."""
         return self.page("error.html", status=exc.http_status, error=exc)
 
     # helpers
+
+    def _seen(self, run_id: str, key: Key) -> Seen:
+        seen = self.parts.recent.get(run_id, key, key.operator)
+        if seen is None:
+            raise RunNotFound(f"no run {quoted(run_id)}")
+        return seen
+
+    async def _run_page(self, seen: Seen, key: Key) -> Response:
+        records = await anyio.to_thread.run_sync(self._records, seen)
+        shown = [(r, json.dumps(r, indent=1, ensure_ascii=False)) for r in records]
+        return self.page("run.html", seen=seen, records=shown, key=key)
+
+    def _records(self, seen: Seen) -> list[dict[str, Any]]:
+        return run_records(self.parts.audit_dir, seen.id, seen.audit_at)
 
     async def _form(self, request: Request, key: Key) -> dict[str, str]:
         """A form the page posted (URL-encoded), read within the key's cap on a request body
