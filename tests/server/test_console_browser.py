@@ -135,6 +135,7 @@ def test_a_tenant_runs_a_chart_and_finds_it_among_its_runs(
     chart = wait_for(browser, "img.display")
     assert chart.get_attribute("src").startswith("data:image/png;base64,")
     assert browser.execute_script("return arguments[0].naturalWidth", chart) > 0  # it decoded
+    browser.execute_script("document.getElementById('run').scrollIntoView()")
     shot(browser, "run-with-chart")
     records = wait_for(browser, "#records", "run.finished").text
     assert "run.started" in records
@@ -246,6 +247,8 @@ def test_sessions_and_keys_show_without_secrets(live_server: LiveServer, browser
             row = wait_for(browser, "#sessions tbody tr", sid)
             assert row.text.split()[:2] == [sid, "python"]
             shot(browser, "sessions")
+            row.find_element("css selector", ".calls-link").click()  # its calls, as runs
+            assert len(wait_for(browser, "#runs tbody").find_elements("css selector", "tr")) == 1
             browser.find_element("css selector", "#nav-tenants").click()
             keys = wait_for(browser, "#keys", "acme").text
         finally:

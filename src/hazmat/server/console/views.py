@@ -105,7 +105,8 @@ class Console:
 
     async def runs(self, request: Request, key: Key) -> Response:
         runs = self.parts.recent.visible(key, key.operator)
-        wanted = {k: request.query_params.get(k, "") for k in ("outcome", "language", "tenant")}
+        asked = ("outcome", "language", "tenant", "session")
+        wanted = {k: request.query_params.get(k, "") for k in asked}
         runs = [s for s in runs if _matches(s, wanted)]
         return self.page("runs.html", runs=runs[:200], wanted=wanted, key=key)
 
@@ -287,6 +288,7 @@ def _matches(seen: Seen, wanted: Mapping[str, str]) -> bool:
         "outcome": seen.result.outcome.value,
         "language": seen.result.language,
         "tenant": seen.tenant,
+        "session": seen.request.session or "",
     }
     return all(not value or have[name] == value for name, value in wanted.items())
 
