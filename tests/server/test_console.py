@@ -197,6 +197,25 @@ def test_a_receipt_that_does_not_verify_says_why(
     assert "does not verify" in answer.text and said in answer.text
 
 
+@pytest.mark.parametrize(
+    ("form", "status", "said"),
+    [
+        ({"receipt": "[" * 100_000}, 400, "nested deeper than 32 levels"),
+        ({"receipt": "{}", "pubkey": "nope"}, 200, "not three parts joined by"),
+    ],
+)
+def test_a_receipt_check_refuses_what_it_cannot_read(
+    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    form: dict[str, str],
+    status: int,
+    said: str,
+) -> None:
+    client, auth, _ = console
+    answer = client.post("/console/f/audit/check", data=form, headers=auth["acme"])
+    assert answer.status_code == status
+    assert said in answer.text
+
+
 def test_keys_show_ids_and_levels_never_secrets(
     console: tuple[TestClient, dict[str, dict[str, str]], Path],
 ) -> None:

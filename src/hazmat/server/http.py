@@ -332,9 +332,9 @@ class _Service:
         finally:
             if not started:
                 self.metrics.queued.dec()
-        self.metrics.ran(result, time.monotonic() - began)
-        latency_ms = (time.monotonic() - began) * 1000
-        self.recent.add(prepared, result, latency_ms, self.sandbox.audit.size)
+        elapsed = time.monotonic() - began
+        self.metrics.ran(result, elapsed)
+        self.recent.add(prepared, result, elapsed * 1000, self.sandbox.audit.size)
         return result
 
     async def play(self, key: Key, data: dict[str, Any]) -> ExecutionResult:

@@ -34,6 +34,7 @@ class Timeline:
         self.clock = clock
         self._lock = threading.Lock()
         self._counts: dict[tuple[int, str], _Minute] = {}
+        self._pruned = 0  # the minute whose older counts were last dropped
 
     def add(self, tenant: str, result: ExecutionResult, latency_ms: float) -> None:
         now = int(self.clock() // 60)
@@ -43,8 +44,10 @@ class Timeline:
             minute.latencies_ms.append(latency_ms)
             minute.pooled += result.pooled is True
             minute.cold += result.pooled is False
-            for old in [k for k in self._counts if k[0] <= now - self.minutes]:
-                del self._counts[old]
+            if now != self._pruned:  # once a minute: older counts go
+                self._pruned = now
+                for old in [k for k in self._counts if k[0] <= now - self.minutes]:
+                    del self._counts[old]
 
     def series(self, tenants: Collection[str] | None) -> dict[str, Any]:
         """The last hour, one point a minute, of `tenants`' runs (None: everyone's): uPlot's

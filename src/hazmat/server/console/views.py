@@ -39,8 +39,12 @@ from hazmat.audit.verify import verify_log
 from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionResult
 from hazmat.policy import TrustLevel
+from hazmat.quotas import QuotaBook
+from hazmat.server.batches import Batch, BatchBook
 from hazmat.server.console.recent import RecentRuns, Seen
 from hazmat.server.console.records import run_records
+from hazmat.server.fields import check_depth
+from hazmat.server.session_routes import SessionOwners
 from hazmat.tenant_keys import Key, KeyStore
 
 __all__ = ["CSP", "Console", "ConsoleParts", "display_parts", "templates"]
@@ -65,9 +69,9 @@ class ConsoleParts:
 
     keys: KeyStore
     recent: RecentRuns
-    batches: Any  # server.batches.BatchBook
-    sessions: Any  # server.session_routes.SessionOwners
-    quotas: Any  # quotas.QuotaBook
+    batches: BatchBook
+    sessions: SessionOwners
+    quotas: QuotaBook
     audit_dir: Path
     audit_append: Callable[[str, dict[str, Any]], int]
     audit_checkpoint: Callable[[], str]  # sign a checkpoint now
@@ -181,6 +185,7 @@ class Console:
         """Check a pasted receipt against a pasted public key (the service's by default)."""
         form = await self._form(request, key)
         text, pubkey = form.get("receipt", ""), form.get("pubkey", "").strip()
+        check_depth(text.encode())  # a receipt is 2 levels deep: far deeper is refused first
         try:
             verifier = VerifierKey.decode(pubkey) if pubkey else self._key()
             record = check_receipt(json.loads(text), verifier)
@@ -197,7 +202,12 @@ class Console:
         data: dict[str, Any] = {k: form[k] for k in ("language", "trust", "image") if form.get(k)}
         data["code"] = form.get("code", "")
         result = await self.parts.run(key, data)
-        seen = next(s for s in self.parts.recent.visible(key, False) if s.result is result)
+        seen = next((s for s in self.parts.recent.visible(key, False) if s.result is result), None)
+        if seen is None:  # more runs than the console keeps ended meanwhile
+            raise RunNotFound(
+                f"the run ended ({result.outcome.value}) but is no longer among the console's "
+                f"recent runs; the audit log has it as run {result.run_id}"
+            )
         return await self._run_page(seen, key)
 
     async def failed(self, request: Request, exc: HazmatError) -> Response:
@@ -233,12 +243,12 @@ class Console:
             raise InputError(f"the form has too many fields: {exc}") from None
         return dict(pairs)
 
-    def _batches(self, key: Key) -> list[Any]:
+    def _batches(self, key: Key) -> list[Batch]:
         book = self.parts.batches
         found = book.every() if key.operator else book.mine(key)
         return sorted(found, key=lambda b: -b.created)
 
-    def _batch(self, batch_id: str, key: Key) -> Any:
+    def _batch(self, batch_id: str, key: Key) -> Batch:
         if key.operator:
             for batch in self._batches(key):
                 if batch.id == batch_id:
@@ -255,7 +265,11 @@ class Console:
         return make_receipt(self.parts.audit_dir, self._key(), seq)
 
     def _key(self) -> VerifierKey:
-        return VerifierKey.read(self.parts.audit_dir / PUBKEY)
+        path = self.parts.audit_dir / PUBKEY
+        try:
+            return VerifierKey.read(path)
+        except (OSError, CheckpointError) as exc:
+            raise AuditError(f"the audit log's public key {path} cannot be read: {exc}") from None
 
 
 def headers() -> dict[str, str]:
