@@ -23,10 +23,11 @@ from hazmat.testing import RecordingBackend
 from server_helpers import audit_records
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+Served = tuple[TestClient, dict[str, dict[str, str]], Path]  # the app, headers by key, audit
 
 
 @pytest.fixture
-def console(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, dict[str, str]], Path]]:
+def console(tmp_path: Path) -> Iterator[Served]:
     store = KeyStore(tmp_path / "keys.json")
     made = {
         "acme": store.create("acme", "unknown")[1],
@@ -55,8 +56,14 @@ def play(client: TestClient, headers: dict[str, str], code: str = "print(1)") ->
     return answer.text.split('data-run="', 1)[1].split('"', 1)[0]
 
 
+def own_and_every(console: Served, path: str) -> tuple[str, str]:
+    """The page at `path` as a tenant's key shows it, and as an operator's."""
+    client, auth, _ = console
+    return client.get(path, headers=auth["acme"]).text, client.get(path, headers=auth["ops"]).text
+
+
 def test_the_page_holds_no_data_and_every_answer_has_a_strict_csp(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     page = client.get("/console")
@@ -78,7 +85,7 @@ def test_the_page_holds_no_data_and_every_answer_has_a_strict_csp(
 
 
 def test_a_tenant_sees_its_own_runs_and_gets_404_for_anothers(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     mine = play(client, auth["acme"])
@@ -98,7 +105,7 @@ def test_a_tenant_sees_its_own_runs_and_gets_404_for_anothers(
 
 
 def test_a_runs_page_shows_its_audit_records_and_gives_receipts_for_them_only(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     mine, theirs = play(client, auth["acme"]), play(client, auth["other"])
@@ -124,7 +131,7 @@ def test_a_runs_page_shows_its_audit_records_and_gives_receipts_for_them_only(
 
 
 def test_the_playground_runs_at_most_at_the_keys_level(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     page = client.get("/console/f/playground", headers=auth["other"]).text
@@ -146,7 +153,7 @@ def test_the_playground_runs_at_most_at_the_keys_level(
     ],
 )
 def test_a_bad_form_is_a_fragment_that_says_what(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path], body: bytes, status: int, said: str
+    console: Served, body: bytes, status: int, said: str
 ) -> None:
     client, auth, _ = console
     answer = client.post("/console/f/playground/run", content=body, headers=auth["acme"] | FORM)
@@ -155,7 +162,7 @@ def test_a_bad_form_is_a_fragment_that_says_what(
 
 
 def test_a_form_over_the_keys_cap_is_413(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     answer = client.post(
@@ -166,7 +173,7 @@ def test_a_form_over_the_keys_cap_is_413(
 
 
 def test_only_an_operator_verifies_the_log_and_its_sign_in_is_audited(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, audit_dir = console
     play(client, auth["acme"])
@@ -188,9 +195,7 @@ def test_only_an_operator_verifies_the_log_and_its_sign_in_is_audited(
         ("[1, 2]", "not a receipt"),
     ],
 )
-def test_a_receipt_that_does_not_verify_says_why(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path], receipt: str, said: str
-) -> None:
+def test_a_receipt_that_does_not_verify_says_why(console: Served, receipt: str, said: str) -> None:
     client, auth, _ = console
     answer = client.post("/console/f/audit/check", data={"receipt": receipt}, headers=auth["acme"])
     assert answer.status_code == 200
@@ -205,7 +210,7 @@ def test_a_receipt_that_does_not_verify_says_why(
     ],
 )
 def test_a_receipt_check_refuses_what_it_cannot_read(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
     form: dict[str, str],
     status: int,
     said: str,
@@ -217,11 +222,10 @@ def test_a_receipt_check_refuses_what_it_cannot_read(
 
 
 def test_keys_show_ids_and_levels_never_secrets(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
-    client, auth, _ = console
-    own = client.get("/console/f/tenants", headers=auth["acme"]).text
-    every = client.get("/console/f/tenants", headers=auth["ops"]).text
+    own, every = own_and_every(console, "/console/f/tenants")
+    auth = console[1]
     assert "acme" in own and "other" not in own
     assert all(name in every for name in ("acme", "other", "ops", "tiny"))
     for headers in auth.values():
@@ -230,18 +234,16 @@ def test_keys_show_ids_and_levels_never_secrets(
 
 
 def test_paused_sessions_show_to_their_tenant_and_to_an_operator(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
-    client, auth, _ = console
-    own = client.get("/console/f/sessions", headers=auth["acme"]).text
-    every = client.get("/console/f/sessions", headers=auth["ops"]).text
+    own, every = own_and_every(console, "/console/f/sessions")
     assert "s-0000000000000001" in own and "s-0000000000000002" not in own
     assert "s-0000000000000001" in every and "s-0000000000000002" in every
     assert "No open sessions." in own
 
 
 def test_a_batch_of_another_tenant_is_404(
-    console: tuple[TestClient, dict[str, dict[str, str]], Path],
+    console: Served,
 ) -> None:
     client, auth, _ = console
     task = {
@@ -277,11 +279,7 @@ def test_images_show_as_images_html_and_svg_only_in_a_frame_of_their_own() -> No
 
 def test_a_frame_is_escaped_into_its_attribute_and_sandboxed() -> None:
     html = '"><script>parent.x()</script>'
-    page = (
-        templates()
-        .get_template("display.html")
-        .render(bundle={"text/html": html}, index=1)
-    )
+    page = templates().get_template("display.html").render(bundle={"text/html": html}, index=1)
     assert '<iframe class="display" title="display 1" sandbox=""' in page
     srcdoc = page.split("srcdoc=", 1)[1]
     assert "<script>" not in srcdoc and '">' not in srcdoc.split('"', 2)[1]
