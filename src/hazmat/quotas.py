@@ -86,3 +86,9 @@ class QuotaBook:
     def active(self, tenant: str) -> int:
         with self._lock:
             return self._active[tenant]
+
+    def started(self, tenant: str) -> int:
+        """The tenant's runs started in the last minute (what its per-minute quota counts)."""
+        with self._lock:
+            now = self._clock()
+            return sum(1 for t in self._starts.get(tenant, ()) if t > now - WINDOW_S)

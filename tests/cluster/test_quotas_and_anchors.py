@@ -31,6 +31,7 @@ def test_a_tenants_quota_holds_across_two_services(redis_client: Any) -> None:
         with first.admit("other", quotas):  # another tenant counts apart
             pass
     assert second.active("acme") == 0
+    assert (first.started("acme"), second.started("other")) == (2, 1)  # in the last minute
     with second.admit("acme", quotas):
         pass
     with pytest.raises(QuotaExceeded, match="started 3 runs in the cluster") as refused:

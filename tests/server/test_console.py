@@ -221,11 +221,13 @@ def test_a_receipt_check_refuses_what_it_cannot_read(
     assert said in answer.text
 
 
-def test_keys_show_ids_and_levels_never_secrets(
+def test_keys_show_ids_levels_and_quota_use_never_secrets(
     console: Served,
 ) -> None:
-    own, every = own_and_every(console, "/console/f/tenants")
     auth = console[1]
+    play(console[0], auth["acme"])
+    own, every = own_and_every(console, "/console/f/tenants")
+    assert "<td>0 / 4</td><td>1 / 120</td>" in own  # running now, started this minute
     assert "acme" in own and "other" not in own
     assert all(name in every for name in ("acme", "other", "ops", "tiny"))
     for headers in auth.values():

@@ -40,7 +40,9 @@ def test_the_minute_window_slides() -> None:
     with pytest.raises(QuotaExceeded, match="per-minute") as info, book.admit("a", quotas):
         pass
     assert info.value.retry_after_s == 35  # the first start leaves the window at 1060
+    assert (book.started("a"), book.started("b")) == (3, 0)  # what the console shows
     clock.now = 1060.0
+    assert book.started("a") == 2
     with book.admit("a", quotas):
         pass
 

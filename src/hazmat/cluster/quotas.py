@@ -80,3 +80,9 @@ class RedisQuotaBook(QuotaBook):
         running = _keys(tenant)[0]
         now = float(patiently(self.redis.time)[0])
         return int(patiently(lambda: self.redis.zcount(running, now, "+inf")))
+
+    def started(self, tenant: str) -> int:
+        started = _keys(tenant)[1]
+        seconds, micros = patiently(self.redis.time)
+        now = float(seconds) + float(micros) / 1e6
+        return int(patiently(lambda: self.redis.zcount(started, f"({now - WINDOW_S}", "+inf")))

@@ -168,7 +168,8 @@ class Console:
     async def tenants(self, request: Request, key: Key) -> Response:
         keys = self.parts.keys.list() if key.operator else [key]
         visible = [k for k in keys if key.operator or k.tenant == key.tenant]
-        use = {k.tenant: self.parts.quotas.active(k.tenant) for k in visible}
+        quotas = self.parts.quotas
+        use = {k.tenant: (quotas.active(k.tenant), quotas.started(k.tenant)) for k in visible}
         return self.page("tenants.html", keys=visible, use=use, key=key)
 
     async def audit(self, request: Request, key: Key) -> Response:
