@@ -11,7 +11,7 @@
 # Then, with that environment's own commands and on the engine DOCKER_HOST names (CI's own):
 #   - `hazmat serve` on a free loopback port; the MCP SDK's own client (the `mcp` that came
 #     with hazmat) lists the tools, with the newest protocol and with the older handshake,
-#     and runs one program;
+#     and runs one program; the console's page, its files and a fragment answer;
 #   - `hazmat run -c 'print(1)'` through the per-user local server, which it starts; `hazmat
 #     server status` must show that server and the run it served.
 # Everything it started (servers, the environment, temporary folders) is removed at the end,
@@ -133,6 +133,25 @@ async def check(url: str, key: str, mode: str) -> None:
 
 anyio.run(check, sys.argv[1], sys.argv[2], "auto")  # the newest protocol
 anyio.run(check, sys.argv[1], sys.argv[2], "legacy")  # the initialize handshake
+PYTHON
+
+"$venv/bin/python" - "$url" "$key" <<'PYTHON' || { cat "$work/serve.log" >&2; fail "console"; }
+"""The console's page, its templates and its vendored files came with the package."""
+import sys
+import urllib.request
+
+url, key = sys.argv[1], sys.argv[2]
+for path, wanted in (
+    ("/console", b'id="signin"'),
+    ("/console/static/htmx.min.js", b"htmx"),
+    ("/console/static/uPlot.iife.min.js", b"uPlot"),
+    ("/console/f/whoami", b"check"),
+):
+    request = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        if answer.status != 200 or wanted not in answer.read():
+            sys.exit(f"check-install: FAILED: {path} answered {answer.status} without {wanted!r}")
+print("check-install: the console answers: its page, its files, a key's fragment")
 PYTHON
 
 kill -TERM "$serve_pid"

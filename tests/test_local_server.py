@@ -105,7 +105,8 @@ def test_the_first_run_starts_it_and_the_next_ones_use_it(env: dict[str, str]) -
 
 def test_its_console_shows_the_users_own_runs_on_a_loopback_port(env: dict[str, str]) -> None:
     """`hazmat server console` forwards a loopback port to the local server's socket; the
-    console there asks for the key in the server's key file, and shows the user's runs."""
+    console there asks for the key in the server's key file, and shows the user's runs; a
+    server that stopped meanwhile is started again."""
     import httpx
 
     assert hazmat(env, "run", "-c", "print('seen in the console')").returncode == 0
@@ -124,7 +125,10 @@ def test_its_console_shows_the_users_own_runs_on_a_loopback_port(env: dict[str, 
                 assert runs.status_code == 200 and "local" in runs.text
                 run_id = runs.text.split('hx-get="/console/f/runs/', 1)[1].split('"', 1)[0]
                 shown = client.get(f"{url}/f/runs/{run_id}", headers=headers).text
-            assert "seen in the console" in shown
+                assert "seen in the console" in shown
+                assert hazmat(env, "server", "stop").returncode == 0  # as when it is idle
+                again = client.get(url + "/f/whoami", headers=headers)  # started again
+                assert again.status_code == 200 and "local" in again.text
         finally:
             console.send_signal(signal.SIGINT)
             assert console.wait(timeout=60) == 0
