@@ -8,6 +8,7 @@ import html
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
@@ -128,6 +129,17 @@ def test_a_runs_page_shows_its_audit_records_and_gives_receipts_for_them_only(
         (f"/console/f/runs/{theirs}/receipt/{their_seq}", auth["acme"]),  # not this tenant's run
     ):
         assert client.get(path, headers=headers).status_code == 404
+
+
+def test_what_a_run_brings_is_shown_as_text(console: Served) -> None:
+    """Code, output and error messages are escaped: markup in them is text on the page."""
+    client, auth, _ = console
+    hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    mine = play(client, auth["acme"], quote(f"print('{hostile}')"))
+    page = client.get(f"/console/f/runs/{mine}", headers=auth["acme"]).text
+    assert hostile not in page and html.escape(hostile, quote=True) in page
+    refused = client.get(f"/console/f/runs/{quote(hostile, safe='')}", headers=auth["acme"])
+    assert refused.status_code == 404 and "<script>" not in refused.text
 
 
 def test_the_playground_runs_at_most_at_the_keys_level(
