@@ -237,18 +237,9 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
 def _multiplier(raw: dict[str, Any], where: str) -> float | None:
     """The factor `time_multipliers` gives the task's language (1 if it names others; None
     without the map); each key a language, and a timeout there to multiply."""
-    factors = raw.get("time_multipliers")
-    if factors is None:
+    if raw.get("time_multipliers") is None:
         return None
-    own = get_language(raw["language"]).name
-    found = 1.0
-    for name, factor in factors.items():
-        try:
-            language = get_language(name).name
-        except UnknownLanguage as exc:
-            raise InputError(f"{where}.time_multipliers[{quoted(name)}]: {exc}") from None
-        if language == own:
-            found = factor
+    found: float = _own_entry(raw, "time_multipliers", where, 1.0)
     timed = raw.get("timeout") is not None or all(
         t.get("timeout") is not None for t in raw.get("tests", [{}])
     )
@@ -262,15 +253,21 @@ def _multiplier(raw: dict[str, Any], where: str) -> float | None:
 def _build_flags(raw: dict[str, Any], where: str) -> tuple[str, ...]:
     """The compiler flags `build_flags` gives the task's language (an alias names it too);
     the policy's allowlist is the run's to check (run/intake.py)."""
+    return tuple(_own_entry(raw, "build_flags", where, ()))
+
+
+def _own_entry(raw: dict[str, Any], field: str, where: str, default: Any) -> Any:
+    """The entry of the language -> value map `field` for the task's own language (an alias
+    names it too; `default` when none does); a key that is no language is named."""
     own = get_language(raw["language"]).name
-    found: tuple[str, ...] = ()
-    for name, flags in (raw.get("build_flags") or {}).items():
+    found = default
+    for name, value in (raw.get(field) or {}).items():
         try:
             language = get_language(name).name
         except UnknownLanguage as exc:
-            raise InputError(f"{where}.build_flags[{quoted(name)}]: {exc}") from None
+            raise InputError(f"{where}.{field}[{quoted(name)}]: {exc}") from None
         if language == own:
-            found = tuple(flags)
+            found = value
     return found
 
 
