@@ -4,6 +4,9 @@ result, the audit record, the wire). tests/execution/test_judging.py builds with
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from hazmat import InputError, Policy, PolicyError, Sandbox, parse_policy
@@ -131,3 +134,23 @@ def test_a_task_takes_its_own_languages_flags_and_the_policy_checks_them() -> No
         check_task(bad, request, {})
     with pytest.raises(InputError, match=r"task\.build_flags\['cobol'\]: unknown language"):
         parse_task({**line, "build_flags": {"cobol": []}})
+
+
+def test_docs_policy_lists_hazmats_own_flags_as_they_are() -> None:
+    """docs/policy.md's list of hazmat's flags is DEFAULT_BUILD_FLAGS, word for word."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "policy.md").read_text()
+    listed = text.split("hazmat's list, at every level:", 1)[1].split("\n\n", 1)[0]
+    common, rest = listed.split("for C `-std=`", 1)
+    c_std, cpp_std = rest.split("for C++ `-std=`", 1)
+
+    def ticked(part: str) -> list[str]:
+        return re.findall(r"`([^`]+)`", part)
+
+    c, cpp = DEFAULT_BUILD_FLAGS["c"], DEFAULT_BUILD_FLAGS["cpp"]
+    assert ticked(common) == [f for f in c if f in cpp]
+    assert [f"-std={v}" for v in ticked(c_std)] == [f for f in c if f.startswith("-std=")]
+    standards = [v for v in ticked(cpp_std) if v.startswith("c++")]
+    gnu = [v.replace("c++", "gnu++") for v in standards]  # "and their gnu++ forms"
+    assert sorted(f"-std={v}" for v in standards + gnu) == sorted(
+        f for f in cpp if f.startswith("-std=")
+    )
