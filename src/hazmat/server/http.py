@@ -224,9 +224,12 @@ class _Service:
 
     async def run(self, request: Request, key: Key) -> Response:
         data = parse_body(await self.body(request, key.quotas.max_request_bytes))
+        return await self.answer(request, key, self._prepare(key, data), None)
+
+    def _prepare(self, key: Key, data: dict[str, Any]) -> ExecutionRequest:
+        """A run's request from its JSON fields, within what `key` may ask (bad input: 400)."""
         code, language, options = run_arguments(data, key, self.sandbox.policy)
-        prepared = self.sandbox.request(code, language, **options)  # bad input: 400 here
-        return await self.answer(request, key, prepared, None)
+        return self.sandbox.request(code, language, **options)
 
     async def answer(
         self, request: Request, key: Key, prepared: ExecutionRequest, session: OpenSession | None
@@ -339,8 +342,7 @@ class _Service:
 
     async def play(self, key: Key, data: dict[str, Any]) -> ExecutionResult:
         """A console playground run: checked and run as `POST /v1/runs` would."""
-        code, language, options = run_arguments(data, key, self.sandbox.policy)
-        prepared = self.sandbox.request(code, language, **options)
+        prepared = self._prepare(key, data)
         with self.quotas.admit(key.tenant, key.quotas):
             return await self.run_in(prepared, None)
 

@@ -125,9 +125,7 @@ class Console:
         records = await anyio.to_thread.run_sync(self._records, seen)
         if seq not in {r["seq"] for r in records}:
             raise RunNotFound(f"no record {seq} of run {quoted(seen.id)}")
-        made = await anyio.to_thread.run_sync(self._receipt, seq)
-        pubkey = self._key().encode()
-        return self.page("receipt.html", receipt=json.dumps(made, indent=1), pubkey=pubkey)
+        return await self._receipt_page(seq)
 
     async def metrics(self, request: Request, key: Key) -> Response:
         tenants = None if key.operator else {key.tenant}
@@ -148,10 +146,7 @@ class Console:
         seq = request.path_params["seq"]
         if seq not in {json.loads(line).get("receipt") for line in batch.lines}:
             raise BatchNotFound(f"no receipt {seq} in batch {batch.id!r}")
-        made = await anyio.to_thread.run_sync(self._receipt, seq)
-        return self.page(
-            "receipt.html", receipt=json.dumps(made, indent=1), pubkey=self._key().encode()
-        )
+        return await self._receipt_page(seq)
 
     async def sessions(self, request: Request, key: Key) -> Response:
         owners = self.parts.sessions
@@ -255,6 +250,11 @@ class Console:
                 if batch.id == batch_id:
                     return batch
         return self.parts.batches.get(batch_id, key)
+
+    async def _receipt_page(self, seq: int) -> Response:
+        made = await anyio.to_thread.run_sync(self._receipt, seq)
+        pubkey = self._key().encode()
+        return self.page("receipt.html", receipt=json.dumps(made, indent=1), pubkey=pubkey)
 
     def _receipt(self, seq: int) -> dict[str, Any]:
         """A receipt for record `seq`, signing a checkpoint now if the latest does not cover
