@@ -46,3 +46,52 @@ def test_float_tolerance_is_absolute_or_relative_and_words_must_match_exactly() 
 def test_a_checker_is_not_a_comparator_here() -> None:
     with pytest.raises(ValueError, match="checker"):
         difference(Comparator("checker", language="python", code="pass"), "", "")
+
+
+FLOAT = Comparator("float", abs_tol=1e-6, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [
+        ("10", "1_0"),  # Python's float() reads it; testlib's stringToDouble does not
+        ("10", "\u0661\u0660"),  # Arabic-Indic digits
+        ("10", "\uff11\uff10"),  # fullwidth digits
+        ("inf", "Infinity"),
+        ("1e400", "inf"),
+        ("0.5", "0x1p-1"),  # hex floats: testlib refuses the x
+        ("1", "1e"),
+        ("1", "1.0.0"),
+        ("1", "+-1"),
+    ],
+)
+def test_float_numbers_are_what_testlib_reads(expected: str, actual: str) -> None:
+    said = difference(FLOAT, expected, actual)
+    assert said is not None and said.startswith("line 1: expected")
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [("10", "+10"), ("10", "1e1"), ("0.5", ".5"), ("1", "1."), ("-0", "0"), ("1e400", "1e401")],
+)
+def test_float_accepts_every_form_testlib_reads(expected: str, actual: str) -> None:
+    assert difference(FLOAT, expected, actual) is None
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u001f", "\u3000", "\u000b", "\u000c", "\u0085"])
+@pytest.mark.parametrize("comparator", [WORDS, FLOAT])
+def test_only_testlibs_blanks_separate_words(comparator: Comparator, blank: str) -> None:
+    assert difference(comparator, "1 2\n", f"1{blank}2\n") == (
+        f"line 1: expected '1 2', got {f'1{blank}2'!r}"
+    )
+    assert difference(comparator, "1 2\n", f"1{blank} 2\n") is not None
+
+
+def test_words_are_split_at_space_tab_cr_and_lf() -> None:
+    assert difference(WORDS, "1 2 3 4\n", "1\t2\r\n3\r4") is None
+    assert difference(FLOAT, "1 2 3\n", "1.0\t2\r\n3") is None
+
+
+def test_lines_strip_only_blanks_at_the_end() -> None:
+    assert difference(LINES, "a\n", "a \t\r\n") is None
+    assert difference(LINES, "a\n", "a\u00a0\n") == "line 1: expected 'a', got 'a\\xa0'"

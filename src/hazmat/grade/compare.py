@@ -1,23 +1,35 @@
 """Judging a test's stdout against its expected output, and saying where they differ.
 
-`exact`: the same text. `lines`: the same lines, each without its trailing whitespace, and
+`exact`: the same text. `lines`: the same lines, each without its trailing blanks, and
 trailing blank lines ignored. `whitespace` (the default): the same words, however spaced or
 broken into lines. `float`: like `whitespace`, but two words that are both numbers match when
 they are within `abs_tol` or `rel_tol` of each other. A checker program is run by the
 grader (grader.py), not here. A mismatch is one sentence naming the first line that differs,
 in the program's output, with both texts shortened to `SHOWN` characters.
+
+Words and numbers are testlib's (testlib.h's `isBlanks` and `stringToDouble`): words are
+separated by the ASCII blanks space, tab, line feed and carriage return alone (a no-break
+space, U+001F or an ideographic space is part of a word, as it is to testlib); a number is
+ASCII digits with an optional sign, at most one decimal point and an optional exponent, all of
+the word (no `_`, no digits of other scripts, no `inf` or `nan` words: such a word matches only
+itself).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from hazmat.grade.tasks import Comparator
 
-__all__ = ["difference"]
+__all__ = ["BLANKS", "difference", "number", "words"]
 
 SHOWN = 80
+BLANKS = " \t\n\r"  # testlib.h's isBlanks
+_BLANK_RUN = re.compile(r"[ \t\n\r]+")
+# what testlib's stringToDouble reads: only [0-9.eE+-], then sscanf("%lf") consuming it all
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 def difference(comparator: Comparator, expected: str, actual: str) -> str | None:
@@ -28,14 +40,24 @@ def difference(comparator: Comparator, expected: str, actual: str) -> str | None
         return _first_line(expected, actual, _rstripped, _same)
     if comparator.name == "float":
         close = _numbers_close(comparator.abs_tol, comparator.rel_tol)
-        if _words_match(expected.split(), actual.split(), close):
+        if _words_match(words(expected), words(actual), close):
             return None
         return _first_line(expected, actual, _words, _line_match(close))
     if comparator.name == "whitespace":
-        if expected.split() == actual.split():
+        if words(expected) == words(actual):
             return None
         return _first_line(expected, actual, _words, _same)
     raise ValueError(f"no comparator {comparator.name!r} here")
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, split at runs of testlib's blanks alone."""
+    return [word for word in _BLANK_RUN.split(text) if word]
+
+
+def number(word: str) -> float | None:
+    """The word's value if testlib reads it as a number (its stringToDouble), else None."""
+    return float(word) if _NUMBER.fullmatch(word) else None
 
 
 def _as_is(text: str) -> list[tuple[int, str]]:
@@ -43,7 +65,7 @@ def _as_is(text: str) -> list[tuple[int, str]]:
 
 
 def _rstripped(text: str) -> list[tuple[int, str]]:
-    lines = [(n, line.rstrip()) for n, line in enumerate(text.split("\n"), 1)]
+    lines = [(n, line.rstrip(BLANKS)) for n, line in enumerate(text.split("\n"), 1)]
     while lines and not lines[-1][1]:
         lines.pop()
     return lines
@@ -51,9 +73,8 @@ def _rstripped(text: str) -> list[tuple[int, str]]:
 
 def _words(text: str) -> list[tuple[int, str]]:
     """Each line that has words, as its words joined by one space."""
-    return [
-        (n, " ".join(line.split())) for n, line in enumerate(text.split("\n"), 1) if line.split()
-    ]
+    split = [(n, words(line)) for n, line in enumerate(text.split("\n"), 1)]
+    return [(n, " ".join(line)) for n, line in split if line]
 
 
 def _same(a: str, b: str) -> bool:
@@ -87,12 +108,9 @@ def _numbers_close(abs_tol: float, rel_tol: float) -> Callable[[str, str], bool]
     def close(a: str, b: str) -> bool:
         if a == b:
             return True
-        try:
-            x, y = float(a), float(b)
-        except ValueError:
+        x, y = number(a), number(b)
+        if x is None or y is None:
             return False
-        if math.isnan(x) or math.isnan(y):
-            return math.isnan(x) and math.isnan(y)
         return math.isclose(x, y, rel_tol=rel_tol, abs_tol=abs_tol)
 
     return close
@@ -103,4 +121,4 @@ def _words_match(want: list[str], got: list[str], close: Callable[[str, str], bo
 
 
 def _line_match(close: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
-    return lambda w, g: _words_match(w.split(), g.split(), close)
+    return lambda w, g: _words_match(words(w), words(g), close)
