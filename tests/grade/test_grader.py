@@ -104,6 +104,28 @@ def test_a_compile_error_ends_the_task_at_its_first_test() -> None:
     assert "expected ';'" in (result.tests[0].message or "")
 
 
+def test_a_compile_errors_test_has_no_figures_of_the_build() -> None:
+    failed = report(
+        exit_code=1,
+        build_status=1,
+        build_ms=900.0,
+        duration_ms=950.0,
+        program_ms=50.0,
+        cpu_time_ms=800.0,
+        peak_memory_bytes=300 << 20,
+        stderr=b"main.c:1:1: error: expected ';'\n",
+    )
+    with Sandbox(backend=RecordingBackend(failed)) as sandbox:
+        result = Grader(sandbox).grade(
+            parse_task(task(language="c", code="int main(", tests=[{"expected_stdout": ""}]))
+        )
+    line = result.to_dict()
+    test = line["tests"][0]
+    assert (test["time_ms"], test["wall_ms"], test["memory_bytes"]) == (None, None, None)
+    assert (line["time_ms"], line["memory_bytes"], line["compile_ms"]) == (None, None, 900.0)
+    assert not list(RESULT.iter_errors(line))
+
+
 def test_a_blocked_submission_is_blocked_without_running() -> None:
     backend = RecordingBackend()
     code = "().__class__.__base__.__subclasses__()"  # BLOCKED: sandbox-escape idiom

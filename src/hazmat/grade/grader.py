@@ -30,12 +30,13 @@ from hazmat.grade.runs import check_task
 from hazmat.grade.scoring import NOT_FAILED, GroupResult, order, scored, skipped_because
 from hazmat.grade.tasks import Task, TestCase
 from hazmat.grade.verdicts import VERDICT_OF
-from hazmat.models import ExecutionResult
+from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
 
 __all__ = ["VERDICT_OF", "Grader", "GradingSandbox", "TaskResult", "TestResult", "check_task"]
 
 _FINAL = {"compile_error", "blocked"}  # every other test case would get the same
+_NOT_RUN = {Outcome.COMPILE_ERROR, Outcome.COMPILE_TIMEOUT}  # the build failed: no program ran
 
 
 class GradingSandbox(RunningSandbox, Protocol):
@@ -372,8 +373,11 @@ def _sha256(text: str) -> str:
 
 
 def _measured(verdict: str, message: str | None, run: ExecutionResult) -> TestResult:
-    """A test case's result: its times are the program's, without the build's; `time_ms` is
-    its CPU time on the CPU clock."""
+    """A test case's result: its times and memory are the program's, without the build's;
+    `time_ms` is its CPU time on the CPU clock. A build that failed ran no program: its test
+    has no figures (the build's time is the task's `compile_ms`)."""
+    if run.outcome in _NOT_RUN:
+        return TestResult(verdict, message, run.exit_code)
     wall = run.program_ms
     if wall is None and run.exit_code is not None:
         wall = run.duration_ms - (run.compile_ms or 0.0)
