@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from hazmat import InputError, Policy, PolicyError, Sandbox, parse_policy
+from hazmat import InputError, Policy, PolicyError, Sandbox, TrustLevel, parse_policy
 from hazmat.backends.agent.session_agent import session_environment
 from hazmat.backends.container.hardening import environment
 from hazmat.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, build_command
 from hazmat.grade.runs import check_task
 from hazmat.grade.tasks import parse_task
 from hazmat.languages import get_language
+from hazmat.policy import PRESETS, TrustSettings
 from hazmat.run.intake import build_request
 from hazmat.testing import RecordingBackend, audit_records
 from hazmat.wire import request_from_wire, request_to_wire, result_from_wire, result_to_wire
@@ -93,6 +94,54 @@ def test_a_policy_replaces_a_languages_allowlist_per_level() -> None:
 def test_a_malformed_allowlist_names_its_key(given: object, message: str) -> None:
     with pytest.raises(PolicyError, match=message):
         parse_policy({"trust": {"unknown": {"build_flags": given}}})
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "-fplugin=x.so", "-fplugin-arg-x-y=z", "-fpass-plugin=x.so", "-B.", "-Bbin",
+        "-wrapper", "-specs=x", "-load", "-Xclang", "-Xlinker", "-mllvm", "-cc1",
+        "-Wl,--plugin=x.so", "-Wa,-x", "-Wp,-imacros,x", "-Tscript.ld", "-L.", "-I.",
+        "-include", "-imacros", "-isystem.", "-iplugindir=.", "-fmodule-mapper=x",
+    ],
+)  # fmt: skip
+def test_a_flag_that_loads_code_is_refused_in_any_allowlist(flag: str) -> None:
+    """A flag that makes the toolchain load or run code the source does not name is refused
+    in the policy itself: a file's, and settings made in Python."""
+    with pytest.raises(PolicyError, match=r"build_flags\.cpp: .* makes the compiler load or run"):
+        parse_policy({"trust": {"unknown": {"build_flags": {"cpp": ["-O2", flag]}}}})
+    with pytest.raises(PolicyError, match=r"^build_flags\.c: .* no level may allow it"):
+        TrustSettings(PRESETS["strict"], build_flags={"c": (flag,)})
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"c++": ["-O2", "-fplugin=x.so"]}, r"build_flags\.c\+\+: .*load or run code"),
+        ({"cpp": ["-O2"], "c++": ["-O3"]}, r"build_flags\.c\+\+: names cpp, as the key 'cpp'"),
+        ({"cobol": ["-O2"]}, r"build_flags\.cobol: unknown language 'cobol'"),
+        ({"python": ()}, r"build_flags\.python: python takes no compiler flags"),
+        ({"cpp": "-O2"}, r"build_flags\.cpp: expected a list of flags"),
+    ],
+)
+def test_every_language_key_of_an_allowlist_made_in_python_is_checked(
+    given: dict[str, object], message: str
+) -> None:
+    """Settings built in Python are checked as a file's are: no key is left unread."""
+    with pytest.raises(PolicyError, match=message):
+        TrustSettings(PRESETS["strict"], build_flags=given)
+    with pytest.raises(PolicyError, match=message):
+        parse_policy({"trust": {"unknown": {"build_flags": given}}})
+
+
+def test_an_alias_key_is_kept_under_its_languages_name() -> None:
+    settings = TrustSettings(PRESETS["strict"], build_flags={"c++": ["-O3"]})
+    assert dict(settings.build_flags) == {"cpp": ("-O3",)}
+    levels = {**Policy().levels, TrustLevel.UNKNOWN: settings}
+    with Sandbox(Policy(levels=levels), backend=RecordingBackend()) as box:
+        with pytest.raises(InputError, match=r"'-O2' is not allowed for cpp"):
+            box.request(CPP, "cpp", build_flags=["-O2"], trust="unknown")
+        box.request(CPP, "cpp", build_flags=["-O3"], trust="unknown")
 
 
 def test_every_default_flag_is_one_word_for_a_language_that_takes_flags() -> None:

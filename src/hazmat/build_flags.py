@@ -4,8 +4,10 @@ Judges set a task's flags (`-O2`, `-std=c++17`, `-lm`, `-DONLINE_JUDGE`); hazmat
 only from a list the policy allows per level and language, never arbitrary ones: a flag can
 read files (`@file`, `-include`), load plugins or write where it should not. Each allowed flag is
 one word of letters, digits and `_+=.,:-` starting with `-`, so the build's shell takes it as
-one argument whatever it holds. The flags go at the end of the compiler's command line, after
-hazmat's own: the last `-std` and `-O` win, and libraries come after the sources.
+one argument whatever it holds, and none makes the toolchain load or run code the source does
+not name (`LOADS_CODE`): no allowlist may hold such a flag, whatever the policy says. The flags
+go at the end of the compiler's command line, after hazmat's own: the last `-std` and `-O` win,
+and libraries come after the sources.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from hazmat._exceptions import InputError, quoted
-from hazmat.languages import Language
+from hazmat._exceptions import InputError, PolicyError, UnknownLanguage, quoted
+from hazmat.languages import Language, get_language
 
 __all__ = [
     "DEFAULT_BUILD_FLAGS",
     "FLAG_LANGUAGES",
+    "LOADS_CODE",
     "build_command",
+    "check_allowlist",
     "check_flags",
     "flag_problem",
 ]
@@ -28,6 +32,19 @@ __all__ = [
 # the languages whose build command ends with the compiler's own arguments
 FLAG_LANGUAGES = ("c", "cpp")
 _FLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_+=.,:-]*")
+# The beginnings of the flags that make gcc or clang load or run code the source does not name:
+# plugins (`-fplugin=x.so`, `-fplugin-arg-*`, clang's `-fpass-plugin=`, `-load`, `-mllvm`),
+# the programs and files the driver runs or reads as its own (`-B` the tools' folder,
+# `-wrapper`, `-specs=`, `-cc1`), a sub-tool's own arguments passed through (`-Xclang`,
+# `-Xlinker`, `-Wl,`, `-Wa,`, `-Wp,`: a linker plugin, a dynamic loader), a linker script
+# (`-T`), search paths for libraries and headers (`-L`, `-I`, and every `-i...`: `-include`,
+# `-imacros`, `-isystem`, `-iquote`, `-isysroot`, `-iplugindir`), and compiled modules
+# (`-fmodule-mapper=`, which can start a program, `-fmodule-file=`). `--sysroot` and every
+# other `--` flag are not one of hazmat's words at all.
+LOADS_CODE = (
+    "-fplugin", "-fpass-plugin", "-load", "-mllvm", "-B", "-wrapper", "-specs", "-cc1",
+    "-X", "-Wl,", "-Wa,", "-Wp,", "-T", "-L", "-I", "-i", "-fmodule", "-fprebuilt-module",
+)  # fmt: skip
 _COMMON = (
     *(f"-O{level}" for level in ("0", "1", "2", "3", "s")),
     "-lm", "-pthread", "-lpthread", "-DONLINE_JUDGE", "-DEVAL", "-Wall", "-Wextra", "-w",
@@ -50,7 +67,48 @@ def flag_problem(flag: object) -> str | None:
             f"{quoted(flag)} is not a compiler flag hazmat passes (one word: '-' then "
             "letters, digits and _+=.,:-)"
         )
+    if flag.startswith(LOADS_CODE):
+        return (
+            f"{quoted(flag)} makes the compiler load or run code the source does not name "
+            "(a plugin, a tool, a spec file, a linker script, a search path, a forced "
+            "include, a sub-tool's own arguments): no level may allow it"
+        )
     return None
+
+
+def check_allowlist(given: Mapping[object, object]) -> Mapping[str, tuple[str, ...]]:
+    """A level's allowlist, by language name (an alias names a language too), each flag
+    checked (`flag_problem`); `PolicyError` naming the key of the first problem: a key that
+    is no language or one that takes no flags, a language named twice (`c++` beside `cpp`),
+    a list that is not one, a flag that is not allowed anywhere."""
+    checked: dict[str, tuple[str, ...]] = {}
+    keys: dict[str, object] = {}
+    for key, listed in given.items():
+        name = _flag_language(key)
+        if name in keys:
+            raise PolicyError(f"{key}: names {name}, as the key {quoted(keys[name])} does")
+        keys[name] = key
+        if isinstance(listed, str) or not isinstance(listed, Sequence):
+            raise PolicyError(f"{key}: expected a list of flags")
+        for flag in listed:
+            problem = flag_problem(flag)
+            if problem:
+                raise PolicyError(f"{key}: {problem}")
+        checked[name] = tuple(listed)
+    return MappingProxyType(checked)
+
+
+def _flag_language(key: object) -> str:
+    if not isinstance(key, str):
+        raise PolicyError(f"{quoted(key)}: a language's name must be a string")
+    try:
+        name = get_language(key).name
+    except UnknownLanguage as exc:
+        raise PolicyError(f"{key}: {exc}") from None
+    if name not in FLAG_LANGUAGES:
+        only = ", ".join(FLAG_LANGUAGES)
+        raise PolicyError(f"{key}: {name} takes no compiler flags (only {only})")
+    return name
 
 
 def check_flags(

@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError, quoted
-from hazmat.build_flags import DEFAULT_BUILD_FLAGS
+from hazmat.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
 from hazmat.package_policy import PackageSettings
@@ -300,8 +300,21 @@ class TrustSettings:
     # variants of the language's image (python-data for python): see run/image_choice.py
     allow_images: tuple[str, ...] = ()
     network: NetworkSettings = field(default_factory=NetworkSettings)  # egress/settings.py
-    # language -> the compiler flags a run may ask for at this level (build_flags.py)
+    # language -> the compiler flags a run may ask for at this level (build_flags.py): every
+    # key a language that takes flags (an alias is kept under the language's name), every flag
+    # one hazmat may pass, checked here however the settings were made
     build_flags: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_BUILD_FLAGS)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.build_flags, Mapping):
+            raise PolicyError(
+                f"build_flags: expected a mapping, got {type(self.build_flags).__name__}"
+            )
+        try:
+            checked = check_allowlist(self.build_flags)
+        except PolicyError as exc:
+            raise PolicyError(f"build_flags.{exc}") from None
+        object.__setattr__(self, "build_flags", checked)  # frozen: set here only
 
 
 # gVisor for code nobody trusts: a second kernel between the program and the host's. It

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, PolicyError, quoted
-from hazmat.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, flag_problem
+from hazmat.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
@@ -223,24 +223,14 @@ def _parse_level(data: object, level: TrustLevel, source: str) -> TrustSettings:
 
 def _parse_build_flags(data: object, source: str, where: str) -> Mapping[str, tuple[str, ...]]:
     """A level's allowlist of compiler flags per language: each language named replaces
-    hazmat's default list for it (an empty list allows none)."""
+    hazmat's default list for it (an empty list allows none); build_flags.check_allowlist
+    checks every key and flag."""
     given = _mapping(data, source, where)
-    flags = dict(DEFAULT_BUILD_FLAGS)
-    for lang, listed in given.items():
-        name = _wrap(source, f"{where}.{lang}", get_language, lang).name
-        if name not in FLAG_LANGUAGES:
-            raise PolicyError(
-                f"{source}: {where}.{lang}: {name} takes no compiler flags "
-                f"(only {', '.join(FLAG_LANGUAGES)})"
-            )
-        if not isinstance(listed, list):
-            raise PolicyError(f"{source}: {where}.{lang}: expected a list of flags")
-        for flag in listed:
-            problem = flag_problem(flag)
-            if problem:
-                raise PolicyError(f"{source}: {where}.{lang}: {problem}")
-        flags[name] = tuple(listed)
-    return MappingProxyType(flags)
+    try:
+        named = check_allowlist(given)
+    except PolicyError as exc:
+        raise PolicyError(f"{source}: {where}.{exc}") from None
+    return MappingProxyType({**DEFAULT_BUILD_FLAGS, **named})
 
 
 def _parse_images(data: object, source: str, where: str) -> Mapping[str, str]:
