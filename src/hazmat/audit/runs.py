@@ -80,12 +80,13 @@ def _digest(data: bytes) -> dict[str, Any]:
 
 
 class RunRecorder:
-    """Writes the records of runs to an audit log; remembers each session's last code."""
+    """Writes the records of runs to an audit log; remembers each caller's last code under
+    each of its session labels."""
 
     def __init__(self, log: AuditLog, settings: AuditSettings) -> None:
         self.log = log
         self.code_cap = settings.code_cap
-        self._last_code: OrderedDict[str, str] = OrderedDict()
+        self._last_code: OrderedDict[tuple[str | None, str], str] = OrderedDict()
         self._lock = threading.Lock()
 
     def started(
@@ -189,16 +190,20 @@ class RunRecorder:
         self.log.append(f"security.{kind}", dict(details))
 
     def _diff(self, request: ExecutionRequest) -> str | None:
-        """A unified diff against the previous code of the same session, if there was one."""
+        """A unified diff against the previous code of the same session label from the same
+        caller, if there was one. A label is the caller's own word (a script's path, anyone's
+        session id): it is taken only with the caller (the service's: the tenant's key), so
+        one caller's code never shows in another's diff, nor theirs in its."""
         if not request.session:
             return None
+        mine = (request.caller, request.session)
         with self._lock:
-            previous = self._last_code.pop(request.session, None)
-            self._last_code[request.session] = request.code
+            previous = self._last_code.pop(mine, None)
+            self._last_code[mine] = request.code
             while len(self._last_code) > _SESSIONS_REMEMBERED:
                 self._last_code.popitem(last=False)
         if previous is None:
-            previous = _previous_from(self.log, request.session)
+            previous = _previous_from(self.log, request.caller, request.session)
         if previous is None:
             return None
         lines = difflib.unified_diff(
@@ -214,8 +219,8 @@ _LOOK_BACK = 4 * 1024 * 1024  # bytes of the newest segment searched for a sessi
 _CHUNK = 256 * 1024
 
 
-def _previous_from(log: AuditLog, session: str) -> str | None:
-    """The last complete code recorded for `session` near the end of the newest segment (other
+def _previous_from(log: AuditLog, caller: str | None, session: str) -> str | None:
+    """The last complete code recorded for `session` by `caller` near the end of the newest segment (other
     processes, such as earlier CLI invocations, may have run it). Reads backwards at most
     4 MiB and parses only candidate lines; a partial line (a writer mid-append) is skipped."""
     segments = sorted((log.dir / "segments").glob("[0-9][0-9][0-9][0-9][0-9][0-9].jsonl"))
@@ -235,7 +240,7 @@ def _previous_from(log: AuditLog, session: str) -> str | None:
                     cut = chunk.find(b"\n") + 1 or len(chunk)
                     carry, chunk = chunk[:cut], chunk[cut:]
                 for line in reversed(chunk.split(b"\n")):
-                    found = _session_code(line, needle, session)
+                    found = _session_code(line, needle, caller, session)
                     if found is not None:
                         return found
     except OSError:
@@ -243,14 +248,18 @@ def _previous_from(log: AuditLog, session: str) -> str | None:
     return None
 
 
-def _session_code(line: bytes, needle: bytes, session: str) -> str | None:
+def _session_code(line: bytes, needle: bytes, caller: str | None, session: str) -> str | None:
     if b'"kind":"run.started"' not in line or needle not in line:
         return None
     try:
         data: Mapping[str, Any] = json.loads(line)["record"]["data"]
     except (ValueError, KeyError, TypeError):
         return None
-    if data.get("session") == session and not data.get("code_truncated"):
+    if (
+        data.get("session") == session
+        and data.get("caller") == caller
+        and not data.get("code_truncated")
+    ):
         return str(data["code"])
     return None
 
