@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from hazmat.backends.container.seccomp import (
+    BASE_PATHS,
+    DENIED,
     UnsafeProfile,
     derive,
+    for_oci,
     load_profile,
 )
 
@@ -68,3 +71,74 @@ def test_doctor_fails_on_an_unconfined_base(
         monkeypatch.undo()
         load_profile.cache_clear()
     assert not check.ok and "allows every syscall" in check.detail
+
+
+# Docker's default profile's shape (moby 26.1): the 32-bit and x32 ABIs as sub-architectures,
+# socket(2) with a family check, socketcall, memfd_secret and modify_ldt allowed
+DOCKER_SHAPED = {
+    "defaultAction": "SCMP_ACT_ERRNO",
+    "defaultErrnoRet": 1,
+    "archMap": [
+        {"architecture": "SCMP_ARCH_X86_64",
+         "subArchitectures": ["SCMP_ARCH_X86", "SCMP_ARCH_X32"]},
+        {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]},
+    ],
+    "syscalls": [
+        {"names": ["read", "socketcall", "memfd_secret", "getpid"], "action": "SCMP_ACT_ALLOW"},
+        {"names": ["socket"], "action": "SCMP_ACT_ALLOW",
+         "args": [{"index": 0, "value": 40, "op": "SCMP_CMP_NE"}]},
+        {"names": ["modify_ldt"], "action": "SCMP_ACT_ALLOW",
+         "includes": {"arches": ["amd64", "x32", "x86"]}},
+        {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "includes": {"minKernel": "4.8"}},
+    ],
+}  # fmt: skip
+SUB_ARCHES = {"SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_ARM"}
+
+
+def _bases() -> list[object]:
+    """The Docker-shaped base above, the same in the older `architectures` form, and the
+    engine's real base profile where scripts/ensure-engine.sh installed it."""
+    listed = {k: v for k, v in DOCKER_SHAPED.items() if k != "archMap"}
+    listed["architectures"] = ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
+    found = [p for p in BASE_PATHS if p.is_file()][:1]
+    return [
+        pytest.param(DOCKER_SHAPED, id="archMap"),
+        pytest.param(listed, id="architectures"),
+        *(pytest.param(json.loads(p.read_text()), id="installed") for p in found),
+    ]
+
+
+@pytest.mark.parametrize("base", _bases())
+def test_the_profile_offers_the_native_abi_alone(base: dict[str, object]) -> None:
+    derived = derive(base)
+    text = json.dumps(derived)
+    for arch in SUB_ARCHES:
+        assert f'"{arch}"' not in text
+    assert all(not entry["subArchitectures"] for entry in derived.get("archMap", []))
+    oci = for_oci(text, frozenset({"CAP_KILL"}), "x86_64", "6.18.0")
+    assert oci["architectures"] == ["SCMP_ARCH_X86_64"]
+
+
+@pytest.mark.parametrize("base", _bases())
+def test_socketcall_memfd_secret_modify_ldt_are_allowed_by_no_rule(base: dict[str, object]) -> None:
+    derived = derive(base)
+    reachable = {
+        name
+        for rule in derived["syscalls"]
+        if rule["action"] == "SCMP_ACT_ALLOW" and not (rule.get("includes") or {}).get("caps")
+        for name in rule["names"]
+    }
+    assert {"socketcall", "memfd_secret", "modify_ldt", "ptrace"} <= DENIED
+    assert not DENIED & reachable
+    assert "read" in reachable
+
+
+def test_netlink_is_allowed_for_netlink_route_alone() -> None:
+    rules = [rule for rule in derive(DOCKER_SHAPED)["syscalls"] if rule["names"] == ["socket"]]
+    netlink = [r for r in rules if r["args"][0]["value"] == socket.AF_NETLINK]
+    assert len(netlink) == 1, netlink
+    checks = {(a["index"], a["op"], a["value"]) for a in netlink[0]["args"]}
+    assert checks == {(0, "SCMP_CMP_EQ", socket.AF_NETLINK), (2, "SCMP_CMP_EQ", 0)}
+    # every other family rule checks the family alone, for equality
+    others = [r["args"] for r in rules if r not in netlink]
+    assert all(len(a) == 1 and a[0]["op"] == "SCMP_CMP_EQ" for a in others), others
