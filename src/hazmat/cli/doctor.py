@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +70,7 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
         _kernel_check(raw, info.cgroup_version),
         _seccomp_check(raw),
         _profile_check(),
-        _runc_version(raw),
+        _runc_check(raw),
     ]
     images = [_image_check(ImageBuilder(engine), name) for name in RECIPES]
     checks += images
@@ -195,14 +193,12 @@ def _profile_check() -> Check:
     )
 
 
-def _runc_version(raw: dict[str, Any]) -> Check:
-    commit = (raw.get("RuncCommit") or {}).get("ID", "?")
-    detail = f"runc commit {commit}"
-    runc = shutil.which("runc")
-    if runc:
-        proc = subprocess.run([runc, "--version"], capture_output=True, text=True, check=False)
-        detail = proc.stdout.splitlines()[0] if proc.stdout else detail
-    return Check("runc version", True, detail)
+def _runc_check(raw: dict[str, Any]) -> Check:
+    """The runc of the engine and of the OCI tier, and whether each has the 2025 fixes."""
+    from hazmat.backends.oci.driver import runtime_binary
+    from hazmat.cli.doctor_runc import runc_check
+
+    return runc_check(raw, runtime_binary(Runtime.RUNC))
 
 
 def _image_check(builder: ImageBuilder, name: str) -> Check:
