@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError, UnknownLanguage, quoted
 from hazmat.languages import Language, get_language
@@ -76,7 +77,7 @@ def flag_problem(flag: object) -> str | None:
     return None
 
 
-def check_allowlist(given: Mapping[object, object]) -> Mapping[str, tuple[str, ...]]:
+def check_allowlist(given: Mapping[Any, object]) -> Mapping[str, tuple[str, ...]]:
     """A level's allowlist, by language name (an alias names a language too), each flag
     checked (`flag_problem`); `PolicyError` naming the key of the first problem: a key that
     is no language or one that takes no flags, a language named twice (`c++` beside `cpp`),

@@ -5,6 +5,7 @@ task's score; testlib's exit codes and quitp's points; the tasks refused before 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -12,9 +13,10 @@ from jsonschema import Draft202012Validator
 
 from hazmat import InputError, Sandbox
 from hazmat.backends.base import Job
-from hazmat.grade.grader import Grader
+from hazmat.grade.grader import Grader, TestResult
 from hazmat.grade.schema import RESULT_SCHEMA
-from hazmat.grade.tasks import parse_task
+from hazmat.grade.scoring import order, scored, skipped_because
+from hazmat.grade.tasks import parse_lines, parse_task
 from hazmat.testing import RecordingBackend, audit_records, report
 
 RESULT = Draft202012Validator(RESULT_SCHEMA)
@@ -86,7 +88,8 @@ def test_a_failure_skips_the_rest_of_its_group_and_the_groups_that_need_it(
     verdicts = [t.verdict for t in result.tests]
     assert verdicts == ["skipped", "wrong_answer", "skipped", "accepted", "skipped"]
     assert result.tests[2].message == "test 2 of group 'first' failed"
-    assert result.tests[0].message == "group 'first', which group 'late' needs, did not pass whole"
+    said = "group 'first', which group 'late' needs, did not earn all its points"
+    assert result.tests[0].message == said
     line = result.to_dict()
     assert [(r["name"], r["verdict"], r["points"]) for r in line["groups"]] == [
         ("first", "wrong_answer", 0),
@@ -96,6 +99,37 @@ def test_a_failure_skips_the_rest_of_its_group_and_the_groups_that_need_it(
     assert (line["score"], line["verdict"]) == (0.1, "wrong_answer")
     assert line["message"].startswith("test 2 of 5, wrong_answer")
     assert not list(RESULT.iter_errors(line))
+
+
+def test_a_group_after_one_that_earned_all_its_points_runs(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    """docs/batch.md: a group is skipped when a group it needs "has not earned all its
+    points". A failed test worth 0 of an `each` group leaves it all its points; a group worth
+    no points (the samples) has earned them all only when each of its tests is accepted."""
+    g, backend = grader
+    tests = [("samples", "no"), ("each", "ok"), ("each", "no"), ("late", "ok"), ("after", "ok")]
+    task = grouped(tests, [])
+    task["groups"] = [
+        {"name": "samples", "points": 0},
+        {"name": "each", "points": 10, "scoring": "each"},
+        {"name": "late", "points": 20, "after": ["each"]},
+        {"name": "after", "points": 30, "after": ["samples"]},
+    ]
+    for test, points in zip(task["tests"][1:3], [1, 0], strict=True):  # type: ignore[index]
+        test["points"] = points
+    result = g.grade(parse_task(task))
+    assert [t.verdict for t in result.tests] == [
+        "wrong_answer", "accepted", "wrong_answer", "accepted", "skipped",
+    ]  # fmt: skip
+    said = "group 'samples', which group 'after' needs, did not earn all its points"
+    assert result.tests[4].message == said
+    assert [j.program.stdin for j in backend.jobs] == [b"no", b"ok", b"no", b"ok"]
+    line = result.to_dict()
+    assert [(r["name"], r["points"]) for r in line["groups"]] == [
+        ("samples", 0), ("each", 10), ("late", 20), ("after", 0),
+    ]  # fmt: skip
+    assert (line["points"], line["max_points"]) == (30, 60)
 
 
 def test_an_each_group_runs_every_test_unless_told_to_skip(
@@ -204,6 +238,48 @@ def test_bad_groups_are_refused_naming_the_key(
             test["points"] = int(test.pop("stdin"))
     with pytest.raises(InputError, match=said):
         parse_task(task, "tasks.jsonl:3")
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        ("group", float("nan"), r"tasks\.jsonl:3\.groups\[0\]\.points: NaN is not a number"),
+        ("test", float("nan"), r"tasks\.jsonl:3\.tests\[0\]\.points: NaN is not a number"),
+        ("group", float("inf"), r"groups\[0\]\.points: (infinity is not a number|.*maximum)"),
+        ("timeout", float("nan"), r"tasks\.jsonl:3\.timeout: NaN is not a number \(JSON has"),
+    ],
+)
+def test_nan_is_refused_as_nan_not_as_points_adding_up_to_0(
+    where: str, value: float, said: str
+) -> None:
+    task = grouped([("a", "ok")], [{"name": "a", "points": 1, "scoring": "each"}])
+    if where == "group":
+        task["groups"][0]["points"] = value  # type: ignore[index]
+    elif where == "test":
+        task["tests"][0]["points"] = value  # type: ignore[index]
+    else:
+        task["timeout"] = value
+    with pytest.raises(InputError, match=said):
+        parse_task(task, "tasks.jsonl:3")
+    line = json.dumps(task).encode()  # Python writes NaN, and reads it back
+    with pytest.raises(InputError, match=said.replace("tasks\\.jsonl:3", "<in>:1")):
+        parse_lines([line], "<in>")
+
+
+def test_a_task_with_the_most_groups_and_tests_is_checked_and_scored_in_linear_time() -> None:
+    """1,000 groups (the schema's most), each after every earlier one, over 10,000 tests:
+    checked, ordered and scored without a pass over every test per group (it took seconds
+    per check before). Counted, not timed: each group's members are found once."""
+    groups = [{"name": f"g{i}", "points": 1, "after": [f"g{j}" for j in range(i)][-50:]}
+              for i in range(1000)]  # fmt: skip
+    tests = [(f"g{i % 1000}", "ok") for i in range(10_000)]
+    task = parse_task(grouped(tests, groups))
+    assert [len(task.members[g.name]) for g in task.groups] == [10] * 1000
+    ran = order(task)
+    assert sorted(ran) == list(range(10_000)) and ran[:2] == [0, 1000]
+    done = {i: TestResult("accepted") for i in ran}
+    assert skipped_because(task, 9_999, done) is None
+    assert scored(task, [done[i] for i in range(10_000)])[:2] == (1000, 1000)
 
 
 def test_a_group_needs_groups_and_a_check_task_has_none() -> None:

@@ -3,8 +3,10 @@ earns.
 
 A task with `groups` runs them in their order (each group's tests in the task's order), so a
 group's dependencies (`after`, earlier groups only) are judged before it. A test is skipped,
-not run, when a group it depends on has not earned all its points, or when its group skips
-the rest (`skip_rest`, the default for `all`) and an earlier test of the group failed. A group
+not run, when a group it depends on has not earned all its points (one worth no points, as
+samples often are: when a test of it was not accepted), or when its group skips the rest
+(`skip_rest`, the default for `all`) and an earlier test of the group failed; the same rule
+decides whether a group's points count (`met`). A group
 scoring `all` earns its points when every test of it is accepted; `each` earns its points
 times the mean of its tests' scores (1 accepted, 0 not, a testlib checker's share between),
 weighed by the tests' own `points` where they have them (Polygon's each-test points);
@@ -21,7 +23,15 @@ from typing import Any, Protocol
 
 from hazmat.grade.tasks import Group, Task
 
-__all__ = ["NOT_FAILED", "GroupResult", "Scored", "order", "scored", "skipped_because"]
+__all__ = [
+    "NOT_FAILED",
+    "GroupResult",
+    "Scored",
+    "met",
+    "order",
+    "scored",
+    "skipped_because",
+]
 
 NOT_FAILED = ("accepted", "skipped")  # a test's verdicts that are no failure
 
@@ -62,12 +72,7 @@ def order(task: Task) -> list[int]:
     """The tests' indices in the order they run: group by group for a grouped task."""
     if not task.groups:
         return list(range(len(task.tests)))
-    return [
-        index
-        for group in task.groups
-        for index, case in enumerate(task.tests)
-        if case.group == group.name
-    ]
+    return [index for group in task.groups for index in task.members[group.name]]
 
 
 def skipped_because(task: Task, index: int, done: Mapping[int, Scored]) -> str | None:
@@ -75,16 +80,23 @@ def skipped_because(task: Task, index: int, done: Mapping[int, Scored]) -> str |
     run it."""
     if not task.groups:
         return None
-    group = _group(task, task.tests[index].group)
+    group = task.group_of(index)
     for name in group.after:
-        members = _members(task, name)
-        if not all(done.get(i) is not None and done[i].verdict == "accepted" for i in members):
-            return f"group {name!r}, which group {group.name!r} needs, did not pass whole"
+        if not met(_group_result(task, task.group_named[name], done)):
+            return f"group {name!r}, which group {group.name!r} needs, did not earn all its points"
     if group.skip_rest:
-        for i in _members(task, group.name):
+        for i in task.members[group.name]:
             if i in done and done[i].verdict != "accepted":
                 return f"test {i + 1} of group {group.name!r} failed"
     return None
+
+
+def met(result: GroupResult) -> bool:
+    """A group others may depend on: it earned all its points; one worth none, all its tests
+    accepted."""
+    if result.max_points > 0:
+        return result.points >= result.max_points
+    return result.passed == result.total
 
 
 def scored(task: Task, tests: Sequence[Scored]) -> tuple[float, float, list[GroupResult]]:
@@ -92,18 +104,19 @@ def scored(task: Task, tests: Sequence[Scored]) -> tuple[float, float, list[Grou
     `tests` in the task's order (a test not among them earned nothing)."""
     if not task.groups:
         return sum(t.score for t in tests), float(task.total), []
-    results = [_group_result(task, g, tests) for g in task.groups]
+    done = dict(enumerate(tests))
+    results = [_group_result(task, g, done) for g in task.groups]
     earned = {r.name: r for r in results}
     for number, group in enumerate(task.groups):
-        if any(earned[name].points < earned[name].max_points for name in group.after):
+        if not all(met(earned[name]) for name in group.after):
             results[number] = _nothing(results[number])
             earned[group.name] = results[number]
     return sum(r.points for r in results), sum(g.points for g in task.groups), results
 
 
-def _group_result(task: Task, group: Group, tests: Sequence[Scored]) -> GroupResult:
-    members = _members(task, group.name)
-    got = [tests[i] for i in members if i < len(tests)]
+def _group_result(task: Task, group: Group, done: Mapping[int, Scored]) -> GroupResult:
+    members = task.members[group.name]
+    got = [done[i] for i in members if i in done]
     passed = sum(t.verdict == "accepted" for t in got)
     failed = next((t.verdict for t in got if t.verdict not in NOT_FAILED), None)
     if group.scoring == "all":
@@ -111,7 +124,7 @@ def _group_result(task: Task, group: Group, tests: Sequence[Scored]) -> GroupRes
     else:
         weights = [task.tests[i].points for i in members]
         weighed = [1.0 if w is None else w for w in weights]
-        earned = sum(w * t.score for w, t in zip(weighed, got, strict=False))
+        earned = sum(w * done[i].score for w, i in zip(weighed, members, strict=True) if i in done)
         points = group.points * earned / sum(weighed)
     verdict = "accepted" if passed == len(members) else failed or "skipped"
     return GroupResult(group.name, verdict, points, group.points, passed, len(members))
@@ -121,11 +134,3 @@ def _nothing(result: GroupResult) -> GroupResult:
     return GroupResult(
         result.name, result.verdict, 0.0, result.max_points, result.passed, result.total
     )
-
-
-def _group(task: Task, name: str | None) -> Group:
-    return next(g for g in task.groups if g.name == name)
-
-
-def _members(task: Task, name: str) -> list[int]:
-    return [i for i, case in enumerate(task.tests) if case.group == name]

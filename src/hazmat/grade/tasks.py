@@ -11,7 +11,9 @@ tasks by id.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +134,23 @@ class Task:
         """How many verdicts make its score: one per test case, or one for `check`."""
         return len(self.tests) or 1
 
+    @functools.cached_property
+    def members(self) -> Mapping[str, tuple[int, ...]]:
+        """Each group's tests, by index in the task's order (scoring.py reads them often)."""
+        found: dict[str, list[int]] = {g.name: [] for g in self.groups}
+        for index, case in enumerate(self.tests):
+            if case.group is not None:
+                found.setdefault(case.group, []).append(index)
+        return {name: tuple(indices) for name, indices in found.items()}
+
+    @functools.cached_property
+    def group_named(self) -> Mapping[str, Group]:
+        return {g.name: g for g in self.groups}
+
+    def group_of(self, index: int) -> Group:
+        """The group of test `index` (of a task with groups)."""
+        return self.group_named[self.tests[index].group or ""]
+
 
 def parse_task(raw: Any, where: str = "task") -> Task:
     """A task from its decoded JSON, checked against the schema; `InputError` names `where`
@@ -139,6 +158,7 @@ def parse_task(raw: Any, where: str = "task") -> Task:
     error = best_match(_VALIDATOR.iter_errors(raw))
     if error is not None:
         raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
+    _finite(raw, where)
     _known_languages(raw, where)
     _interactive(raw, where)
     groups = _groups(raw, where)
@@ -189,13 +209,15 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
     if "check" in raw:
         raise InputError(f"{where}.groups: a task with check has no test cases to group")
     groups: list[Group] = []
+    named: set[str] = set()
     for number, entry in enumerate(listed):
         here = f"{where}.groups[{number}]"
-        if any(g.name == entry["name"] for g in groups):
+        if entry["name"] in named:
             raise InputError(f"{here}.name: {quoted(entry['name'])} is used twice")
         for name in entry.get("after", ()):
-            if not any(g.name == name for g in groups):
+            if name not in named:
                 raise InputError(f"{here}.after: {quoted(name)} is not an earlier group")
+        named.add(entry["name"])
         scoring = entry.get("scoring", "all")
         groups.append(
             Group(
@@ -206,32 +228,40 @@ def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
                 skip_rest=entry.get("skip_rest", scoring == "all"),
             )
         )
-    names = {g.name for g in groups}
+    members: dict[str, list[int]] = {name: [] for name in named}
     for number, test in enumerate(tests):
-        if test.get("group") not in names:
+        if test.get("group") not in named:
             said = f"{quoted(test['group'])} is not a group" if "group" in test else "missing"
             raise InputError(f"{where}.tests[{number}].group: {said} (the task has groups)")
+        members[test["group"]].append(number)
     for number, group in enumerate(groups):
-        members = [(i, t) for i, t in enumerate(tests) if t["group"] == group.name]
-        if not members:
-            raise InputError(f"{where}.groups[{number}]: no test case is in it")
-        weighed = [i for i, t in members if "points" in t]
-        if weighed and group.scoring != "each":
-            raise InputError(
-                f"{where}.tests[{weighed[0]}].points: a test's points count only in a group "
-                f"scoring each, and {quoted(group.name)} scores all"
-            )
-        if weighed and len(weighed) < len(members):
-            unweighed = next(i for i, t in members if "points" not in t)
-            raise InputError(
-                f"{where}.tests[{unweighed}].points: missing, as other tests of group "
-                f"{quoted(group.name)} have points"
-            )
-        if weighed and not sum(t["points"] for _, t in members) > 0:
-            raise InputError(f"{where}.groups[{number}]: its tests' points add up to 0")
+        _check_weights(group, [(i, tests[i]) for i in members[group.name]], number, where)
     if not sum(g.points for g in groups) > 0:
         raise InputError(f"{where}.groups: their points add up to 0")
     return tuple(groups)
+
+
+def _check_weights(
+    group: Group, members: list[tuple[int, dict[str, Any]]], number: int, where: str
+) -> None:
+    """A group has a test, and its tests' own points are all given or none, only in an
+    `each` group, and add up to more than 0."""
+    if not members:
+        raise InputError(f"{where}.groups[{number}]: no test case is in it")
+    weighed = [i for i, t in members if "points" in t]
+    if weighed and group.scoring != "each":
+        raise InputError(
+            f"{where}.tests[{weighed[0]}].points: a test's points count only in a group "
+            f"scoring each, and {quoted(group.name)} scores all"
+        )
+    if weighed and len(weighed) < len(members):
+        unweighed = next(i for i, t in members if "points" not in t)
+        raise InputError(
+            f"{where}.tests[{unweighed}].points: missing, as other tests of group "
+            f"{quoted(group.name)} have points"
+        )
+    if weighed and not sum(t["points"] for _, t in members) > 0:
+        raise InputError(f"{where}.groups[{number}]: its tests' points add up to 0")
 
 
 def _multiplier(raw: dict[str, Any], where: str) -> float | None:
@@ -289,6 +319,20 @@ def _interactive(raw: dict[str, Any], where: str) -> None:
                 f"{where}.{key}: an interactive task is judged by its interactor, and by a "
                 "checker of the interactor's output file after it; there is no output to compare"
             )
+
+
+def _finite(value: Any, where: str) -> None:
+    """No number of the task is NaN or infinite (JSON has neither, but Python's json reads
+    them, and every bound the schema sets holds for NaN): `InputError` naming the key."""
+    if isinstance(value, float) and not math.isfinite(value):
+        said = "NaN" if math.isnan(value) else "infinity"
+        raise InputError(f"{where}: {said} is not a number (JSON has no NaN or infinity)")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, f"{where}{_key(key)}")
+    elif isinstance(value, list):
+        for number, item in enumerate(value):
+            _finite(item, f"{where}[{number}]")
 
 
 def _key_path(error: ValidationError) -> str:
