@@ -30,6 +30,11 @@ __all__ = [
 ]
 
 
+# gVisor's own memory in a sandbox's cgroup, at most, with room to spare (measured on this
+# machine kind: docs/benchmarks.md, "Memory under runc and gVisor")
+RUNSC_MEMORY_MB = 64
+
+
 @dataclass(frozen=True)
 class Spec:
     """What a container is made for. Its settings depend on nothing else, so a container
@@ -69,10 +74,23 @@ class Spec:
 
     @property
     def start_memory_mb(self) -> int:
-        """The container's memory limit when it starts."""
+        """The container's memory limit (its cgroup's) when it starts."""
         if self.build_memory_mb and (self.kept_build or not self.session):
-            return self.build_memory_mb
-        return self.memory_mb
+            return self.build_memory_mb + self.runtime_memory_mb
+        return self.program_cgroup_mb
+
+    @property
+    def program_cgroup_mb(self) -> int:
+        """The container's memory limit (its cgroup's) while the program runs."""
+        return self.memory_mb + self.runtime_memory_mb
+
+    @property
+    def runtime_memory_mb(self) -> int:
+        """What the cgroup's limit adds to the program's for the runtime's own memory: under
+        runsc the cgroup counts gVisor's too, so its limit is a backstop above the program's
+        (RUNSC_MEMORY_MB) and the program's own limit is judged from its peak
+        (RunReport.memory_exceeded); under runc nothing."""
+        return RUNSC_MEMORY_MB if self.runtime is Runtime.RUNSC else 0
 
     @classmethod
     def of(
@@ -211,7 +229,12 @@ class RunReport:
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     displays: bytes | None = None  # the runner's display file as collected (displays.py)
     notes: tuple[str, ...] = ()
-    peak_memory_bytes: int | None = None  # the container's cgroup, read on the host
+    # the program's peak memory, from its container's cgroup read on the host (less gVisor's
+    # own memory under runsc: backends/container/backend.py's program_peak)
+    peak_memory_bytes: int | None = None
+    # that peak passed the program's memory limit (under runsc the cgroup's limit is only a
+    # backstop above it, Spec.cgroup_memory_mb)
+    memory_exceeded: bool = False
     cpu_time_ms: float | None = None
     pids_refused: int = 0  # forks and threads the pids limit refused during the run
     peak_tasks: int | None = None  # the most host tasks at once in the container's cgroup

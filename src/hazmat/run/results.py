@@ -70,8 +70,12 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.INFRA_ERROR  # the machine starved it: no verdict on the program
     if report.compile_timed_out:
         return Outcome.COMPILE_TIMEOUT
+    if report.memory_exceeded and not _build_failed(report):
+        return Outcome.MEMORY_LIMIT  # its own peak passed the limit (runc would have killed it)
     if report.timed_out:
         return Outcome.TIMEOUT
+    if report.pids_refused and report.output_exceeded:
+        return Outcome.PIDS_LIMIT  # a refused thread's crash dump (Go's) is what overflowed
     if report.output_exceeded:
         return Outcome.OUTPUT_LIMIT
     if report.held_after_build is not None:
@@ -113,7 +117,12 @@ def limit_notes(report: RunReport, limits: Limits) -> list[str]:
             f"a child process was killed at the memory limit of {limits.memory_mb} MB; the "
             f"program itself exited with status {report.exit_code}"
         )
-    if report.pids_refused and report.exit_code == 0:
+    if report.pids_refused and report.output_exceeded:
+        notes.append(
+            "after that its output (a runtime's crash report, often) passed the output limit "
+            f"of {limits.output_bytes} bytes, and it was stopped"
+        )
+    elif report.pids_refused and report.exit_code == 0:
         notes.append(
             f"{report.pids_refused} fork(s) or thread(s) were refused at the limit of "
             f"{limits.pids} tasks; the program carried on and exited with status 0"
@@ -200,6 +209,18 @@ def time_message(report: RunReport, limits: Limits) -> str | None:
     )
 
 
+def memory_message(report: RunReport, limits: Limits) -> str | None:
+    """The sentence for a program whose own peak memory passed its limit without the kernel
+    killing it (under runsc, whose cgroup limit is a backstop above it); None otherwise."""
+    if not report.memory_exceeded or report.oom_killed or report.peak_memory_bytes is None:
+        return None
+    used = -(-report.peak_memory_bytes // (1024 * 1024))
+    return (
+        f"the program's memory reached {used} MB at its peak, past its memory limit of "
+        f"{limits.memory_mb} MB"
+    )
+
+
 def _signal_note(exit_code: int | None) -> str:
     """` (SIGSEGV)` for a status of 128 + a signal's number: how a shell reports a process
     that a signal ended (a C program's segmentation fault, an abort)."""
@@ -265,7 +286,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         trust=plan.request.trust,
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
-        error=time_message(report, plan.limits)
+        error=(None if outcome is not Outcome.MEMORY_LIMIT else memory_message(report, limits))
+        or time_message(report, plan.limits)
         or explain(
             outcome,
             plan.limits,

@@ -54,6 +54,7 @@ from hazmat.watch import Watch
 __all__ = ["READY_TIMEOUT_S", "UNPACK_S", "ContainerBackend", "Driver"]
 
 log = logging.getLogger(__name__)
+_MiB = 1024 * 1024
 # How long a new sandbox may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 # How long a kept build's test may take to be unpacked (the agent first clears what the last test
@@ -284,9 +285,10 @@ class ContainerBackend(Backend):
         prelude: bool = False,
         grace_s: float | None = None,
     ) -> tuple[RunReport, bytes | None]:
-        monitor = Monitor(started.cgroup) if started.cgroup else None
+        runsc = job.runtime is Runtime.RUNSC
+        monitor = Monitor(started.cgroup, runtime_own=runsc) if started.cgroup else None
         limit = job.cpu_limit
-        measure = Measure(limit, started.cgroup, self.cores() if limit else None)
+        measure = Measure(limit, started.cgroup, self.cores() if limit else None, monitor)
         killer = threading.Thread(target=self.driver.kill, args=(started,), daemon=True)
 
         def stop() -> None:
@@ -334,6 +336,7 @@ class ContainerBackend(Backend):
         if measure.final is not None:
             cpu_ms = measure.final.cpu_s * 1000
         over = measure.over_limit() and not capture.timed_out and capture.end_status is not None
+        peak = program_peak(figures, monitor)
         report = RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
@@ -353,7 +356,8 @@ class ContainerBackend(Backend):
             files=files,
             displays=displays,
             notes=tuple(notes),
-            peak_memory_bytes=figures.memory_peak if figures else None,
+            peak_memory_bytes=peak,
+            memory_exceeded=_over_memory(peak, job, monitor, prelude),
             cpu_time_ms=cpu_ms,
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
@@ -382,7 +386,7 @@ class ContainerBackend(Backend):
         def on_built() -> int | None:
             in_use = self.program_memory(started, job)
             if in_use is None:
-                measure.begin(_gate(job.watch))
+                measure.begin(_gate(job.watch), after=True)
             return in_use
 
         limit = measure.limit
@@ -449,6 +453,24 @@ class ContainerBackend(Backend):
             future.add_done_callback(self._discard_prepared)
         if preparer is not None:
             preparer.shutdown(wait=True)
+
+
+def program_peak(figures: Sample | None, monitor: Monitor | None) -> int | None:
+    """The program's peak memory: its container's cgroup's peak since the program started,
+    less, under runsc, gVisor's own memory (`Cgroup.runtime_memory`: the Sentry's and the
+    gofer's, not the program's, which is all in gVisor's memory file). None when unknown."""
+    if figures is None or monitor is None:
+        return None
+    return max(0, figures.memory_peak - monitor.runtime_memory)
+
+
+def _over_memory(peak: int | None, job: Job, monitor: Monitor | None, prelude: bool) -> bool:
+    """Whether the program's own peak passed its limit: only a peak from the program's start
+    (a build's or an unpacking's before it, when the kernel could not reset the peak, is not
+    the program's)."""
+    if peak is None or monitor is None or peak <= job.spec.memory_mb * _MiB:
+        return False
+    return monitor.restarted or not (job.language.build or prelude)
 
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:

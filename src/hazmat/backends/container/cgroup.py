@@ -11,6 +11,7 @@ and pids controllers) and v2 (unified) are both read; v1 is what the test machin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import threading
@@ -137,6 +138,22 @@ class Cgroup:
         except (OSError, ValueError):
             return None
 
+    def runtime_memory(self) -> int | None:
+        """The memory of the cgroup's processes themselves, not of what they map from files or
+        shared memory: their anonymous memory and the kernel's memory for them (v1's
+        `total_rss` and `memory.kmem.usage_in_bytes`, v2's `anon` and `kernel`). Under runsc
+        every process in the cgroup is gVisor's own (the Sentry, the gofer, the stubs) and the
+        program's memory, its files in tmpfs included, is gVisor's memory file (shared memory,
+        `shmem`): this is then gVisor's own memory. None when the cgroup is gone."""
+        try:
+            stat = _read(self.memory / "memory.stat")
+            if self.unified:
+                return _field(stat, "anon") + _field(stat, "kernel")
+            kmem = self.memory / "memory.kmem.usage_in_bytes"
+            return _field(stat, "total_rss") + (int(_read(kmem)) if kmem.exists() else 0)
+        except (OSError, ValueError):
+            return None
+
     def limit_memory(self, limit: int) -> int | None:
         """Set the memory limit, and memory with swap to the same (no swap), to `limit`
         bytes. Returns None, or the bytes still in use when the kernel could not reclaim them
@@ -232,24 +249,46 @@ class Monitor:
     (`_Ticker`), not a thread per run: a run's own path only reads its baseline and, at its
     end, its last sample."""
 
-    def __init__(self, cgroup: Cgroup, interval_s: float = 0.05) -> None:
+    def __init__(self, cgroup: Cgroup, interval_s: float = 0.05, runtime_own: bool = False) -> None:
         self.cgroup = cgroup
         self.interval_s = interval_s
+        self.runtime_own = runtime_own
+        self.runtime_memory = 0  # with `runtime_own`: the most seen of Cgroup.runtime_memory
         self.baseline = cgroup.sample()
         self.last: Sample | None = self.baseline
+        self._restarts = 0
+        self.restarted = False  # restart_peak reset the peak at the program's start
         self._lock = threading.Lock()
         self._ticker = _Ticker.every(interval_s)
         self._ticker.add(self)
 
     def take(self) -> Sample | None:
         """Sample now; keep it if the cgroup is still there."""
+        restarts = self._restarts
         now = self.cgroup.sample()
+        own = self.cgroup.runtime_memory() if self.runtime_own and now is not None else None
         if now is not None:
             with self._lock:
+                if restarts != self._restarts:  # read before the peak was reset: not the program's
+                    return now
                 last = self.last or now
                 pairs = zip(astuple(now), astuple(last), strict=True)
                 self.last = Sample(*(max(a, b) for a, b in pairs))
+                self.runtime_memory = max(self.runtime_memory, own or 0)
         return now
+
+    def restart_peak(self) -> None:
+        """The program starts now: its peak memory starts over from what is in use (the
+        build's peak is not the program's), where the kernel lets this process reset it
+        (`Cgroup.reset_peak`); else the peak stays the container's so far."""
+        if not self.cgroup.reset_peak():
+            return
+        with self._lock:
+            self.restarted = True
+            self._restarts += 1
+            if self.last is not None:
+                self.last = dataclasses.replace(self.last, memory_peak=0)
+        self.take()
 
     def stop(self) -> Sample | None:
         """Take a last sample and stop; the best figures seen."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from hazmat.backends.container.cgroup import Cgroup
+from hazmat.backends.container.cgroup import Cgroup, Monitor
 from hazmat.backends.container.cores import Cores
 from hazmat.backends.container.cpu_time import CpuLimit, CpuMeter, Reading
 
@@ -30,7 +30,14 @@ NO_METER_NOTE = (
 class Measure:
     """The measuring of one run's program (nothing when `limit` is None)."""
 
-    def __init__(self, limit: CpuLimit | None, cgroup: Cgroup | None, cores: Cores | None) -> None:
+    def __init__(
+        self,
+        limit: CpuLimit | None,
+        cgroup: Cgroup | None,
+        cores: Cores | None,
+        monitor: Monitor | None = None,
+    ) -> None:
+        self.monitor = monitor
         self.limit = limit if cgroup is not None else None
         self.wanted = limit is not None
         self.meter = CpuMeter(cgroup) if self.limit is not None and cgroup is not None else None
@@ -47,9 +54,12 @@ class Measure:
         """What the result says when a CPU limit was asked for and could not be measured."""
         return NO_METER_NOTE if self.wanted and not self.active else None
 
-    def begin(self, gate: Callable[[], None] | None = None) -> None:
+    def begin(self, gate: Callable[[], None] | None = None, after: bool = False) -> None:
         """The program starts now: hold a core, then (past `gate`, which may wait: an
-        interactive test's other program, grade/interaction.py) start the meter."""
+        interactive test's other program, grade/interaction.py) start the meter. `after`: a
+        build or an unpacking came first, whose peak memory is not the program's."""
+        if after and self.monitor is not None:
+            self.monitor.restart_peak()
         if self.meter is None or self.meter.began is not None:
             if gate is not None:
                 gate()

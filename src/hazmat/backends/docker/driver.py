@@ -184,7 +184,7 @@ class DockerDriver:
         raise InfraError(f"no free sandbox uid after {UID_TRIES} tries")
 
     def program_memory(self, started: Started, job: Job) -> int | None:
-        limit = job.spec.memory_mb * _MiB
+        limit = job.spec.program_cgroup_mb * _MiB
         if started.cgroup is not None:
             try:
                 return started.cgroup.limit_memory(limit)

@@ -346,7 +346,7 @@ class OciDriver:
     def program_memory(self, started: Started, job: Job) -> int | None:
         if started.cgroup is None:
             raise InfraError(f"sandbox {started.cid}: its cgroup is not writable from here")
-        return started.cgroup.limit_memory(job.spec.memory_mb * 1024 * 1024)
+        return started.cgroup.limit_memory(job.spec.program_cgroup_mb * 1024 * 1024)
 
     def discard(self, started: Started) -> None:
         """Close the relay, kill and delete the sandbox, remove its bundle, free its uid. The

@@ -1,0 +1,66 @@
+"""The outcome names the limit that bit first, whatever the runtime: a program's own peak
+memory past its limit (under runsc the cgroup's limit is a backstop above it), a refused
+thread whose crash report then overflowed the output (Go's under gVisor), and the memory a
+runtime adds to a sandbox's cgroup limit (Spec)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hazmat.backends.base import RUNSC_MEMORY_MB, Spec
+from hazmat.models import Outcome
+from hazmat.policy import PRESETS, Runtime
+from hazmat.run.results import derive_outcome, limit_notes, memory_message
+from hazmat.testing import report
+
+MiB = 1024 * 1024
+LIMITS = dataclasses.replace(PRESETS["standard"], memory_mb=256, output_bytes=4096)
+
+
+@pytest.mark.parametrize(
+    ("facts", "outcome"),
+    [
+        ({"exit_code": 0, "memory_exceeded": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": 1, "memory_exceeded": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": 137, "timed_out": True, "memory_exceeded": True}, Outcome.MEMORY_LIMIT),
+        ({"exit_code": 0, "output_exceeded": True, "memory_exceeded": True}, Outcome.MEMORY_LIMIT),
+        # a build past the program's limit is the build's affair: it failed, a compile error
+        ({"exit_code": 1, "build_status": 1, "memory_exceeded": True}, Outcome.COMPILE_ERROR),
+        ({"exit_code": 137, "output_exceeded": True, "pids_refused": 3}, Outcome.PIDS_LIMIT),
+        ({"exit_code": 2, "output_exceeded": True, "pids_refused": 1}, Outcome.PIDS_LIMIT),
+        ({"exit_code": 137, "output_exceeded": True}, Outcome.OUTPUT_LIMIT),
+        ({"exit_code": 137, "timed_out": True, "pids_refused": 3}, Outcome.TIMEOUT),
+    ],
+)
+def test_the_limit_that_bit_first_decides(facts: dict[str, object], outcome: Outcome) -> None:
+    assert derive_outcome(report(**facts)) is outcome
+
+
+def test_a_peak_past_the_limit_says_how_much() -> None:
+    over = report(exit_code=0, memory_exceeded=True, peak_memory_bytes=300 * MiB + 1)
+    said = memory_message(over, LIMITS)
+    assert (
+        said == "the program's memory reached 301 MB at its peak, past its memory limit of 256 MB"
+    )
+    killed = report(exit_code=137, oom_killed=True, memory_exceeded=True, peak_memory_bytes=1)
+    assert memory_message(killed, LIMITS) is None
+
+
+def test_a_crash_report_after_a_refused_thread_is_noted() -> None:
+    flood = report(exit_code=137, output_exceeded=True, pids_refused=2)
+    [note] = limit_notes(flood, LIMITS)
+    assert "passed the output limit of 4096 bytes" in note
+
+
+@pytest.mark.parametrize(
+    ("runtime", "extra"), [(Runtime.RUNC, 0), (Runtime.RUNSC, RUNSC_MEMORY_MB)]
+)
+def test_the_cgroup_limit_is_the_programs_plus_the_runtimes_own(
+    runtime: Runtime, extra: int
+) -> None:
+    spec = Spec("c", "img", runtime, 256, 1.0, 64, 64, 64, build_memory_mb=512)
+    assert spec.program_cgroup_mb == 256 + extra
+    assert spec.start_memory_mb == 512 + extra
+    assert Spec("python", "img", runtime, 256, 1.0, 64, 64, 64).start_memory_mb == 256 + extra
