@@ -20,7 +20,8 @@ with the key typed into the page (docs/console.md):
 | POST /console/f/audit/check                | any key (checks a pasted receipt)              |
 | GET  /console/f/playground, POST .../run   | any key, at most at its own trust level        |
 
-Another tenant's id is the same 404 as an id that never was.
+Another tenant's id is the same 404 as an id that never was. Every answer under /console,
+static files, 404s and 405s too, carries the console's CSP and `nosniff` (headers.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hazmat._exceptions import HazmatError
+from hazmat.server.console.headers import ConsoleRoute
 from hazmat.server.console.recent import RecentRuns
 from hazmat.server.console.views import Console, ConsoleParts
 from hazmat.tenant_keys import Key
@@ -76,8 +78,9 @@ def console_routes(console: Console, check: Check) -> list[BaseRoute]:
         ("/playground", c.playground, "GET"),
         ("/playground/run", c.play, "POST"),
     ]
-    return [
+    routes = [
         Route("/console", shell, methods=["GET"]),
         Mount("/console/static", StaticFiles(packages=[("hazmat.server.console", "static")])),
         *(Route(at + path, guarded(h), methods=[m]) for path, h, m in fragments),
     ]
+    return [ConsoleRoute(routes)]  # every answer under /console: its headers (headers.py)

@@ -41,6 +41,8 @@ from hazmat.models import ExecutionResult
 from hazmat.policy import TrustLevel
 from hazmat.quotas import QuotaBook
 from hazmat.server.batches import Batch, BatchBook
+from hazmat.server.console.batch_page import batch_page, page_number
+from hazmat.server.console.headers import CSP
 from hazmat.server.console.recent import RecentRuns, Seen
 from hazmat.server.console.records import run_records
 from hazmat.server.fields import check_depth
@@ -49,14 +51,8 @@ from hazmat.tenant_keys import Key, KeyStore
 
 __all__ = ["CSP", "Console", "ConsoleParts", "display_parts", "templates"]
 
-# every console response: scripts and styles from the console's own files only, no inline
-# script, no plugin, no framing of the console, forms only back to it; a display's frame gets
-# this too (srcdoc inherits it) and a stricter one of its own
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; "
-    "frame-ancestors 'none'"
-)
+# a display's frame inherits the page's CSP (headers.py, on every console answer) and gets a
+# stricter one of its own
 DISPLAY_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 TRUST_ORDER = [TrustLevel.UNTRUSTED, TrustLevel.UNKNOWN, TrustLevel.TRUSTED]
 
@@ -98,7 +94,7 @@ class Console:
 
     def page(self, name: str, status: int = 200, **context: Any) -> Response:
         html = self.env.get_template(name).render(**context)
-        return HTMLResponse(html, status_code=status, headers=headers())
+        return HTMLResponse(html, status_code=status)  # headers.py adds the console's
 
     # the fragments: each takes the request and the checked key
 
@@ -136,9 +132,10 @@ class Console:
         return self.page("batches.html", batches=self._batches(key), key=key)
 
     async def batch(self, request: Request, key: Key) -> Response:
+        """Its counts and one page of its tasks (batch_page.py: not the whole batch)."""
         batch = self._batch(request.path_params["batch_id"], key)
-        lines = [json.loads(line) for line in batch.lines]
-        return self.page("batch.html", batch=batch, info=batch.info(), lines=lines)
+        page = page_number(request.query_params.get("page"))
+        return self.page("batch.html", **batch_page(batch, page))
 
     async def receipt(self, request: Request, key: Key) -> Response:
         """A receipt for one of the batch's verdicts (its `receipt` record number)."""
@@ -271,15 +268,6 @@ class Console:
             return VerifierKey.read(path)
         except (OSError, CheckpointError) as exc:
             raise AuditError(f"the audit log's public key {path} cannot be read: {exc}") from None
-
-
-def headers() -> dict[str, str]:
-    return {
-        "Content-Security-Policy": CSP,
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-        "Cache-Control": "no-store",
-    }
 
 
 def display_parts(bundle: Mapping[str, bytes | str]) -> dict[str, str]:
