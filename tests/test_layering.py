@@ -26,7 +26,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # surface in __init__.py (which the front-ends may import, e.g. its __version__).
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_exceptions", "language_builds", "template"}),
-    frozenset({"languages", "egress", "watch", "displays"}),
+    frozenset({"languages", "egress", "watch", "displays", "json_input"}),
     frozenset({"package_policy", "build_flags"}),
     frozenset({"policy"}),
     frozenset({"policy_file", "models", "quotas"}),

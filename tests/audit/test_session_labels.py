@@ -50,7 +50,7 @@ def test_one_label_read_back_from_the_log_is_the_callers_own(tmp_path: Path) -> 
     run(tmp_path, ("print('alice 1')\n", ALICE))
     run(tmp_path, ("print('bob 1')\n", BOB))  # the newest record of the label is alice's
     run(tmp_path, ("print('alice 2')\n", ALICE))  # the newest of the label is bob's
-    alice1, bob1, alice2 = started(tmp_path)
+    _, bob1, alice2 = started(tmp_path)
     assert bob1["diff"] is None
     assert "-print('alice 1')\n+print('alice 2')" in alice2["diff"]
     assert "bob" not in alice2["diff"]

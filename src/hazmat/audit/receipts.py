@@ -10,21 +10,27 @@ hash, this task, this verdict) is in the log the operator signed, and nothing el
 
 from __future__ import annotations
 
-import json
 import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import AuditError
+from hazmat._exceptions import AuditError, InputError, quoted
 from hazmat.audit.checkpoint import CheckpointError, VerifierKey, read_note
 from hazmat.audit.layout import CHECKPOINT
 from hazmat.audit.merkle import inclusion_path, leaf_hash, verify_inclusion
 from hazmat.audit.records import LineError, parse_line_exact
 from hazmat.audit.tree import LogTree, TreeError
+from hazmat.json_input import loads
 
-__all__ = ["RECEIPT_VERSION", "check_receipt", "make_receipt"]
+__all__ = ["RECEIPT_VERSION", "Receipt", "check_receipt", "make_receipt", "parse_receipt"]
 
 RECEIPT_VERSION = 1
+_FIELDS = {"seq": int, "record": str, "path": list, "checkpoint": str}
+_PATH_MOST = 64  # an inclusion path in a tree of fewer than 2**64 records
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def make_receipt(directory: Path, key: VerifierKey, seq: int) -> dict[str, Any]:
@@ -57,29 +63,78 @@ def make_receipt(directory: Path, key: VerifierKey, seq: int) -> dict[str, Any]:
     return receipt
 
 
-def check_receipt(receipt: Any, key: VerifierKey) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Receipt:
+    """A receipt whose every part has the type and size it must have (`parse_receipt`);
+    whether it verifies is `check_receipt`'s question."""
+
+    seq: int
+    body: bytes  # the record's bytes, as its leaf hash covers them
+    record: dict[str, Any]  # those bytes decoded
+    path: tuple[bytes, ...]
+    note: str  # the signed checkpoint
+
+
+def parse_receipt(given: object) -> Receipt:
+    """A receipt from its JSON (bytes or text: a file, a pasted form) or from that JSON
+    decoded; `InputError` ("not a receipt: ...") naming what is wrong, whatever it holds. The
+    JSON and the record inside it are decoded within json_input.py's bounds (depth, number
+    lengths, lone surrogates)."""
+    try:
+        data = loads(given, "its JSON") if isinstance(given, str | bytes) else given
+        version = data.get("receipt") if isinstance(data, Mapping) else RECEIPT_VERSION
+        if isinstance(version, bool) or version != RECEIPT_VERSION:
+            raise InputError(f"version {quoted(version)}, not {RECEIPT_VERSION}")
+        fields = _typed(data)
+        record = loads(fields["record"], "its record")
+    except InputError as exc:
+        raise InputError(f"not a receipt: {exc}") from None
+    if not isinstance(record, dict):
+        raise InputError(f"not a receipt: its record is a {type(record).__name__}, not an object")
+    path = tuple(bytes.fromhex(h) for h in fields["path"])
+    body = fields["record"].encode("utf-8")
+    return Receipt(fields["seq"], body, record, path, fields["checkpoint"])
+
+
+def _typed(data: object) -> dict[str, Any]:
+    """The receipt's fields, each checked for its type: `InputError` naming the first that
+    is missing or wrong."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"a {type(data).__name__}, not an object")
+    for name, kind in _FIELDS.items():
+        if name not in data:
+            raise InputError(f"no {name!r}")
+        if isinstance(data[name], bool) or not isinstance(data[name], kind):
+            raise InputError(f"{name!r} is a {type(data[name]).__name__}, not a {kind.__name__}")
+    if not 0 <= data["seq"] < 2**63:
+        raise InputError(f"'seq' {quoted(data['seq'])} is not a record number")
+    path = data["path"]
+    if len(path) > _PATH_MOST or not all(isinstance(h, str) and _HASH.fullmatch(h) for h in path):
+        raise InputError(f"'path' must be at most {_PATH_MOST} SHA-256 hashes in hex")
+    return dict(data)
+
+
+def check_receipt(receipt: object, key: VerifierKey) -> dict[str, Any]:
     """The record a receipt vouches for (`{"seq", "ts", "kind", "data", ...}`) once its
-    checkpoint's signature and its inclusion path verify; `AuditError` saying why if not."""
+    checkpoint's signature and its inclusion path verify; `AuditError` saying why if not (one
+    that is no receipt at all, `parse_receipt`'s InputError, is said as an AuditError too)."""
+    if not isinstance(receipt, Receipt):
+        try:
+            receipt = parse_receipt(receipt)
+        except InputError as exc:
+            raise AuditError(str(exc)) from None
     try:
-        seq, record, note = receipt["seq"], receipt["record"], receipt["checkpoint"]
-        path = [bytes.fromhex(h) for h in receipt["path"]]
-        if receipt.get("receipt") != RECEIPT_VERSION or not isinstance(seq, int):
-            raise ValueError("not a receipt of this version")
-        body = record.encode("utf-8")
-        inner = json.loads(body)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise AuditError(f"not a receipt: {exc}") from None
-    try:
-        checkpoint = key.open(note)
+        checkpoint = key.open(receipt.note)
     except CheckpointError as exc:
         raise AuditError(f"the receipt's checkpoint does not verify: {exc}") from None
-    if not isinstance(inner, dict) or inner.get("seq") != seq:
+    seq = receipt.seq
+    if receipt.record.get("seq") != seq:
         raise AuditError(f"the receipt's record is not record number {seq}")
-    if not 0 <= seq < checkpoint.size or not verify_inclusion(
-        seq, checkpoint.size, leaf_hash(body), path, checkpoint.root
+    if not seq < checkpoint.size or not verify_inclusion(
+        seq, checkpoint.size, leaf_hash(receipt.body), list(receipt.path), checkpoint.root
     ):
         raise AuditError("the record is not in the signed log: its inclusion proof fails")
-    return inner
+    return receipt.record
 
 
 def _record_bytes(tree: LogTree, seq: int) -> bytes:

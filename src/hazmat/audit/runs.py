@@ -220,9 +220,10 @@ _CHUNK = 256 * 1024
 
 
 def _previous_from(log: AuditLog, caller: str | None, session: str) -> str | None:
-    """The last complete code recorded for `session` by `caller` near the end of the newest segment (other
-    processes, such as earlier CLI invocations, may have run it). Reads backwards at most
-    4 MiB and parses only candidate lines; a partial line (a writer mid-append) is skipped."""
+    """The last complete code recorded for `session` by `caller` near the end of the newest
+    segment (other processes, such as earlier CLI invocations, may have run it). Reads
+    backwards at most 4 MiB and parses only candidate lines; a partial line (a writer
+    mid-append) is skipped."""
     segments = sorted((log.dir / "segments").glob("[0-9][0-9][0-9][0-9][0-9][0-9].jsonl"))
     if not segments:
         return None

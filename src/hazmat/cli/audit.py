@@ -233,15 +233,17 @@ def _receipt(args: argparse.Namespace) -> int:
 
 def _check_receipt(args: argparse.Namespace) -> int:
     """Prints `{"verified": true, "record": {...}}`, or false and why (exit 1)."""
-    from hazmat.audit.receipts import check_receipt
+    from hazmat.audit.receipts import check_receipt, parse_receipt
 
     key = _key(args, args.receipt.parent)
     try:
-        receipt = json.loads(args.receipt.read_bytes())
+        given = args.receipt.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read receipt {args.receipt}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{args.receipt} is not a receipt (not JSON: {exc})") from None
+    try:
+        receipt = parse_receipt(given)  # checked whole before use: bad input is exit 2
+    except InputError as exc:
+        raise InputError(f"{args.receipt}: {exc}") from None
     try:
         record = check_receipt(receipt, key)
     except AuditError as exc:

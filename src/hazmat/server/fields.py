@@ -9,12 +9,11 @@ The caller is always the key's tenant, never a field.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from hazmat._exceptions import InputError, NotPermitted
+from hazmat.json_input import MAX_DEPTH, check_depth, loads
 from hazmat.policy import Policy, Runtime, TrustLevel, parse_trust
 from hazmat.tenant_keys import Key
 from hazmat.wire import options_from_wire
@@ -30,65 +29,17 @@ __all__ = [
 
 ASSESS_FIELDS = ("code", "language", "trust", "semgrep")
 _RANK = {TrustLevel.UNTRUSTED: 0, TrustLevel.UNKNOWN: 1, TrustLevel.TRUSTED: 2}
-MAX_DEPTH = 32  # the API's deepest body is 3 levels (files_base64: {name: data})
-# a string, or what is left of one that never ends: every attempt matches at once (no retry
-# from each later quote, which made an unterminated string quadratic)
-_STRINGS = re.compile(rb'"[^"\\]*(?:\\.?[^"\\]*)*"?', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth is the same; the decoder checks the kinds
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
     """The body as a JSON object, or `InputError` saying what is wrong with it: not UTF-8
-    (where), not JSON (the decoder's words and position), nested too deeply, not an object.
-    Its nesting is measured before it is decoded: deeper than `MAX_DEPTH` is refused (a 400,
-    never the decoder's recursion error)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"the request body is not UTF-8 (byte {exc.start}: {exc.reason}); send UTF-8 JSON"
-        ) from None
-    check_depth(body)
-    data = _decoded(text)
+    (where), not JSON (the decoder's words and position), nested too deeply, a number too
+    long, a lone surrogate (which field), not an object (json_input.py: every JSON body of
+    the service is decoded there)."""
+    data = loads(body, "the request body")
     if not isinstance(data, dict):
         raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
     return data
-
-
-def _decoded(text: str | bytes) -> Any:
-    try:
-        return json.loads(text)
-    except RecursionError:  # brackets that do not match, too many to reach their error
-        raise InputError(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:
-        raise InputError(f"the request body is not JSON: {exc}") from None
-
-
-def check_depth(body: bytes) -> None:
-    """Refuse JSON nested deeper than `MAX_DEPTH`, without decoding it, at C speed: strings are
-    cut out (a bracket inside one does not count), then each pass removes the innermost pairs;
-    pairs left after `MAX_DEPTH` passes are deeper than that. Brackets that do not pair up are
-    no JSON: the decoder says where (it meets the first one within `MAX_DEPTH` levels, or its
-    recursion limit, which is said as nesting)."""
-    nul = body.find(b"\x00")
-    if nul >= 0:  # UTF-16 or UTF-32, which the decoder would take: quotes fall apart
-        raise InputError(
-            f"the request body is not JSON: a NUL byte at byte {nul} (send UTF-8, not UTF-16 "
-            "or UTF-32)"
-        )
-    brackets = _STRINGS.sub(b"", body).translate(_ONE_KIND, _NOT_BRACKETS)
-    for _ in range(MAX_DEPTH):  # one pass removes exactly one level: the innermost pairs
-        inner = brackets.replace(b"[]", b"")
-        if inner == brackets:
-            break  # all paired (empty), or what is left does not pair up
-        brackets = inner
-    else:
-        if b"[]" in brackets:
-            raise InputError(f"the request body is nested deeper than {MAX_DEPTH} levels")
-    if brackets:
-        _decoded(body)  # raises: the brackets do not match
-        raise InputError("the request body is not JSON: its brackets do not match")
 
 
 def run_arguments(

@@ -34,6 +34,7 @@ from hazmat._exceptions import (
     InputTooLarge,
     QuotaExceeded,
     RequestTimeout,
+    quoted,
 )
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
@@ -406,10 +407,13 @@ def _bearer(request: Request) -> str | None:
 async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -> bytes:
     """The body, never more than `cap` bytes of it in memory, all of it within `timeout_s`."""
     length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > cap):
-        if not length.isdigit():
+    if length is not None:
+        if not (length.isascii() and length.isdigit()):  # int() takes other digits too
             raise InputError("Content-Length is not a number")
-        raise InputTooLarge(f"the request body is {length} bytes; this key's cap is {cap}")
+        if len(length) > 18 or int(length) > cap:  # int() of 4,301 digits is an error
+            raise InputTooLarge(
+                f"the request body is {quoted(length)} bytes; this key's cap is {cap}"
+            )
     chunks, total = [], 0
     with anyio.move_on_after(timeout_s) as deadline:
         async for chunk in request.stream():

@@ -34,8 +34,9 @@ from hazmat._exceptions import (
 )
 from hazmat.audit.checkpoint import CheckpointError, VerifierKey
 from hazmat.audit.layout import CHECKPOINT, PUBKEY
-from hazmat.audit.receipts import check_receipt, make_receipt
+from hazmat.audit.receipts import check_receipt, make_receipt, parse_receipt
 from hazmat.audit.verify import verify_log
+from hazmat.json_input import check_depth
 from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionResult
 from hazmat.policy import TrustLevel
@@ -45,7 +46,6 @@ from hazmat.server.console.batch_page import batch_page, page_number
 from hazmat.server.console.headers import CSP
 from hazmat.server.console.recent import RecentRuns, Seen
 from hazmat.server.console.records import run_records
-from hazmat.server.fields import check_depth
 from hazmat.server.session_routes import SessionOwners
 from hazmat.tenant_keys import Key, KeyStore
 
@@ -117,10 +117,11 @@ class Console:
     async def run_receipt(self, request: Request, key: Key) -> Response:
         """A receipt for one of the run's own records."""
         seen = self._seen(request.path_params["run_id"], key)
-        seq = request.path_params["seq"]
+        seq = record_number(request.path_params["seq"])
         records = await anyio.to_thread.run_sync(self._records, seen)
-        if seq not in {r["seq"] for r in records}:
-            raise RunNotFound(f"no record {seq} of run {quoted(seen.id)}")
+        if seq is None or seq not in {r["seq"] for r in records}:
+            shown = quoted(request.path_params["seq"])
+            raise RunNotFound(f"no record {shown} of run {quoted(seen.id)}")
         return await self._receipt_page(seq)
 
     async def metrics(self, request: Request, key: Key) -> Response:
@@ -140,9 +141,10 @@ class Console:
     async def receipt(self, request: Request, key: Key) -> Response:
         """A receipt for one of the batch's verdicts (its `receipt` record number)."""
         batch = self._batch(request.path_params["batch_id"], key)
-        seq = request.path_params["seq"]
-        if seq not in {json.loads(line).get("receipt") for line in batch.lines}:
-            raise BatchNotFound(f"no receipt {seq} in batch {batch.id!r}")
+        seq = record_number(request.path_params["seq"])
+        if seq is None or seq not in {json.loads(line).get("receipt") for line in batch.lines}:
+            shown = quoted(request.path_params["seq"])
+            raise BatchNotFound(f"no receipt {shown} in batch {batch.id!r}")
         return await self._receipt_page(seq)
 
     async def sessions(self, request: Request, key: Key) -> Response:
@@ -178,11 +180,12 @@ class Console:
         """Check a pasted receipt against a pasted public key (the service's by default)."""
         form = await self._form(request, key)
         text, pubkey = form.get("receipt", ""), form.get("pubkey", "").strip()
-        check_depth(text.encode())  # a receipt is 2 levels deep: far deeper is refused first
+        check_depth(text.encode())  # a receipt is 2 levels deep: far deeper is a 400
         try:
             verifier = VerifierKey.decode(pubkey) if pubkey else self._key()
-            record = check_receipt(json.loads(text), verifier)
-        except (ValueError, CheckpointError, AuditError) as exc:
+            receipt = parse_receipt(text)  # checked whole before use (audit/receipts.py)
+            record = check_receipt(receipt, verifier)
+        except (InputError, CheckpointError, AuditError) as exc:
             return self.page("checked.html", ok=False, why=str(exc) or type(exc).__name__)
         return self.page("checked.html", ok=True, record=json.dumps(record, indent=1))
 
@@ -284,6 +287,14 @@ def display_parts(bundle: Mapping[str, bytes | str]) -> dict[str, str]:
             return {"frame": meta + data}
     text = next((v for v in bundle.values() if isinstance(v, str)), "")
     return {"text": text}
+
+
+def record_number(text: str) -> int | None:
+    """A record number from a URL: ASCII digits, no more than a record number can have (int()
+    takes other scripts' digits, and refuses 4,301 of them with an error); None otherwise."""
+    if text.isascii() and text.isdigit() and len(text) <= 19:
+        return int(text)
+    return None
 
 
 def _matches(seen: Seen, wanted: Mapping[str, str]) -> bool:

@@ -1,0 +1,73 @@
+"""JSON from outside (json_input.py): what the decoder would take but nothing after it can is
+an InputError naming where it is, whatever the value holds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hazmat import InputError
+from hazmat.json_input import MAX_NUMBER_CHARS, loads
+
+SURROGATE = "\udc80"
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"code": SURROGATE}, "field 'code'"),
+        ({"code": "x", "args": ["a", "b" + SURROGATE]}, "field 'args'[1]"),
+        ({"env": {"A": "\ud800x"}}, "field 'env'['A']"),
+        ({"files": {"a.txt": SURROGATE}}, "field 'files'['a.txt']"),
+        ({"files": {SURROGATE: "x"}}, "a name in field 'files'"),
+        ({SURROGATE: 1}, "a field's name"),
+        ([{"id": SURROGATE}], "field 0['id']"),
+        (SURROGATE, "the value"),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_its_field(value: Any, where: str) -> None:
+    body = json.dumps(value).encode()  # ensure_ascii: the surrogate is a \\udc80 escape
+    with pytest.raises(InputError, match="holds a lone surrogate") as refused:
+        loads(body, "the request body")
+    assert str(refused.value).startswith(f"the request body: {where} holds a lone surrogate")
+
+
+def test_a_pair_of_surrogates_is_text() -> None:
+    assert loads(b'{"code": "\\ud83d\\ude00 \\\\udc80"}') == {"code": "\U0001f600 \\udc80"}
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["9" * 4301, "9" * (MAX_NUMBER_CHARS + 1), "-" + "9" * 100, "1." + "0" * 100, "1e" + "9" * 50],
+)
+def test_a_number_too_long_is_refused_before_int_or_float_reads_it(number: str) -> None:
+    with pytest.raises(InputError, match=f"has a number .*at most {MAX_NUMBER_CHARS} characters"):
+        loads(f'{{"timeout": {number}}}'.encode())
+
+
+def test_numbers_of_ordinary_length_are_numbers() -> None:
+    assert loads(b"[18446744073709551616, -1, 0.1, 1e300]") == [2**64, -1, 0.1, 1e300]
+
+
+TEXT = st.text(st.characters(exclude_categories=()))  # lone surrogates included
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(VALUES)
+def test_any_json_value_is_a_value_or_an_input_error(value: Any) -> None:
+    """Any text (lone surrogates included), any number, any nesting: a value, or an
+    InputError that says which of the bounds it is past; never another error."""
+    body = json.dumps(value).encode()
+    try:
+        loads(body)
+    except InputError as exc:
+        assert "lone surrogate" in str(exc) or "has a number" in str(exc), exc
