@@ -98,6 +98,16 @@ def test_installing_is_off_by_default_and_reaches_only_the_index() -> None:
         (["six; os_name == 'nt'"], InputError, "markers"),
         (["six @ https://evil.example/six.whl"], InstallRefused, "ask for it by name"),
         (["a", "b", "c", "d"], InstallRefused, "at most 3"),
+        # what pip reads as a local file to unpack or build, not a name
+        (["six.tar.gz"], InputError, "a file name"),
+        (["rt4.whl"], InputError, "a file name"),
+        (["Tool.ZIP"], InputError, "a file name"),
+        (["x===/etc/x.whl"], InputError, "`===` is not taken"),
+        (["x===1.0"], InputError, "`===` is not taken"),
+        (["six===a\x00b"], InputError, "printable ASCII"),
+        (["six==1.0\n--index-url=x"], InputError, "printable ASCII"),
+        (["./six"], InputError, "is not a requirement"),
+        ([".."], InputError, "is not a requirement"),
     ],
 )
 def test_what_may_be_asked(asked: object, error: type[Exception], says: str) -> None:
@@ -116,6 +126,16 @@ def test_what_may_be_asked(asked: object, error: type[Exception], says: str) -> 
         (["Lodash"], InputError, "not an npm package name"),
         (["lodash@1.0.0 || $(id)"], InputError, "not an npm package name"),
         (["--registry=https://evil.example/"], InputError, "options are not taken"),
+        # what npm reads as a folder or a file to install from, not a version
+        (["x@."], InputError, "not an npm package name"),
+        (["x@.."], InputError, "not an npm package name"),
+        (["x@.hidden"], InputError, "not an npm package name"),
+        (["x.tgz"], InputError, "a file name"),
+        (["x@y.tar.gz"], InputError, "a file name"),
+        (["x@1\x00"], InputError, "printable ASCII"),
+        (["_x@1"], InputError, "not an npm package name"),
+        (["node_modules"], InputError, "not an npm package name"),
+        (["x@1.0.0 ; id"], InputError, "not an npm package name"),
     ],
 )
 def test_what_an_npm_session_may_ask(asked: object, error: type[Exception], says: str) -> None:
@@ -126,7 +146,8 @@ def test_what_an_npm_session_may_ask(asked: object, error: type[Exception], says
 
 def test_npm_requirements_pass_as_given() -> None:
     settings = PackageSettings(("unknown",), npm=Source("npm", "https://npm.example/"))
-    asked = ["lodash@4.17.21", "@types/node@^20", "left-pad", "x@>=1.2 <2 || 3.x"]
+    asked = ["lodash@4.17.21", "@types/node@^20", "left-pad", "x@>=1.2 <2 || 3.x", "x@latest",
+             "x@~1.2.3", "x@1.0.0-beta.1", "x@1.2.3 - 2", "x@*", "a.b@^1"]  # fmt: skip
     assert check_requirements(asked, settings, "unknown", "javascript") == tuple(asked)
 
 

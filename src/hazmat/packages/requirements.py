@@ -1,8 +1,12 @@
 """What a session asks to install, checked before anything is fetched: the policy lets its
 level install, and each entry is a plain requirement, never a URL, a path, a git reference or
-one of pip's or npm's options. Python: a name, extras and a version range (`seaborn==0.13.2`,
-`requests>=2.31`); JavaScript and TypeScript: an npm name and a version or range
-(`lodash@4.17.21`, `@scope/pkg@^1.2`)."""
+one of pip's or npm's options. Python: a PEP 508 name, extras and PEP 440 version
+specifiers (`seaborn==0.13.2`, `requests>=2.31`); no `===` (its version is any string, a path
+to pip) and no name pip reads as a file (`six.tar.gz`, `x.whl`). JavaScript and TypeScript: a
+name by npm's rules and a semver version or range, or a dist-tag (`lodash@4.17.21`,
+`@scope/pkg@^1.2`, `x@latest`); never what npm reads as a path (`x@.`, `x@..`, `x@~/y`,
+`x.tgz`).
+Printable ASCII only: no NUL, no control character."""
 
 from __future__ import annotations
 
@@ -17,10 +21,25 @@ from hazmat.package_policy import SOURCES, PackageSettings
 __all__ = ["check_requirements"]
 
 MOST_CHARS = 200
-# npm's names (lower case, URL-safe, an optional scope) and a version, tag or range: no
-# protocol (`git+`, `file:`, `npm:` aliases, URLs) gets through
-_NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
-_NPM = re.compile(rf"({_NPM_NAME})(?:@([A-Za-z0-9.^~<>=|*+ -]{{1,100}}))?")
+PRINTABLE = re.compile(r"[ -~]+")
+# what pip reads as a file to build or unpack rather than a name (pip's ARCHIVE_EXTENSIONS)
+ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz",
+            ".tlz", ".tar.lz", ".tar.lzma")  # fmt: skip
+# npm's names (validate-npm-package-name: lower case, URL-safe, no leading `.` or `_`, an
+# optional scope), and after `@` a semver range (node-semver's grammar) or a dist-tag, which
+# starts with a letter: no protocol (`git+`, `file:`, `npm:` aliases, URLs) and no path
+_NPM_PART = r"[a-z0-9][a-z0-9._-]*"
+_NPM_NAME = rf"(?:@{_NPM_PART}/)?{_NPM_PART}"
+_SEMVER_PART = r"(?:0|[1-9][0-9]*|[xX*])"
+_SEMVER_TAIL = r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+_SEMVER = rf"v?{_SEMVER_PART}(?:\.{_SEMVER_PART}(?:\.{_SEMVER_PART}{_SEMVER_TAIL})?)?"
+_COMPARATOR = rf"(?:(?:<=|>=|<|>|=|~>?|\^) *)?{_SEMVER}"
+_RANGE_SET = rf"{_SEMVER} +- +{_SEMVER}|{_COMPARATOR}(?: +{_COMPARATOR})*"
+_RANGE = rf"(?:{_RANGE_SET})(?: *\|\| *(?:{_RANGE_SET}))*"
+_TAG = r"[A-Za-z][A-Za-z0-9._-]*"
+_NPM = re.compile(rf"({_NPM_NAME})(?:@({_RANGE}|{_TAG}))?")
+NPM_NAME_MOST = 214
+NPM_RESERVED = frozenset({"node_modules", "favicon.ico"})
 EXAMPLE = {"python": "'six==1.17.0'", "npm": "'lodash@4.17.21'"}
 
 
@@ -47,6 +66,11 @@ def check_requirements(
 def _text(entry: object, example: str) -> str:
     if not isinstance(entry, str) or not entry.strip():
         raise InputError(f"packages: expected requirement strings, got {quoted(entry)}")
+    if not PRINTABLE.fullmatch(entry):
+        raise InputError(
+            f"packages: {quoted(entry)} is not a requirement: only printable ASCII is taken "
+            "(no NUL, no control character)"
+        )
     if len(entry) > MOST_CHARS or entry.lstrip().startswith("-"):
         raise InputError(
             f"packages: {quoted(entry)} is not a requirement (a name and a version, like "
@@ -67,6 +91,16 @@ def _python(entry: str) -> str:
         )
     if requirement.marker:
         raise InputError(f"packages: {quoted(entry)}: environment markers are not taken")
+    if any(spec.operator == "===" for spec in requirement.specifier):
+        raise InputError(
+            f"packages: {quoted(entry)}: `===` is not taken (it matches any string); use "
+            "`==` and a version"
+        )
+    if any(text.lower().endswith(ARCHIVES) for text in (requirement.name, entry)):
+        raise InputError(
+            f"packages: {quoted(entry)} is a file name, not a package's: ask for the package "
+            "by name and version (like 'six==1.17.0')"
+        )
     return str(requirement)
 
 
@@ -76,11 +110,16 @@ def _npm(entry: str) -> str:
             f"packages: {quoted(entry)} names a URL, a path or a repository: packages come "
             "from the service's registry only; ask for it by name and version"
         )
-    found = _NPM.fullmatch(entry)
-    if found is None:
+    if entry.lower().endswith(ARCHIVES):  # npm reads `x.tgz` and `x@y.tgz` as files
         raise InputError(
-            f"packages: {quoted(entry)} is not an npm package name with an optional version "
-            "(like 'lodash@4.17.21' or '@scope/pkg@^1.2')"
+            f"packages: {quoted(entry)} is a file name, not a package's: ask for the package "
+            "by name and version (like 'lodash@4.17.21')"
+        )
+    found = _NPM.fullmatch(entry)
+    if found is None or len(found[1]) > NPM_NAME_MOST or found[1] in NPM_RESERVED:
+        raise InputError(
+            f"packages: {quoted(entry)} is not an npm package name with an optional version, "
+            "range or tag (like 'lodash@4.17.21', '@scope/pkg@^1.2' or 'pkg@latest')"
         )
     return entry
 
