@@ -5,6 +5,7 @@ streamable HTTP and over stdio (`hazmat mcp`). Used by tests/server and tests/cl
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -31,6 +32,15 @@ class LiveServer:
     audit_dir: Path
     keys_path: Path
     process: subprocess.Popen[str]
+    log_path: Path | None = None  # its standard error: logging's records, tracebacks
+
+    def log(self, start: int = 0) -> str:
+        """What it wrote to standard error from byte `start` on."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        with self.log_path.open("rb") as f:
+            f.seek(start)
+            return f.read().decode("utf-8", "replace")
 
     def client(self, key: str | None = "untrusted") -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
@@ -92,38 +102,43 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
         "HAZMAT_URL": "",
         "HAZMAT_API_KEY": "",
     }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hazmat",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--keys",
-            str(tmp / "keys.json"),
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
+    log_path = tmp / "serve.stderr"  # read by no_tracebacks after each test (conftest.py)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hazmat",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--keys",
+                str(tmp / "keys.json"),
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
     assert process.stdout is not None
     seen = []
     for line in process.stdout:  # the server says where it listens once it is ready
         seen.append(line)
         if "listening on " in line:
             url = line.split("listening on ", 1)[1].split()[0]
-            return LiveServer(url, keys, tmp / "audit", tmp / "keys.json", process)
+            server = LiveServer(url, keys, tmp / "audit", tmp / "keys.json", process, log_path)
+            STARTED.append(server)
+            return server
     process.wait()
-    raise AssertionError(f"hazmat serve did not start: {''.join(seen)}")
+    raise AssertionError(f"hazmat serve did not start: {''.join(seen)}{log_path.read_text()}")
 
 
 def stop_server(server: LiveServer) -> str:
-    """SIGTERM, as a service manager stops it; returns what it printed after."""
+    """SIGTERM, as a service manager stops it; returns what it printed after, then all it
+    wrote to standard error."""
     server.process.send_signal(signal.SIGTERM)
     try:
         rest, _ = server.process.communicate(timeout=120)
@@ -131,8 +146,66 @@ def stop_server(server: LiveServer) -> str:
         server.process.kill()  # a service that will not stop fails its test, and goes
         server.process.communicate()
         raise
+    rest += server.log()
     assert server.process.returncode == 0, rest
     return rest
+
+
+# every service the tests started, for no_tracebacks
+STARTED: list[LiveServer] = []
+TRACEBACK = "Traceback (most recent call last)"
+
+
+@pytest.fixture
+def no_tracebacks() -> Iterator[None]:
+    """Fail the test during which a service under test logged a traceback (`TracebackWatch`)."""
+    watch = TracebackWatch()
+    try:
+        yield
+    finally:
+        found = watch.stop()
+    if found:
+        pytest.fail("the service logged a traceback:\n" + "\n".join(found))
+
+
+class TracebackWatch(logging.Handler):
+    """The tracebacks a service under test logs from now until `stop`: an exception its code
+    did not expect (a 5xx, a thread that died). A `hazmat serve` the tests started writes them
+    to its standard error (one started before, a module's, is read from where it was now);
+    the app in this process, as ERROR records with exc_info from hazmat's, uvicorn's or
+    Starlette's loggers."""
+
+    LOGGERS = ("hazmat", "uvicorn", "starlette")
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+        self.before = {id(server): _size(server) for server in STARTED}
+        logging.getLogger().addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR and record.exc_info and self._ours(record):
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            self.records.append(record)
+
+    def _ours(self, record: logging.LogRecord) -> bool:
+        return record.name.split(".")[0] in self.LOGGERS
+
+    def stop(self) -> list[str]:
+        """Each traceback seen, with where."""
+        logging.getLogger().removeHandler(self)
+        found = [f"in process: {r.name}: {r.getMessage()}\n{r.exc_text}" for r in self.records]
+        for server in list(STARTED):
+            written = server.log(self.before.get(id(server), 0))
+            if TRACEBACK in written:
+                found.append(f"{server.url}: {written[written.index(TRACEBACK) :][:4000]}")
+            if server.process.poll() is not None:
+                STARTED.remove(server)  # stopped: nothing more comes
+        return found
+
+
+def _size(server: LiveServer) -> int:
+    return server.log_path.stat().st_size if server.log_path and server.log_path.exists() else 0
 
 
 @pytest.fixture(scope="module")

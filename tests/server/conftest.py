@@ -1,5 +1,13 @@
-"""Fixtures for the service's tests (the helpers are in tests/server_helpers.py)."""
+"""Fixtures for the service's tests (the helpers are in tests/server_helpers.py): every test
+here fails if the service it used logged a traceback (`no_tracebacks`)."""
 
-from server_helpers import live_server
+import pytest
 
-__all__ = ["live_server"]
+from server_helpers import live_server, no_tracebacks
+
+__all__ = ["live_server", "no_tracebacks", "tracebacks_fail_the_test"]
+
+
+@pytest.fixture(autouse=True)
+def tracebacks_fail_the_test(no_tracebacks: None) -> None:
+    """`no_tracebacks` for every test of the service."""

@@ -8,6 +8,9 @@ document that test_openapi_fuzz.py gives Schemathesis)."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from hazmat.audit.log import AuditLog
 from hazmat.server.http import create_app
 from hazmat.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
+from server_helpers import STARTED, LiveServer, TracebackWatch
 
 LONE = "\udc80"  # valid JSON as "\udc80"; no text: it cannot be encoded
 HUGE = "9" * 4301  # valid JSON; int() of it is an error in Python 3.11+
@@ -211,3 +215,37 @@ def test_fuzz_the_consoles_runs_filter(served: Served, query: dict[str, str]) ->
     safe = {k: v.encode("utf-8", "surrogatepass").decode("latin-1") for k, v in query.items()}
     answer = client.get("/console/f/runs", params=safe, headers=headers)
     assert answer.status_code < 500, answer.text
+
+
+def test_a_traceback_in_the_services_log_is_seen(tmp_path: Path) -> None:
+    """The watch every test here runs under (conftest.py's `no_tracebacks`) sees a traceback
+    from the app in process and one in a live service's log, and nothing else."""
+    log = tmp_path / "serve.stderr"
+    log.write_text("earlier: Traceback (most recent call last)\n")  # before the watch: not seen
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    server = LiveServer("http://x", {}, tmp_path, tmp_path, process, log)  # type: ignore[arg-type]
+    STARTED.append(server)
+    watch = TracebackWatch()
+    logger = logging.getLogger("hazmat.server.test")
+    try:
+        raise ValueError("boom")
+    except ValueError:  # given to this watch alone (the test's own would fail the test)
+        error = sys.exc_info()
+    for level, exc_info in (
+        (logging.WARNING, error),
+        (logging.ERROR, None),
+        (logging.ERROR, error),
+    ):
+        record = logger.makeRecord(
+            logger.name, level, __file__, 1, "an unexpected error", (), exc_info
+        )
+        watch.handle(record)
+    logging.getLogger("starlette.test").warning("a warning is not a traceback")
+    with log.open("a") as f:
+        f.write("Traceback (most recent call last):\n  ...\nKeyError: 'x'\n")
+    process.wait()
+    found = watch.stop()
+    assert len(found) == 2, found
+    assert "an unexpected error" in found[0] and "ValueError: boom" in found[0]
+    assert "KeyError: 'x'" in found[1] and "earlier" not in found[1]
+    assert server not in STARTED  # it has stopped: not read again
