@@ -42,6 +42,7 @@ from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.container.cgroup import Monitor, Sample
 from hazmat.backends.container.cores import Cores, cores_folder
 from hazmat.backends.container.measure import Measure
+from hazmat.backends.container.memory import held_beside_runsc, over_memory, program_peak
 from hazmat.backends.container.owners import LABEL, owner_labels
 from hazmat.backends.container.seccomp import MISSING_NOTE, SeccompProfile
 from hazmat.backends.container.started import REAP_GRACE_S, Started
@@ -54,7 +55,6 @@ from hazmat.watch import Watch
 __all__ = ["READY_TIMEOUT_S", "UNPACK_S", "ContainerBackend", "Driver"]
 
 log = logging.getLogger(__name__)
-_MiB = 1024 * 1024
 # How long a new sandbox may take to say it is ready (runsc starting node is the slowest).
 READY_TIMEOUT_S = 60.0
 # How long a kept build's test may take to be unpacked (the agent first clears what the last test
@@ -224,9 +224,12 @@ class ContainerBackend(Backend):
         """Between the build and the program: the sandbox started with the build step's
         memory budget; set the program's own. Returns None, or the bytes the build left in
         use when they are more than the program may have (the kernel could not reclaim them)."""
-        if job.spec.start_memory_mb == job.spec.memory_mb:
+        if job.spec.start_memory_mb == job.spec.program_cgroup_mb:
             return None
-        return self.driver.program_memory(started, job)
+        held = self.driver.program_memory(started, job)
+        if held is None and job.runtime is Runtime.RUNSC and started.cgroup is not None:
+            held = held_beside_runsc(started.cgroup, job.spec.memory_mb)
+        return held
 
     def run(self, started: Started, job: Job) -> RunReport:
         """Give `started` its one job and report what happened. The caller discards it."""
@@ -357,7 +360,7 @@ class ContainerBackend(Backend):
             displays=displays,
             notes=tuple(notes),
             peak_memory_bytes=peak,
-            memory_exceeded=_over_memory(peak, job, monitor, prelude),
+            memory_exceeded=over_memory(peak, job, monitor, prelude),
             cpu_time_ms=cpu_ms,
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
@@ -453,24 +456,6 @@ class ContainerBackend(Backend):
             future.add_done_callback(self._discard_prepared)
         if preparer is not None:
             preparer.shutdown(wait=True)
-
-
-def program_peak(figures: Sample | None, monitor: Monitor | None) -> int | None:
-    """The program's peak memory: its container's cgroup's peak since the program started,
-    less, under runsc, gVisor's own memory (`Cgroup.runtime_memory`: the Sentry's and the
-    gofer's, not the program's, which is all in gVisor's memory file). None when unknown."""
-    if figures is None or monitor is None:
-        return None
-    return max(0, figures.memory_peak - monitor.runtime_memory)
-
-
-def _over_memory(peak: int | None, job: Job, monitor: Monitor | None, prelude: bool) -> bool:
-    """Whether the program's own peak passed its limit: only a peak from the program's start
-    (a build's or an unpacking's before it, when the kernel could not reset the peak, is not
-    the program's)."""
-    if peak is None or monitor is None or peak <= job.spec.memory_mb * _MiB:
-        return False
-    return monitor.restarted or not (job.language.build or prelude)
 
 
 def _oom_since(base: Sample | None, now: Sample | None) -> bool:

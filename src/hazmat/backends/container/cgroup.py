@@ -138,6 +138,14 @@ class Cgroup:
         except (OSError, ValueError):
             return None
 
+    def usage(self) -> int | None:
+        """The memory in use now (None when the cgroup is gone)."""
+        name = "memory.current" if self.unified else "memory.usage_in_bytes"
+        try:
+            return int(_read(self.memory / name))
+        except (OSError, ValueError):
+            return None
+
     def runtime_memory(self) -> int | None:
         """The memory of the cgroup's processes themselves, not of what they map from files or
         shared memory: their anonymous memory and the kernel's memory for them (v1's

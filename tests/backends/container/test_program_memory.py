@@ -1,0 +1,67 @@
+"""A program's own memory from its cgroup files (backends/container/memory.py), in a temporary
+tree: gVisor's own memory (anonymous and kernel memory) told apart from the program's, the peak
+started over at the program's go, and what a build left judged against the program's limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hazmat.backends.container.cgroup import Cgroup, Monitor
+from hazmat.backends.container.memory import held_beside_runsc, program_peak
+
+MiB = 1024 * 1024
+
+
+def _v1(tmp_path: Path, peak: int, usage: int, rss: int, kmem: int) -> Cgroup:
+    memory, cpu = tmp_path / "memory", tmp_path / "cpuacct"
+    for folder in (memory, cpu):
+        folder.mkdir(exist_ok=True)
+    (memory / "memory.max_usage_in_bytes").write_text(f"{peak}\n")
+    (memory / "memory.usage_in_bytes").write_text(f"{usage}\n")
+    (memory / "memory.oom_control").write_text("oom_kill 0\n")
+    # what runsc's cgroup holds: the program's memory as gVisor's memory file (shmem, cache)
+    (memory / "memory.stat").write_text(
+        f"cache {usage - rss}\nrss {rss}\nshmem {usage - rss}\n"
+        f"total_cache {usage - rss}\ntotal_rss {rss}\ntotal_shmem {usage - rss}\n"
+    )
+    (memory / "memory.kmem.usage_in_bytes").write_text(f"{kmem}\n")
+    (cpu / "cpuacct.usage").write_text("1\n")
+    return Cgroup(memory, cpu, False)
+
+
+def test_gvisors_own_memory_is_its_anonymous_and_kernel_memory(tmp_path: Path) -> None:
+    cgroup = _v1(tmp_path, 270 * MiB, 266 * MiB, 12 * MiB, 2 * MiB)
+    assert cgroup.runtime_memory() == 14 * MiB
+    assert cgroup.usage() == 266 * MiB
+
+
+def test_v2_reads_anon_and_kernel(tmp_path: Path) -> None:
+    (tmp_path / "memory.stat").write_text("anon 1000\nfile 5000\nkernel 300\nshmem 4000\n")
+    assert Cgroup(tmp_path, tmp_path, True).runtime_memory() == 1300
+
+
+def test_the_programs_peak_is_the_cgroups_less_gvisors_own(tmp_path: Path) -> None:
+    cgroup = _v1(tmp_path, 270 * MiB, 266 * MiB, 12 * MiB, 2 * MiB)
+    runsc, runc = Monitor(cgroup, runtime_own=True), Monitor(cgroup)
+    runsc.take()
+    runc.take()
+    assert program_peak(runsc.stop(), runsc) == 256 * MiB
+    assert program_peak(runc.stop(), runc) == 270 * MiB  # under runc all of it is the program's
+
+
+def test_the_peak_starts_over_at_the_programs_go(tmp_path: Path) -> None:
+    cgroup = _v1(tmp_path, 900 * MiB, 20 * MiB, 0, 0)  # a compiler's peak
+    monitor = Monitor(cgroup)
+    assert not monitor.restarted
+    monitor.restart_peak()  # the kernel's watermark is reset: the file now reads what is in use
+    assert monitor.restarted
+    assert (tmp_path / "memory/memory.max_usage_in_bytes").read_text() == "0"
+    (tmp_path / "memory/memory.max_usage_in_bytes").write_text(f"{30 * MiB}\n")
+    figures = monitor.stop()
+    assert figures is not None and figures.memory_peak == 30 * MiB
+
+
+def test_what_a_build_left_is_judged_without_gvisors_own(tmp_path: Path) -> None:
+    cgroup = _v1(tmp_path, 90 * MiB, 84 * MiB, 18 * MiB, 2 * MiB)  # 64 MiB the build's
+    assert held_beside_runsc(cgroup, 64) is None
+    assert held_beside_runsc(cgroup, 48) == 64 * MiB
