@@ -223,4 +223,4 @@ def test_a_receipt_file_that_is_not_json_says_so(
     key = str(tmp_path / "log" / "pubkey")
     code, out, err = in_process(capsys, "check-receipt", str(receipt), "--pubkey", key)
     assert (code, out) == (2, "")
-    assert err.startswith(f"hazmat: error: {receipt} is not a receipt (not JSON: ")
+    assert err.startswith(f"hazmat: error: {receipt}: not a receipt: its JSON is not UTF-8 (byte 0")

@@ -309,3 +309,44 @@ def test_the_session_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path
     assert _previous_from(log, None, "nobody") is None
     assert _previous_from(log, "tenant:other key:0", "s1") is None  # another caller's label
     log.close()
+
+
+@pytest.mark.parametrize(
+    "seal", [b"[" * 100_000, b'"a string"', b"[1, 2]", b'{"end_seq": ' + b"9" * 5000 + b"}"]
+)
+def test_a_forged_seal_is_reported_never_a_crash(tmp_path: Path, seal: bytes) -> None:
+    """A seal is what a forger may write: nested 100,000 deep, not an object, a 5,000-digit
+    number. It was a RecursionError or an AttributeError; it is a bad signature."""
+    path = tmp_path / "log"
+    pub = make(path, 25, segment_records=10)  # segments 1 and 2 sealed
+    (sealed,) = [s for s in sorted((path / "seals").iterdir()) if s.name.startswith("000001")]
+    sealed.write_bytes(seal)
+    report = verify(path, pub)
+    assert not report["ok"]
+    assert report["problem"]["kind"] == "bad_signature", report
+
+
+@pytest.mark.parametrize(
+    ("option", "text"),
+    [
+        ("--checkpoint", '"a note"\n1\n'),  # AttributeError: 'int' object has no 'partition'
+        ("--checkpoint", '"a note"\n' + "[" * 100_000 + "\n"),
+        ("--anchor", "[" * 100_000 + "\n"),  # RecursionError
+        ("--anchor", '"\\udc80"\n[1]\n'),
+    ],
+)
+def test_checkpoint_and_anchor_files_that_hold_no_notes_are_errors(
+    tmp_path: Path, option: str, text: str
+) -> None:
+    path = tmp_path / "log"
+    pub = make(path, 3)
+    given = tmp_path / "given"
+    if option == "--anchor":
+        given.mkdir()
+        (given / "checkpoints").write_text(text)
+    else:
+        given.write_text(text)
+    said = hazmat("audit", "verify", "--log", str(path), "--pubkey", str(pub), option, str(given))
+    assert said.exit_code in (1, 74), said.stderr  # does not verify; an anchor it cannot read
+    assert "internal error" not in said.stderr
+    assert "is not a checkpoint" in said.stdout + said.stderr

@@ -11,10 +11,11 @@ import json
 import os
 from pathlib import Path
 
-from hazmat._exceptions import AuditError
+from hazmat._exceptions import AuditError, InputError
 from hazmat.audit.layout import fsync_dir, io_message, write_fully
+from hazmat.json_input import loads
 
-__all__ = ["ANCHOR_FILE", "append_note", "last_note", "read_notes"]
+__all__ = ["ANCHOR_FILE", "append_note", "last_note", "parse_notes", "read_notes"]
 
 ANCHOR_FILE = "checkpoints"
 _TAIL = 64 * 1024  # a signed note is ~200 bytes: the last one is within this many bytes
@@ -62,13 +63,19 @@ def last_note(anchor: Path) -> str | None:
 
 
 def _parse(data: bytes, anchor: Path) -> list[str]:
+    return parse_notes(data, str(anchor / ANCHOR_FILE))
+
+
+def parse_notes(data: bytes, where: str) -> list[str]:
+    """Checkpoints one JSON string a line (an anchor's file, a copy of it); `AuditError` naming
+    the first line that is not one (decoded within json_input.py's bounds: never a crash)."""
     notes = []
     for number, line in enumerate(data.splitlines(), 1):
         try:
-            note = json.loads(line)
-        except ValueError:
+            note = loads(line, f"line {number}")
+        except InputError:
             note = None
         if not isinstance(note, str):
-            raise AuditError(f"{anchor / ANCHOR_FILE}: line {number} is not a checkpoint")
+            raise AuditError(f"{where}: line {number} is not a checkpoint")
         notes.append(note)
     return notes

@@ -16,7 +16,6 @@ appending beside it is never mistaken for damage.
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections.abc import Iterable
 from contextlib import ExitStack
@@ -28,12 +27,13 @@ import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from hazmat._exceptions import AuditError
-from hazmat.audit.anchor import ANCHOR_FILE, read_notes
+from hazmat._exceptions import AuditError, InputError
+from hazmat.audit.anchor import ANCHOR_FILE, parse_notes, read_notes
 from hazmat.audit.checkpoint import Checkpoint, CheckpointError, VerifierKey, read_note
 from hazmat.audit.layout import CHECKPOINT, PUBKEY, flocked, list_log, segment_name
 from hazmat.audit.merkle import Frontier, leaf_hash
 from hazmat.audit.records import GENESIS, LineError, Record, parse_line_exact
+from hazmat.json_input import loads
 
 __all__ = ["Problem", "Report", "log_key", "verify_log"]
 
@@ -133,8 +133,9 @@ def _notes_in(path: Path) -> list[tuple[str, str]]:
     if path.is_dir():
         return [(f"{path}#{i + 1}", n) for i, n in enumerate(read_notes(path))]
     text = read_note(path)
-    if text.startswith('"'):
-        return [(f"{path}#{i + 1}", json.loads(x)) for i, x in enumerate(text.splitlines())]
+    if text.startswith('"'):  # every line a JSON string, or AuditError naming the first not
+        notes = parse_notes(text.encode(), str(path))
+        return [(f"{path}#{i + 1}", note) for i, note in enumerate(notes)]
     return [(str(path), text)]
 
 
@@ -388,14 +389,23 @@ class _Walk:
 
     def _seal(self, number: int) -> dict[str, Any]:
         try:
-            seal: dict[str, Any] = json.loads(self.snap.seals[number])
+            seal = loads(self.snap.seals[number], "the seal")  # bounded: a forger wrote it
+            if not isinstance(seal, dict):
+                raise TypeError(f"the seal is a {type(seal).__name__}, not an object")
             signature = base64.b64decode(seal.pop("signature"))
             Ed25519PublicKey.from_public_bytes(self.key.public).verify(
                 signature, rfc8785.dumps(seal)
             )
             cp = self.key.open(seal["checkpoint"])
             frontier = Frontier(seal["end_seq"], [bytes.fromhex(h) for h in seal["frontier"]])
-        except (ValueError, KeyError, TypeError, InvalidSignature, CheckpointError) as exc:
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            InputError,
+            InvalidSignature,
+            CheckpointError,
+        ) as exc:
             self.report.fail(
                 "bad_signature",
                 None,
