@@ -87,7 +87,8 @@ def test_a_build_has_a_memory_budget_of_its_own(engine: Engine, runtime: str) ->
     )
     own = with_limits(engine, runtime, MILLION_TOKENS, memory_mb=128, compile_memory_mb=512)
     assert (own.outcome, own.exit_code) == (Outcome.OK, 0), own
-    assert own.peak_memory_bytes is not None and own.peak_memory_bytes > 128 * 1024 * 1024
+    # the result's peak is its program's, from its go: the compiler's (over 128 MB) is not in it
+    assert own.peak_memory_bytes is not None and own.peak_memory_bytes < 128 * 1024 * 1024
 
 
 C_HOG = """#include <stdio.h>
