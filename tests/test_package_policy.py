@@ -284,7 +284,7 @@ def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
 ) -> None:
     big = _zip(70 * 1024 * 1024)  # 70 MB unpacked: the level's tmpfs is 64 MB (standard)
     member = hashlib.sha256(big).hexdigest()
-    answer = report(files={"files.tar": _download({member: big}, [_entry(WHEEL, "", member)])})
+    answer = report(files={"files.tar": _download({member: big}, [_entry(WHEEL, member, member)])})
     backend = RecordingBackend(answer)
     with (
         Sandbox(_policy(tmp_path), backend=backend) as sandbox,
@@ -377,7 +377,9 @@ def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
     [(mode, call)] = backend.kept[0].calls
     assert mode == "run"
     sent = call.program.files
-    assert "main.ts" in sent and sent[f".hazmat-install/{digest}.tgz"] == tgz
+    assert "main.ts" in sent  # the tarball made again at plain paths, `package/` removed
+    with tarfile.open(fileobj=io.BytesIO(sent[f".hazmat-install/{digest}.tgz"])) as tree:
+        assert [(m.name, m.isfile()) for m in tree] == [("index.js", True)]
     assert json.loads(sent[".hazmat-install/plan.json"]) == [
         {"path": "node_modules/left", "archive": f"{digest}.tgz"}
     ]

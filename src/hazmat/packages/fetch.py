@@ -1,9 +1,12 @@
 """The download of an install: a single-use sandbox of the session's image and runtime whose
 only network is the package source's hosts, through the allowlist proxy (a gate of its own).
 Its program is hazmat's, not the caller's (fetch_pip.py for Python, fetch_npm.js for
-JavaScript and TypeScript): pip or npm works out what to install and downloads what the host's
-cache lacks, into one archive whose files are named by their digest. The host checks every
-file against the digest the index lists before it keeps it (cache.py) or sends it anywhere."""
+JavaScript and TypeScript): pip or npm works out what to install and downloads it, into one
+archive whose files are named by their digest. That sandbox is told the requirements and the
+caps, nothing of the host's cache: what it holds is nobody's business there. The host takes
+only files whose digest the index lists (a file the index lists no digest for is refused),
+checks each against it before it keeps it (cache.py) or sends it anywhere, and uses its own
+copy where its cache holds one whose bytes match."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ ARCHIVE = "files.tar"
 # where an npm package goes in the session's working directory: node_modules/, nested
 _NODE_NAME = r"node_modules/(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
 _NODE_PATH = re.compile(f"(?:{_NODE_NAME}/)*{_NODE_NAME}")
+_NPM_SPEC = re.compile(r"(?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@[0-9A-Za-z.+-]{1,100}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +50,7 @@ class PackageFile:
     file: str
     sha256: str
     bytes: int
-    cached: bool  # it came from the host's cache, not the index
+    cached: bool  # the host's cache held it whole (its bytes checked): its copy is the one used
     requested: bool  # asked for by name (not only a dependency)
     path: str = ""  # npm: where it goes in the working directory (node_modules/...)
 
@@ -84,30 +88,57 @@ def fetch(
     gate = gates.open(hosts, ports)
     if gate is None:  # pragma: no cover - a source has a host
         raise InstallRefused("the package source has no host")
+    most = settings.max_mb * MiB
+    want = {"requirements": list(requirements), "most_files": settings.max_packages}
     try:
-        job = _job(settings, source, session, requirements, cache, str(gate.directory))
-        job = dataclasses.replace(job, limits=job.limits.clamped(backend.resources()))
-        report = backend.execute(job)
+        run = _Run(backend, settings, source, session, str(gate.directory))
+        plan, sent = run({**want, "most_bytes": most})
+        lacking = _lacking(plan, sent, cache) if source.kind == "npm" else []
+        if lacking:  # npm: the tarballs of this install the cache lacks, in a sandbox again
+            sent.update(run({"pack": lacking, "most_bytes": most})[1])
     finally:
         connections = gates.close(gate)
-    return _files(report, settings, cache), connections
+    fetched = [_checked(entry, sent, cache) for entry in plan]
+    return list({f.digest + f.file.path: f for f in fetched}.values()), connections
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One run of the download's program: its plan and the files it sent, by member name."""
+
+    backend: Backend
+    settings: PackageSettings
+    source: Source
+    session: Job
+    egress: str
+
+    def __call__(self, want: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
+        job = _job(self.settings, self.source, self.session, want, self.egress)
+        job = dataclasses.replace(job, limits=job.limits.clamped(self.backend.resources()))
+        return _sent(self.backend.execute(job), self.settings)
+
+
+def _lacking(plan: list[dict[str, Any]], sent: dict[str, bytes], cache: FileCache) -> list[str]:
+    """npm's `<name>@<version>` of each entry the download did not send and the cache does
+    not hold whole (its bytes checked)."""
+    specs = []
+    for entry in plan:
+        listed, spec = str(entry.get("digest")), f"{entry.get('name')}@{entry.get('version')}"
+        if listed not in sent and cache.is_digest(listed) and cache.get(listed) is None:
+            if not _NPM_SPEC.fullmatch(spec):
+                raise InfraError(f"the package download named a package {spec!r}: not fetched")
+            specs.append(spec)
+    return sorted(set(specs))
 
 
 def _job(
     settings: PackageSettings,
     source: Source,
     session: Job,
-    requirements: Sequence[str],
-    cache: FileCache,
+    want: dict[str, Any],
     egress: str,
 ) -> Job:
     most = settings.max_mb * MiB
-    want = {
-        "requirements": list(requirements),
-        "cached": cache.digests(),
-        "most_files": settings.max_packages,
-        "most_bytes": most,
-    }
     python = source.kind == "python"
     language = get_language("python" if python else "javascript")
     inside = _inside("fetch_pip.py" if python else "fetch_npm.js")
@@ -135,7 +166,7 @@ def _job(
     return Job(language, session.image, limits, session.runtime, session.trust, program, egress)
 
 
-def _files(report: RunReport, settings: PackageSettings, cache: FileCache) -> list[Fetched]:
+def _sent(report: RunReport, settings: PackageSettings) -> tuple[list[Any], dict[str, bytes]]:
     if report.timed_out:
         raise InfraError(
             f"the package index did not answer in time ({settings.timeout_s:g} s, policy "
@@ -148,30 +179,32 @@ def _files(report: RunReport, settings: PackageSettings, cache: FileCache) -> li
         raise InfraError(f"the package download failed (status {report.exit_code}): {why}")
     with tarfile.open(fileobj=io.BytesIO(report.files[ARCHIVE])) as archive:
         members = {m.name.removeprefix("./"): m for m in archive.getmembers() if m.isfile()}
-        plan = json.loads(_read(archive, members, "plan.json"))
-        fetched = [_checked(entry, archive, members, cache) for entry in plan]
-    return list({f.digest + f.file.path: f for f in fetched}.values())
+        sent = {name: _read(archive, members, name) for name in members}
+    plan = json.loads(sent.pop("plan.json", b"null"))
+    if not isinstance(plan, list) or not all(isinstance(entry, dict) for entry in plan):
+        raise InfraError("the package download's archive lacks its plan")
+    return plan, sent
 
 
-def _checked(
-    entry: dict[str, Any],
-    archive: tarfile.TarFile,
-    members: dict[str, tarfile.TarInfo],
-    cache: FileCache,
-) -> Fetched:
+def _checked(entry: dict[str, Any], sent: dict[str, bytes], cache: FileCache) -> Fetched:
     name, listed = str(entry["file"]), str(entry["digest"])
     path = str(entry.get("path") or "")
     if not check_file_name(name) or (path and not _NODE_PATH.fullmatch(path)):
         raise InfraError(f"the package download named a file {name!r} at {path!r}: not kept")
-    kept = cache.get(listed) if listed else None
+    if not cache.is_digest(listed):
+        raise InstallRefused(
+            f"{name}: the index lists no {cache.algorithm} digest for it: not installed (only "
+            "files the index vouches for are)"
+        )
+    kept = cache.get(listed)  # its bytes checked: a damaged or missing file is not "cached"
     if kept is not None:
         data, cached = kept[1], True
     else:
-        member = str(entry.get("member") or "")
-        if member not in members:
+        member = str(entry.get("member") or listed)  # npm's second run: by digest
+        if member not in sent:
             raise InfraError(f"the package download did not send {name!r}")
-        data, cached = _read(archive, members, member), False
-        if listed and cache.digest(data) != listed:
+        data, cached = sent[member], False
+        if cache.digest(data) != listed:
             raise InfraError(f"{name}: its digest is not the one the index lists: not installed")
         cache.put(name, data)
     file = PackageFile(

@@ -1,18 +1,17 @@
 """An install into a session, start to end: the requirements checked against the policy
 (requirements.py), the files fetched through the allowlist proxy in a sandbox of their own
-(fetch.py), installed by the session itself (install_cell.py: pip into /tmp/.packages, on an
-exec tmpfs; install_npm.js: npm's tarballs into the working directory's node_modules/),
+(fetch.py), every member of every file checked on the host (archives.py), installed by the
+session itself (install_cell.py: pip into /tmp/.packages, on an exec tmpfs; install_npm.js:
+npm's tarballs, their members at checked plain paths, into the working directory's
+node_modules/),
 and the whole recorded in the audit log (`session.installed`: what was asked, every file's
 package, version and SHA-256, and what the download connected to)."""
 
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import tarfile
 import time
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -22,6 +21,7 @@ from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
 from hazmat.languages import get_language
 from hazmat.package_policy import PackageSettings
+from hazmat.packages.archives import npm_tree, unpacked_size
 from hazmat.packages.fetch import Fetched, PackageFile, fetch
 from hazmat.packages.requirements import check_requirements
 from hazmat.policy import MiB
@@ -115,7 +115,7 @@ def _check_room(files: Sequence[Fetched], tmpfs_mb: int, trust: str) -> None:
     working directory, and installed (unpacked) into its /tmp (Python) or working directory
     (npm), each a tmpfs of `tmpfs_mb`."""
     packed = sum(len(f.data) for f in files)
-    unpacked = sum(_unpacked(f.data, f.file.file) for f in files)
+    unpacked = sum(unpacked_size(f.data, f.file.file) for f in files)  # every member checked
     npm = any(f.file.path for f in files)  # both in the working directory
     if max(packed, unpacked) > tmpfs_mb * MiB or (npm and packed + unpacked > tmpfs_mb * MiB):
         raise InstallRefused(
@@ -123,17 +123,6 @@ def _check_room(files: Sequence[Fetched], tmpfs_mb: int, trust: str) -> None:
             f"of files); a session at trust level {trust!r} has {tmpfs_mb} MB for them (policy "
             f"trust.{trust}.tmpfs_mb): install fewer or smaller packages"
         )
-
-
-def _unpacked(data: bytes, name: str) -> int:
-    try:
-        if name.endswith(".tgz"):
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tarball:
-                return sum(member.size for member in tarball.getmembers())
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            return sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
-        raise InfraError(f"a downloaded package ({name}) cannot be read: {exc}") from None
 
 
 def _put(target: Target, files: Sequence[Fetched], timeout_s: float) -> None:
@@ -148,7 +137,8 @@ def _put(target: Target, files: Sequence[Fetched], timeout_s: float) -> None:
     else:
         code = _inside("install_npm.js").decode()
         plan = [{"path": f.file.path, "archive": f"{f.digest}.tgz"} for f in files]
-        sent = {f"{FOLDER}/{f.digest}.tgz": f.data for f in files}
+        # each tarball's members checked and at plain paths, first part removed (archives.py)
+        sent = {f"{FOLDER}/{f.digest}.tgz": npm_tree(f.data, f.file.file) for f in files}
         sent[f"{FOLDER}/plan.json"] = json.dumps(plan).encode()
     program = Program(
         files={language.source_name: code.encode(), **sent}, want=(), stdin=b"", max_file_bytes=1

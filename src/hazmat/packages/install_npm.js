@@ -1,8 +1,9 @@
 // Runs as a call in a JavaScript or TypeScript session (hazmat/packages/install.py sends it;
 // it is never required): each tarball the host sent into .hazmat-install/ (checked against its
-// digest on the host) is unpacked, as the session's program, into its place under the working
-// directory's node_modules/ (the places npm worked out, parents first), replacing what was
-// there. npm's scripts are not run. Node finds the packages from the working directory, and a
+// digest on the host, then made again there of regular files and folders at plain relative
+// paths, its first part already removed: hazmat/packages/archives.py) is unpacked, as the
+// session's program, into its place under the working directory's node_modules/ (the places
+// npm worked out, parents first), replacing what was there. npm's scripts are not run. Node finds the packages from the working directory, and a
 // TypeScript program's build (run from /tmp/.hazmat-build) through /tmp/node_modules, a link.
 'use strict';
 const { execFileSync } = require('child_process');
@@ -18,7 +19,7 @@ try {
     fs.rmSync(target, { recursive: true, force: true });
     fs.mkdirSync(target, { recursive: true });
     const archive = path.join(here, entry.archive);
-    const options = ['--strip-components=1', '--no-same-owner', '--no-same-permissions'];
+    const options = ['--no-same-owner', '--no-same-permissions', '--no-overwrite-dir'];
     execFileSync('tar', ['-xzf', archive, '-C', target, ...options], { stdio: 'inherit' });
   }
 } finally {
