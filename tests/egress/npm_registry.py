@@ -1,7 +1,10 @@
 """An npm registry for the install tests: packuments and tarballs served over HTTPS on the
 host's loopback (127.0.0.2, as "api.mirror.test" through the tests' resolver), with the test
 session's CA. Two packages, made here: `hazmat-probe-left`, which depends on
-`hazmat-probe-pad` (a range: npm resolves it)."""
+`hazmat-probe-pad` (a range: npm resolves it). And hostile ones: `hazmat-probe-escape`, whose
+tarball has a member `package//work/victim.txt` (GNU tar's `--strip-components=1` makes it
+`/work/victim.txt`), and `hazmat-probe-linked`, whose member `package/victim` is a symbolic
+link to `/work/victim.txt` followed by a file written through it."""
 
 from __future__ import annotations
 
@@ -17,7 +20,17 @@ from pathlib import Path
 
 from tls_servers import Routes, https_server
 
+# hostile members, each added after the package's own: (name, type, link target, content)
+HOSTILE: dict[str, list[tuple[str, bytes, str, bytes]]] = {
+    "hazmat-probe-escape": [("package//work/victim.txt", tarfile.REGTYPE, "", b"overwritten\n")],
+    "hazmat-probe-linked": [
+        ("package/victim", tarfile.SYMTYPE, "/work/victim.txt", b""),
+        ("package/victim", tarfile.REGTYPE, "", b"overwritten\n"),
+    ],
+}
 PACKAGES = {
+    "hazmat-probe-escape": ("1.0.0", {}, "module.exports = 1;\n"),
+    "hazmat-probe-linked": ("1.0.0", {}, "module.exports = 2;\n"),
     "hazmat-probe-pad": (
         "1.2.0",
         {},
@@ -51,6 +64,10 @@ def _tarball(name: str, version: str, dependencies: dict[str, str], code: str) -
             info = tarfile.TarInfo(path)
             info.size, info.mode = len(data), 0o644
             archive.addfile(info, io.BytesIO(data))
+        for path, kind, target, data in HOSTILE.get(name, []):
+            info = tarfile.TarInfo(path)
+            info.type, info.linkname, info.size, info.mode = kind, target, len(data), 0o644
+            archive.addfile(info, io.BytesIO(data) if data else None)
     return out.getvalue()
 
 

@@ -66,5 +66,6 @@ def test_javascript_and_typescript_sessions_install_from_the_registry(
                 "const n: number = 5;\nconsole.log(left(n));"
             )
             assert typed.stdout == "...5\n", typed.stderr
+    # each tarball fetched once: the second install's plan found them whole in the host's cache
     fetched = [p for p in registry.requests if p.endswith(".tgz")]
     assert all(registry.requests[p] == 1 for p in fetched) and len(fetched) == 2

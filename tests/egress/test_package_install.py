@@ -117,8 +117,8 @@ def test_a_second_session_gets_the_files_from_the_cache(
         assert all(p.cached for p in again.packages)
         used = session.run(USE)
         assert used.stdout == "42 10\n", used.stderr
-    # the download sent no file back (the host had them all); the images' pip still fetches
-    # each once to resolve, PEP 658 metadata or not (docs/api.md)
+    # the host used its own copies (the download is told nothing of its cache); the images'
+    # pip still fetches each once to resolve, PEP 658 metadata or not (docs/api.md)
     fetched = index.requests - fetched
     assert all(n <= 1 for p, n in fetched.items() if p.endswith(".whl")), fetched
 
