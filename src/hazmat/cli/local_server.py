@@ -14,7 +14,8 @@ never reaches a server started for another engine, audit log or version of hazma
     lock            flock(2): one `hazmat run` starts it, the others wait and use it
 
 Nothing is trusted that another user could have made: each folder must be the user's own and
-of mode 0700, the socket the user's own; anything else is refused with what to do about it. A
+of mode 0700, under folders no other user can change, the socket the user's own (owned.py, the
+check of every socket the CLI finds); anything else is refused with what to do about it. A
 socket nobody listens on (a server that died) is removed and a new server started.
 Standard library only: this runs before every `hazmat run`.
 """
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import InfraError
+from hazmat.cli.owned import make_own_folder, own_socket
 from hazmat.cli.remote import Service, default_socket_path
 
 __all__ = ["LocalServer", "all_servers", "for_cli", "root", "say", "setup", "wanted"]
@@ -154,15 +156,8 @@ class LocalServer:
         is removed); `InfraError` if the folder or the socket is not the user's own."""
         self._check_folder(root())
         self._check_folder(self.folder)
-        try:
-            seen = os.lstat(self.socket)
-        except FileNotFoundError:
+        if own_socket(self.socket, "remove it, or run with --local") is None:
             return None
-        if not stat.S_ISSOCK(seen.st_mode) or seen.st_uid != os.geteuid():
-            raise InfraError(
-                f"{self.socket} is not a socket of yours (uid {seen.st_uid}): refused; remove "
-                "it, or run with --local"
-            )
         if not _answers(self.socket):
             self.socket.unlink(missing_ok=True)  # left by a server that died
             return None
@@ -313,20 +308,9 @@ class LocalServer:
 
     @staticmethod
     def _check_folder(folder: Path) -> None:
-        """Made 0700 if missing; refused unless a folder of the user's own, closed to others."""
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700, parents=True)
-        seen = os.lstat(folder)
-        if not stat.S_ISDIR(seen.st_mode) or seen.st_uid != os.geteuid():
-            raise InfraError(
-                f"{folder} is not a folder of yours (uid {seen.st_uid}): refused; remove it, "
-                "or run with --local"
-            )
-        if seen.st_mode & 0o077:
-            raise InfraError(
-                f"{folder} is open to others (mode {stat.S_IMODE(seen.st_mode):o}): refused; "
-                f"`chmod 700 {folder}`, or run with --local"
-            )
+        """Made 0700 if missing; refused unless a folder of the user's own, closed to others,
+        under folders no other user can change (owned.py, as for every socket the CLI finds)."""
+        make_own_folder(folder, "remove it, or run with --local")
 
 
 def say(line: str) -> None:

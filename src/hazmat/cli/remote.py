@@ -3,7 +3,8 @@ whole `hazmat run` through a server stays a few tens of milliseconds of Python.
 
 Where the service is: `HAZMAT_URL` (`http://HOST:PORT` or `unix:/path/to.sock`), else the
 default socket (`default_socket_path()`), which `hazmat serve` listens on unless told otherwise.
-The key is `HAZMAT_API_KEY`. With `live`, the run is asked for as server-sent events and the
+The key is `HAZMAT_API_KEY`; a socket found by convention is used only if it is the user's own
+(owned.py). With `live`, the run is asked for as server-sent events and the
 program's output is handed to `live(stream, data)` as it comes (docs/api.md, "Streaming").
 """
 
@@ -245,15 +246,20 @@ def _error(status: int, data: dict[str, Any], url: str, retry: str | None) -> Ha
 
 
 def find_service() -> Service | None:
-    """The service to use: `HAZMAT_URL` if set, else the default socket if one is there."""
+    """The service to use: `HAZMAT_URL` if set, else (with `HAZMAT_API_KEY`) the default
+    socket if one is there: `InfraError` if it, or a folder it is in, is not the user's own
+    (owned.py), before the key or any code is sent."""
+    from hazmat.cli.owned import own_socket
+
     key = os.environ.get("HAZMAT_API_KEY")
     url = os.environ.get("HAZMAT_URL")
     if url:
         return Service(url, key)
-    path = default_socket_path()
-    if key and path.is_socket():
-        return Service(f"unix:{path}", key)
-    return None
+    if not key:
+        return None
+    todo = "set HAZMAT_URL to your service, or XDG_RUNTIME_DIR to a folder of yours"
+    path = own_socket(default_socket_path(), todo)
+    return None if path is None else Service(f"unix:{path}", key)
 
 
 def run_remote(
