@@ -129,7 +129,7 @@ start_dockerd() {
         fi
     done
     say "starting dockerd --bridge=none --iptables=false (log: $LOG)"
-    setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+    PATH=$(engine_path) setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
         >>"$LOG" 2>&1 < /dev/null &
 }
 
@@ -146,9 +146,9 @@ wait_for_engine() {
     say "engine answering after ${waited}s"
 }
 
-# Packages of Debian 13 (trixie) fetched, never installed through apt, on a Debian 12 host: a
-# private apt state (its own sources list, lists and cache) on the host's own Debian mirror.
-TRIXIE_APT=/var/lib/hazmat/apt-trixie
+# Packages of Debian 13 (trixie) or unstable fetched, never installed through apt, on a Debian
+# 12 host: a private apt state per suite (its own sources list, lists and cache) on the host's
+# own Debian mirror.
 
 host_mirror() {
     [ -n "${HAZMAT_DEBIAN_MIRROR:-}" ] && { printf '%s\n' "$HAZMAT_DEBIAN_MIRROR"; return; }
@@ -158,27 +158,98 @@ host_mirror() {
     } | grep '/debian' | grep -v security | head -n 1
 }
 
-trixie_apt() {
-    apt-get -qq -o Dir::Etc::SourceList="$TRIXIE_APT/sources.list" \
-        -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$TRIXIE_APT/lists" \
-        -o Dir::Cache="$TRIXIE_APT/cache" -o Debug::NoLocking=1 "$@"
+suite_apt() {  # suite_apt SUITE apt-get-arguments...
+    local state=/var/lib/hazmat/apt-$1
+    shift
+    apt-get -qq -o Dir::Etc::SourceList="$state/sources.list" \
+        -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$state/lists" \
+        -o Dir::Cache="$state/cache" -o Debug::NoLocking=1 "$@"
 }
 
-# fetch_from_trixie PACKAGE DIR: the package's .deb from Debian 13 into DIR (0 on success).
-fetch_from_trixie() {
-    local mirror
+# fetch_from SUITE PACKAGE DIR: the package's .deb from Debian's SUITE into DIR (0 on success).
+fetch_from() {
+    local mirror state=/var/lib/hazmat/apt-$1
     [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
     mirror=$(host_mirror)
     [ -n "$mirror" ] || return 1
-    mkdir -p "$TRIXIE_APT/lists/partial" "$TRIXIE_APT/cache/archives/partial"
-    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s trixie main\n' \
-        "$mirror" > "$TRIXIE_APT/sources.list"
-    if [ -z "$(ls "$TRIXIE_APT/lists" 2>/dev/null | grep -v partial)" ]; then
-        trixie_apt update >/dev/null 2>&1 || return 1
+    mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
+    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+        "$mirror" "$1" > "$state/sources.list"
+    if [ -z "$(ls "$state/lists" 2>/dev/null | grep -v partial)" ]; then
+        suite_apt "$1" update >/dev/null 2>&1 || return 1
     fi
-    chmod 777 "$2"
-    (cd "$2" && trixie_apt download "$1") >/dev/null 2>&1 && return 0
-    trixie_apt update >/dev/null 2>&1 && (cd "$2" && trixie_apt download "$1") >/dev/null 2>&1
+    chmod 777 "$3"
+    (cd "$3" && suite_apt "$1" download "$2") >/dev/null 2>&1 && return 0
+    suite_apt "$1" update >/dev/null 2>&1 && (cd "$3" && suite_apt "$1" download "$2") >/dev/null 2>&1
+}
+
+fetch_from_trixie() { fetch_from trixie "$@"; }
+
+# runc with the fixes for CVE-2025-31133, CVE-2025-52565 and CVE-2025-52881 (upstream 1.2.8 /
+# 1.3.3): Debian 12's 1.1.5+ds1-1+deb12u1 has none, Debian 13's security update
+# 1.1.15+ds1-2+deb13u1 the first two (its changelog), Debian unstable's 1.3.6+ds1-1 all three.
+# That one needs glibc 2.38 (Debian 12 has 2.36): it is unpacked here with Debian 13's libc6
+# and libseccomp2 beside it, its ELF interpreter and library path pointed at them (patchelf,
+# from the host's own suite, unpacked too); nothing is installed through apt and the host's
+# runc is left as it is. The engine this script starts finds it first on its PATH; the OCI
+# tier looks here first (backends/oci/driver.py); `hazmat doctor` says which runc each uses.
+RUNC_DIR=/var/lib/hazmat/runc
+RUNC_NEW=$RUNC_DIR/bin/runc
+
+install_runc_from_unstable() {
+    if [ -x "$RUNC_NEW" ] && "$RUNC_NEW" --version >/dev/null 2>&1; then
+        say "runc present ($("$RUNC_NEW" --version | head -n 1), $RUNC_NEW)"
+        return
+    fi
+    local tmp
+    tmp=$(mktemp -d)
+    if unpack_runc "$tmp" && "$tmp/new/bin/runc" --version >/dev/null 2>&1; then
+        rm -rf "$RUNC_DIR.tmp" && mv "$tmp/new" "$RUNC_DIR.tmp"
+        # the interpreter's and libraries' paths are absolute: point them at the final place
+        "$tmp/patchelf" --set-interpreter "$RUNC_DIR/lib/ld-linux-x86-64.so.2" \
+            --set-rpath "$RUNC_DIR/lib" "$RUNC_DIR.tmp/bin/runc"
+        rm -rf "$RUNC_DIR" && mv "$RUNC_DIR.tmp" "$RUNC_DIR"
+        say "installed Debian unstable's runc as $RUNC_NEW ($("$RUNC_NEW" --version | head -n 1))"
+    else
+        say "warning: Debian unstable's runc is out of reach; the engine keeps $(command -v runc || echo none) (see hazmat doctor)"
+    fi
+    rm -rf "$tmp"
+}
+
+# unpack_runc DIR: DIR/new/bin/runc (unstable's) and DIR/new/lib (Debian 13's loader, libc and
+# libseccomp), patched to use them from DIR/new; DIR/patchelf for the final paths.
+unpack_runc() {
+    local tmp=$1 deb
+    mkdir -p "$tmp/debs" "$tmp/x" "$tmp/new/bin" "$tmp/new/lib"
+    fetch_from unstable runc "$tmp/debs" || return 1
+    fetch_from trixie libc6 "$tmp/debs" && fetch_from trixie libseccomp2 "$tmp/debs" || return 1
+    (cd "$tmp/debs" && chmod 777 . && apt-get download -qq patchelf) >/dev/null 2>&1 \
+        || { apt-get update -qq && (cd "$tmp/debs" && apt-get download -qq patchelf) >/dev/null 2>&1; } \
+        || return 1
+    for deb in "$tmp"/debs/*.deb; do dpkg-deb -x "$deb" "$tmp/x" || return 1; done
+    install -m 0755 "$tmp/x/usr/bin/patchelf" "$tmp/patchelf"
+    install -m 0755 "$tmp/x/usr/sbin/runc" "$tmp/new/bin/runc"
+    local lib
+    for lib in ld-linux-x86-64.so.2 libc.so.6 libseccomp.so.2; do
+        cp -L "$tmp/x/usr/lib/x86_64-linux-gnu/$lib" "$tmp/new/lib/$lib" || return 1
+    done
+    "$tmp/patchelf" --set-interpreter "$tmp/new/lib/ld-linux-x86-64.so.2" \
+        --set-rpath "$tmp/new/lib" "$tmp/new/bin/runc"
+}
+
+# An engine that was running already keeps the runc it started with: say so (never restarted).
+note_engine_runc() {
+    local running wanted
+    [ -x "$RUNC_NEW" ] || return 0
+    running=$(docker info --format '{{.RuncCommit.ID}}' 2>/dev/null || true)
+    wanted=$("$RUNC_NEW" --version 2>/dev/null | sed -n 's/^commit: //p')
+    [ "$running" = "$wanted" ] && return 0
+    say "note: this engine runs runc ${running:-of unknown version}, not $RUNC_NEW ($wanted): it uses that one once this script starts it (hazmat doctor warns meanwhile)"
+}
+
+# The PATH dockerd starts with: hazmat's runc first, where it is installed.
+engine_path() {
+    if [ -x "$RUNC_NEW" ]; then printf '%s:%s\n' "$(dirname "$RUNC_NEW")" "$PATH"; else printf '%s\n' "$PATH"; fi
 }
 
 SECCOMP_BASE=/var/lib/hazmat/seccomp/docker-default.json
@@ -237,7 +308,7 @@ fresh_engine() {
     export DOCKER_HOST
     LOG="$dir/dockerd.log"
     say "starting a fresh dockerd in $dir (--bridge=none --iptables=false; log: $LOG)"
-    setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+    PATH=$(engine_path) setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
         --data-root="$dir/data" --exec-root="$dir/exec" --pidfile="$dir/dockerd.pid" \
         --host="$DOCKER_HOST" --config-file="$dir/daemon.json" \
         >>"$LOG" 2>&1 < /dev/null &
@@ -278,6 +349,7 @@ prepare() {
     fi
     install_seccomp_base
     install_runsc_from_trixie
+    install_runc_from_unstable
 }
 
 main() {
@@ -298,6 +370,7 @@ main() {
     fi
     install_seccomp_base
     install_runsc_from_trixie
+    install_runc_from_unstable
     local changed=0
     register_runsc && changed=1
     if engine_up; then
@@ -311,6 +384,7 @@ main() {
         if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
             say "note: runsc is not registered with this engine; the gVisor tier is unavailable"
         fi
+        note_engine_runc
         return
     fi
     start_dockerd

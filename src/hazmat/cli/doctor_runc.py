@@ -31,7 +31,11 @@ FIXED_IN = {(1, 2): (1, 2, 8), (1, 3): (1, 3, 3), (1, 4): (1, 4, 0)}
 BACKPORTED = {"1.1.15+ds1-2+deb13u1": CVES[:2]}
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:[-~]rc\.?(\d+))?")
 _DEBIAN = re.compile(r"\d+\.\d+\.\d+\S*-[^-\s]+$")  # upstream+ds1-revision
-_FIX = "bash scripts/ensure-engine.sh (installs Debian's runc 1.3.6; see docs/security.md)"
+_FIX = (
+    "bash scripts/ensure-engine.sh installs Debian unstable's runc 1.3.6 in /var/lib/hazmat/runc "
+    "for the OCI tier and the engine it starts; an engine already running uses it once it is "
+    "stopped and started by that script (docs/security.md, runc)"
+)
 
 
 @dataclass(frozen=True)

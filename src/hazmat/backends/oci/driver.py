@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 # own, the ptrace platform, host unix sockets only for the mounted allowlist proxy socket
 RUNSC_FLAGS = ("--network=none", "--platform=ptrace", "--host-uds=open")
 RUNSC_PATHS = (Path("/var/lib/hazmat/runsc/runsc"),)  # Debian 13's, when ensure-engine put it
+# Debian unstable's runc (the 2025 fixes), when ensure-engine put it: the engine it starts runs it
+RUNC_PATHS = (Path("/var/lib/hazmat/runc/bin/runc"),)
 INIT_PATHS = (Path("/usr/bin/docker-init"), Path("/usr/bin/tini"))
 # the OCI tier's uids: the range after the Docker backend's (the kernel is the same)
 OCI_UID_BASE = UID_BASE + UID_COUNT
@@ -84,7 +86,7 @@ def runtime_binary(runtime: Runtime) -> Path | None:
     override = os.environ.get(f"HAZMAT_{runtime.value.upper()}")
     if override:
         return Path(override) if os.access(override, os.X_OK) else None
-    fixed = RUNSC_PATHS if runtime is Runtime.RUNSC else ()
+    fixed = RUNSC_PATHS if runtime is Runtime.RUNSC else RUNC_PATHS
     for path in fixed:
         if os.access(path, os.X_OK):
             return path
