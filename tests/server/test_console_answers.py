@@ -10,11 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from hazmat import Sandbox
+from hazmat import RunNotFound, Sandbox
 from hazmat.audit.log import AuditLog
-from hazmat.server.console.headers import CSP, HEADERS
+from hazmat.server.console.headers import CSP, HEADERS, ConsoleRoute
 from hazmat.server.http import create_app
 from hazmat.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
@@ -89,3 +93,24 @@ def test_a_redirect_and_the_page_have_them_and_other_paths_keep_the_apis(
     beside = client.get("/consoles")  # not the console's: the API's own 404
     assert beside.status_code == 404 and "content-security-policy" not in beside.headers
     assert beside.headers["content-type"].startswith("application/json")
+
+
+def test_an_error_under_the_console_is_plain_and_has_them() -> None:
+    """What escapes a console handler (a bug, or an error of ours it did not catch) is answered
+    under the console's headers too, never the framework's page without them."""
+
+    async def bug(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    async def ours(request: Request) -> Response:
+        raise RunNotFound("no run 'x'")
+
+    routes = [Route("/console/bug", bug), Route("/console/ours", ours)]
+    app = Starlette(routes=[ConsoleRoute(routes)])
+    with TestClient(app, raise_server_exceptions=False) as client:
+        failed = client.get("/console/bug")
+        assert (failed.status_code, failed.text) == (500, "internal error")
+        assert_the_consoles(failed)
+        missing = client.get("/console/ours")
+        assert (missing.status_code, missing.text) == (404, "no run 'x'")
+        assert_the_consoles(missing)
