@@ -23,6 +23,8 @@ const env = {
   npm_config_fund: 'false',
   npm_config_audit: 'false',
   npm_config_ignore_scripts: 'true',
+  // no git: a git dependency is neither cloned nor prepared (pacote runs `npm install` in it)
+  npm_config_git: '/nonexistent/hazmat-no-git',
 };
 
 function npm(args, cwd, status) {
