@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hazmat import InstallRefused, Sandbox
+from hazmat import InputError, InstallRefused, Sandbox
 from hazmat.backends.base import Job
 from hazmat.packages.archives import npm_tree, unpacked_size
 from hazmat.packages.cache import FileCache
@@ -79,6 +79,11 @@ def _index(file: str, data: bytes, listed: str, path: str = "") -> Callable[[Job
     return lambda job: report(files={"files.tar": _download({member: data}, plan)})
 
 
+def _installs(sandbox: Sandbox, session: str) -> list[dict[str, Any]]:
+    records = [d for k, d in audit_records(sandbox) if k == "session.installed"]
+    return [d for d in records if d["session"] == session]
+
+
 def _sandbox(tmp_path: Path, answer: Callable[[Job], Any], source: dict[str, Any]) -> Any:
     section = {"levels": ["unknown"], "cache": str(tmp_path / "cache"), **source}
     backend = RecordingBackend(answer=lambda job: report() if job.egress is None else answer(job))
@@ -90,7 +95,7 @@ def test_a_file_the_index_lists_no_digest_for_is_refused(tmp_path: Path) -> None
     with sandbox, sandbox.session("python", trust="unknown") as session:
         with pytest.raises(InstallRefused, match="the index lists no sha256 digest"):
             session.install(["tool==1.0"])
-        [record] = [d for k, d in audit_records(sandbox) if k == "session.installed"]
+        [record] = _installs(sandbox, session.id)
     assert "refused" in record and backend.kept[0].calls == []  # nothing sent to the session
     assert not (tmp_path / "cache").exists()
 
@@ -236,3 +241,26 @@ def test_npm_fetches_in_a_second_run_only_the_tarballs_the_cache_lacks(tmp_path:
     ]
     assert wants[1]["pack"] == ["left@1.0.0"]
     assert [p.cached for p in first.packages + again.packages] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("language", "asked"),
+    [
+        ("python", "six===a\x00b"),
+        ("python", "six.tar.gz"),
+        ("python", "x===/etc/x.whl"),
+        ("javascript", "x@."),
+        ("javascript", "x@.."),
+    ],
+)
+def test_a_requirement_that_is_a_path_is_the_caller_s_error_recorded_as_refused(
+    tmp_path: Path, language: str, asked: str
+) -> None:
+    source = INDEX if language == "python" else REGISTRY
+    sandbox, backend = _sandbox(tmp_path, lambda job: report(), source)
+    with sandbox, sandbox.session(language, trust="unknown") as session:
+        with pytest.raises(InputError) as refused:
+            session.install([asked])
+        [record] = _installs(sandbox, session.id)
+    assert refused.value.http_status == 400 and "refused" in record and "failed" not in record
+    assert not [job for job in backend.jobs if job.egress]  # nothing fetched
