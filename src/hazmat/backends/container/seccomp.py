@@ -13,8 +13,9 @@ Docker's default profile allows `ptrace` on kernels from 4.8 on. The program run
 its own, apart from PID 1 (docker-init) and the agent (both root in the container), so the
 kernel's own ptrace checks already refuse it them; the profile takes `ptrace`,
 `process_vm_readv` and `process_vm_writev` away as well, so that nothing rests on that alone.
-Every rule that allows them unconditionally is dropped; rules that need a capability never
-apply to the program, which holds none.
+No rule allows a DENIED syscall, not even one that needs a capability (the program holds
+none, the agent only KILL, SETGID, SETPCAP and SETUID). The other rules that need a capability
+are kept as the base has them: they never apply to the program.
 
 The base profile is not shipped with hazmat: `scripts/ensure-engine.sh` extracts Debian 13's
 engine default (moby 26.1, from golang-github-docker-docker-dev; the installed engine's own
@@ -132,19 +133,19 @@ def _candidates() -> list[Path]:
 
 
 def derive(profile: dict[str, Any]) -> dict[str, Any]:
-    """`profile` for the native ABI only, without any allow rule for the DENIED syscalls that
-    a capability-less process gets, and with socket(2) allowed only for SOCKET_FAMILIES (and
-    SOCKET_PROTOCOLS)."""
+    """`profile` for the native ABI only, with no allow rule for the DENIED syscalls (not even
+    one that needs a capability), and with socket(2) allowed only for SOCKET_FAMILIES (and
+    SOCKET_PROTOCOLS) to a process without capabilities."""
     rules = []
     for rule in profile.get("syscalls", []):
-        needs_cap = bool((rule.get("includes") or {}).get("caps"))
-        if rule.get("action") == "SCMP_ACT_ALLOW" and not needs_cap:
-            names = [n for n in rule.get("names", []) if n not in DENIED and n != "socket"]
-            if not names:
-                continue
-            rules.append({**rule, "names": names})
+        if rule.get("action") != "SCMP_ACT_ALLOW":
+            rules.append(rule)
             continue
-        rules.append(rule)
+        needs_cap = bool((rule.get("includes") or {}).get("caps"))
+        dropped = DENIED if needs_cap else DENIED | {"socket"}
+        names = [n for n in rule.get("names", []) if n not in dropped]
+        if names:
+            rules.append({**rule, "names": names})
     rules.extend(_socket_rules())
     return {**profile, **_native_only(profile), "syscalls": rules}
 
