@@ -170,7 +170,7 @@ def _seccomp_check(raw: dict[str, Any]) -> Check:
 
 
 def _profile_check() -> Check:
-    from hazmat.backends.container.seccomp import UnsafeProfile, load_profile
+    from hazmat.backends.container.seccomp import DENIED, UnsafeProfile, load_profile
 
     try:
         profile = load_profile()
@@ -182,8 +182,8 @@ def _profile_check() -> Check:
         return Check(
             "seccomp profile",
             True,
-            f"derived from {profile.source}{f' ({said})' if said else ''} without ptrace and "
-            "io_uring, sockets limited",
+            f"derived from {profile.source}{f' ({said})' if said else ''}: the native ABI "
+            f"alone, without {', '.join(sorted(DENIED))}, sockets limited",
         )
     return Check(
         "seccomp profile",
