@@ -64,3 +64,8 @@ def test_the_cgroup_limit_is_the_programs_plus_the_runtimes_own(
     assert spec.program_cgroup_mb == 256 + extra
     assert spec.start_memory_mb == 512 + extra
     assert Spec("python", "img", runtime, 256, 1.0, 64, 64, 64).start_memory_mb == 256 + extra
+    kept = Spec("c", "img", runtime, 256, 1.0, 64, 64, 64, session=True, kept_build=True)
+    assert kept.program_cgroup_mb == 256 + extra
+    # a session's calls are no verdicts, and what one holds stays for the next: no backstop
+    session = Spec("python", "img", runtime, 256, 1.0, 64, 64, 64, session=True)
+    assert session.start_memory_mb == session.program_cgroup_mb == 256

@@ -87,10 +87,13 @@ class Spec:
     @property
     def runtime_memory_mb(self) -> int:
         """What the cgroup's limit adds to the program's for the runtime's own memory: under
-        runsc the cgroup counts gVisor's too, so its limit is a backstop above the program's
-        (RUNSC_MEMORY_MB) and the program's own limit is judged from its peak
-        (RunReport.memory_exceeded); under runc nothing."""
-        return RUNSC_MEMORY_MB if self.runtime is Runtime.RUNSC else 0
+        runsc the cgroup counts gVisor's too, so for a run or a kept build's test its limit is
+        a backstop above the program's (RUNSC_MEMORY_MB) and the program's own limit is judged
+        from its peak (RunReport.memory_exceeded); under runc, and for a session's calls (no
+        verdict; what a call holds stays for the next), nothing."""
+        if self.runtime is Runtime.RUNSC and (self.kept_build or not self.session):
+            return RUNSC_MEMORY_MB
+        return 0
 
     @classmethod
     def of(
