@@ -203,17 +203,25 @@ install_runc_from_unstable() {
     fi
     local tmp
     tmp=$(mktemp -d)
-    if unpack_runc "$tmp" && "$tmp/new/bin/runc" --version >/dev/null 2>&1; then
-        rm -rf "$RUNC_DIR.tmp" && mv "$tmp/new" "$RUNC_DIR.tmp"
-        # the interpreter's and libraries' paths are absolute: point them at the final place
-        "$tmp/patchelf" --set-interpreter "$RUNC_DIR/lib/ld-linux-x86-64.so.2" \
-            --set-rpath "$RUNC_DIR/lib" "$RUNC_DIR.tmp/bin/runc"
-        rm -rf "$RUNC_DIR" && mv "$RUNC_DIR.tmp" "$RUNC_DIR"
+    if unpack_runc "$tmp" && "$tmp/new/bin/runc" --version >/dev/null 2>&1 && place_runc "$tmp"; then
         say "installed Debian unstable's runc as $RUNC_NEW ($("$RUNC_NEW" --version | head -n 1))"
     else
-        say "warning: Debian unstable's runc is out of reach; the engine keeps $(command -v runc || echo none) (see hazmat doctor)"
+        say "warning: could not install Debian unstable's runc (needs root, apt-get and the Debian mirror); the engine keeps $(command -v runc || echo none) (hazmat doctor warns about it)"
     fi
     rm -rf "$tmp"
+}
+
+# place_runc DIR: the runc unpacked in DIR/new moved to $RUNC_DIR, its interpreter's and
+# libraries' absolute paths pointed at the final place; nothing is left of a failed attempt.
+place_runc() {
+    local tmp=$1
+    mkdir -p "$(dirname "$RUNC_DIR")" && rm -rf "$RUNC_DIR.tmp" && mv "$tmp/new" "$RUNC_DIR.tmp" \
+        && "$tmp/patchelf" --set-interpreter "$RUNC_DIR/lib/ld-linux-x86-64.so.2" \
+            --set-rpath "$RUNC_DIR/lib" "$RUNC_DIR.tmp/bin/runc" \
+        && rm -rf "$RUNC_DIR" && mv "$RUNC_DIR.tmp" "$RUNC_DIR" \
+        && "$RUNC_NEW" --version >/dev/null 2>&1 && return 0
+    rm -rf "$RUNC_DIR.tmp" "$RUNC_DIR"
+    return 1
 }
 
 # unpack_runc DIR: DIR/new/bin/runc (unstable's) and DIR/new/lib (Debian 13's loader, libc and
