@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 REFUSED = 4  # the fetch's status for a refusal (fetch.py)
 GUARDED = 86  # pip's process ended by a guard (none of pip's own statuses)
+UNGUARDED = 87  # pip lacks what the guards replace: not run
 
 
 def refuse(text: str) -> NoReturn:
@@ -102,20 +103,23 @@ def listed(link: Any) -> str:
 
 
 def run_pip(args: list[str]) -> NoReturn:
-    """pip in this process, guarded: the child that `pip()` starts."""
+    """pip in this process, guarded: the child that `pip()` starts. A pip without the parts
+    the guards replace is not run at all (the download fails, as the host's fault)."""
+    try:
+        guard_pip()
+        from pip._internal.cli.main import main
+    except (ImportError, AttributeError) as exc:
+        sys.stderr.write(f"hazmat: this image's pip cannot be guarded ({exc!r}): not run\n")
+        sys.exit(UNGUARDED)
     guard_processes()
-    guard_pip()
-    from pip._internal.cli.main import main
-
-    sys.stdout.flush()
-    os._exit(main(args) or 0)
+    sys.exit(main(args))
 
 
 def pip(args: list[str]) -> int:
     quiet = ["--only-binary=:all:", "--no-build-isolation", "--progress-bar", "off", "--quiet"]
     status = subprocess.run([sys.executable, sys.argv[0], "pip", *args, *quiet]).returncode
-    if status == GUARDED:
-        sys.exit(REFUSED)
+    if status in (GUARDED, UNGUARDED):
+        sys.exit(REFUSED if status == GUARDED else 1)
     return status
 
 
