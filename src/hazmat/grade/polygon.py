@@ -16,16 +16,18 @@ What cannot be judged as Polygon would is refused with a sentence, never approxi
 answer written to a file, a checker or interactor in a language hazmat has not, a test missing
 from the package (a package without its generated tests: Polygon's "full" package, or one
 after its doall.sh, has them), a test that is not UTF-8, a path that leaves the package, a task
-line over `MAX_LINE_BYTES`.
+line over `MAX_LINE_BYTES`. What would exhaust the host is refused too: a path pattern wider
+than `MAX_WIDTH` digits, more tests or groups than a task may have (schema.py), and what
+polygon_package.py refuses (a DTD or entities in problem.xml, a file that is not a regular
+one, reads past the package's budget). The groups are ordered by Kahn's topological sort.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
-import posixpath
-import zipfile
-import zlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,8 @@ from typing import Any
 from xml.etree import ElementTree
 
 from hazmat._exceptions import InputError, UnknownLanguage, quoted
+from hazmat.grade.polygon_package import MAX_XML, Package, parse_xml
+from hazmat.grade.schema import MAX_GROUPS, MAX_TESTS
 from hazmat.grade.tasks import MAX_LINE_BYTES, parse_task
 from hazmat.languages import get_language, language_for_path
 
@@ -50,7 +54,10 @@ _SOURCE_TYPES = (
     ("ruby", "ruby"),
     ("js", "javascript"),
 )
-_MAX_XML = 4 * 1024 * 1024
+# a path pattern: one printf conversion of the test's number, `%d` or `%i` with flags, a width
+# and a precision of one digit each (Polygon's are `tests/%02d`), and `%%` for a `%`
+_CONVERSION = re.compile(r"%(%|[-+ 0#]*([0-9]*)(?:\.([0-9]*))?[di])|%")
+MAX_WIDTH = 9
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,8 @@ def task_for(problem: Problem, submission: Path, language: str | None = None) ->
 
 def read_problem(path: Path) -> Problem:
     """The problem of a Polygon package: a folder holding problem.xml, or a .zip of one."""
-    with _Package(path) as package:
-        root = _parse(package.read("problem.xml", _MAX_XML), path)
+    with Package(path) as package:
+        root = parse_xml(package.read("problem.xml", MAX_XML), path)
         judging = root.find("judging")
         testsets = judging.findall("testset") if judging is not None else []
         if judging is None or not testsets:
@@ -138,97 +145,21 @@ def read_problem(path: Path) -> Problem:
         )
 
 
-class _Package:
-    """A package's files, from a folder or a zip, by the paths problem.xml names."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.zip: zipfile.ZipFile | None = None
-        try:
-            if path.is_file():
-                self.zip = zipfile.ZipFile(path)
-                self.prefix = _zip_root(self.zip.namelist())
-            elif not (path / "problem.xml").is_file():
-                raise InputError(f"{path}: not a Polygon package (no problem.xml in it)")
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise InputError(f"{path}: not a Polygon package folder or .zip ({exc})") from None
-
-    def __enter__(self) -> _Package:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self.zip is not None:
-            self.zip.close()
-
-    def read(self, name: str, most: int = MAX_LINE_BYTES) -> bytes:
-        clean = posixpath.normpath(name.replace("\\", "/"))
-        if clean.startswith(("/", "../")) or clean == "..":
-            raise InputError(f"{self.path}: {quoted(name)} is outside the package")
-        try:
-            if self.zip is not None:
-                info = self.zip.getinfo(self.prefix + clean)
-                if info.file_size > most:
-                    raise InputError(f"{self.path}: {clean} is over {most} bytes")
-                return self.zip.read(info)
-            file = self.path / clean
-            if not file.resolve().is_relative_to(self.path.resolve()):
-                raise InputError(f"{self.path}: {quoted(name)} is outside the package (a link)")
-            if file.stat().st_size > most:
-                raise InputError(f"{self.path}: {clean} is over {most} bytes")
-            return file.read_bytes()
-        except (zipfile.BadZipFile, zlib.error) as exc:
-            raise InputError(f"{self.path}: {clean} cannot be unpacked: {exc}") from None
-        except (KeyError, FileNotFoundError):
-            raise InputError(
-                f"{self.path}: {clean} is missing{_WHY_MISSING.get(clean, '')}"
-            ) from None
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read {clean}: {exc.strerror or exc}") from None
-
-    def text(self, name: str) -> str:
-        try:
-            return self.read(name).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{self.path}: {name} is not UTF-8 text (byte {exc.start})") from None
-
-
-_WHY_MISSING = {"problem.xml": " (not a Polygon package)"}
-
-
-def _zip_root(names: list[str]) -> str:
-    """The folder inside a zip that holds problem.xml ("" at its top)."""
-    found = sorted((n for n in names if posixpath.basename(n) == "problem.xml"), key=len)
-    if not found:
-        raise InputError("the .zip holds no problem.xml (not a Polygon package)")
-    return found[0][: -len("problem.xml")]
-
-
-def _parse(data: bytes, path: Path) -> ElementTree.Element:
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise InputError(f"{path}: problem.xml declares a DOCTYPE or entities; refused")
-    try:
-        return ElementTree.fromstring(data)
-    except ElementTree.ParseError as exc:
-        raise InputError(f"{path}: problem.xml is not XML: {exc}") from None
-
-
-def _tests(
-    package: _Package, testset: ElementTree.Element, input_file: str
-) -> list[dict[str, Any]]:
+def _tests(package: Package, testset: ElementTree.Element, input_file: str) -> list[dict[str, Any]]:
     listed = testset.findall("tests/test")
     inputs = testset.findtext("input-path-pattern") or ""
     answers = testset.findtext("answer-path-pattern") or ""
     if not listed or "%" not in inputs or "%" not in answers:
         raise InputError(f"{package.path}: the testset has no tests or no path patterns")
+    if len(listed) > MAX_TESTS:
+        raise InputError(
+            f"{package.path}: the testset has {len(listed)} tests; a task has at most {MAX_TESTS}"
+        )
+    for pattern in (inputs, answers):
+        _check_pattern(pattern, package.path)
     tests = []
     for number, test in enumerate(listed, 1):
-        try:
-            input_path, answer_path = inputs % number, answers % number
-        except (TypeError, ValueError):
-            raise InputError(
-                f"{package.path}: the path patterns {quoted(inputs)} and {quoted(answers)} are "
-                "not printf patterns of one number"
-            ) from None
+        input_path, answer_path = inputs % number, answers % number
         given = package.text(input_path)
         entry: dict[str, Any] = {"expected_stdout": package.text(answer_path)}
         if input_file:
@@ -243,19 +174,43 @@ def _tests(
     return tests
 
 
+def _check_pattern(pattern: str, path: Path) -> None:
+    """A path pattern has one conversion of the test's number, of a width that makes a path
+    (a width of 99999999 made a 100-million-character error and took a gigabyte)."""
+    found = [m for m in _CONVERSION.finditer(pattern) if m.group(1) != "%"]
+    if len(found) != 1 or found[0].group(1) is None:
+        raise InputError(
+            f"{path}: the path pattern {quoted(pattern)} is not a printf pattern of one number "
+            "(as tests/%02d)"
+        )
+    for digits in found[0].groups()[1:]:
+        if digits and int(digits) > MAX_WIDTH:
+            raise InputError(
+                f"{path}: the path pattern {quoted(pattern)} asks for {int(digits)} digits; "
+                f"at most {MAX_WIDTH} (as tests/%02d)"
+            )
+
+
 def _groups(
     testset: ElementTree.Element, tests: list[dict[str, Any]], path: Path
 ) -> list[dict[str, Any]]:
     """Polygon's groups as hazmat's (the module's words); none when nothing has points."""
-    described = {g.get("name", ""): g for g in testset.findall("groups/group")}
+    listed = testset.findall("groups/group")
+    described = {g.get("name", ""): g for g in listed}
     named = [t["group"] for t in tests if "group" in t]
     if any("points" in t for t in tests) or named:
         for test in tests:  # tests outside every group (often the samples): one of their own
             test.setdefault("group", "tests" if not named else "(no group)")
         named = [t["group"] for t in tests]
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for test in tests:
+        by_group.setdefault(test.get("group", ""), []).append(test)
+    most = max(len(listed), len(set(named)))
+    if most > MAX_GROUPS:
+        raise InputError(f"{path}: the testset has {most} groups; a task has at most {MAX_GROUPS}")
     groups: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys([*described, *named]):
-        members = [t for t in tests if t.get("group") == name]
+        members = by_group.get(name, [])
         if not members:
             continue  # a group Polygon lists with no test in this testset
         element = described.get(name)
@@ -275,9 +230,9 @@ def _groups(
         needs = element.findall("dependencies/dependency") if element is not None else []
         # a dependency on a group with no test here is met; one on no group at all is refused
         after = [
-            d.get("group", "")
-            for d in needs
-            if d.get("group", "") in named or d.get("group", "") not in described
+            need
+            for need in dict.fromkeys(d.get("group", "") for d in needs)
+            if need in by_group or need not in described
         ]
         groups[name] = {
             "name": name,
@@ -294,21 +249,33 @@ def _groups(
 
 
 def _ordered(groups: dict[str, dict[str, Any]], path: Path) -> Iterable[dict[str, Any]]:
-    """The groups in their order, each moved after those it needs (a cycle is refused)."""
-    placed: list[str] = []
-    while len(placed) < len(groups):
-        ready = [
-            name
-            for name, g in groups.items()
-            if name not in placed and all(d in placed for d in g["after"])
-        ]
-        if not ready:
-            stuck = sorted(set(groups) - set(placed))
-            unknown = [d for n in stuck for d in groups[n]["after"] if d not in groups]
-            if unknown:
-                raise InputError(f"{path}: a group depends on {quoted(unknown[0])}, no group")
-            raise InputError(f"{path}: the groups {', '.join(stuck)} depend on each other")
-        placed.append(ready[0])
+    """The groups in their order, each moved after those it needs (a cycle is refused): of
+    the groups whose dependencies are placed, the first listed goes next. Kahn's sort, with
+    a heap of the ready groups by their place in the list: O((groups + dependencies) log
+    groups) (the scan it replaced took 83 s for 3,000 groups)."""
+    place = {name: number for number, name in enumerate(groups)}
+    waiting = {name: 0 for name in groups}
+    needed_by: dict[str, list[str]] = {name: [] for name in groups}
+    for name, group in groups.items():
+        for need in group["after"]:
+            if need not in groups:
+                raise InputError(f"{path}: a group depends on {quoted(need)}, no group")
+            waiting[name] += 1
+            needed_by[need].append(name)
+    ready = [place[name] for name, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    names, placed = list(groups), []
+    while ready:
+        name = names[heapq.heappop(ready)]
+        placed.append(name)
+        for other in needed_by[name]:
+            waiting[other] -= 1
+            if waiting[other] == 0:
+                heapq.heappush(ready, place[other])
+    if len(placed) < len(groups):
+        stuck = sorted(name for name, count in waiting.items() if count > 0)
+        more = f" and {len(stuck) - 10} more" if len(stuck) > 10 else ""
+        raise InputError(f"{path}: the groups {', '.join(stuck[:10])}{more} depend on each other")
     return [groups[name] for name in placed]
 
 
@@ -317,7 +284,7 @@ def _without_empty(group: dict[str, Any]) -> dict[str, Any]:
 
 
 def _program(
-    package: _Package, root: ElementTree.Element, role: str, path: Path
+    package: Package, root: ElementTree.Element, role: str, path: Path
 ) -> dict[str, Any] | None:
     """The checker (a `testlib` comparator) or the interactor, from its source's path and type."""
     source = root.find(f"assets/{role}/source")

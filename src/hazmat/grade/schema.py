@@ -12,7 +12,9 @@ from typing import Any
 
 __all__ = [
     "COMPARATORS",
+    "MAX_GROUPS",
     "MAX_ID",
+    "MAX_TESTS",
     "PROGRAM_COMPARATORS",
     "RESULT_SCHEMA",
     "TASK_SCHEMA",
@@ -38,6 +40,8 @@ TEST_VERDICTS = (*VERDICTS, "skipped")
 COMPARATORS = ("exact", "whitespace", "lines", "float", "checker", "testlib")
 PROGRAM_COMPARATORS = ("checker", "testlib")  # a program judges (grade/checkers.py)
 MAX_ID = 256  # characters of a task's id (it names the task in results, receipts, errors)
+MAX_TESTS = 10_000  # test cases of one task (a Polygon package's testset too)
+MAX_GROUPS = 1000  # groups of one task, and dependencies of one group
 
 _TEXT = {"type": "string", "maxLength": 64 * 1024 * 1024}
 _FILES = {
@@ -114,7 +118,7 @@ _GROUP = {
             "type": "array",
             "items": _NAME,
             "uniqueItems": True,
-            "maxItems": 1000,
+            "maxItems": MAX_GROUPS,
             "description": "earlier groups that must have all their points first; else this "
             "group scores 0 and its tests are skipped",
         },
@@ -155,7 +159,7 @@ TASK_SCHEMA: dict[str, Any] = {
         "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID},
         "language": {"type": "string", "minLength": 1, "maxLength": 64},
         "code": {"type": "string"},
-        "tests": {"type": "array", "items": _TEST, "minItems": 1, "maxItems": 10_000},
+        "tests": {"type": "array", "items": _TEST, "minItems": 1, "maxItems": MAX_TESTS},
         "check": {
             "type": "string",
             "description": "test code appended to the program; the run's exit status judges",
@@ -174,7 +178,7 @@ TASK_SCHEMA: dict[str, Any] = {
             "required": ["code"],
             "additionalProperties": False,
         },
-        "groups": {"type": "array", "items": _GROUP, "minItems": 1, "maxItems": 1000},
+        "groups": {"type": "array", "items": _GROUP, "minItems": 1, "maxItems": MAX_GROUPS},
         "files": _FILES,
         **_LIMITS,
         "time_multipliers": {

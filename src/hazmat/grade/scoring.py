@@ -17,6 +17,7 @@ test, scored `each`: its score is the mean of its tests' scores.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,6 +45,9 @@ class Scored(Protocol):
 
     @property
     def score(self) -> float: ...
+
+    @property
+    def message(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -77,15 +81,26 @@ def order(task: Task) -> list[int]:
 
 def skipped_because(task: Task, index: int, done: Mapping[int, Scored]) -> str | None:
     """Why test `index` is not to run, given the results so far (`done`, by index); None to
-    run it."""
+    run it. A group's tests run in order, so the test before it in its group answers for
+    the group (its dependencies, a failure before it): constant time but for a group's first
+    test, whose dependencies' results are read once."""
     if not task.groups:
         return None
     group = task.group_of(index)
+    members = task.members[group.name]
+    place = bisect.bisect_left(members, index)
+    before = done.get(members[place - 1]) if place > 0 else None
+    if before is not None:
+        if before.verdict == "skipped":
+            return before.message
+        if group.skip_rest and before.verdict != "accepted":
+            return f"test {members[place - 1] + 1} of group {group.name!r} failed"
+        return None
     for name in group.after:
         if not met(_group_result(task, task.group_named[name], done)):
             return f"group {name!r}, which group {group.name!r} needs, did not earn all its points"
     if group.skip_rest:
-        for i in task.members[group.name]:
+        for i in members[:place]:
             if i in done and done[i].verdict != "accepted":
                 return f"test {i + 1} of group {group.name!r} failed"
     return None

@@ -25,6 +25,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from hazmat._exceptions import QUOTED_MOST, InputError, UnknownLanguage, quoted
 from hazmat.grade.schema import PROGRAM_COMPARATORS, TASK_SCHEMA
+from hazmat.grade.task_groups import Group, count_dependencies, parse_groups
 from hazmat.languages import get_language
 
 __all__ = [
@@ -97,20 +98,6 @@ class Interactor:
 
 
 @dataclass(frozen=True)
-class Group:
-    """A subtask: test cases worth `points` together. `all`: the points only when every one of
-    them is accepted (the IOI rule); `each`: the points times the share they earn. A group
-    `after` others scores only once they have all their points (else its tests are skipped);
-    with `skip_rest`, the group's other tests are skipped once one fails."""
-
-    name: str
-    points: float
-    scoring: str = "all"
-    after: tuple[str, ...] = ()
-    skip_rest: bool = True
-
-
-@dataclass(frozen=True)
 class Task:
     """One submission and how to judge it: `tests`, or `check` code (then `tests` is empty)."""
 
@@ -155,13 +142,14 @@ class Task:
 def parse_task(raw: Any, where: str = "task") -> Task:
     """A task from its decoded JSON, checked against the schema; `InputError` names `where`
     and the key that is wrong."""
+    count_dependencies(raw, where)  # before the schema, whose time grows with them
     error = best_match(_VALIDATOR.iter_errors(raw))
     if error is not None:
         raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
     _finite(raw, where)
     _known_languages(raw, where)
     _interactive(raw, where)
-    groups = _groups(raw, where)
+    groups = parse_groups(raw, where)
     default = Comparator.of(raw.get("comparator"))
     tests = tuple(
         TestCase(
@@ -193,75 +181,6 @@ def parse_task(raw: Any, where: str = "task") -> Task:
         time_multiplier=_multiplier(raw, where),
         build_flags=_build_flags(raw, where),
     )
-
-
-def _groups(raw: dict[str, Any], where: str) -> tuple[Group, ...]:
-    """The task's groups, checked for what the schema cannot say: names used once, every test
-    in a group and every group with a test, dependencies on earlier groups only (so there is
-    no cycle, and a group's dependencies are judged before it runs), and some points."""
-    listed, tests = raw.get("groups", ()), raw.get("tests", ())
-    if not listed:
-        for number, test in enumerate(tests):
-            for key in ("group", "points"):
-                if key in test:
-                    raise InputError(f"{where}.tests[{number}].{key}: the task has no groups")
-        return ()
-    if "check" in raw:
-        raise InputError(f"{where}.groups: a task with check has no test cases to group")
-    groups: list[Group] = []
-    named: set[str] = set()
-    for number, entry in enumerate(listed):
-        here = f"{where}.groups[{number}]"
-        if entry["name"] in named:
-            raise InputError(f"{here}.name: {quoted(entry['name'])} is used twice")
-        for name in entry.get("after", ()):
-            if name not in named:
-                raise InputError(f"{here}.after: {quoted(name)} is not an earlier group")
-        named.add(entry["name"])
-        scoring = entry.get("scoring", "all")
-        groups.append(
-            Group(
-                name=entry["name"],
-                points=entry["points"],
-                scoring=scoring,
-                after=tuple(entry.get("after", ())),
-                skip_rest=entry.get("skip_rest", scoring == "all"),
-            )
-        )
-    members: dict[str, list[int]] = {name: [] for name in named}
-    for number, test in enumerate(tests):
-        if test.get("group") not in named:
-            said = f"{quoted(test['group'])} is not a group" if "group" in test else "missing"
-            raise InputError(f"{where}.tests[{number}].group: {said} (the task has groups)")
-        members[test["group"]].append(number)
-    for number, group in enumerate(groups):
-        _check_weights(group, [(i, tests[i]) for i in members[group.name]], number, where)
-    if not sum(g.points for g in groups) > 0:
-        raise InputError(f"{where}.groups: their points add up to 0")
-    return tuple(groups)
-
-
-def _check_weights(
-    group: Group, members: list[tuple[int, dict[str, Any]]], number: int, where: str
-) -> None:
-    """A group has a test, and its tests' own points are all given or none, only in an
-    `each` group, and add up to more than 0."""
-    if not members:
-        raise InputError(f"{where}.groups[{number}]: no test case is in it")
-    weighed = [i for i, t in members if "points" in t]
-    if weighed and group.scoring != "each":
-        raise InputError(
-            f"{where}.tests[{weighed[0]}].points: a test's points count only in a group "
-            f"scoring each, and {quoted(group.name)} scores all"
-        )
-    if weighed and len(weighed) < len(members):
-        unweighed = next(i for i, t in members if "points" not in t)
-        raise InputError(
-            f"{where}.tests[{unweighed}].points: missing, as other tests of group "
-            f"{quoted(group.name)} have points"
-        )
-    if weighed and not sum(t["points"] for _, t in members) > 0:
-        raise InputError(f"{where}.groups[{number}]: its tests' points add up to 0")
 
 
 def _multiplier(raw: dict[str, Any], where: str) -> float | None:
