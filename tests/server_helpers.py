@@ -157,13 +157,16 @@ TRACEBACK = "Traceback (most recent call last)"
 
 
 @pytest.fixture
-def no_tracebacks() -> Iterator[None]:
-    """Fail the test during which a service under test logged a traceback (`TracebackWatch`)."""
+def no_tracebacks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test during which a service under test logged a traceback (`TracebackWatch`),
+    but one a test allows with `@pytest.mark.allow_traceback(text, reason=...)`: a traceback
+    holding `text`, for the reason given."""
+    allowed = [m.args[0] for m in request.node.iter_markers("allow_traceback")]
     watch = TracebackWatch()
     try:
         yield
     finally:
-        found = watch.stop()
+        found = [f for f in watch.stop() if not any(text in f for text in allowed)]
     if found:
         pytest.fail("the service logged a traceback:\n" + "\n".join(found))
 

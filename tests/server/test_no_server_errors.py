@@ -249,3 +249,12 @@ def test_a_traceback_in_the_services_log_is_seen(tmp_path: Path) -> None:
     assert "an unexpected error" in found[0] and "ValueError: boom" in found[0]
     assert "KeyError: 'x'" in found[1] and "earlier" not in found[1]
     assert server not in STARTED  # it has stopped: not read again
+
+
+@pytest.mark.parametrize("length", ["9" * 4301, "9" * 19])
+def test_a_content_length_of_many_digits_is_413(served: Served, length: str) -> None:
+    """int() of the header's 4,301 digits raised (a 500)."""
+    client, headers, _ = served
+    answer = client.post("/v1/runs", content=b"{}", headers={**headers, "Content-Length": length})
+    assert answer.status_code == 413, answer.text
+    assert f"a {len(length)}-digit number of bytes" in answer.json()["error"]["message"]

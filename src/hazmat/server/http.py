@@ -34,7 +34,6 @@ from hazmat._exceptions import (
     InputTooLarge,
     QuotaExceeded,
     RequestTimeout,
-    quoted,
 )
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
@@ -411,9 +410,8 @@ async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -
         if not (length.isascii() and length.isdigit()):  # int() takes other digits too
             raise InputError("Content-Length is not a number")
         if len(length) > 18 or int(length) > cap:  # int() of 4,301 digits is an error
-            raise InputTooLarge(
-                f"the request body is {quoted(length)} bytes; this key's cap is {cap}"
-            )
+            shown = length if len(length) <= 18 else f"a {len(length)}-digit number of"
+            raise InputTooLarge(f"the request body is {shown} bytes; this key's cap is {cap}")
     chunks, total = [], 0
     with anyio.move_on_after(timeout_s) as deadline:
         async for chunk in request.stream():
