@@ -3,9 +3,8 @@
 (fetch.py), every member of every file checked on the host (archives.py), installed by the
 session itself (install_cell.py: pip into /tmp/.packages, on an exec tmpfs; install_npm.js:
 npm's tarballs, their members at checked plain paths, into the working directory's
-node_modules/),
-and the whole recorded in the audit log (`session.installed`: what was asked, every file's
-package, version and SHA-256, and what the download connected to)."""
+node_modules/), and the whole recorded in the audit log (`session.installed`: what was asked,
+every file's package, version and SHA-256, and what the download connected to)."""
 
 from __future__ import annotations
 

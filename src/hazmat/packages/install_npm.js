@@ -3,8 +3,9 @@
 // digest on the host, then made again there of regular files and folders at plain relative
 // paths, its first part already removed: hazmat/packages/archives.py) is unpacked, as the
 // session's program, into its place under the working directory's node_modules/ (the places
-// npm worked out, parents first), replacing what was there. npm's scripts are not run. Node finds the packages from the working directory, and a
-// TypeScript program's build (run from /tmp/.hazmat-build) through /tmp/node_modules, a link.
+// npm worked out, parents first), replacing what was there. npm's scripts are not run. Node
+// finds the packages from the working directory, and a TypeScript program's build (run from
+// /tmp/.hazmat-build) through /tmp/node_modules, a link.
 'use strict';
 const { execFileSync } = require('child_process');
 const fs = require('fs');
