@@ -258,3 +258,32 @@ def test_a_content_length_of_many_digits_is_413(served: Served, length: str) -> 
     answer = client.post("/v1/runs", content=b"{}", headers={**headers, "Content-Length": length})
     assert answer.status_code == 413, answer.text
     assert f"a {len(length)}-digit number of bytes" in answer.json()["error"]["message"]
+
+
+def test_a_lone_surrogate_in_an_mcp_tool_call_is_a_400(served: Served) -> None:
+    """/mcp's JSON-RPC is decoded by the MCP SDK, which refuses a lone surrogate itself (a
+    parse error, 400), before any tool sees it."""
+    client, headers, _ = served
+    mcp = {**headers, "Accept": "application/json, text/event-stream"}
+    mcp["Content-Type"] = "application/json"
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    hello["clientInfo"]["version"] = "1"
+    opened = client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        headers=mcp,
+    )
+    assert opened.status_code == 200, opened.text
+    mcp |= {
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-06-18",
+    }
+    for tool, arguments in (
+        ("run_code", {"code": "1", "stdin": LONE}),
+        ("assess_code", {"code": LONE}),
+    ):
+        call = {"name": tool, "arguments": arguments}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        answer = client.post("/mcp", content=json.dumps(body).encode(), headers=mcp)
+        assert answer.status_code == 400, answer.text
+        assert "lone leading surrogate" in answer.json()["error"]["message"], answer.text
