@@ -9,11 +9,12 @@ import dataclasses
 
 import pytest
 
+from hazmat import Sandbox
 from hazmat.backends.base import RUNSC_MEMORY_MB, Spec
 from hazmat.models import Outcome
 from hazmat.policy import PRESETS, Runtime
 from hazmat.run.results import derive_outcome, limit_notes, memory_message
-from hazmat.testing import report
+from hazmat.testing import RecordingBackend, report
 
 MiB = 1024 * 1024
 LIMITS = dataclasses.replace(PRESETS["standard"], memory_mb=256, output_bytes=4096)
@@ -69,3 +70,22 @@ def test_the_cgroup_limit_is_the_programs_plus_the_runtimes_own(
     # a session's calls are no verdicts, and what one holds stays for the next: no backstop
     session = Spec("python", "img", runtime, 256, 1.0, 64, 64, 64, session=True)
     assert session.start_memory_mb == session.program_cgroup_mb == 256
+
+
+@pytest.mark.parametrize(
+    ("facts", "said"),
+    [
+        # a kept build's later test: no build status of its own, but its program started
+        ({"program_ms": 40.0}, "the program was killed at its memory limit of"),
+        # the sandbox ended before the agent said the build was done (gVisor's compiler)
+        ({}, "the build step was killed at its memory limit of"),
+    ],
+)
+def test_a_memory_kill_names_the_build_only_when_no_program_started(
+    facts: dict[str, object], said: str
+) -> None:
+    killed = report(exit_code=137, oom_killed=True, **facts)
+    with Sandbox(backend=RecordingBackend(killed)) as sb:
+        result = sb.run("int main(void) { return 0; }", "c", trust="unknown")
+    assert result.outcome is Outcome.MEMORY_LIMIT
+    assert result.error is not None and result.error.startswith(said), result.error

@@ -83,6 +83,8 @@ def test_memory_near_the_limit_is_judged_alike_under_both_runtimes(
     [result] = tier.map([task], runtime=runtime, trust="unknown")
     verdicts = [(t.verdict, t.message) for t in result.tests]
     assert [v for v, _ in verdicts] == ["accepted", "memory_limit", "accepted"], verdicts
+    said = verdicts[1][1] or ""
+    assert said.startswith("the program") and "memory limit of 256 MB" in said, said
     for test in (result.tests[0], result.tests[2]):
         # the program's own peak: what it touched, within its limit (gVisor's own not in it)
         assert test.memory_bytes is not None and 240 * MiB <= test.memory_bytes <= 256 * MiB

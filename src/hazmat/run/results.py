@@ -97,9 +97,11 @@ def _build_failed(report: RunReport) -> bool:
 
 def _ended_in_build(plan: Plan, report: RunReport) -> bool:
     """The run ended in its build step: the build failed, or the agent never said it was
-    done (under gVisor a compiler past the memory limit takes the whole sandbox with it)."""
+    done (under gVisor a compiler past the memory limit takes the whole sandbox with it) and
+    no program started (a kept build's test has no build status of its own, but a start)."""
     has_build = bool(get_language(plan.request.language).build)
-    return _build_failed(report) or (has_build and report.build_status is None)
+    never_built = report.build_status is None and report.program_ms is None
+    return _build_failed(report) or (has_build and never_built)
 
 
 def _exited_itself(report: RunReport) -> bool:
