@@ -4,6 +4,7 @@ an InputError naming where it is, whatever the value holds."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from hazmat import InputError
 from hazmat.json_input import MAX_NUMBER_CHARS, loads
+from hazmat.testing import invoke
 
 SURROGATE = "\udc80"
 
@@ -71,3 +73,30 @@ def test_any_json_value_is_a_value_or_an_input_error(value: Any) -> None:
         loads(body)
     except InputError as exc:
         assert "lone surrogate" in str(exc) or "has a number" in str(exc), exc
+
+
+TASK = (
+    '{"id": "a", "language": "python", "code": "1", "tests": [{"stdin": "", "expected_stdout": ""}]'
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        # it was exit 70, internal error (UnicodeEncodeError)
+        (TASK.replace('"code": "1"', '"code": "\\udc80"') + "}", "field 'code' holds a lone"),
+        # it was exit 74, "cannot record grade.verdict" after the task ran
+        (TASK.replace('"id": "a"', '"id": "\\udc80"') + "}", "field 'id' holds a lone"),
+        # it was exit 70, internal error (OverflowError: int too large to convert to float)
+        (TASK + ', "timeout": 1' + "0" * 400 + "}", "the line has a number"),
+    ],
+)
+def test_a_batch_files_lines_are_decoded_within_the_same_bounds(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    """`hazmat batch` reads its task lines as the service reads a body: refused before
+    anything runs, naming the line (exit 2)."""
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    out = invoke(["batch", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o"), "--local"])
+    assert out.exit_code == 2, out.stderr
+    assert "t.jsonl:1: the line" in out.stderr and said in out.stderr

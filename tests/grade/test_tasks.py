@@ -112,9 +112,9 @@ def test_every_bad_line_is_listed_with_its_number_before_anything_runs() -> None
     with pytest.raises(InputError) as caught:
         parse_lines(lines, "t.jsonl")
     said = str(caught.value)
-    assert "t.jsonl:3: not JSON" in said
-    assert "t.jsonl:4: not UTF-8 at byte" in said
-    assert "t.jsonl:5: JSON nested too deeply" in said or "t.jsonl:5: [[[" in said
+    assert "t.jsonl:3: the line is not JSON" in said
+    assert "t.jsonl:4: the line is not UTF-8 (byte 8" in said
+    assert "t.jsonl:5: the line is nested deeper than 32 levels" in said
     assert "t.jsonl:6: id 't1' is used twice" in said
 
 

@@ -12,7 +12,6 @@ tasks by id.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from hazmat._exceptions import QUOTED_MOST, InputError, UnknownLanguage, quoted
 from hazmat.grade.schema import PROGRAM_COMPARATORS, TASK_SCHEMA
 from hazmat.grade.task_groups import Group, count_dependencies, parse_groups
+from hazmat.json_input import loads
 from hazmat.languages import get_language
 
 __all__ = [
@@ -349,13 +349,8 @@ def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
 
 
 def _decode(line: bytes) -> Any:
+    """A task line, decoded as the service decodes a body (json_input.py: its depth, numbers
+    and text bounded, a lone surrogate refused naming its field)."""
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"a line of {len(line)} bytes, over {MAX_LINE_BYTES}")
-    try:
-        return json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 at byte {exc.start}") from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply") from None
-    except ValueError as exc:
-        raise InputError(f"not JSON: {exc}") from None
+    return loads(line, "the line")
