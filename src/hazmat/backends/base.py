@@ -30,8 +30,8 @@ __all__ = [
 ]
 
 
-# gVisor's own memory in a sandbox's cgroup, at most, with room to spare (measured on this
-# machine kind: docs/benchmarks.md, "Memory under runc and gVisor")
+# gVisor's own memory in a sandbox's cgroup, at most, with room to spare (17-25 MB measured
+# idle: docs/batch.md, "Runtimes"; backends/container/memory.py)
 RUNSC_MEMORY_MB = 64
 
 
@@ -86,11 +86,9 @@ class Spec:
 
     @property
     def runtime_memory_mb(self) -> int:
-        """What the cgroup's limit adds to the program's for the runtime's own memory: under
-        runsc the cgroup counts gVisor's too, so for a run or a kept build's test its limit is
-        a backstop above the program's (RUNSC_MEMORY_MB) and the program's own limit is judged
-        from its peak (RunReport.memory_exceeded); under runc, and for a session's calls (no
-        verdict; what a call holds stays for the next), nothing."""
+        """What the cgroup's limit adds for the runtime's own memory: under runsc, for a run
+        or a kept build's test, a backstop (backends/container/memory.py); else nothing (a
+        session's call is no verdict, and what it holds stays for the next)."""
         if self.runtime is Runtime.RUNSC and (self.kept_build or not self.session):
             return RUNSC_MEMORY_MB
         return 0
@@ -232,11 +230,9 @@ class RunReport:
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     displays: bytes | None = None  # the runner's display file as collected (displays.py)
     notes: tuple[str, ...] = ()
-    # the program's peak memory, from its container's cgroup read on the host (less gVisor's
-    # own memory under runsc: backends/container/backend.py's program_peak)
+    # the program's own peak, from its cgroup on the host (backends/container/memory.py), and
+    # whether it passed the program's limit (under runsc the cgroup's is a backstop above it)
     peak_memory_bytes: int | None = None
-    # that peak passed the program's memory limit (under runsc the cgroup's limit is only a
-    # backstop above it, Spec.cgroup_memory_mb)
     memory_exceeded: bool = False
     cpu_time_ms: float | None = None
     pids_refused: int = 0  # forks and threads the pids limit refused during the run
