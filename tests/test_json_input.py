@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hazmat import InputError
+from hazmat import InputError, Sandbox
+from hazmat.audit.log import AuditLog
 from hazmat.json_input import MAX_NUMBER_CHARS, loads
-from hazmat.testing import invoke
+from hazmat.testing import RecordingBackend, invoke
 
 SURROGATE = "\udc80"
 
@@ -100,3 +101,31 @@ def test_a_batch_files_lines_are_decoded_within_the_same_bounds(
     out = invoke(["batch", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o"), "--local"])
     assert out.exit_code == 2, out.stderr
     assert "t.jsonl:1: the line" in out.stderr and said in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"code": SURROGATE}, "code holds a lone surrogate"),  # UnicodeEncodeError
+        ({"stdin": SURROGATE}, "option 'stdin' holds a lone surrogate"),
+        ({"session": SURROGATE}, "option 'session' holds"),  # AuditError: cannot record
+        (
+            {"caller": "a" + SURROGATE},
+            "option 'caller' holds a lone surrogate (\\udc80 at character 1)",
+        ),
+        ({"env": {"A": SURROGATE}}, "env value of 'A' holds"),
+        ({"args": ["x", SURROGATE]}, "args[1] holds"),
+        ({"files": {"a.txt": SURROGATE}}, "file 'a.txt' holds"),
+    ],
+)
+def test_the_python_api_refuses_a_lone_surrogate_as_the_service_does(
+    tmp_path: Path, options: dict[str, Any], said: str
+) -> None:
+    """A str from Python can hold one too (MCP over stdio, function calling, a caller's own):
+    an InputError naming the option, never UnicodeEncodeError or the audit log's error."""
+    code = options.pop("code", "print(1)")
+    with Sandbox(backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
+        with pytest.raises(InputError) as refused:
+            sandbox.run(code, **options)
+        sandbox.audit.close()
+    assert said in str(refused.value)

@@ -21,7 +21,15 @@ from typing import Any
 
 from hazmat._exceptions import InputError, quoted
 
-__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "check_depth", "field_name", "loads", "surrogate_in"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NUMBER_CHARS",
+    "check_depth",
+    "check_text",
+    "field_name",
+    "loads",
+    "surrogate_in",
+]
 
 MAX_DEPTH = 32  # the API's deepest body is 3 levels (files_base64: {name: data})
 MAX_NUMBER_CHARS = 40  # a 64-bit integer is 20; a double's shortest repr at most 24
@@ -127,6 +135,18 @@ def surrogate_in(value: Any, path: tuple[str | int, ...] = ()) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def check_text(text: str, what: str) -> str:
+    """`text`, or `InputError` if it holds a lone surrogate (a str from Python, not from JSON:
+    the same refusal for a caller of `Sandbox.run` as for one of the service)."""
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise InputError(
+            f"{what} holds a lone surrogate (\\u{ord(found.group()):04x} at character "
+            f"{found.start()}): give text that is valid Unicode"
+        )
+    return text
 
 
 def field_name(path: tuple[str | int, ...]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hazmat._exceptions import InputError
 from hazmat.displays import displays_to_json
+from hazmat.json_input import check_text
 from hazmat.policy import Clock, Limits, Runtime, TrustLevel
 
 __all__ = [
@@ -320,4 +321,4 @@ def check_code(code: str | bytes) -> str:
         raise InputError("code is empty")
     if "\x00" in code:
         raise InputError(f"code contains a NUL byte (at character {code.index(chr(0))})")
-    return code
+    return check_text(code, "code")

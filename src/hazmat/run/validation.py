@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName, quoted
+from hazmat.json_input import check_text
 
 __all__ = [
     "OPTION_TYPES",
@@ -102,6 +103,8 @@ def check_options(options: Mapping[str, Any]) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, types):
             raise InputError(f"option {quoted(name)} must be {wanted}, not {type(value).__name__}")
+        if isinstance(value, str):
+            check_text(value, f"option {quoted(name)}")
     timeout = options.get("timeout")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise InputError(f"option 'timeout' must be a positive number of seconds, not {timeout!r}")
@@ -197,6 +200,7 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
             raise InputError(f"env value of {quoted(name)} must be str, not {type(value).__name__}")
         if "\x00" in value:
             raise InputError(f"env value of {quoted(name)} contains a NUL byte")
+        check_text(value, f"env value of {quoted(name)}")
     return dict(env)
 
 
@@ -211,6 +215,7 @@ def check_args(args: Sequence[str]) -> tuple[str, ...]:
             raise InputError(f"args[{i}] must be str, not {type(arg).__name__}")
         if "\x00" in arg:
             raise InputError(f"args[{i}] contains a NUL byte")
+        check_text(arg, f"args[{i}]")
     return tuple(args)
 
 
@@ -223,7 +228,7 @@ def check_env_args_size(env: Mapping[str, str], args: Sequence[str]) -> None:
 
 def to_bytes(data: str | bytes | bytearray, what: str) -> bytes:
     if isinstance(data, str):
-        return data.encode("utf-8")
+        return check_text(data, what).encode("utf-8")
     if isinstance(data, bytes | bytearray):
         return bytes(data)
     raise InputError(f"{what} must be str or bytes, not {type(data).__name__}")
