@@ -186,9 +186,7 @@ def test_held_connections_to_the_console_never_block_the_cli(env: dict[str, str]
 def test_another_users_connections_neither_keep_the_server_nor_start_it(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    policy = tmp_path / "idle.yaml"
-    policy.write_text("pool:\n  server_idle_s: 2\n")
-    console = Console(env, "--policy", str(policy))
+    console = idle_console(env, tmp_path)
     try:
         holder = nobody(HOLD.format(count=HELD, port=console.port))
         assert said(holder) == f"held {HELD}"
@@ -202,6 +200,32 @@ def test_another_users_connections_neither_keep_the_server_nor_start_it(
     finally:
         ended(holder)
         console.stop()
+
+
+@pytest.mark.docker
+def test_the_users_idle_connections_neither_keep_the_server_nor_start_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Connections that send nothing reach no server: it stops when idle, and one that opens
+    after it stopped and sends nothing is closed after `FIRST_BYTES_S` with no server started."""
+    console = idle_console(env, tmp_path)
+    mine = [socket.create_connection(("127.0.0.1", console.port)) for _ in range(HELD)]
+    try:
+        assert wait_exit(console.server_pid())
+        with socket.create_connection(("127.0.0.1", console.port), timeout=120) as late:
+            assert late.recv(1) == b""  # the forwarder's deadline for first bytes closed it
+        assert running(env) == []
+    finally:
+        for held in mine:
+            held.close()
+        console.stop()
+
+
+def idle_console(env: dict[str, str], tmp_path: Path) -> Console:
+    """The console of a local server that stops after 2 s without a request."""
+    policy = tmp_path / "idle.yaml"
+    policy.write_text("pool:\n  server_idle_s: 2\n")
+    return Console(env, "--policy", str(policy))
 
 
 PLANT = """
