@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from hazmat import InputError, Sandbox
 from hazmat.backends.base import Job
 from hazmat.grade.grader import Grader
+from hazmat.grade.harness import guarded
 from hazmat.grade.schema import RESULT_SCHEMA
 from hazmat.grade.tasks import parse_task
 from hazmat.testing import RecordingBackend, report
@@ -169,8 +170,9 @@ def test_a_checker_program_judges_and_its_own_failure_is_infra_error(
     # both outputs (2 and 4) are even: the checker accepts them whatever the expected text
     assert [t.verdict for t in result.tests] == ["accepted", "accepted"]
     checker_job = backend.jobs[1]
+    # the checker's code with harness.py's line, which ends it with CRASHED if it raises
     assert dict(checker_job.program.files) == {
-        "main.py": b"import sys",
+        "main.py": guarded("import sys", "python").encode(),
         "input": b"1",
         "output": b"2\n",
         "expected": b"x",

@@ -13,7 +13,12 @@ the program's arguments:
   the first line testlib writes to stderr (`wrong answer expected 3, found 4`).
 
 A checker that runs out of time or memory is the checker's failure too, never the
-submission's. A task's checker is built once for all its test cases, as the submission is (a
+submission's, and so is one that crashes: testlib's codes count only when the checker chose
+them (a Python checker that raises ends with `harness.CRASHED`, not with 1, which is testlib's
+`_wa` and hazmat's "rejected"; one that does not compile never ran: grade/harness.py). Its CPU
+limit is its trust level's, which the submission's own limit cannot exceed.
+
+A task's checker is built once for all its test cases, as the submission is (a
 kept build of its own, backends/kept/kept_build.py): a C++ checker compiles once per task, and
 once per `Sandbox` and caller for the same source (the build cache). With `fresh`, each of its
 runs is a fresh container with a build of its own instead.
@@ -29,6 +34,7 @@ from typing import Any, Protocol, Unpack
 
 from hazmat.backends.base import Backend
 from hazmat.backends.kept.kept_build import KeptBuild
+from hazmat.grade.harness import as_judge, guarded
 from hazmat.grade.tasks import Comparator, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.run.intake import RunOptions
@@ -71,6 +77,10 @@ class RunningSandbox(Protocol):
 
     def execute_in(self, request: ExecutionRequest, backend: Backend) -> ExecutionResult: ...
 
+    def execute(
+        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = ...
+    ) -> ExecutionResult: ...
+
 
 @dataclass(frozen=True)
 class Judged:
@@ -111,10 +121,11 @@ class Checkers:
         options = {**self.options, "files": files, "args": list(names), "clock": "cpu"}
         code, language = checker.code or "", checker.language or "python"
         if self.fresh:
-            run = self.sandbox.run(code, language, **options)
+            run = self.sandbox.run(guarded(code, language), language, **options)
         else:
-            request = self.sandbox.request(code, language, **options)
+            request = self.sandbox.request(guarded(code, language), language, **options)
             run = self.sandbox.execute_in(request, self._build(checker))
+        run = as_judge(run, code, language)
         return testlib_judged(run) if testlib else hazmat_judged(run)
 
     def _build(self, checker: Comparator) -> KeptBuild:

@@ -25,7 +25,7 @@ from hazmat.backends.base import Backend
 from hazmat.grade import runs
 from hazmat.grade.checkers import Checkers, RunningSandbox
 from hazmat.grade.compare import difference
-from hazmat.grade.interaction import interact, verdict
+from hazmat.grade.interaction import interact, run_interactor, verdict
 from hazmat.grade.runs import check_task
 from hazmat.grade.scoring import NOT_FAILED, GroupResult, order, scored, skipped_because
 from hazmat.grade.tasks import Task, TestCase
@@ -242,18 +242,17 @@ class Grader:
         one; the transcript kept for the task's first failed test (`keep`)."""
         interactor = task.interactor
         assert interactor is not None
+        program = self.sandbox.request(
+            task.code, task.language, **runs.interactive_options(task, case, self.options)
+        )
         exchange = interact(
-            lambda watch: self.sandbox.run(
-                task.code,
-                task.language,
-                on_output=watch,
-                **runs.interactive_options(task, case, self.options),
-            ),
-            lambda watch: self.sandbox.run(
-                interactor.code,
-                interactor.language,
-                on_output=watch,
-                **runs.interactor_options(case, self.options),
+            lambda watch: self.sandbox.execute(program, on_output=watch),
+            lambda watch: run_interactor(  # its limit past the program's (harness.py)
+                self.sandbox,
+                interactor,
+                runs.interactor_options(case, self.options),
+                program,
+                watch,
             ),
         )
         judged = verdict(exchange.program, exchange.interactor)

@@ -12,8 +12,12 @@ closed. The transcript (who wrote what, in the order the host relayed it) is kep
 The interactor is testlib's (`registerInteraction`): it gets the files `input` (the test's
 stdin) and `answer` (its `expected_stdout`), and `input output answer` as its arguments
 (`output` is testlib's `tout`, unused); its exit code judges as a testlib checker's
-(grade/checkers.py). It runs on the wall clock with the trust level's time limit, so that it
-never waits on a core the submission holds; its failures are `infra_error`.
+(grade/checkers.py), and only when it chose it (grade/harness.py: a Python interactor that
+raises, or does not compile, failed). It runs on the wall clock, so that it never waits on a
+core the submission holds, with a limit past the latest moment the submission can be stopped
+at (`harness.harness_timeout`, derived from the submission's own checked limit and clock);
+once the submission has ended it has `harness.MARGIN_S` more to end, then it is cancelled.
+Its failures are `infra_error`.
 
 The verdict, in this order (each depends only on the two runs, not on which ended first):
 
@@ -34,13 +38,25 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from hazmat.grade.checkers import Judged, testlib_judged
+from hazmat.grade.checkers import Judged, RunningSandbox, testlib_judged
+from hazmat.grade.harness import MARGIN_S, as_judge, guarded, harness_timeout
+from hazmat.grade.tasks import Interactor
 from hazmat.grade.verdicts import VERDICT_OF
-from hazmat.models import ExecutionResult, Outcome
+from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.policy import Clock
+from hazmat.run.intake import Checked, for_harness
 from hazmat.watch import Watch
 
-__all__ = ["TRANSCRIPT_BYTES", "Interaction", "Transcript", "interact", "verdict"]
+__all__ = [
+    "TRANSCRIPT_BYTES",
+    "Interaction",
+    "Transcript",
+    "interact",
+    "run_interactor",
+    "verdict",
+]
 
 TRANSCRIPT_BYTES = 64 * 1024
 # the submission's own limits, and a run the host could not finish: before the interactor's word
@@ -127,12 +143,34 @@ class _Pipe:
             os.close(self.read)
 
 
+def run_interactor(
+    sandbox: RunningSandbox,
+    interactor: Interactor,
+    options: dict[str, Any],
+    beside: ExecutionRequest,
+    watch: Watch,
+) -> ExecutionResult:
+    """The interactor's run (`options`: runs.interactor_options) beside the submission's
+    request `beside`: its code guarded and its wall-clock limit past the submission's
+    (harness.py), its own failures made `infra_error` outcomes."""
+    code, language = interactor.code, interactor.language
+    checked = beside.checked
+    if not isinstance(checked, Checked):
+        raise TypeError("the submission's request must come from Sandbox.request")
+    timeout = harness_timeout(checked.limits.timeout_s, beside.clock or Clock.WALL)
+    request = sandbox.request(guarded(code, language), language, **options)
+    run = sandbox.execute(for_harness(request, timeout), on_output=watch)
+    return as_judge(run, code, language, "interactor")
+
+
 def interact(
     run_program: Callable[[Watch], ExecutionResult],
     run_interactor: Callable[[Watch], ExecutionResult],
     transcript_bytes: int = TRANSCRIPT_BYTES,
+    grace_s: float = MARGIN_S,
 ) -> Interaction:
-    """Run both at once, each given a watch that relays its stdout to the other's stdin."""
+    """Run both at once, each given a watch that relays its stdout to the other's stdin. Once
+    the program has ended, the interactor has `grace_s` to end, then it is cancelled."""
     transcript = Transcript(transcript_bytes)
     to_interactor, to_program = _Pipe(), _Pipe()
 
@@ -182,6 +220,8 @@ def interact(
         program_watch.ready.set()
         program_watch.ended.set()
         to_program.end_reading()
+        if not interactor_watch.ended.wait(grace_s):
+            interactor_watch.cancel(f"the program ended {grace_s:g} s ago and it did not")
         thread.join()
         for helper in helpers:
             helper.join()

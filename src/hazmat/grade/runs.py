@@ -76,8 +76,9 @@ def interactive_options(task: Task, case: TestCase, options: Mapping[str, Any]) 
 
 
 def interactor_options(case: TestCase, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The interactor's run: testlib's files and arguments, the wall clock at the level's
-    time limit (it waits on the submission, and must never wait on a core it holds)."""
+    """The interactor's run: testlib's files and arguments, the wall clock (it waits on the
+    submission, and must never wait on a core it holds); interaction.run_interactor sets its
+    limit past the submission's (grade/harness.py)."""
     return {
         **judges_options(options),
         "files": {"input": case.stdin, "answer": case.expected_stdout},

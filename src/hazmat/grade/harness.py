@@ -1,0 +1,146 @@
+"""What hazmat adds to the programs that judge a submission (a checker, an interactor), so that
+their own limits and their own crashes are never the submission's verdict.
+
+Limits, in one place: an interactor runs beside the submission on the wall clock, and its
+limit is past the latest moment the submission can be stopped at (`harness_timeout`): on the
+CPU clock that is the submission's busy-machine cap (backends/container/cpu_time.py: its idle
+backstop, twice its limit, is reached well before on any machine that is not starved), on the
+wall clock its own limit; plus `MARGIN_S`. Once the submission has ended, the interactor has
+`MARGIN_S` more to finish (grade/interaction.py), so an interactor that hangs costs the
+margin, not its whole limit. A checker runs after the submission, on the CPU clock, with its
+trust level's limit, which the submission's own cannot exceed.
+
+Crashes: testlib's exit codes judge only when the program chose them. A Python program that
+raises ends with status 1, which is testlib's `_wa` and hazmat's "rejected"; `guarded` adds
+one line that makes an uncaught exception end the program with `CRASHED` instead (after
+Python has printed its traceback), kept on a line the program already has where it can be,
+so the program's line numbers do not move. A program that does not compile never ran at all:
+`never_ran` tells it (the host compiles it too, and its stderr ends in the compiler's error).
+C, C++ and Rust programs that crash end by a signal or abort (status 134, 139, 101), which are
+no testlib codes already.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+
+from hazmat.backends.container.cpu_time import CpuLimit
+from hazmat.models import ExecutionResult, Outcome
+from hazmat.policy import Clock
+
+__all__ = ["CRASHED", "MARGIN_S", "as_judge", "guarded", "harness_timeout", "never_ran"]
+
+CRASHED = 70  # sysexits' EX_SOFTWARE: no testlib code, and not hazmat's 0 or 1
+MARGIN_S = 5.0
+MOST_S = 24 * 3600.0  # the longest timeout any run may have (policy.py's bounds)
+_HOOK = (
+    "import os as _hazmat_os, sys as _hazmat_sys; _hazmat_sys.excepthook = lambda kind, value, "
+    f"tb: (_hazmat_sys.__excepthook__(kind, value, tb), _hazmat_os._exit({CRASHED}))"
+)
+_COMPOUND = (
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+    ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match,
+)  # fmt: skip
+
+
+def harness_timeout(limit_s: float, clock: Clock) -> float:
+    """The wall-clock limit of an interactor beside a submission whose limit is `limit_s` on
+    `clock`: past the latest moment the submission is stopped at, plus `MARGIN_S`."""
+    latest = CpuLimit(limit_s).cap_s if clock is Clock.CPU else limit_s
+    return min(math.ceil(latest + MARGIN_S), MOST_S)
+
+
+def guarded(code: str, language: str) -> str:
+    """`code` with the line that makes an uncaught exception end it with `CRASHED` (Python);
+    other languages' code as it is."""
+    if language != "python":
+        return code
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return f"{_HOOK}\n{code}"  # it will not compile in the sandbox either
+    if not body:
+        return code
+    placed = _on_a_line(code, body) if "\r" not in code else None
+    return placed if placed is not None else f"{_HOOK}\n{code}"
+
+
+def _on_a_line(code: str, body: list[ast.stmt]) -> str | None:
+    """`code` with the hook on one of its own lines: after the docstring and the
+    `__future__` imports, or before a first statement that is a simple one, or on a blank
+    first line; None where there is no such place (or the result would not compile)."""
+    lines = code.split("\n")
+    lead = _leading(body)
+    if lead is not None:
+        row, col = (lead.end_lineno or lead.lineno) - 1, lead.end_col_offset or 0
+        raw = lines[row].encode()  # the parser's columns count UTF-8 bytes
+        lines[row] = f"{raw[:col].decode()}; {_HOOK}{raw[col:].decode()}"
+    elif not isinstance(body[0], _COMPOUND):
+        lines[body[0].lineno - 1] = f"{_HOOK}; {lines[body[0].lineno - 1]}"
+    elif body[0].lineno > 1 and not lines[0].strip():
+        lines[0] = _HOOK
+    else:
+        return None
+    placed = "\n".join(lines)
+    try:
+        ast.parse(placed)
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    return placed
+
+
+def as_judge(
+    run: ExecutionResult, code: str, language: str, role: str = "checker"
+) -> ExecutionResult:
+    """A checker's or an interactor's `run`, its own failure made an `infra_error` outcome
+    (which no testlib code can turn into a verdict): an uncaught exception, or code that
+    never ran. `code` is the program as its author gave it (before `guarded`). An interactor
+    whose `input()` met the end of the submission's output (`EOFError`) ended as testlib's
+    readers do there: `_unexpected_eof` (8)."""
+    said = run.exception
+    if run.outcome is Outcome.ERROR and run.exit_code == CRASHED and language == "python":
+        if role == "interactor" and said is not None and said.name == "EOFError":
+            eof = "unexpected end of the program's output (the interactor's EOFError)\n"
+            return dataclasses.replace(run, exit_code=8, stderr=eof)
+        what = f"{said.name}: {said.value}".strip() if said else "an uncaught exception"
+        return dataclasses.replace(run, outcome=Outcome.INFRA_ERROR, error=f"it raised {what}")
+    if never_ran(run, code, language):
+        what = f"{said.name}: {said.value}" if said else "a syntax error"
+        return dataclasses.replace(
+            run, outcome=Outcome.INFRA_ERROR, error=f"it does not compile: {what}"
+        )
+    return run
+
+
+def never_ran(run: ExecutionResult, code: str, language: str) -> bool:
+    """A Python program that ended with status 1 without running: it does not compile (the
+    host's compiler says so too, and its stderr ends in a syntax error)."""
+    if language != "python" or run.outcome is not Outcome.ERROR or run.exit_code != 1:
+        return False
+    said = run.exception
+    if said is None or not said.name.endswith("Error"):
+        return False
+    try:
+        compile(code, "main.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return True
+    return False
+
+
+def _leading(body: list[ast.stmt]) -> ast.stmt | None:
+    """The last of the module's docstring and `from __future__` imports, if it has any."""
+    lead = None
+    for number, node in enumerate(body):
+        docstring = (
+            number == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        lead = node
+    return lead
