@@ -16,15 +16,18 @@ from types import MappingProxyType
 import pytest
 
 from hazmat import Policy, Sandbox, TrustLevel
+from hazmat.backends.base import Job
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.grade import checkers
+from hazmat.grade.grader import Grader
 from hazmat.grade.harness import CRASHED, MARGIN_S, as_judge, guarded, harness_timeout
 from hazmat.grade.interaction import interact
+from hazmat.grade.tasks import parse_task
 from hazmat.models import ExecutionResult, Outcome, ProgramException
 from hazmat.policy import Clock
-from hazmat.testing import as_asked
+from hazmat.testing import RecordingBackend, as_asked, report
 from hazmat.watch import Watch
 
 SHAPES = {
@@ -67,6 +70,36 @@ def test_an_interactors_limit_is_past_the_latest_moment_the_submission_is_stoppe
     latest = CpuLimit(limit).cap_s if clock is Clock.CPU else limit
     assert harness_timeout(limit, clock) >= latest + MARGIN_S
     assert harness_timeout(limit, clock) > CpuLimit(limit).backstop_s or clock is Clock.WALL
+
+
+def test_the_judges_limits_are_never_short_of_the_submissions_on_a_scripted_backend() -> None:
+    """A task asking all of its level's time (with a multiplier): the interactor's wall-clock
+    limit is past the submission's cap, the checker's CPU limit at least the submission's."""
+
+    def answer(job: Job) -> object:
+        files = job.program.files
+        if "answer" in files and "output" not in files:  # the interactor
+            return report(files={"output": b"log"})
+        return report()
+
+    backend = RecordingBackend(answer=answer)  # type: ignore[arg-type]
+    task = {
+        "id": "t",
+        "language": "python",
+        "code": "print(1)",
+        "timeout": 7.5,
+        "time_multipliers": {"python": 2},
+        "tests": [{"stdin": "1"}],
+        "interactor": {"language": "python", "code": "print(1)"},
+        "comparator": {"name": "testlib", "code": "int main() {}"},
+    }
+    with Sandbox(backend=backend) as sandbox:
+        assert Grader(sandbox).grade(parse_task(task)).verdict == "accepted"
+    program, interactor, checker = backend.jobs
+    assert program.clock is Clock.CPU and program.limits.timeout_s == 15
+    assert interactor.clock is Clock.WALL
+    assert interactor.limits.timeout_s >= CpuLimit(15).cap_s + MARGIN_S
+    assert checker.clock is Clock.CPU and checker.limits.timeout_s >= 15
 
 
 def ended(status: int, stderr: str, exception: ProgramException | None) -> ExecutionResult:
