@@ -129,3 +129,14 @@ def test_the_python_api_refuses_a_lone_surrogate_as_the_service_does(
             sandbox.run(code, **options)
         sandbox.audit.close()
     assert said in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["timeout", "memory_mb", "cpus"])
+@pytest.mark.parametrize("value", [10**400, -(10**5000), 2**63], ids=["e400", "-e5000", "2e63"])
+def test_a_huge_number_from_python_is_out_of_range(tmp_path: Path, name: str, value: int) -> None:
+    """`math.isfinite(10**400)` raised OverflowError (`hazmat run --memory` of 4,000 digits:
+    exit 70), and str() of 5,000 digits is an error of its own: the message gives its bits."""
+    with Sandbox(backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
+        with pytest.raises(InputError, match=f"option '{name}' is out of range \\(a \\d+-bit"):
+            sandbox.run("print(1)", **{name: value})
+        sandbox.audit.close()

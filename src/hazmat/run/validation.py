@@ -105,6 +105,11 @@ def check_options(options: Mapping[str, Any]) -> None:
             raise InputError(f"option {quoted(name)} must be {wanted}, not {type(value).__name__}")
         if isinstance(value, str):
             check_text(value, f"option {quoted(name)}")
+    for name in ("timeout", "memory_mb", "cpus"):  # math.isfinite(10**400): OverflowError
+        value = options.get(name)
+        if isinstance(value, int) and not -(2**63) < value < 2**63:
+            bits = value.bit_length()  # not its digits: str() of 4,301 is an error
+            raise InputError(f"option {quoted(name)} is out of range (a {bits}-bit number)")
     timeout = options.get("timeout")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise InputError(f"option 'timeout' must be a positive number of seconds, not {timeout!r}")
