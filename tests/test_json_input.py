@@ -140,3 +140,12 @@ def test_a_huge_number_from_python_is_out_of_range(tmp_path: Path, name: str, va
         with pytest.raises(InputError, match=f"option '{name}' is out of range \\(a \\d+-bit"):
             sandbox.run("print(1)", **{name: value})
         sandbox.audit.close()
+
+
+@pytest.mark.parametrize("mb", ["1e308", "inf", "nan"])
+def test_keys_create_with_a_body_cap_past_any_number_is_bad_input(tmp_path: Path, mb: str) -> None:
+    """round() of 1e308 MiB (inf) raised OverflowError, of NaN ValueError: exit 70."""
+    args = ["keys", "create", "--tenant", "t", "--trust", "untrusted", "--max-request-mb", mb]
+    out = invoke([*args, "--keys", str(tmp_path / "keys.json")])
+    assert out.exit_code == 2, out.stderr
+    assert "--max-request-mb must be a number of MB" in out.stderr

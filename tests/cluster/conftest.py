@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from server_helpers import no_tracebacks
+
+__all__ = ["no_tracebacks", "redis_client", "redis_url", "tracebacks_fail_the_test"]
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
@@ -44,3 +48,8 @@ def redis_client(redis_url: str) -> Iterator[object]:
     client.flushall()
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def tracebacks_fail_the_test(no_tracebacks: None) -> None:
+    """A test fails when a service it started logged a traceback (server_helpers.py)."""

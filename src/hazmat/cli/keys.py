@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
+from hazmat._exceptions import InputError
 from hazmat.cli.common import key_store
 
 __all__ = ["add"]
@@ -61,6 +63,8 @@ def _add_create(commands: Any) -> argparse.ArgumentParser:
 def _create(args: argparse.Namespace) -> int:
     from hazmat.quotas import Quotas
 
+    if not math.isfinite(args.max_request_mb * MiB):  # round() of inf or NaN raises
+        raise InputError(f"--max-request-mb must be a number of MB, not {args.max_request_mb}")
     quotas = Quotas(args.concurrent, args.per_minute, round(args.max_request_mb * MiB))
     key, secret = key_store(args).create(
         args.tenant, args.trust, quotas, args.override, operator=args.operator

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hazmat._exceptions import HazmatError
 from hazmat.audit.layout import published
 from hazmat.cluster.keys import (
     ACTOR,
@@ -240,7 +241,10 @@ class ClusterWorker:
         try:
             work(aid)
         except Exception as exc:  # the run gets an answer whatever went wrong here
-            log.exception("worker %s: run %s failed", self.name, aid)
+            if isinstance(exc, HazmatError):  # refused or failed as hazmat says: no traceback
+                log.warning("worker %s: run %s: %s", self.name, aid, exc)
+            else:
+                log.exception("worker %s: run %s failed", self.name, aid)
             self._send(events, "error", {"type": type(exc).__name__, "message": str(exc)})
         finally:
             patiently(lambda: self.redis.expire(events, RUN_TTL_S))
