@@ -287,3 +287,30 @@ def test_a_lone_surrogate_in_an_mcp_tool_call_is_a_400(served: Served) -> None:
         answer = client.post("/mcp", content=json.dumps(body).encode(), headers=mcp)
         assert answer.status_code == 400, answer.text
         assert "lone leading surrogate" in answer.json()["error"]["message"], answer.text
+
+
+FORM_TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+
+
+@FUZZ
+@given(
+    form=st.dictionaries(
+        st.sampled_from(["code", "language", "trust", "image", "receipt", "pubkey", "x"]),
+        FORM_TEXT | st.just("\x00") | st.just("9" * 5000),
+        max_size=5,
+    ),
+    where=st.sampled_from(["playground/run", "audit/check"]),
+)
+def test_fuzz_the_consoles_forms(served: Served, form: dict[str, str], where: str) -> None:
+    client, headers, _ = served
+    answer = client.post(f"/console/f/{where}", data=form, headers=headers)
+    assert answer.status_code < 500, answer.text
+
+
+@FUZZ
+@given(body=st.binary(max_size=200), where=st.sampled_from(["playground/run", "audit/check"]))
+def test_fuzz_the_consoles_forms_with_any_bytes(served: Served, body: bytes, where: str) -> None:
+    client, headers, _ = served
+    kind = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+    answer = client.post(f"/console/f/{where}", content=body, headers=kind)
+    assert answer.status_code < 500, answer.text
