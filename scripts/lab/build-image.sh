@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Build the cgroup v2 lab's guest (docs/cgroup-v2-lab.md): Debian 13 from Debian packages,
+# systemd as init, Docker with the systemd cgroup driver and runsc, a venv with hazmat's
+# runtime dependencies and pytest (bounds read from pyproject.toml), in an ext4 disk image.
+#
+# Cached under $LAB_CACHE by a digest of this script's text and the dependency list: a second
+# run with the same recipe builds nothing. Prints the paths of the image, kernel and initrd.
+# Root and Debian's tools (debootstrap, e2fsprogs) needed; the chroot has the host's network
+# while it is built, the guest never has one.
+set -euo pipefail
+
+say() { printf 'lab-build: %s\n' "$*" >&2; }
+die() { printf 'lab-build: error: %s\n' "$*" >&2; exit 1; }
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+LAB_CACHE=${LAB_CACHE:-/var/cache/hazmat/lab}
+SUITE=trixie
+IMAGE_SIZE=6G
+# What a boot needs (systemd, udev, kmod, the kernel and its initramfs), Docker with both OCI
+# runtimes, dbus (Docker's and runc's systemd cgroup driver talk to systemd over it), Python.
+# gcc and libc6-dev: the OCI tier builds its agent statically on the host it runs on.
+PACKAGES=(
+    linux-image-amd64 initramfs-tools systemd-sysv udev kmod e2fsprogs dbus
+    docker.io docker-cli runc runsc ca-certificates
+    python3 python3-venv gcc libc6-dev
+)
+VENV=/opt/hazmat-venv
+
+# hazmat's runtime dependencies and the dev extra's pytest, exactly as pyproject.toml bounds them.
+requirements() {
+    python3 - "$REPO/pyproject.toml" <<'PY'
+import sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+deps = list(project["dependencies"])
+deps += [d for d in project["optional-dependencies"]["dev"] if d.split(">")[0].split("=")[0] == "pytest"]
+print("\n".join(deps))
+PY
+}
+
+recipe_digest() {
+    { cat "$0"; printf '%s\n' "${PACKAGES[@]}"; requirements; } | sha256sum | cut -c1-24
+}
+
+mirror() {
+    PYTHONPATH="$REPO/src" python3 -c \
+        'from hazmat.images.debian import debian_mirror; print(debian_mirror() or "")' 2>/dev/null \
+        || true
+}
+
+guest_config() {
+    local root=$1
+    echo hazmat-lab > "$root/etc/hostname"
+    printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$root/etc/fstab"
+    mkdir -p "$root/etc/docker"
+    # Docker's default on systemd with cgroup v2 is the systemd driver; said here so that a
+    # change of default cannot change what the lab tests. runsc as ensure-engine.sh registers it.
+    cat > "$root/etc/docker/daemon.json" <<JSON
+{
+  "exec-opts": ["native.cgroupdriver=systemd"],
+  "bridge": "none",
+  "iptables": false,
+  "ip6tables": false,
+  "runtimes": {
+    "runsc": {
+      "path": "/usr/bin/runsc",
+      "runtimeArgs": ["--network=none", "--platform=ptrace", "--host-uds=open"]
+    }
+  }
+}
+JSON
+    install -m 0755 "$HERE/guest-job-runner.sh" "$root/usr/local/sbin/hazmat-lab-runner"
+    install -m 0644 "$HERE/hazmat-lab.service" "$root/etc/systemd/system/hazmat-lab.service"
+    ln -sf /etc/systemd/system/hazmat-lab.service \
+        "$root/etc/systemd/system/multi-user.target.wants/hazmat-lab.service"
+    # no login prompt on the console: its output is the job's
+    ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
+    ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
+    passwd -R "$root" -d root >/dev/null
+}
+
+guest_venv() {
+    local root=$1 ca=""
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    # the host's CA bundle, in case its network needs a CA of its own
+    if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+        cp /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"; ca=/tmp/host-ca.crt
+    fi
+    requirements > "$root/tmp/requirements.txt"
+    mount -t proc proc "$root/proc"
+    chroot "$root" python3 -m venv "$VENV"
+    # the host's CA bundle for pip (and truststore's OpenSSL), not the chroot's own
+    env -u PIP_FIND_LINKS ${ca:+PIP_CERT=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca} \
+        chroot "$root" "$VENV/bin/pip" install --quiet \
+        --disable-pip-version-check -r /tmp/requirements.txt
+    umount "$root/proc"
+    rm -f "$root/tmp/requirements.txt" "$root/tmp/host-ca.crt"
+    : > "$root/etc/resolv.conf"
+}
+
+build() {
+    local out=$1 work=$2 root mirror_uri
+    root=$work/root
+    mirror_uri=$(mirror)
+    say "debootstrap $SUITE (minbase) from ${mirror_uri:-the default mirror of debootstrap}"
+    local t0=$SECONDS
+    debootstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" \
+        "$SUITE" "$root" ${mirror_uri:+"$mirror_uri"} > "$work/debootstrap.log" 2>&1 \
+        || { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed (log: $work/debootstrap.log)"; }
+    say "debootstrap took $((SECONDS - t0)) s"
+    t0=$SECONDS; guest_venv "$root"; say "venv took $((SECONDS - t0)) s"
+    guest_config "$root"
+    cp "$(ls "$root"/boot/vmlinuz-* | tail -n 1)" "$work/vmlinuz"
+    cp "$(ls "$root"/boot/initrd.img-* | tail -n 1)" "$work/initrd"
+    chroot "$root" apt-get clean
+    t0=$SECONDS
+    mkfs.ext4 -q -F -L hazmat-lab -d "$root" "$work/disk.img" "$IMAGE_SIZE"
+    say "mkfs.ext4 -d took $((SECONDS - t0)) s"
+    for f in disk.img vmlinuz initrd; do mv "$work/$f" "$out.$f"; done
+}
+
+WORK=""
+cleanup() {
+    [ -n "$WORK" ] || return 0
+    umount -l "$WORK/root/proc" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+
+main() {
+    [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot)"
+    command -v debootstrap >/dev/null || die "debootstrap missing (apt-get install debootstrap)"
+    local digest out work
+    digest=$(recipe_digest)
+    out=$LAB_CACHE/guest-$digest
+    if [ ! -f "$out.disk.img" ]; then
+        mkdir -p "$LAB_CACHE"
+        work=$(mktemp -d "$LAB_CACHE/.build.XXXXXX")
+        WORK=$work
+        trap cleanup EXIT
+        build "$out" "$work"
+        # an older recipe's files go
+        find "$LAB_CACHE" -maxdepth 1 -name 'guest-*' ! -name "guest-$digest.*" -delete
+    else
+        say "cached: $out (recipe $digest)"
+    fi
+    printf '%s\n' "$out"
+}
+
+main "$@"

@@ -1,0 +1,22 @@
+"""A pytest plugin for the cgroup v2 lab's guest (docs/cgroup-v2-lab.md), loaded there alone.
+
+The guest gets only the images the lab uses (`LAB_REFS`: a `docker save` of a few, not all
+nine), so tests/conftest.py's check that every recipe's image is current is narrowed to those:
+a test that needs another image fails on the engine's own error instead of being refused.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    refs = set(os.environ.get("LAB_REFS", "").split())
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", "") and module.__file__.endswith("tests/conftest.py"):
+            recipes = module.RECIPES
+            module.RECIPES = {k: r for k, r in recipes.items() if r.ref in refs}
