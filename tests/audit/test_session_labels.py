@@ -1,7 +1,7 @@
 """A run's `session` label is its caller's own word (`hazmat run FILE` fills it with the script's
 path; anyone may give another's session id): the audit log's code diff takes it only with the
 caller, in memory and when read back from the log by a later process. (Over HTTP, MCP and the
-cluster: tests/server/test_tenant_labels.py, tests/cluster/test_tenant_labels.py.)"""
+cluster: tests/server/test_tenant_labels.py, tests/cluster/test_labels_on_a_worker.py.)"""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ caller's own word (`hazmat run FILE` sends the script's path; anyone may send an
 id), and the audit log's code diff, its records and the console's run page take it only with
 the tenant's key. Two tenants and one label over HTTP (the app in process, on a backend that
 runs nothing) and over MCP (the SDK's client, a live service); the cluster's worker:
-tests/cluster/test_tenant_labels.py."""
+tests/cluster/test_labels_on_a_worker.py."""
 
 from __future__ import annotations
 
