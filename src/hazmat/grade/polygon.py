@@ -204,48 +204,48 @@ def _groups(
         named = [t["group"] for t in tests]
     by_group: dict[str, list[dict[str, Any]]] = {}
     for test in tests:
-        by_group.setdefault(test.get("group", ""), []).append(test)
+        if "group" in test:
+            by_group.setdefault(test["group"], []).append(test)
     most = max(len(listed), len(set(named)))
     if most > MAX_GROUPS:
         raise InputError(f"{path}: the testset has {most} groups; a task has at most {MAX_GROUPS}")
-    groups: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys([*described, *named]):
-        members = by_group.get(name, [])
-        if not members:
-            continue  # a group Polygon lists with no test in this testset
-        element = described.get(name)
-        policy = element.get("points-policy", "complete-group") if element is not None else None
-        each = policy == "each-test" or (policy is None and any("points" in t for t in members))
-        weights = sum(t.get("points", 0.0) for t in members)
-        if each:
-            points = weights
-            if not weights:
-                for t in members:
-                    t.pop("points", None)
-        else:
-            given = element.get("points") if element is not None else None
-            points = _float(given, f"group {name}'s points") if given is not None else weights
-            for t in members:
-                t.pop("points", None)
-        needs = element.findall("dependencies/dependency") if element is not None else []
-        # a dependency on a group with no test here is met; one on no group at all is refused
-        after = [
-            need
-            for need in dict.fromkeys(d.get("group", "") for d in needs)
-            if need in by_group or need not in described
-        ]
-        groups[name] = {
-            "name": name,
-            "points": points,
-            "scoring": "each" if each else "all",
-            "after": after,
-        }
+    groups = {
+        name: _group(name, described.get(name), by_group, described)
+        for name in dict.fromkeys([*described, *named])
+        if by_group.get(name)  # not a group Polygon lists with no test in this testset
+    }
     if not groups or not sum(g["points"] for g in groups.values()) > 0:
         for test in tests:
             test.pop("group", None)
             test.pop("points", None)
         return []
     return [_without_empty(g) for g in _ordered(groups, path)]
+
+
+def _group(
+    name: str,
+    element: ElementTree.Element | None,
+    by_group: dict[str, list[dict[str, Any]]],
+    described: dict[str, ElementTree.Element],
+) -> dict[str, Any]:
+    """One group as hazmat's, its tests' points kept only where they weigh (`each`)."""
+    members = by_group[name]
+    policy = element.get("points-policy", "complete-group") if element is not None else None
+    each = policy == "each-test" or (policy is None and any("points" in t for t in members))
+    weights = sum(t.get("points", 0.0) for t in members)
+    given = element.get("points") if element is not None and not each else None
+    points = weights if given is None else _float(given, f"group {name}'s points")
+    if not each or not weights:
+        for t in members:
+            t.pop("points", None)
+    needs = element.findall("dependencies/dependency") if element is not None else []
+    # a dependency on a group with no test here is met; one on no group at all is refused
+    after = [
+        need
+        for need in dict.fromkeys(d.get("group", "") for d in needs)
+        if need in by_group or need not in described
+    ]
+    return {"name": name, "points": points, "scoring": "each" if each else "all", "after": after}
 
 
 def _ordered(groups: dict[str, dict[str, Any]], path: Path) -> Iterable[dict[str, Any]]:
