@@ -66,7 +66,7 @@ def _parse(data: bytes, anchor: Path) -> list[str]:
     return parse_notes(data, str(anchor / ANCHOR_FILE))
 
 
-def parse_notes(data: bytes, where: str) -> list[str]:
+def parse_notes(data: bytes, where: str | None = None) -> list[str]:
     """Checkpoints one JSON string a line (an anchor's file, a copy of it); `AuditError` naming
     the first line that is not one (decoded within json_input.py's bounds: never a crash)."""
     notes = []
@@ -76,6 +76,7 @@ def parse_notes(data: bytes, where: str) -> list[str]:
         except InputError:
             note = None
         if not isinstance(note, str):
-            raise AuditError(f"{where}: line {number} is not a checkpoint")
+            said = f"line {number} is not a checkpoint"
+            raise AuditError(f"{where}: {said}" if where else said)
         notes.append(note)
     return notes

@@ -134,7 +134,7 @@ def _notes_in(path: Path) -> list[tuple[str, str]]:
         return [(f"{path}#{i + 1}", n) for i, n in enumerate(read_notes(path))]
     text = read_note(path)
     if text.startswith('"'):  # every line a JSON string, or AuditError naming the first not
-        notes = parse_notes(text.encode(), str(path))
+        notes = parse_notes(text.encode())  # the caller names the file
         return [(f"{path}#{i + 1}", note) for i, note in enumerate(notes)]
     return [(str(path), text)]
 
