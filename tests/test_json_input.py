@@ -149,3 +149,24 @@ def test_keys_create_with_a_body_cap_past_any_number_is_bad_input(tmp_path: Path
     out = invoke([*args, "--keys", str(tmp_path / "keys.json")])
     assert out.exit_code == 2, out.stderr
     assert "--max-request-mb must be a number of MB" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        ("[" * 100_000, "the JSON is nested deeper than 32 levels"),  # it raised RecursionError
+        ('{"code": "\\udc80"}', "field 'code' holds a lone surrogate"),
+        ('{"code": "1", "timeout": ' + "9" * 5000 + "}", "the JSON has a number"),
+    ],
+)
+def test_function_calling_arguments_are_decoded_within_bounds(
+    tmp_path: Path, arguments: str, says: str
+) -> None:
+    """A model's tool call (CodeTools.handle, OpenAI's JSON text): an error the model reads,
+    never a raise."""
+    from hazmat.tools import CodeTools
+
+    with Sandbox(backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
+        output = CodeTools(sandbox).handle("run_code", arguments)
+        sandbox.audit.close()
+    assert output.is_error and says in json.loads(output.text)["error"]

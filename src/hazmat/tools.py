@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from hazmat._exceptions import HazmatError, SessionClosed
+from hazmat._exceptions import HazmatError, InputError, SessionClosed
+from hazmat.json_input import loads
 from hazmat.models import ExecutionResult
 from hazmat.policy import parse_trust
 from hazmat.sandbox import Sandbox
@@ -189,9 +190,13 @@ class CodeTools:
     def handle(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutput:
         """Run one tool call: `arguments` as the model gave them (OpenAI's JSON text, or
         Anthropic's object)."""
-        try:
-            given = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+        try:  # a model's JSON, decoded within bounds (json_input.py): never a RecursionError
+            given = (
+                loads(arguments, "the JSON")
+                if isinstance(arguments, str)
+                else dict(arguments or {})
+            )
+        except (InputError, TypeError, ValueError) as exc:
             return _refused(f"the arguments are not a JSON object ({exc}); send them as one")
         if not isinstance(given, dict):
             return _refused("the arguments must be a JSON object")
