@@ -36,11 +36,7 @@ class LiveServer:
 
     def log(self, start: int = 0) -> str:
         """What it wrote to standard error from byte `start` on."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        with self.log_path.open("rb") as f:
-            f.seek(start)
-            return f.read().decode("utf-8", "replace")
+        return _read_log(self.log_path, start)
 
     def client(self, key: str | None = "untrusted") -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
@@ -48,6 +44,27 @@ class LiveServer:
 
     def audit_records(self) -> list[dict[str, Any]]:
         return audit_records(self.audit_dir)
+
+
+@dataclass
+class Logged:
+    """Another process under test whose standard error goes to a file (a cluster's worker:
+    tests/cluster/workers.py), watched as a service is (`TracebackWatch`)."""
+
+    url: str  # what the watch calls it
+    process: subprocess.Popen[str]
+    log_path: Path
+
+    def log(self, start: int = 0) -> str:
+        return _read_log(self.log_path, start)
+
+
+def _read_log(path: Path | None, start: int) -> str:
+    if path is None or not path.exists():
+        return ""
+    with path.open("rb") as f:
+        f.seek(start)
+        return f.read().decode("utf-8", "replace")
 
 
 def http_client(url: str, headers: dict[str, str], timeout: float = 120) -> httpx.Client:
@@ -152,7 +169,7 @@ def stop_server(server: LiveServer) -> str:
 
 
 # every service the tests started, for no_tracebacks
-STARTED: list[LiveServer] = []
+STARTED: list[LiveServer | Logged] = []
 TRACEBACK = "Traceback (most recent call last)"
 
 
@@ -207,7 +224,7 @@ class TracebackWatch(logging.Handler):
         return found
 
 
-def _size(server: LiveServer) -> int:
+def _size(server: LiveServer | Logged) -> int:
     return server.log_path.stat().st_size if server.log_path and server.log_path.exists() else 0
 
 
