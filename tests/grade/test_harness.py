@@ -15,18 +15,27 @@ from types import MappingProxyType
 
 import pytest
 
-from hazmat import Policy, Sandbox, TrustLevel
+from hazmat import InputError, Policy, Sandbox, TrustLevel
 from hazmat.backends.base import Job
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.grade import checkers
 from hazmat.grade.grader import Grader
-from hazmat.grade.harness import CRASHED, MARGIN_S, as_judge, guarded, harness_timeout
+from hazmat.grade.harness import (
+    CRASHED,
+    HARNESS_ENV,
+    MARGIN_S,
+    as_judge,
+    guarded,
+    harness_timeout,
+    marked,
+)
 from hazmat.grade.interaction import interact
 from hazmat.grade.tasks import parse_task
 from hazmat.models import ExecutionResult, Outcome, ProgramException
 from hazmat.policy import Clock
+from hazmat.run.intake import build_request, check_request
 from hazmat.testing import RecordingBackend, as_asked, report
 from hazmat.watch import Watch
 
@@ -95,7 +104,9 @@ def test_the_judges_limits_are_never_short_of_the_submissions_on_a_scripted_back
     }
     with Sandbox(backend=backend) as sandbox:
         assert Grader(sandbox).grade(parse_task(task)).verdict == "accepted"
-    program, interactor, checker = backend.jobs
+    # the program and the interactor run at once: their jobs are told apart by their files
+    program, interactor, checker = sorted(backend.jobs, key=lambda job: len(job.program.files))
+    assert set(interactor.program.files) == {"main.py", "input", "answer"}
     assert program.clock is Clock.CPU and program.limits.timeout_s == 15
     assert interactor.clock is Clock.WALL
     assert interactor.limits.timeout_s >= CpuLimit(15).cap_s + MARGIN_S
@@ -291,3 +302,130 @@ def test_a_crashing_interactor_or_checker_is_infra_error_and_a_chosen_exit_still
     assert "does not compile: SyntaxError" in str(found["checker-broken"].tests[0].message)
     assert found["checker-rejects"].verdict == "wrong_answer", said
     assert found["interactor-rejects"].verdict == "wrong_answer", said
+
+
+# other languages: a runner's hook (JavaScript, TypeScript, Ruby), the runtime's report (Java, Go)
+
+JAVA_REPORT = (
+    'Exception in thread "main" java.lang.IllegalStateException: bug\n\tat Main.main(Main.java:3)\n'
+)
+GO_REPORT = "panic: bug\n\ngoroutine 1 [running]:\nmain.main()\n\t/tmp/main.go:3 +0x25\n"
+GO_FATAL = "fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:\n"
+
+
+def in_language(status: int, stderr: str, language: str) -> ExecutionResult:
+    return dataclasses.replace(ended(status, stderr, None), language=language)
+
+
+@pytest.mark.parametrize(
+    ("language", "status", "stderr", "said"),
+    [
+        ("javascript", CRASHED, "Error: bug\n    at main.js:1:7\n", "Error: bug"),
+        ("ruby", CRASHED, "main.rb:1:in '<main>': bug (RuntimeError)\n\tfrom x\n", "main.rb:1:"),
+        ("typescript", 1, "wrong answer 3 is not 4\n", None),
+        ("java", 1, "log line\n" + JAVA_REPORT, 'Exception in thread "main" java.lang.Illegal'),
+        ("java", 1, "wrong answer 3 is not 4\n", None),
+        ("java", 1, JAVA_REPORT + "wrong answer, after printing a trace\n", None),
+        ("java", 2, JAVA_REPORT, None),  # testlib's _pe, chosen after a caught exception
+        ("go", 2, "some output\n" + GO_REPORT, "panic: bug"),
+        ("go", 2, GO_FATAL, "fatal error: all goroutines are asleep"),
+        ("go", 2, "wrong output format panic: not at a line's start\n", None),
+        ("go", 2, "panic: a line the checker printed, and no trace\n", None),
+        ("go", 1, GO_REPORT, None),
+    ],
+)
+def test_a_crash_in_another_language_is_told_from_a_chosen_exit(
+    language: str, status: int, stderr: str, said: str | None
+) -> None:
+    """A runner's hook ends a crash with CRASHED; Java's and Go's crash is their runtime's
+    status and report (testlib's 1 and 2 otherwise: `_wa` and `_pe`, the submission's)."""
+    judged = checkers.testlib_judged(as_judge(in_language(status, stderr, language), "", language))
+    if said is None:
+        assert judged.verdict == "wrong_answer", judged
+    else:
+        assert judged.verdict == "infra_error", judged
+        assert f"it crashed: {said}" in str(judged.message), judged
+
+
+def test_only_the_runners_with_a_hook_are_told_the_program_judges() -> None:
+    """The mark is an environment variable no caller may set (the runner takes it out); a
+    Java or Go request is left as it is (its kept build's warm JVM takes no variable)."""
+    policy = Policy()
+    for language, hooked in (("js", True), ("typescript", True), ("ruby", True), ("go", False)):
+        request = build_request(policy, "x", language, {"env": {"A": "1"}})
+        judge = marked(request)
+        assert (HARNESS_ENV in judge.env) is hooked and judge.env["A"] == "1"
+        assert check_request(policy, judge) is request.checked  # its check kept, not redone
+    with pytest.raises(InputError, match=HARNESS_ENV):
+        build_request(policy, "x", "ruby", {"env": {HARNESS_ENV: "1"}})
+
+
+JUDGES = {  # language -> (a checker that crashes, one that rejects on purpose with 1)
+    "javascript": (
+        "require('fs').readFileSync(process.argv[4]);\nthrow new Error('checker bug');\n",
+        "console.error('wrong answer no');\nprocess.exit(1);\n",
+    ),
+    "ruby": (
+        "File.read(ARGV[2])\nraise ArgumentError, 'checker bug'\n",
+        "STDERR.puts 'wrong answer no'\nexit 1\n",
+    ),
+    "java": (
+        "public class Main {\n    public static void main(String[] a) {\n"
+        '        throw new IllegalStateException("checker bug");\n    }\n}\n',
+        "public class Main {\n    public static void main(String[] a) {\n"
+        '        System.err.println("wrong answer no");\n        System.exit(1);\n    }\n}\n',
+    ),
+    "go": (
+        'package main\n\nfunc main() { panic("checker bug") }\n',
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\n'
+        'func main() {\n\tfmt.Fprintln(os.Stderr, "wrong answer no")\n\tos.Exit(1)\n}\n',
+    ),
+}
+MORE_CRASHES = {  # what else ends a judge by a crash, not by its choice
+    "node-rejection": ("javascript", "Promise.reject(new Error('checker bug'));\n"),
+    "go-deadlock": ("go", "package main\n\nfunc main() { <-make(chan int) }\n"),
+}
+GO_PE = (  # testlib's _pe (2), chosen: the submission's
+    'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\n'
+    'func main() {\n\tfmt.Fprintln(os.Stderr, "wrong output format no")\n\tos.Exit(2)\n}\n'
+)
+
+
+@pytest.mark.docker
+def test_a_crashing_judge_in_any_language_is_infra_error_and_its_chosen_exit_judges(
+    short_level: Sandbox,
+) -> None:
+    """Node, Ruby and Java ended a crash with 1 (testlib's `_wa`), Go with 2 (`_pe`): the
+    submission got `wrong_answer` for the judge's bug."""
+
+    def checked_by(task_id: str, language: str, code: str) -> dict[str, object]:
+        return {
+            "id": task_id,
+            "language": "python",
+            "code": "print(input())",
+            "tests": [{"stdin": "4\n", "expected_stdout": "4\n"}],
+            "comparator": {"name": "testlib", "language": language, "code": code},
+        }
+
+    crashing = {f"{lang}-crashes": (lang, code) for lang, (code, _) in JUDGES.items()}
+    rejecting = {f"{lang}-rejects": (lang, code) for lang, (_, code) in JUDGES.items()}
+    tasks = [
+        checked_by(name, lang, code)
+        for name, (lang, code) in {**crashing, **MORE_CRASHES, **rejecting}.items()
+    ]
+    tasks.append(checked_by("go-presentation", "go", GO_PE))
+    js_interactor = "const fs = require('fs');\nfs.readFileSync('input');\nnull.x;\n"
+    tasks.append(
+        interactive(
+            "node-interactor-crashes",
+            "print('! 7', flush=True)\n",
+            interactor={"language": "javascript", "code": js_interactor},
+        )
+    )
+    found = {r.id: r for r in short_level.map(tasks, jobs=2, trust="unknown", runtime="runc")}
+    said = {name: (r.verdict, r.tests[0].message) for name, r in found.items()}
+    for name in [*crashing, *MORE_CRASHES, "node-interactor-crashes"]:
+        assert found[name].verdict == "infra_error", said
+        assert "crashed: " in str(found[name].tests[0].message), said
+    for name in [*rejecting, "go-presentation"]:
+        assert found[name].verdict == "wrong_answer", said

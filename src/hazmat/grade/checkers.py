@@ -14,8 +14,9 @@ the program's arguments:
 
 A checker that runs out of time or memory is the checker's failure too, never the
 submission's, and so is one that crashes: testlib's codes count only when the checker chose
-them (a Python checker that raises ends with `harness.CRASHED`, not with 1, which is testlib's
-`_wa` and hazmat's "rejected"; one that does not compile never ran: grade/harness.py). Its CPU
+them (a checker that raises ends with `harness.CRASHED`, not with 1, which is testlib's
+`_wa` and hazmat's "rejected"; Java's and Go's crashes are read from their runtime's report;
+one that does not compile never ran: grade/harness.py). Its CPU
 limit is its trust level's, which the submission's own limit cannot exceed.
 
 A task's checker is built once for all its test cases, as the submission is (a
@@ -34,7 +35,7 @@ from typing import Any, Protocol, Unpack
 
 from hazmat.backends.base import Backend
 from hazmat.backends.kept.kept_build import KeptBuild
-from hazmat.grade.harness import as_judge, guarded
+from hazmat.grade.harness import as_judge, guarded, marked
 from hazmat.grade.tasks import Comparator, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.run.intake import RunOptions
@@ -120,10 +121,10 @@ class Checkers:
         files = dict(zip(names, (case.stdin, output, case.expected_stdout), strict=True))
         options = {**self.options, "files": files, "args": list(names), "clock": "cpu"}
         code, language = checker.code or "", checker.language or "python"
+        request = marked(self.sandbox.request(guarded(code, language), language, **options))
         if self.fresh:
-            run = self.sandbox.run(guarded(code, language), language, **options)
+            run = self.sandbox.execute(request)
         else:
-            request = self.sandbox.request(guarded(code, language), language, **options)
             run = self.sandbox.execute_in(request, self._build(checker))
         run = as_judge(run, code, language)
         return testlib_judged(run) if testlib else hazmat_judged(run)

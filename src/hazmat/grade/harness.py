@@ -17,7 +17,15 @@ Python has printed its traceback), kept on a line the program already has where 
 so the program's line numbers do not move. A program that does not compile never ran at all:
 `never_ran` tells it (the host compiles it too, and its stderr ends in the compiler's error).
 C, C++ and Rust programs that crash end by a signal or abort (status 134, 139, 101), which are
-no testlib codes already.
+no testlib codes already. A JavaScript, TypeScript or Ruby program is marked (`marked`: the
+variable `HARNESS_ENV`, which no caller may set) and its runner (backends/inside/) ends it
+with `CRASHED` on an uncaught exception, an unhandled rejection or a syntax error, after
+printing the error as the interpreter would; its code is not touched. Java and Go offer no
+hook short of rewriting the program, so the host reads their crash from how it ended
+(`crashed`): Java's launcher ends with 1 after `Exception in thread "main" ...` and its `at`
+frames, the last thing on stderr; Go ends with 2 after `panic: ...` or `fatal error: ...`
+followed by a `goroutine N [...]:` trace. A program that prints such a report itself and
+exits with that status is taken at its word (it said it crashed).
 """
 
 from __future__ import annotations
@@ -25,16 +33,40 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import re
 
 from hazmat.backends.container.cpu_time import CpuLimit
-from hazmat.models import ExecutionResult, Outcome
+from hazmat.languages import get_language
+from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock
 
-__all__ = ["CRASHED", "MARGIN_S", "as_judge", "guarded", "harness_timeout", "never_ran"]
+__all__ = [
+    "CRASHED",
+    "HARNESS_ENV",
+    "MARGIN_S",
+    "as_judge",
+    "crashed",
+    "guarded",
+    "harness_timeout",
+    "marked",
+    "never_ran",
+]
 
 CRASHED = 70  # sysexits' EX_SOFTWARE: no testlib code, and not hazmat's 0 or 1
 MARGIN_S = 5.0
 MOST_S = 24 * 3600.0  # the longest timeout any run may have (policy.py's bounds)
+# the runners (node_runner.js, ruby_runner.rb) take it out of the program's environment and
+# end the program with CRASHED on an uncaught error; validation.check_env refuses HAZMAT_*
+HARNESS_ENV = "HAZMAT_HARNESS"
+_SAID = 300  # the characters of a crash's line kept in the verdict's message
+_HOOKED = frozenset({"javascript", "typescript", "ruby"})
+# Java's launcher after an uncaught exception in main (its report, then frames, last); Go's
+# runtime after a panic or a fatal error (its report, then a goroutine's trace). Each found by
+# one forward search: stderr is the program's, and a scan must not cost the host more.
+_JAVA_CRASH = 'Exception in thread "main" '
+_JAVA_FRAME = ("\tat ", "\t... ")
+_GO_CRASH = re.compile(r"^(?:panic: |fatal error: )", re.MULTILINE)
+_GO_TRACE = re.compile(r"^goroutine \d+ \[", re.MULTILINE)
 _HOOK = (
     "import os as _hazmat_os, sys as _hazmat_sys; _hazmat_sys.excepthook = lambda kind, value, "
     f"tb: (_hazmat_sys.__excepthook__(kind, value, tb), _hazmat_os._exit({CRASHED}))"
@@ -106,12 +138,68 @@ def as_judge(
             return dataclasses.replace(run, exit_code=8, stderr=eof)
         what = f"{said.name}: {said.value}".strip() if said else "an uncaught exception"
         return dataclasses.replace(run, outcome=Outcome.INFRA_ERROR, error=f"it raised {what}")
+    if run.outcome is Outcome.ERROR and language != "python" and crashed(run, language):
+        return dataclasses.replace(
+            run, outcome=Outcome.INFRA_ERROR, error=f"it crashed: {_what(run)}"
+        )
     if never_ran(run, code, language):
         what = f"{said.name}: {said.value}" if said else "a syntax error"
         return dataclasses.replace(
             run, outcome=Outcome.INFRA_ERROR, error=f"it does not compile: {what}"
         )
     return run
+
+
+def marked(request: ExecutionRequest) -> ExecutionRequest:
+    """`request` (made by `Sandbox.request`, its check kept) with `HARNESS_ENV` set: its
+    runner ends it with `CRASHED` on an uncaught error. Only the host marks a program: no
+    caller's environment may hold the name. Other languages' requests as they are (a Java
+    test with an environment of its own could not use the kept build's warm JVM)."""
+    if get_language(request.language).name not in _HOOKED:
+        return request
+    checked = request.checked
+    env = {**request.env, HARNESS_ENV: "1"}
+    harness = dataclasses.replace(request, env=env)
+    object.__setattr__(harness, "checked", checked)
+    return harness
+
+
+def crashed(run: ExecutionResult, language: str) -> bool:
+    """Whether a checker's or interactor's `run` (not Python's: `as_judge`) ended by a crash
+    rather than by an exit it chose: `CRASHED` from a marked runner (JavaScript, TypeScript,
+    Ruby); Java's and Go's crash status with their runtime's report on stderr."""
+    if language in _HOOKED:
+        return run.exit_code == CRASHED
+    if language == "java" and run.exit_code == 1:
+        return _java_crash(run.stderr) >= 0
+    if language == "go" and run.exit_code == 2:
+        found = _GO_CRASH.search(run.stderr)
+        return found is not None and _GO_TRACE.search(run.stderr, found.end()) is not None
+    return False
+
+
+def _java_crash(stderr: str) -> int:
+    """Where Java's report of an uncaught exception in main starts, if stderr ends with it
+    (its frames, `\tat ...`, last); -1 if not."""
+    at = stderr.rfind(_JAVA_CRASH)
+    if at < 0 or (at > 0 and stderr[at - 1] != "\n"):
+        return -1
+    last = stderr[at:].rstrip("\n").rsplit("\n", 1)[-1]
+    return at if last.startswith(_JAVA_FRAME) else -1
+
+
+def _what(run: ExecutionResult) -> str:
+    """The crash in a line: the exception hazmat read, else the report's first line (Java's,
+    Go's), else the last line of stderr that is not a frame."""
+    if run.exception is not None:
+        return f"{run.exception.name}: {run.exception.value}".strip()[:_SAID]
+    stderr = run.stderr
+    starts = [_java_crash(stderr)] + [m.start() for m in [_GO_CRASH.search(stderr)] if m]
+    at = max(starts)
+    if at >= 0:
+        return stderr[at:].split("\n", 1)[0][:_SAID]
+    lines = [line for line in stderr.splitlines() if line and not line[0].isspace()]
+    return lines[-1][:_SAID] if lines else f"exit status {run.exit_code}"
 
 
 def never_ran(run: ExecutionResult, code: str, language: str) -> bool:

@@ -12,8 +12,8 @@ closed. The transcript (who wrote what, in the order the host relayed it) is kep
 The interactor is testlib's (`registerInteraction`): it gets the files `input` (the test's
 stdin) and `answer` (its `expected_stdout`), and `input output answer` as its arguments
 (`output` is testlib's `tout`, unused); its exit code judges as a testlib checker's
-(grade/checkers.py), and only when it chose it (grade/harness.py: a Python interactor that
-raises, or does not compile, failed). It runs on the wall clock, so that it never waits on a
+(grade/checkers.py), and only when it chose it (grade/harness.py: an interactor that
+crashes, or does not compile, failed). It runs on the wall clock, so that it never waits on a
 core the submission holds, with a limit past the latest moment the submission can be stopped
 at (`harness.harness_timeout`, derived from the submission's own checked limit and clock);
 once the submission has ended it has `harness.MARGIN_S` more to end, then it is cancelled.
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hazmat.grade.checkers import Judged, RunningSandbox, testlib_judged
-from hazmat.grade.harness import MARGIN_S, as_judge, guarded, harness_timeout
+from hazmat.grade.harness import MARGIN_S, as_judge, guarded, harness_timeout, marked
 from hazmat.grade.tasks import Interactor
 from hazmat.grade.verdicts import VERDICT_OF
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
@@ -159,7 +159,7 @@ def run_interactor(
         raise TypeError("the submission's request must come from Sandbox.request")
     timeout = harness_timeout(checked.limits.timeout_s, beside.clock or Clock.WALL)
     request = sandbox.request(guarded(code, language), language, **options)
-    run = sandbox.execute(for_harness(request, timeout), on_output=watch)
+    run = sandbox.execute(marked(for_harness(request, timeout)), on_output=watch)
     return as_judge(run, code, language, "interactor")
 
 

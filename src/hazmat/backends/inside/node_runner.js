@@ -3,6 +3,7 @@
   const fs = require('fs');
   const path = require('path');
   const { runMain } = require('module');
+  const { inspect } = require('util');
   // this runner is a file (not `node -e`, which puts every built-in module on the global
   // object): the program sees the globals `node main.js` gives; the file goes at once
   fs.unlinkSync(__filename);
@@ -132,6 +133,18 @@
     display.json = (value) => emit(json(value));
     return display;
   };
+  // a program that judges a submission (grade/harness.py): an uncaught error or an unhandled
+  // rejection (which node raises as one) ends it with 70, which is no testlib code, not 1
+  const crashes = () => {
+    process.on('uncaughtException', (error) => {
+      let said = 'Uncaught exception';
+      try {
+        said = error instanceof Error && error.stack ? error.stack : 'Uncaught ' + inspect(error);
+      } catch (e) { /* what it threw cannot be shown */ }
+      fs.writeSync(2, said + '\n');
+      process.exit(70);
+    });
+  };
   process.on('SIGUSR2', function hazmatStart() {
     process.removeListener('SIGUSR2', hazmatStart);
     clearInterval(idle);
@@ -161,7 +174,10 @@
     }
     if (job !== null && job.length > 0) {
       const parsed = JSON.parse(job.toString('utf8'));
-      Object.assign(process.env, parsed.env || {});
+      const env = parsed.env || {};
+      if (env.HAZMAT_HARNESS === '1') crashes();
+      delete env.HAZMAT_HARNESS;
+      Object.assign(process.env, env);
       process.argv.push(...(parsed.args || []));
       if (parsed.displays) globalThis.display = displays(parsed.displays);
     }
