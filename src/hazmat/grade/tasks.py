@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from hazmat._exceptions import QUOTED_MOST, InputError, UnknownLanguage, quoted
-from hazmat.grade.schema import PROGRAM_COMPARATORS, TASK_SCHEMA
+from hazmat.grade.schema import PROGRAM_COMPARATORS, TASK_SCHEMA, count_values
 from hazmat.grade.task_groups import Group, count_dependencies, parse_groups
 from hazmat.json_input import loads
 from hazmat.languages import get_language
@@ -142,7 +142,8 @@ class Task:
 def parse_task(raw: Any, where: str = "task") -> Task:
     """A task from its decoded JSON, checked against the schema; `InputError` names `where`
     and the key that is wrong."""
-    count_dependencies(raw, where)  # before the schema, whose time grows with them
+    count_values(raw, where)  # before the schema, whose time grows with them
+    count_dependencies(raw, where)
     error = best_match(_VALIDATOR.iter_errors(raw))
     if error is not None:
         raise InputError(f"{where}{_key_path(error)}: {_said(error)}")
