@@ -91,8 +91,21 @@ def _add_cluster(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def _serve(args: argparse.Namespace) -> int:
+def default_socket() -> Path:
+    """The default socket's path (remote.py's `default_socket_path`, where the CLI looks for
+    the service), its folder made or checked as the local server's are (owned.py): the user's
+    own, mode 0700, under folders no other user can change (in another user's folder, such as
+    an `XDG_RUNTIME_DIR` that `sudo` kept, they could replace the socket with theirs)."""
+    from hazmat.cli.owned import make_own_folder
     from hazmat.cli.remote import default_socket_path
+
+    path = default_socket_path()
+    todo = "pass --socket PATH in a folder of yours, or set XDG_RUNTIME_DIR to one"
+    make_own_folder(path.parent, todo)
+    return path
+
+
+def _serve(args: argparse.Namespace) -> int:
     from hazmat.server.serve import bind, serve
 
     if args.max_running < 1 or (args.grace is not None and args.grace <= 0):
@@ -108,7 +121,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.per_user is not None:
         _per_user(args)
     store = key_store(args)
-    path = args.socket or (None if args.host or args.port is not None else default_socket_path())
+    path = args.socket or (None if args.host or args.port is not None else default_socket())
     sock = bind(args.host, args.port, path)
     serve(
         sock,
