@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hazmat import InputError, Sandbox
+from hazmat import ExecutionRequest, InputError, Sandbox, TrustLevel
 from hazmat.audit.log import AuditLog
 from hazmat.json_input import MAX_NUMBER_CHARS, loads
 from hazmat.testing import RecordingBackend, invoke
@@ -129,6 +129,18 @@ def test_the_python_api_refuses_a_lone_surrogate_as_the_service_does(
             sandbox.run(code, **options)
         sandbox.audit.close()
     assert said in str(refused.value)
+
+
+@pytest.mark.parametrize("field", ["session", "caller"])
+def test_a_request_built_by_hand_is_checked_as_the_options_are(tmp_path: Path, field: str) -> None:
+    """`Sandbox.execute` with an ExecutionRequest made in Python: a lone surrogate in its
+    session label or caller is the caller's InputError, never the audit log's AuditError."""
+    fields = {field: "s" + SURROGATE}
+    request = ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED, **fields)
+    with Sandbox(backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
+        with pytest.raises(InputError, match=f"{field} holds a lone surrogate"):
+            sandbox.execute(request)
+        sandbox.audit.close()
 
 
 @pytest.mark.parametrize("name", ["timeout", "memory_mb", "cpus"])

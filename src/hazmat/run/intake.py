@@ -21,6 +21,7 @@ from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
 from hazmat.build_flags import check_flags
 from hazmat.egress.settings import narrowed
+from hazmat.json_input import check_text
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
 from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel, parse_trust
@@ -144,6 +145,8 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
         value = getattr(request, name)
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be str, not {type(value).__name__}")
+        if value is not None:
+            check_text(value, name)
     if request.runtime is not None and not isinstance(request.runtime, Runtime):
         raise InputError(f"runtime must be a Runtime, not {type(request.runtime).__name__}")
     if request.clock is not None and not isinstance(request.clock, Clock):
