@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -302,3 +303,15 @@ def owned_by(pid: int) -> list[str]:
     finally:
         engine.close()
     return [cid for cid, labels in found if labels.get(f"{LABEL}.owner", "").endswith(f":{pid}")]
+
+
+def wait_exit(pid: int, timeout_s: float = 120) -> bool:
+    """Whether process `pid` ends within the timeout (blocking on its pidfd, not polling)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([handle], [], [], timeout_s)[0])
+    finally:
+        os.close(handle)

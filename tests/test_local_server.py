@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -23,7 +22,7 @@ import pytest
 
 from hazmat.backends.oci.prerequisites import choice
 from hazmat.policy import Policy
-from server_helpers import audit_records
+from server_helpers import audit_records, wait_exit
 
 pytestmark = pytest.mark.docker
 
@@ -58,18 +57,6 @@ def status(env: dict[str, str]) -> dict[str, object]:
 
 def local_root(env: dict[str, str]) -> Path:
     return Path(env["XDG_RUNTIME_DIR"]) / "hazmat" / "local"
-
-
-def wait_exit(pid: int, timeout_s: float = 120) -> bool:
-    """Whether process `pid` ends within the timeout (blocking on its pidfd, not polling)."""
-    try:
-        handle = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([handle], [], [], timeout_s)[0])
-    finally:
-        os.close(handle)
 
 
 def test_the_first_run_starts_it_and_the_next_ones_use_it(env: dict[str, str]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -19,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from server_helpers import wait_exit
 
 NOBODY = 65534
 PYTHON = "/usr/bin/python3"  # nobody's: the venv's may sit where nobody cannot read
@@ -81,17 +82,6 @@ def running(env: dict[str, str]) -> list[dict[str, object]]:
     done = hazmat(env, "server", "status", "--json")
     assert done.returncode == 0, done.stderr
     return [s for s in json.loads(done.stdout)["servers"] if s["running"]]
-
-
-def wait_exit(pid: int, timeout_s: float = 120) -> bool:
-    try:
-        handle = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([handle], [], [], timeout_s)[0])
-    finally:
-        os.close(handle)
 
 
 class Console:
