@@ -1,5 +1,6 @@
-"""The backend protocol: one required method, `execute`, plus `close()` and context management;
-and the lease protocol the warm pool uses to talk to whatever starts its containers."""
+"""The backend protocol: one required method, `execute`, plus `close()` and context management.
+(The lease protocol the warm pool uses to talk to whatever starts its containers is the pool's
+own: backends/pool/lease.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from hazmat._exceptions import InfraError
 from hazmat.backends.container.cpu_time import CpuLimit
@@ -21,8 +22,6 @@ __all__ = [
     "Backend",
     "Job",
     "KeptBackend",
-    "Lease",
-    "Leaser",
     "Program",
     "RunReport",
     "Spec",
@@ -363,54 +362,6 @@ class KeptBackend(Backend):
 
     def end(self, why: str, now: bool = False) -> None:
         raise NotImplementedError  # pragma: no cover
-
-
-class Lease(Protocol):
-    """Something started for exactly one job and not used yet (a container, in practice)."""
-
-    @property
-    def born(self) -> float:
-        """`time.monotonic()` when it became ready."""
-        ...
-
-    def healthy(self) -> bool:
-        """Still fit to take its job: nothing came from it, it did not end."""
-        ...
-
-    def covers(self, timeout_s: float) -> bool:
-        """Whether it may still run a job of `timeout_s` before anything reclaims it."""
-        ...
-
-
-L = TypeVar("L", bound=Lease)
-
-
-class Leaser(Protocol[L]):
-    """What the warm pool needs from a backend: start a lease for a spec, run one job in it,
-    discard it. The pool knows nothing else about containers."""
-
-    def start(self, spec: Spec, *, lifetime_s: float, pooled: bool = False) -> L: ...
-
-    def run(self, lease: L, job: Job) -> RunReport: ...
-
-    def discard(self, lease: L) -> None: ...
-
-    @property
-    def tier(self) -> str | None: ...
-
-    def resources(self) -> HostResources: ...
-
-    def keep(self, spec: Spec, lifetime_s: float) -> KeptBackend: ...
-
-    def runtimes(self) -> set[str]: ...
-
-    def waiting_for_core(self) -> int: ...
-
-    def reap(self) -> list[str]: ...
-
-    def remove_leftovers(self, before: float) -> int: ...
-
-    def close(self) -> None: ...
 
 
 def local_resources() -> HostResources:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic
 
 from hazmat._exceptions import ClosedError, InfraError, SettingsMismatch
-from hazmat.backends.base import Backend, Job, KeptBackend, L, Leaser, RunReport, Spec
+from hazmat.backends.base import Backend, Job, KeptBackend, RunReport, Spec
+from hazmat.backends.pool.lease import L, Leaser
 from hazmat.backends.pool.sizing import Sizer
 from hazmat.policy import HostResources, PoolSettings
 
