@@ -322,6 +322,7 @@ def in_language(status: int, stderr: str, language: str) -> ExecutionResult:
     [
         ("javascript", CRASHED, "Error: bug\n    at main.js:1:7\n", "Error: bug"),
         ("ruby", CRASHED, "main.rb:1:in '<main>': bug (RuntimeError)\n\tfrom x\n", "main.rb:1:"),
+        ("ruby", CRASHED, "main.rb: main.rb:1: syntax error (SyntaxError)\ndef (\n", "main.rb: "),
         ("typescript", 1, "wrong answer 3 is not 4\n", None),
         ("java", 1, "log line\n" + JAVA_REPORT, 'Exception in thread "main" java.lang.Illegal'),
         ("java", 1, "wrong answer 3 is not 4\n", None),
@@ -383,7 +384,20 @@ JUDGES = {  # language -> (a checker that crashes, one that rejects on purpose w
 }
 MORE_CRASHES = {  # what else ends a judge by a crash, not by its choice
     "node-rejection": ("javascript", "Promise.reject(new Error('checker bug'));\n"),
+    "node-syntax": ("javascript", "const = 1;\n"),
+    "ruby-syntax": ("ruby", "def (\n"),
     "go-deadlock": ("go", "package main\n\nfunc main() { <-make(chan int) }\n"),
+}
+MORE_CHOSEN = {  # a judge's own handler chose its exit: testlib's code judges
+    "node-own-handler": (
+        "javascript",
+        "process.on('uncaughtException', () => {\n"
+        "  console.error('wrong answer no');\n  process.exit(1);\n});\nnull.x;\n",
+    ),
+    "ruby-rescued": (
+        "ruby",
+        "begin\n  raise 'no'\nrescue => e\n  STDERR.puts \"wrong answer #{e}\"\n  exit 1\nend\n",
+    ),
 }
 GO_PE = (  # testlib's _pe (2), chosen: the submission's
     'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\n'
@@ -411,7 +425,7 @@ def test_a_crashing_judge_in_any_language_is_infra_error_and_its_chosen_exit_jud
     rejecting = {f"{lang}-rejects": (lang, code) for lang, (_, code) in JUDGES.items()}
     tasks = [
         checked_by(name, lang, code)
-        for name, (lang, code) in {**crashing, **MORE_CRASHES, **rejecting}.items()
+        for name, (lang, code) in {**crashing, **MORE_CRASHES, **rejecting, **MORE_CHOSEN}.items()
     ]
     tasks.append(checked_by("go-presentation", "go", GO_PE))
     js_interactor = "const fs = require('fs');\nfs.readFileSync('input');\nnull.x;\n"
@@ -427,5 +441,5 @@ def test_a_crashing_judge_in_any_language_is_infra_error_and_its_chosen_exit_jud
     for name in [*crashing, *MORE_CRASHES, "node-interactor-crashes"]:
         assert found[name].verdict == "infra_error", said
         assert "crashed: " in str(found[name].tests[0].message), said
-    for name in [*rejecting, "go-presentation"]:
+    for name in [*rejecting, *MORE_CHOSEN, "go-presentation"]:
         assert found[name].verdict == "wrong_answer", said

@@ -19,8 +19,9 @@ so the program's line numbers do not move. A program that does not compile never
 C, C++ and Rust programs that crash end by a signal or abort (status 134, 139, 101), which are
 no testlib codes already. A JavaScript, TypeScript or Ruby program is marked (`marked`: the
 variable `HARNESS_ENV`, which no caller may set) and its runner (backends/inside/) ends it
-with `CRASHED` on an uncaught exception, an unhandled rejection or a syntax error, after
-printing the error as the interpreter would; its code is not touched. Java and Go offer no
+with `CRASHED` on an uncaught exception, an unhandled rejection or a syntax error (the
+error printed as the interpreter prints it; a Node program's own `uncaughtException` listener
+still decides); its code is not touched. Java and Go offer no
 hook short of rewriting the program, so the host reads their crash from how it ended
 (`crashed`): Java's launcher ends with 1 after `Exception in thread "main" ...` and its `at`
 frames, the last thing on stderr; Go ends with 2 after `panic: ...` or `fatal error: ...`
@@ -67,6 +68,7 @@ _JAVA_CRASH = 'Exception in thread "main" '
 _JAVA_FRAME = ("\tat ", "\t... ")
 _GO_CRASH = re.compile(r"^(?:panic: |fatal error: )", re.MULTILINE)
 _GO_TRACE = re.compile(r"^goroutine \d+ \[", re.MULTILINE)
+_RUBY_ERROR = re.compile(r"\([A-Z]\w*(?:::\w+)*\)$")  # `main.rb:2:in ...: bug (ArgumentError)`
 _HOOK = (
     "import os as _hazmat_os, sys as _hazmat_sys; _hazmat_sys.excepthook = lambda kind, value, "
     f"tb: (_hazmat_sys.__excepthook__(kind, value, tb), _hazmat_os._exit({CRASHED}))"
@@ -140,7 +142,7 @@ def as_judge(
         return dataclasses.replace(run, outcome=Outcome.INFRA_ERROR, error=f"it raised {what}")
     if run.outcome is Outcome.ERROR and language != "python" and crashed(run, language):
         return dataclasses.replace(
-            run, outcome=Outcome.INFRA_ERROR, error=f"it crashed: {_what(run)}"
+            run, outcome=Outcome.INFRA_ERROR, error=f"it crashed: {_what(run, language)}"
         )
     if never_ran(run, code, language):
         what = f"{said.name}: {said.value}" if said else "a syntax error"
@@ -188,18 +190,20 @@ def _java_crash(stderr: str) -> int:
     return at if last.startswith(_JAVA_FRAME) else -1
 
 
-def _what(run: ExecutionResult) -> str:
-    """The crash in a line: the exception hazmat read, else the report's first line (Java's,
-    Go's), else the last line of stderr that is not a frame."""
+def _what(run: ExecutionResult, language: str) -> str:
+    """The crash in a line: the exception hazmat read (Node's), else the first line of Java's
+    or Go's report, else Ruby's error line (`...: message (Class)`), else the last line of
+    stderr that is not a frame."""
     if run.exception is not None:
         return f"{run.exception.name}: {run.exception.value}".strip()[:_SAID]
     stderr = run.stderr
-    starts = [_java_crash(stderr)] + [m.start() for m in [_GO_CRASH.search(stderr)] if m]
-    at = max(starts)
+    found = _GO_CRASH.search(stderr) if language == "go" else None
+    at = found.start() if found else _java_crash(stderr) if language == "java" else -1
     if at >= 0:
         return stderr[at:].split("\n", 1)[0][:_SAID]
     lines = [line for line in stderr.splitlines() if line and not line[0].isspace()]
-    return lines[-1][:_SAID] if lines else f"exit status {run.exit_code}"
+    named = [line for line in lines if _RUBY_ERROR.search(line)] if language == "ruby" else []
+    return (named or lines or [f"exit status {run.exit_code}"])[-1][:_SAID]
 
 
 def never_ran(run: ExecutionResult, code: str, language: str) -> bool:

@@ -3,7 +3,6 @@
   const fs = require('fs');
   const path = require('path');
   const { runMain } = require('module');
-  const { inspect } = require('util');
   // this runner is a file (not `node -e`, which puts every built-in module on the global
   // object): the program sees the globals `node main.js` gives; the file goes at once
   fs.unlinkSync(__filename);
@@ -133,16 +132,16 @@
     display.json = (value) => emit(json(value));
     return display;
   };
-  // a program that judges a submission (grade/harness.py): an uncaught error or an unhandled
-  // rejection (which node raises as one) ends it with 70, which is no testlib code, not 1
+  // a program that judges a submission (grade/harness.py): a crash node reports as fatal (an
+  // uncaught error, an unhandled rejection, a syntax error) ends it with 70, which is no
+  // testlib code, not 1; node prints it as ever. A program's own 'uncaughtException'
+  // listener decides for itself, and process.exit(1) stays 1
   const crashes = () => {
-    process.on('uncaughtException', (error) => {
-      let said = 'Uncaught exception';
-      try {
-        said = error instanceof Error && error.stack ? error.stack : 'Uncaught ' + inspect(error);
-      } catch (e) { /* what it threw cannot be shown */ }
-      fs.writeSync(2, said + '\n');
-      process.exit(70);
+    let crashed = false;
+    process.on('uncaughtExceptionMonitor', () => { crashed = true; });
+    process.on('exit', (code) => {
+      const own = process.listenerCount('uncaughtException') > 0;
+      if (crashed && code === 1 && !own) process.exitCode = 70;
     });
   };
   process.on('SIGUSR2', function hazmatStart() {
