@@ -326,6 +326,7 @@ def in_language(status: int, stderr: str, language: str) -> ExecutionResult:
         ("typescript", 1, "wrong answer 3 is not 4\n", None),
         ("java", 1, "log line\n" + JAVA_REPORT, 'Exception in thread "main" java.lang.Illegal'),
         ("java", 1, "wrong answer 3 is not 4\n", None),
+        ("java", 1, "Error: Main method not found in class Main, please ...\n", "Error: Main"),
         ("java", 1, JAVA_REPORT + "wrong answer, after printing a trace\n", None),
         ("java", 2, JAVA_REPORT, None),  # testlib's _pe, chosen after a caught exception
         ("go", 2, "some output\n" + GO_REPORT, "panic: bug"),
@@ -387,6 +388,7 @@ MORE_CRASHES = {  # what else ends a judge by a crash, not by its choice
     "node-syntax": ("javascript", "const = 1;\n"),
     "ruby-syntax": ("ruby", "def (\n"),
     "go-deadlock": ("go", "package main\n\nfunc main() { <-make(chan int) }\n"),
+    "java-no-main": ("java", "public class Main {}\n"),
 }
 MORE_CHOSEN = {  # a judge's own handler chose its exit: testlib's code judges
     "node-own-handler": (
@@ -443,3 +445,6 @@ def test_a_crashing_judge_in_any_language_is_infra_error_and_its_chosen_exit_jud
         assert "crashed: " in str(found[name].tests[0].message), said
     for name in [*rejecting, *MORE_CHOSEN, "go-presentation"]:
         assert found[name].verdict == "wrong_answer", said
+    fresh = [t for t in tasks if t["id"] in ("javascript-crashes", "ruby-crashes")]
+    again = short_level.map(fresh, jobs=2, fresh=True, trust="unknown", runtime="runc")
+    assert {r.verdict for r in again} == {"infra_error"}  # a fresh container for each run too

@@ -19,14 +19,14 @@ so the program's line numbers do not move. A program that does not compile never
 C, C++ and Rust programs that crash end by a signal or abort (status 134, 139, 101), which are
 no testlib codes already. A JavaScript, TypeScript or Ruby program is marked (`marked`: the
 variable `HARNESS_ENV`, which no caller may set) and its runner (backends/inside/) ends it
-with `CRASHED` on an uncaught exception, an unhandled rejection or a syntax error (the
-error printed as the interpreter prints it; a Node program's own `uncaughtException` listener
-still decides); its code is not touched. Java and Go offer no
-hook short of rewriting the program, so the host reads their crash from how it ended
-(`crashed`): Java's launcher ends with 1 after `Exception in thread "main" ...` and its `at`
-frames, the last thing on stderr; Go ends with 2 after `panic: ...` or `fatal error: ...`
-followed by a `goroutine N [...]:` trace. A program that prints such a report itself and
-exits with that status is taken at its word (it said it crashed).
+with `CRASHED` on an uncaught exception, an unhandled rejection or a syntax error (the error
+printed as the interpreter prints it; a Node program's own `uncaughtException` listener still
+decides); its code is not touched. Java and Go offer no hook short of rewriting the program,
+so the host reads their crash from how it ended (`crashed`): Java's launcher ends with 1
+after `Exception in thread "main" ...` and its `at` frames, the last thing on stderr, or
+after its own `Error: ...` when it found no main; Go ends with 2 after `panic: ...` or
+`fatal error: ...` followed by a `goroutine N [...]:` trace. A program that prints such a
+report itself and exits with that status is taken at its word (it said it crashed).
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ _HOOKED = frozenset({"javascript", "typescript", "ruby"})
 # one forward search: stderr is the program's, and a scan must not cost the host more.
 _JAVA_CRASH = 'Exception in thread "main" '
 _JAVA_FRAME = ("\tat ", "\t... ")
+_JAVA_NO_MAIN = (  # the launcher's (and HazmatRunner.java's) before anything ran
+    "Error: Could not find or load main class ",
+    "Error: Main method not found in class ",
+)
 _GO_CRASH = re.compile(r"^(?:panic: |fatal error: )", re.MULTILINE)
 _GO_TRACE = re.compile(r"^goroutine \d+ \[", re.MULTILINE)
 _RUBY_ERROR = re.compile(r"\([A-Z]\w*(?:::\w+)*\)$")  # `main.rb:2:in ...: bug (ArgumentError)`
@@ -182,7 +186,9 @@ def crashed(run: ExecutionResult, language: str) -> bool:
 
 def _java_crash(stderr: str) -> int:
     """Where Java's report of an uncaught exception in main starts, if stderr ends with it
-    (its frames, `\tat ...`, last); -1 if not."""
+    (its frames, `\tat ...`, last), or 0 if the launcher found no main to run; -1 if not."""
+    if stderr.startswith(_JAVA_NO_MAIN):
+        return 0
     at = stderr.rfind(_JAVA_CRASH)
     if at < 0 or (at > 0 and stderr[at - 1] != "\n"):
         return -1
