@@ -19,11 +19,12 @@ SUITE=trixie
 IMAGE_SIZE=6G
 # What a boot needs (systemd, udev, kmod, the kernel and its initramfs), Docker with both OCI
 # runtimes, dbus (Docker's and runc's systemd cgroup driver talk to systemd over it), Python.
-# gcc and libc6-dev: the OCI tier builds its agent statically on the host it runs on.
+# gcc and libc6-dev: the OCI tier builds its agent statically on the host it runs on. procps:
+# kill(1), as every host has it (a test of the OCI tier signals a sandbox's process with it).
 PACKAGES=(
     linux-image-amd64 initramfs-tools systemd-sysv udev kmod e2fsprogs dbus
     docker.io docker-cli runc runsc ca-certificates
-    python3 python3-venv gcc libc6-dev
+    python3 python3-venv gcc libc6-dev procps
 )
 VENV=/opt/hazmat-venv
 
@@ -98,6 +99,25 @@ guest_venv() {
     : > "$root/etc/resolv.conf"
 }
 
+# The seccomp base profile hazmat derives its own from, where scripts/ensure-engine.sh puts it:
+# Debian 13's engine default, from golang-github-docker-docker-dev (that one file, the package
+# not installed).
+guest_seccomp_base() {
+    local root=$1 in_deb=./usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    chroot "$root" apt-get update -qq
+    chroot "$root" sh -c 'cd /tmp && chmod 777 . && apt-get download -qq golang-github-docker-docker-dev'
+    mkdir -p "$root/var/lib/hazmat/seccomp"
+    dpkg-deb --fsys-tarfile "$root"/tmp/golang-github-docker-docker-dev_*.deb \
+        | tar -xO "$in_deb" > "$root/var/lib/hazmat/seccomp/docker-default.json"
+    printf 'golang-github-docker-docker-dev %s from trixie\n' \
+        "$(dpkg-deb -f "$root"/tmp/golang-github-docker-docker-dev_*.deb Version)" \
+        > "$root/var/lib/hazmat/seccomp/docker-default.json.source"
+    rm -f "$root"/tmp/golang-github-docker-docker-dev_*.deb
+    rm -rf "$root"/var/lib/apt/lists/*
+    : > "$root/etc/resolv.conf"
+}
+
 build() {
     local out=$1 work=$2 root mirror_uri
     root=$work/root
@@ -109,6 +129,7 @@ build() {
         || { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed (log: $work/debootstrap.log)"; }
     say "debootstrap took $((SECONDS - t0)) s"
     t0=$SECONDS; guest_venv "$root"; say "venv took $((SECONDS - t0)) s"
+    guest_seccomp_base "$root"
     guest_config "$root"
     cp "$(ls "$root"/boot/vmlinuz-* | tail -n 1)" "$work/vmlinuz"
     cp "$(ls "$root"/boot/initrd.img-* | tail -n 1)" "$work/initrd"

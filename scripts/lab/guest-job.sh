@@ -42,9 +42,10 @@ else
     export HAZMAT_TEST_MATRIX=full
     set -- tests/execution/test_pool.py tests/execution/test_cpu_clock.py \
         tests/backends/oci/test_oci_parts.py tests/execution/test_oci.py \
-        tests/execution/test_runtime_verdicts.py \
+        tests/execution/test_runtime_verdicts.py tests/execution/test_abuse.py \
         -k "peak_memory or oom_kill or test_cpu_clock or prerequisites or auto_is \
-            or memory_cgroup or tmpfs_past or memory_near or pids_limit or no_engine"
+            or memory_cgroup or tmpfs_past or memory_near or no_engine \
+            or fork_bomb_is_contained_by_the_pids"
 fi
 export LAB_REFS
 PYTHONPATH=/lab python -m pytest -p no:cacheprovider -p lab_plugin -v -o junit_family=xunit2 \

@@ -17,6 +17,6 @@ import pytest
 def pytest_sessionstart(session: pytest.Session) -> None:
     refs = set(os.environ.get("LAB_REFS", "").split())
     for module in list(sys.modules.values()):
-        if getattr(module, "__file__", "") and module.__file__.endswith("tests/conftest.py"):
-            recipes = module.RECIPES
-            module.RECIPES = {k: r for k, r in recipes.items() if r.ref in refs}
+        if str(getattr(module, "__file__", "")).endswith("tests/conftest.py"):
+            recipes = getattr(module, "RECIPES")  # noqa: B009 (a module's global, untyped)
+            module.RECIPES = {k: r for k, r in recipes.items() if r.ref in refs}  # type: ignore[attr-defined]

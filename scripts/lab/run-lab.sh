@@ -7,6 +7,7 @@
 # that hangs. Exit status: the job's (1 when it left none), 124 on the deadline.
 #
 #   LAB_IMAGES   images (or languages) the lab loads, as `hazmat images build --lang` names them
+#                (default: python and gcc, what the default tests run)
 #   LAB_TESTS    pytest arguments run in the guest (default: the cgroup subset in guest-job.sh)
 #   LAB_DRIVER   Docker's cgroup driver in the guest: systemd (default) or cgroupfs
 #   LAB_SMP      QEMU's vCPUs (default 2)
@@ -20,8 +21,8 @@ REPO=$(cd "$HERE/../.." && pwd)
 VENV=${VENV:-$REPO/.venv}
 LAB_CACHE=${LAB_CACHE:-/var/cache/hazmat/lab}
 LAB_OUT=${LAB_OUT:-/tmp/hazmat-lab}
-LAB_TIMEOUT=${LAB_TIMEOUT:-1200}
-LAB_IMAGES=${LAB_IMAGES:-python}
+LAB_TIMEOUT=${LAB_TIMEOUT:-1800}
+LAB_IMAGES=${LAB_IMAGES:-python gcc}
 LAB_DRIVER=${LAB_DRIVER:-systemd}
 LAB_SMP=${LAB_SMP:-2}
 # the unified hierarchy said, though Debian 13's systemd knows no other; a kernel panic ends
