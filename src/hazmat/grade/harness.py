@@ -35,6 +35,7 @@ import ast
 import dataclasses
 import math
 import re
+from types import MappingProxyType
 
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.languages import get_language
@@ -164,7 +165,7 @@ def marked(request: ExecutionRequest) -> ExecutionRequest:
     if get_language(request.language).name not in _HOOKED:
         return request
     checked = request.checked
-    env = {**request.env, HARNESS_ENV: "1"}
+    env = MappingProxyType({**request.env, HARNESS_ENV: "1"})  # read-only, as intake's
     harness = dataclasses.replace(request, env=env)
     object.__setattr__(harness, "checked", checked)
     return harness
