@@ -315,7 +315,7 @@ export interface components {
             module?: "esm" | "commonjs";
             /** @description hosts to reach, within the level's allowlist */
             network?: string[];
-            /** @description a script name; the audit log diffs the runs this caller gave it */
+            /** @description a script name; the audit log diffs a caller's runs */
             session?: string;
             /** @description runs blocked code; needs a key allowed to */
             override_reason?: string;

@@ -89,7 +89,7 @@ _RUN_REQUEST = {
         "image": _STR,
         "module": {"type": "string", "enum": ["esm", "commonjs"]},
         "network": {**_STRINGS, "description": "hosts to reach, within the level's allowlist"},
-        "session": {**_STR, "description": "a script name; the audit log diffs the runs this caller gave it"},
+        "session": {**_STR, "description": "a script name; the audit log diffs a caller's runs"},
         "override_reason": {**_STR, "description": "runs blocked code; needs a key allowed to"},
         "figure_formats": FIGURE_FORMATS,
         "build_flags": {
