@@ -40,7 +40,9 @@ PY
 }
 
 recipe_digest() {
-    { cat "$0"; printf '%s\n' "${PACKAGES[@]}"; requirements; } | sha256sum | cut -c1-24
+    # what goes into the image: this script, the unit and runner it installs, the requirements
+    { cat "$0" "$HERE/guest-job-runner.sh" "$HERE/hazmat-lab.service"
+      printf '%s\n' "${PACKAGES[@]}"; requirements; } | sha256sum | cut -c1-24
 }
 
 mirror() {
