@@ -137,7 +137,7 @@ build() {
     cp "$(ls "$root"/boot/initrd.img-* | tail -n 1)" "$work/initrd"
     chroot "$root" apt-get clean
     t0=$SECONDS
-    mkfs.ext4 -q -F -L hazmat-lab -d "$root" "$work/disk.img" "$IMAGE_SIZE"
+    mkfs.ext4 -q -F -L hazmat-lab -d "$root" "$work/disk.img" "$IMAGE_SIZE" >&2  # stdout: the path alone
     say "mkfs.ext4 -d took $((SECONDS - t0)) s"
     for f in disk.img vmlinuz initrd; do mv "$work/$f" "$out.$f"; done
 }

@@ -71,7 +71,7 @@ stage() {
 lab_disk() {
     local dir=$1 disk=$2 mb
     mb=$(du -sm "$dir" | cut -f1)
-    mkfs.ext4 -q -F -L hazmat-lab-io -d "$dir" "$disk" "$((mb + 1024))M"
+    mkfs.ext4 -q -F -L hazmat-lab-io -d "$dir" "$disk" "$((mb + 1024))M" >&2
 }
 
 # QEMU's console, each line stamped with the seconds since QEMU started.
