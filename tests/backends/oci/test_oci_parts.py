@@ -198,6 +198,24 @@ def test_check_kernel_reads_what_the_kernel_applied(tmp_path: Path) -> None:
     assert "CapPrm" not in said and "CapBnd" not in said  # the agent's four: right
 
 
+def test_a_masked_path_behind_a_link_is_found_where_runc_masked_it(tmp_path: Path) -> None:
+    """`/sys/class/dmi/id` is a link to `/sys/devices/virtual/dmi/id` on every host with DMI
+    tables (these machines have none): runc masks the link's target, and the mount table
+    lists the target. Read at the link's own path, every runc sandbox was refused there."""
+    proc = _fake_proc(tmp_path, {})
+    root = proc / "42" / "root"
+    (root / "sys" / "devices" / "virtual" / "dmi" / "id").mkdir(parents=True)
+    (root / "sys" / "class" / "dmi").mkdir(parents=True)
+    (root / "sys" / "class" / "dmi" / "id").symlink_to("../../devices/virtual/dmi/id")
+    mountinfo = proc / "42" / "mountinfo"
+    said = "; ".join(check_kernel(42, _spec(), UID, proc))
+    assert "/sys/class/dmi/id is not masked" in said and "virtual/dmi/id is not masked" in said
+    masked = "2 1 0:5 / /sys/devices/virtual/dmi/id ro,relatime - tmpfs tmpfs ro\n"
+    mountinfo.write_text(mountinfo.read_text() + masked)
+    said = "; ".join(check_kernel(42, _spec(), UID, proc))
+    assert "dmi" not in said, said
+
+
 def test_the_policy_chooses_the_tier_by_a_key_it_checks() -> None:
     assert parse_policy({"backend": "oci"}).backend == "oci"
     assert parse_policy({}).backend == "auto" and Policy().backend == "auto"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -223,9 +224,29 @@ def _mount_problems(base: Path, tmpfs: Mapping[str, str]) -> list[str]:
         if lacking:
             problems.append(f"{point} lacks {sorted(lacking)}")
     for path in MASKED_PATHS:
-        if path not in mounts and os.path.lexists(f"{base}/root{path}"):
+        target = _inside(f"{base}/root", path)
+        if target not in mounts and os.path.lexists(f"{base}/root{target}"):
             problems.append(f"{path} is not masked")
     return problems
+
+
+def _inside(root: str, path: str, hops: int = 16) -> str:
+    """`path` with every symbolic link in it followed within the sandbox's root file system
+    `root`, as runc follows them when it masks a path: the mount table shows what it masked
+    (`/sys/class/dmi/id` is a link to `/sys/devices/virtual/dmi/id`, on every host with DMI
+    tables). A link never leads above `root`; past `hops` links the path is left as it is."""
+    done, rest = "", [p for p in path.split("/") if p]
+    while rest:
+        here = f"{done}/{rest.pop(0)}"
+        if hops and os.path.islink(root + here):
+            hops -= 1
+            link = os.readlink(root + here)
+            joined = link if link.startswith("/") else f"{done}/{link}"
+            rest = [p for p in posixpath.normpath("/" + joined).split("/") if p] + rest
+            done = ""
+            continue
+        done = here
+    return done or "/"
 
 
 def _limit_problems(base: Path, wanted: list[tuple[str, int, int]]) -> list[str]:
