@@ -23,7 +23,7 @@ from hazmat._exceptions import InfraError
 from hazmat.backends.agent import compiled
 from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.base import Spec
-from hazmat.backends.container.seccomp import for_oci
+from hazmat.backends.container.seccomp import for_oci, load_profile
 from hazmat.backends.container.settings_check import MASKED_PATHS
 from hazmat.backends.oci import prerequisites
 from hazmat.backends.oci.memcg import make_memory_cgroup, memory_cgroup, remove_memory_cgroup
@@ -268,6 +268,27 @@ def test_what_the_oci_tier_lacks_is_named(
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     missing.cache_clear()
     assert missing()[0] == "no runsc binary"
+
+
+def test_no_seccomp_base_profile_keeps_auto_off_the_oci_tier(
+    looked_again: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the base profile the Docker tier falls back on the engine's built-in one; the
+    OCI tier has none, and its readback refused every runc sandbox (seen in the cgroup v2
+    lab's guest before the profile was put there, while `auto` chose the tier)."""
+    monkeypatch.setenv("HAZMAT_SECCOMP_BASE", str(tmp_path / "absent.json"))
+    load_profile.cache_clear()
+    try:
+        assert prerequisites.seccomp_problem() == (
+            "no seccomp base profile (scripts/ensure-engine.sh installs it)"
+        )
+        (tmp_path / "absent.json").write_text('{"defaultAction": "SCMP_ACT_ALLOW"}')
+        load_profile.cache_clear()
+        said = prerequisites.seccomp_problem()
+        assert said is not None and said.startswith("an unusable seccomp base profile")
+        assert said in missing()
+    finally:
+        load_profile.cache_clear()
 
 
 def test_a_cgroup_problem_comes_with_its_own_fix(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hazmat.backends.container.cgroup import CGROUP_ROOT
+from hazmat.backends.container.seccomp import UnsafeProfile, load_profile
 from hazmat.backends.oci.driver import find_init, runtime_binary
 from hazmat.policy import Runtime
 
@@ -30,6 +31,7 @@ __all__ = [
     "cgroup_problem",
     "choice",
     "missing",
+    "seccomp_problem",
 ]
 
 CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
@@ -82,11 +84,28 @@ def missing() -> tuple[str, ...]:
             found.append(f"no {runtime.value} binary")
     if find_init() is None:
         found.append("no tini (docker-init)")
+    seccomp = seccomp_problem()
+    if seccomp:
+        found.append(seccomp)
     if not found:  # the probe makes a cgroup: only where it can matter
         problem = cgroup_problem()
         if problem:
             found.append(problem.why)
     return tuple(found)
+
+
+def seccomp_problem() -> str | None:
+    """Why runc would start the tier's sandboxes with no seccomp filter, or None. The tier has
+    no engine whose built-in profile would stand in: without hazmat's own (derived from the
+    base profile `scripts/ensure-engine.sh` installs) every runc sandbox would be refused by
+    the settings read back from the kernel (`seccomp mode '0'`)."""
+    try:
+        profile = load_profile()
+    except (UnsafeProfile, OSError, ValueError) as exc:
+        return f"an unusable seccomp base profile ({exc})"
+    if profile.text is None:
+        return "no seccomp base profile (scripts/ensure-engine.sh installs it)"
+    return None
 
 
 def cgroup_problem() -> CgroupProblem | None:
