@@ -84,7 +84,8 @@ DOCKER_SHAPED = {
         {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]},
     ],
     "syscalls": [
-        {"names": ["read", "socketcall", "memfd_secret", "getpid"], "action": "SCMP_ACT_ALLOW"},
+        {"names": ["read", "socketcall", "memfd_secret", "getpid", "socketpair"],
+         "action": "SCMP_ACT_ALLOW"},
         {"names": ["socket"], "action": "SCMP_ACT_ALLOW",
          "args": [{"index": 0, "value": 40, "op": "SCMP_CMP_NE"}]},
         {"names": ["modify_ldt"], "action": "SCMP_ACT_ALLOW",
@@ -135,6 +136,17 @@ def test_socketcall_memfd_secret_modify_ldt_ptrace_are_allowed_by_no_rule(
     assert {"socketcall", "memfd_secret", "modify_ldt", "ptrace"} <= DENIED
     assert not DENIED & allowed
     assert "read" in allowed
+
+
+@pytest.mark.parametrize("base", _bases())
+def test_socketpair_is_allowed_for_af_unix_alone(base: dict[str, object]) -> None:
+    """socketpair(AF_TIPC) made two live TIPC sockets (its module loaded) where the base
+    profile allowed socketpair for every family, as Docker's does."""
+    syscalls = derive(base)["syscalls"]
+    pairs = [r for r in syscalls if "socketpair" in r["names"] and r["action"] == "SCMP_ACT_ALLOW"]
+    assert [r["args"] for r in pairs] == [
+        [{"index": 0, "value": socket.AF_UNIX, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]
+    ]
 
 
 def test_netlink_is_allowed_for_netlink_route_alone() -> None:

@@ -135,14 +135,14 @@ def _candidates() -> list[Path]:
 def derive(profile: dict[str, Any]) -> dict[str, Any]:
     """`profile` for the native ABI only, with no allow rule for the DENIED syscalls (not even
     one that needs a capability), and with socket(2) allowed only for SOCKET_FAMILIES (and
-    SOCKET_PROTOCOLS) to a process without capabilities."""
+    SOCKET_PROTOCOLS) and socketpair(2) only for AF_UNIX, to a process without capabilities."""
     rules = []
     for rule in profile.get("syscalls", []):
         if rule.get("action") != "SCMP_ACT_ALLOW":
             rules.append(rule)
             continue
         needs_cap = bool((rule.get("includes") or {}).get("caps"))
-        dropped = DENIED if needs_cap else DENIED | {"socket"}
+        dropped = DENIED if needs_cap else DENIED | {"socket", "socketpair"}
         names = [n for n in rule.get("names", []) if n not in dropped]
         if names:
             rules.append({**rule, "names": names})
@@ -160,6 +160,10 @@ def _socket_rules() -> list[dict[str, Any]]:
             protocol = SOCKET_PROTOCOLS[name]
             args.append({"index": 2, "value": protocol, "valueTwo": 0, "op": "SCMP_CMP_EQ"})
         rules.append({"names": ["socket"], "action": "SCMP_ACT_ALLOW", "args": args})
+    # socketpair(2) makes two sockets of a family too (AF_TIPC's loads its module and works):
+    # AF_UNIX alone, the only family whose pairs a program uses
+    unix = {"index": 0, "value": SOCKET_FAMILIES["AF_UNIX"], "valueTwo": 0, "op": "SCMP_CMP_EQ"}
+    rules.append({"names": ["socketpair"], "action": "SCMP_ACT_ALLOW", "args": [unix]})
     return rules
 
 
