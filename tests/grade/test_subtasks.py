@@ -132,6 +132,24 @@ def test_a_group_after_one_that_earned_all_its_points_runs(
     assert (line["points"], line["max_points"]) == (30, 60)
 
 
+def test_an_each_group_whose_tests_all_pass_earns_exactly_its_points(
+    grader: tuple[Grader, RecordingBackend],
+) -> None:
+    """3 points over seven tests worth 0.1 each came to 2.9999999999999996 (points * earned /
+    total), so the group that needed it was skipped though every test was accepted."""
+    g, backend = grader
+    task = grouped([("a", "ok")] * 7 + [("b", "ok")], [])
+    task["groups"] = [
+        {"name": "a", "points": 3, "scoring": "each"},
+        {"name": "b", "points": 1, "after": ["a"]},
+    ]
+    for test in task["tests"][:7]:  # type: ignore[index]
+        test["points"] = 0.1
+    line = g.grade(parse_task(task)).to_dict()
+    assert [(r["name"], r["points"]) for r in line["groups"]] == [("a", 3), ("b", 1)]
+    assert len(backend.jobs) == 8
+
+
 def test_an_each_group_runs_every_test_unless_told_to_skip(
     grader: tuple[Grader, RecordingBackend],
 ) -> None:

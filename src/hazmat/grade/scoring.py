@@ -140,7 +140,7 @@ def _group_result(task: Task, group: Group, done: Mapping[int, Scored]) -> Group
         weights = [task.tests[i].points for i in members]
         weighed = [1.0 if w is None else w for w in weights]
         earned = sum(w * done[i].score for w, i in zip(weighed, members, strict=True) if i in done)
-        points = group.points * earned / sum(weighed)
+        points = group.points * (earned / sum(weighed))  # exactly all of them when all pass
     verdict = "accepted" if passed == len(members) else failed or "skipped"
     return GroupResult(group.name, verdict, points, group.points, passed, len(members))
 
