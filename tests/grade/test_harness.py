@@ -30,6 +30,7 @@ from hazmat.grade.harness import (
     guarded,
     harness_timeout,
     marked,
+    never_ran,
 )
 from hazmat.grade.interaction import interact
 from hazmat.grade.tasks import parse_task
@@ -62,6 +63,15 @@ def test_the_guard_line_keeps_the_programs_lines_where_it_can(shape: str) -> Non
     assert raised[0].lineno == len(code.splitlines()) + moved
     compile(checked, "main.py", "exec", dont_inherit=True)  # still a program, __future__ first
     assert guarded(code, "cpp") == code and guarded("", "python") == ""
+
+
+def test_code_too_deep_for_the_hosts_parser_is_guarded_and_never_an_error_of_the_host() -> None:
+    """`print(1+1+...+1)` of 5,000 terms made ast.parse raise RecursionError on the host."""
+    code = "print(" + "+".join(["1"] * 5000) + ")\n"
+    assert guarded(code, "python").endswith(code)
+    deep = ProgramException("RecursionError", "maximum recursion depth exceeded", "Traceback")
+    run = dataclasses.replace(ended(1, "RecursionError\n", deep), language="python")
+    assert never_ran(run, code, "python")  # the host cannot compile it either: no exception
 
 
 def test_a_program_that_does_not_compile_gets_the_guard_on_a_line_of_its_own() -> None:
@@ -325,6 +335,13 @@ def in_language(status: int, stderr: str, language: str) -> ExecutionResult:
         ("ruby", CRASHED, "main.rb: main.rb:1: syntax error (SyntaxError)\ndef (\n", "main.rb: "),
         ("typescript", 1, "wrong answer 3 is not 4\n", None),
         ("java", 1, "log line\n" + JAVA_REPORT, 'Exception in thread "main" java.lang.Illegal'),
+        (
+            "java",
+            1,
+            JAVA_REPORT + "\tSuppressed: java.io.IOException: x\n\t\tat Main.close(Main.java:9)\n"
+            "\t\t... 1 more\n",
+            'Exception in thread "main" java.lang.Illegal',
+        ),  # try-with-resources: the last frames are indented twice
         ("java", 1, "wrong answer 3 is not 4\n", None),
         ("java", 1, "Error: Main method not found in class Main, please ...\n", "Error: Main"),
         ("java", 1, JAVA_REPORT + "wrong answer, after printing a trace\n", None),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 import re
 from types import MappingProxyType
@@ -66,7 +67,7 @@ _HOOKED = frozenset({"javascript", "typescript", "ruby"})
 # runtime after a panic or a fatal error (its report, then a goroutine's trace). Each found by
 # one forward search: stderr is the program's, and a scan must not cost the host more.
 _JAVA_CRASH = 'Exception in thread "main" '
-_JAVA_FRAME = ("\tat ", "\t... ")
+_JAVA_FRAME = ("at ", "... ")
 _JAVA_NO_MAIN = (  # the launcher's (and HazmatRunner.java's) before anything ran
     "Error: Could not find or load main class ",
     "Error: Main method not found in class ",
@@ -91,6 +92,7 @@ def harness_timeout(limit_s: float, clock: Clock) -> float:
     return min(math.ceil(latest + MARGIN_S), MOST_S)
 
 
+@functools.lru_cache(maxsize=16)  # a task's checker is the same for each of its tests
 def guarded(code: str, language: str) -> str:
     """`code` with the line that makes an uncaught exception end it with `CRASHED` (Python);
     other languages' code as it is."""
@@ -98,7 +100,7 @@ def guarded(code: str, language: str) -> str:
         return code
     try:
         body = ast.parse(code).body
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return f"{_HOOK}\n{code}"  # it will not compile in the sandbox either
     if not body:
         return code
@@ -125,7 +127,7 @@ def _on_a_line(code: str, body: list[ast.stmt]) -> str | None:
     placed = "\n".join(lines)
     try:
         ast.parse(placed)
-    except (SyntaxError, ValueError, UnicodeDecodeError):
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
         return None
     return placed
 
@@ -194,7 +196,8 @@ def _java_crash(stderr: str) -> int:
     if at < 0 or (at > 0 and stderr[at - 1] != "\n"):
         return -1
     last = stderr[at:].rstrip("\n").rsplit("\n", 1)[-1]
-    return at if last.startswith(_JAVA_FRAME) else -1
+    # a suppressed or caused exception's frames are indented further (`\t\tat ...`)
+    return at if last.startswith("\t") and last.lstrip("\t").startswith(_JAVA_FRAME) else -1
 
 
 def _what(run: ExecutionResult, language: str) -> str:
@@ -223,7 +226,7 @@ def never_ran(run: ExecutionResult, code: str, language: str) -> bool:
         return False
     try:
         compile(code, "main.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
     return False
 
