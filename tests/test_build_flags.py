@@ -103,6 +103,7 @@ def test_a_malformed_allowlist_names_its_key(given: object, message: str) -> Non
         "-wrapper", "-specs=x", "-load", "-Xclang", "-Xlinker", "-mllvm", "-cc1",
         "-Wl,--plugin=x.so", "-Wa,-x", "-Wp,-imacros,x", "-Tscript.ld", "-L.", "-I.",
         "-include", "-imacros", "-isystem.", "-iplugindir=.", "-fmodule-mapper=x",
+        "-fcompare-debug=-fplugin=x.so",
     ],
 )  # fmt: skip
 def test_a_flag_that_loads_code_is_refused_in_any_allowlist(flag: str) -> None:

@@ -45,6 +45,7 @@ _FLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_+=.,:-]*")
 LOADS_CODE = (
     "-fplugin", "-fpass-plugin", "-load", "-mllvm", "-B", "-wrapper", "-specs", "-cc1",
     "-X", "-Wl,", "-Wa,", "-Wp,", "-T", "-L", "-I", "-i", "-fmodule", "-fprebuilt-module",
+    "-fcompare-debug",  # its value is a second compilation's flags (-fcompare-debug=-fplugin=)
 )  # fmt: skip
 _COMMON = (
     *(f"-O{level}" for level in ("0", "1", "2", "3", "s")),
