@@ -104,3 +104,38 @@ def test_the_default_folder_is_made_the_users_own(
     assert path == runtime / "hazmat" / "hazmat.sock" and not path.exists()
     made = path.parent.lstat()
     assert made.st_uid == os.geteuid() and stat.S_IMODE(made.st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acts as a second user: needs root")
+def test_a_folder_the_user_cannot_look_into_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """`su` keeps another user's XDG_RUNTIME_DIR (mode 0700, theirs): lstat in it is EACCES,
+    which was an unhandled PermissionError (exit 70). Here root's 0700 folder, as nobody."""
+    from hazmat._exceptions import InfraError
+    from hazmat.cli.owned import make_own_folder, own_socket
+
+    closed = Path(tempfile.mkdtemp(prefix="hz-closed-"))
+    try:
+        closed.chmod(0o700)
+        pid = os.fork()
+        if pid == 0:  # the child: nobody, with hazmat already in memory
+            status = 1
+            try:
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                for call in (
+                    lambda: own_socket(closed / "hazmat" / "hazmat.sock", "set HAZMAT_URL"),
+                    lambda: make_own_folder(closed / "hazmat", "set HAZMAT_URL"),
+                ):
+                    try:
+                        call()
+                    except InfraError as exc:
+                        status += 0 if "cannot use" in str(exc) else 10
+                    else:
+                        status += 10
+                status -= 1
+            finally:
+                os._exit(status)
+        _, waited = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(waited) == 0
+    finally:
+        shutil.rmtree(closed)

@@ -13,7 +13,6 @@ the local server keeps its key there. Standard library only: this runs before ev
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from pathlib import Path
@@ -33,6 +32,8 @@ def own_socket(path: Path, what_to_do: str) -> Path | None:
         seen = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:  # a folder above it closed to the user: another user's
+        raise _unreadable(path, exc, what_to_do) from None
     own_folder(path.parent, what_to_do)
     if not stat.S_ISSOCK(seen.st_mode) or seen.st_uid != os.geteuid():
         raise InfraError(
@@ -50,8 +51,12 @@ def make_own_folder(folder: Path, what_to_do: str) -> None:
         for above in _chain(missing[0].parent):
             _check_above(above, what_to_do)
         for path in missing:
-            with contextlib.suppress(FileExistsError):  # another `hazmat run` made it first
+            try:
                 os.mkdir(path, 0o700)
+            except FileExistsError:  # another `hazmat run` made it first
+                pass
+            except OSError as exc:
+                raise _unreadable(path, exc, what_to_do) from None
     own_folder(folder, what_to_do, private=True)
 
 
@@ -61,7 +66,10 @@ def own_folder(folder: Path, what_to_do: str, private: bool = False) -> None:
     folder = folder.absolute()
     for above in (*_chain(folder.parent), *_chain(Path(os.path.realpath(folder.parent)))):
         _check_above(above, what_to_do)
-    seen = os.lstat(folder)
+    try:
+        seen = os.lstat(folder)
+    except OSError as exc:
+        raise _unreadable(folder, exc, what_to_do) from None
     if not stat.S_ISDIR(seen.st_mode) or seen.st_uid != os.geteuid():
         raise InfraError(
             f"{folder} is not a folder of yours (uid {seen.st_uid}): refused; {what_to_do}"
@@ -83,7 +91,7 @@ def _check_above(folder: Path, what_to_do: str) -> None:
     try:
         seen = os.lstat(folder)
     except OSError as exc:
-        raise InfraError(f"cannot look at {folder}: {exc.strerror or exc}") from None
+        raise _unreadable(folder, exc, what_to_do) from None
     if seen.st_uid not in (0, os.geteuid()):
         raise InfraError(
             f"{folder} belongs to another user (uid {seen.st_uid}), who could replace what is "
@@ -97,3 +105,9 @@ def _check_above(folder: Path, what_to_do: str) -> None:
             f"{folder} can be written by others (mode {mode:o}), who could replace what is "
             f"in it: refused; {what_to_do}"
         )
+
+
+def _unreadable(path: Path, exc: OSError, what_to_do: str) -> InfraError:
+    """A path the user cannot look at or make (a folder above it is another user's, closed to
+    this one: `su` keeps the other user's XDG_RUNTIME_DIR): refused, never a traceback."""
+    return InfraError(f"cannot use {path}: {exc.strerror or exc}: refused; {what_to_do}")
