@@ -65,3 +65,29 @@ def test_what_a_build_left_is_judged_without_gvisors_own(tmp_path: Path) -> None
     cgroup = _v1(tmp_path, 90 * MiB, 84 * MiB, 18 * MiB, 2 * MiB)  # 64 MiB the build's
     assert held_beside_runsc(cgroup, 64) is None
     assert held_beside_runsc(cgroup, 48) == 64 * MiB
+
+
+def _v2(folder: Path, peak: int, current: int, anon: int) -> Cgroup:
+    folder.mkdir(exist_ok=True)
+    (folder / "memory.peak").write_text(f"{peak}\n")
+    (folder / "memory.current").write_text(f"{current}\n")
+    (folder / "memory.stat").write_text(f"anon {anon}\nkernel 0\nshmem {current - anon}\n")
+    (folder / "memory.events").write_text("oom_kill 0\n")
+    (folder / "cpu.stat").write_text("usage_usec 1\n")
+    return Cgroup(folder, folder, True)
+
+
+def test_on_v2_the_programs_peak_is_sampled_from_its_go(tmp_path: Path) -> None:
+    """A write to v2's memory.peak resets it only as read through the same descriptor: the
+    compiler's 900 MiB stayed the program's peak (and, under runsc, its memory_limit). The
+    peak is not reset there; what is in use is sampled from the program's go instead."""
+    cgroup = _v2(tmp_path, 900 * MiB, 20 * MiB, 4 * MiB)
+    assert not cgroup.reset_peak()
+    assert (tmp_path / "memory.peak").read_text() == f"{900 * MiB}\n"  # not written
+    runsc = Monitor(cgroup, runtime_own=True)
+    runsc.restart_peak()
+    assert not runsc.restarted and runsc.program_high == 16 * MiB
+    (tmp_path / "memory.current").write_text(f"{300 * MiB}\n")
+    runsc.take()
+    (tmp_path / "memory.current").write_text(f"{30 * MiB}\n")
+    assert program_peak(runsc.stop(), runsc) == 296 * MiB  # the most seen, gVisor's own aside

@@ -193,11 +193,15 @@ class Cgroup:
 
     def reset_peak(self) -> bool:
         """Start the peak memory over from what is in use now (a kept build's next test), where the
-        kernel lets this process: cgroup v1's max_usage_in_bytes, v2's memory.peak (Linux
-        6.12 and later). False if it could not: the peak is then the container's so far."""
-        name = "memory.peak" if self.unified else "memory.max_usage_in_bytes"
+        kernel lets this process: cgroup v1's max_usage_in_bytes. False if it could not: the
+        peak is then the container's so far. On v2 it never can here: a write to memory.peak
+        (Linux 6.12 and later) resets the peak only as read through the descriptor written to,
+        and every read here opens the file afresh; the program's own peak is then sampled
+        (`Monitor.program_high`)."""
+        if self.unified:
+            return False
         try:
-            _write(self.memory / name, 0)
+            _write(self.memory / "memory.max_usage_in_bytes", 0)
         except OSError:
             return False
         return True
@@ -266,6 +270,9 @@ class Monitor:
         self.last: Sample | None = self.baseline
         self._restarts = 0
         self.restarted = False  # restart_peak reset the peak at the program's start
+        # where the kernel's peak could not be reset: the most memory in use (gVisor's own
+        # aside) seen since the program started, sampled; None before it started
+        self.program_high: int | None = None
         self._lock = threading.Lock()
         self._ticker = _Ticker.every(interval_s)
         self._ticker.add(self)
@@ -275,6 +282,7 @@ class Monitor:
         restarts = self._restarts
         now = self.cgroup.sample()
         own = self.cgroup.runtime_memory() if self.runtime_own and now is not None else None
+        in_use = self.cgroup.usage() if self.program_high is not None else None
         if now is not None:
             with self._lock:
                 if restarts != self._restarts:  # read before the peak was reset: not the program's
@@ -283,13 +291,19 @@ class Monitor:
                 pairs = zip(astuple(now), astuple(last), strict=True)
                 self.last = Sample(*(max(a, b) for a, b in pairs))
                 self.runtime_memory = max(self.runtime_memory, own or 0)
+                if self.program_high is not None and in_use is not None:
+                    self.program_high = max(self.program_high, in_use - (own or 0))
         return now
 
     def restart_peak(self) -> None:
         """The program starts now: its peak memory starts over from what is in use (the
         build's peak is not the program's), where the kernel lets this process reset it
-        (`Cgroup.reset_peak`); else the peak stays the container's so far."""
+        (`Cgroup.reset_peak`); else the program's memory in use is sampled from now on
+        (`program_high`)."""
         if not self.cgroup.reset_peak():
+            with self._lock:
+                self.program_high = 0
+            self.take()
             return
         with self._lock:
             self.restarted = True

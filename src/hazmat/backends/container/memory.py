@@ -8,7 +8,10 @@ idle, measured), while the program's memory and its files in tmpfs are all gViso
 file (shared memory). So under runsc the program's peak is the cgroup's less gVisor's own, the
 cgroup's limit is a backstop `RUNSC_MEMORY_MB` above the program's (`Spec.runtime_memory_mb`),
 and the program's limit is judged from its own peak (`RunReport.memory_exceeded`). The peak is
-counted from the program's start (`Monitor.restart_peak`): a build's is not the program's.
+counted from the program's start (`Monitor.restart_peak`): a build's is not the program's. Where
+the kernel cannot reset a peak (cgroup v2, as read here), the program's is the most memory in
+use seen since its start (sampled every 50 ms, gVisor's own aside): a spike shorter than that
+can pass unseen, and under runsc the backstop still bounds it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ def program_peak(figures: Sample | None, monitor: Monitor | None) -> int | None:
     gofer's, not the program's, which is all in gVisor's memory file). None when unknown."""
     if figures is None or monitor is None:
         return None
+    if monitor.program_high is not None:  # the kernel's peak could not be reset: sampled
+        return monitor.program_high
     return max(0, figures.memory_peak - monitor.runtime_memory)
 
 
@@ -45,4 +50,5 @@ def over_memory(peak: int | None, job: Job, monitor: Monitor | None, prelude: bo
     the program's)."""
     if peak is None or monitor is None or peak <= job.spec.memory_mb * _MiB:
         return False
-    return monitor.restarted or not (job.language.build or prelude)
+    started = monitor.restarted or monitor.program_high is not None
+    return started or not (job.language.build or prelude)
