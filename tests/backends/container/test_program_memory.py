@@ -91,3 +91,15 @@ def test_on_v2_the_programs_peak_is_sampled_from_its_go(tmp_path: Path) -> None:
     runsc.take()
     (tmp_path / "memory.current").write_text(f"{30 * MiB}\n")
     assert program_peak(runsc.stop(), runsc) == 296 * MiB  # the most seen, gVisor's own aside
+
+
+def test_gvisors_own_memory_during_a_build_is_not_the_programs_to_lose(tmp_path: Path) -> None:
+    """gVisor's own memory was subtracted at its highest over the whole run: a build that grew
+    it by 26 MiB let the program use 26 MiB more than its limit unjudged."""
+    cgroup = _v1(tmp_path, 500 * MiB, 300 * MiB, 40 * MiB, 0)  # building: gVisor holds 40 MiB
+    monitor = Monitor(cgroup, runtime_own=True)
+    monitor.take()
+    _v1(tmp_path, 20 * MiB, 20 * MiB, 14 * MiB, 0)  # the build is over: 14 MiB
+    monitor.restart_peak()
+    (tmp_path / "memory/memory.max_usage_in_bytes").write_text(f"{270 * MiB}\n")
+    assert program_peak(monitor.stop(), monitor) == 256 * MiB

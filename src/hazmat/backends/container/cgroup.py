@@ -265,7 +265,7 @@ class Monitor:
         self.cgroup = cgroup
         self.interval_s = interval_s
         self.runtime_own = runtime_own
-        self.runtime_memory = 0  # with `runtime_own`: the most seen of Cgroup.runtime_memory
+        self.runtime_high = 0  # with `runtime_own`: the most seen of Cgroup.runtime_memory()
         self.baseline = cgroup.sample()
         self.last: Sample | None = self.baseline
         self._restarts = 0
@@ -290,7 +290,7 @@ class Monitor:
                 last = self.last or now
                 pairs = zip(astuple(now), astuple(last), strict=True)
                 self.last = Sample(*(max(a, b) for a, b in pairs))
-                self.runtime_memory = max(self.runtime_memory, own or 0)
+                self.runtime_high = max(self.runtime_high, own or 0)
                 if self.program_high is not None and in_use is not None:
                     self.program_high = max(self.program_high, in_use - (own or 0))
         return now
@@ -300,6 +300,8 @@ class Monitor:
         build's peak is not the program's), where the kernel lets this process reset it
         (`Cgroup.reset_peak`); else the program's memory in use is sampled from now on
         (`program_high`)."""
+        with self._lock:  # gVisor's own memory during a build is not subtracted from the program's
+            self.runtime_high = 0
         if not self.cgroup.reset_peak():
             with self._lock:
                 self.program_high = 0

@@ -32,7 +32,7 @@ def program_peak(figures: Sample | None, monitor: Monitor | None) -> int | None:
         return None
     if monitor.program_high is not None:  # the kernel's peak could not be reset: sampled
         return monitor.program_high
-    return max(0, figures.memory_peak - monitor.runtime_memory)
+    return max(0, figures.memory_peak - monitor.runtime_high)
 
 
 def held_beside_runsc(cgroup: Cgroup, memory_mb: int) -> int | None:
