@@ -34,12 +34,12 @@ def page_number(asked: str | None) -> int:
 def batch_page(batch: Batch, page: int) -> dict[str, Any]:
     """What batch.html shows: the batch's counts and the tasks of `page` (the last page when
     it asks for more than there are)."""
-    info = batch.info()
-    pages = max(1, -(-info["done"] // PAGE))
-    page = min(page, pages)
-    start = (page - 1) * PAGE
-    with batch.changed:  # the grading threads append under it
-        shown = batch.lines[start : start + PAGE]
+    with batch.changed:  # the grading threads append under it (an RLock: info() takes it too)
+        info = batch.info()
+        pages = max(1, -(-info["done"] // PAGE))
+        page = min(page, pages)
+        start = (page - 1) * PAGE
+        shown = batch.lines[start : start + PAGE]  # the counts and the tasks of one moment
     lines = [json.loads(line) for line in shown]
     return {
         "batch": batch,
