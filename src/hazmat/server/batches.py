@@ -53,6 +53,7 @@ BATCH_FIELDS = ("tasks", "jobs", "trust", "runtime", "override_reason", "fresh")
 MAX_OPEN = 4  # unfinished batches per tenant
 KEEP_S = 3600.0  # how long a finished batch stays
 WAIT_S = 1.0  # how long a results stream waits for the next line before it looks again
+SHOWN = 40  # the tests whose verdicts a task's row on the console's page shows
 JSON_LINES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
 Body = Callable[[Request, int], Awaitable[bytes]]
 
@@ -76,6 +77,10 @@ class Batch:
         self.finished: float | None = None
         self.state = "running"  # then done, or cancelled
         self.lines: list[bytes] = []
+        # what the console's page shows of each finished task, and its receipts' numbers: kept
+        # as each verdict arrives, so that the page never decodes result lines (batch_page.py)
+        self.rows: list[dict[str, Any]] = []
+        self.receipts: set[int] = set()
         self.verdicts: Counter[str] = Counter()
         self.running = 0
         self.cancelled = threading.Event()
@@ -100,8 +105,12 @@ class Batch:
             }
 
     def add(self, line: dict[str, Any]) -> None:
+        encoded, row = json.dumps(line, ensure_ascii=False).encode() + b"\n", _row(line)
         with self.changed:
-            self.lines.append(json.dumps(line, ensure_ascii=False).encode() + b"\n")
+            self.lines.append(encoded)
+            self.rows.append(row)
+            if isinstance(row["receipt"], int):
+                self.receipts.add(row["receipt"])
             self.verdicts[str(line.get("verdict"))] += 1
             self.changed.notify_all()
 
@@ -118,6 +127,20 @@ class Batch:
             if start >= len(self.lines) and self.finished is None:
                 self.changed.wait(wait_s)
             return self.lines[start:], self.finished is not None
+
+
+def _row(line: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's row on the console's page: its verdict, score and receipt, and the verdicts of
+    its first `SHOWN` tests (a task may have 10,000)."""
+    tests = line.get("tests") or []
+    return {
+        "id": line.get("id"),
+        "verdict": line.get("verdict"),
+        "score": line.get("score"),
+        "receipt": line.get("receipt"),
+        "tests": [{"name": t.get("name"), "verdict": t.get("verdict")} for t in tests[:SHOWN]],
+        "more_tests": max(0, len(tests) - SHOWN),
+    }
 
 
 class BatchBook:

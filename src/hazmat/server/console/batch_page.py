@@ -3,14 +3,14 @@
 The page of a running batch is asked for again every second, and it is rendered on the
 service's event loop: what it costs must not grow with the batch. Its counts are the batch's
 own, kept as each verdict arrives (`Batch.info`); its table holds at most `PAGE` tasks, in the
-order they finished, and only those tasks' result lines are read and decoded. A 10,000-task
-batch of 20 tests each renders in the time of a 50-task one (docs/benchmarks.md, "The console's
-page of a large batch").
+order they finished, each a row the batch kept as its verdict arrived (`Batch.rows`: at most
+`SHOWN` tests' verdicts of a task), so no result line is decoded. A 10,000-task batch of
+20 tests each renders in the time of a 50-task one (docs/benchmarks.md, "The console's page of
+a large batch").
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hazmat._exceptions import InputError, quoted
@@ -39,8 +39,7 @@ def batch_page(batch: Batch, page: int) -> dict[str, Any]:
         pages = max(1, -(-info["done"] // PAGE))
         page = min(page, pages)
         start = (page - 1) * PAGE
-        shown = batch.lines[start : start + PAGE]  # the counts and the tasks of one moment
-    lines = [json.loads(line) for line in shown]
+        lines = batch.rows[start : start + PAGE]  # the counts and the tasks of one moment
     return {
         "batch": batch,
         "info": info,

@@ -142,7 +142,7 @@ class Console:
         """A receipt for one of the batch's verdicts (its `receipt` record number)."""
         batch = self._batch(request.path_params["batch_id"], key)
         seq = record_number(request.path_params["seq"])
-        if seq is None or seq not in {json.loads(line).get("receipt") for line in batch.lines}:
+        if seq is None or seq not in batch.receipts:
             shown = quoted(request.path_params["seq"])
             raise BatchNotFound(f"no receipt {shown} in batch {batch.id!r}")
         return await self._receipt_page(seq)
