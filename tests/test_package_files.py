@@ -243,6 +243,28 @@ def test_npm_fetches_in_a_second_run_only_the_tarballs_the_cache_lacks(tmp_path:
     assert [p.cached for p in first.packages + again.packages] == [False, True]
 
 
+@pytest.mark.parametrize(("name", "version"), [("left", "."), ("left", ".."), ("l~eft", "1.0.0")])
+def test_a_plan_naming_what_npm_would_read_as_a_folder_is_refused(
+    tmp_path: Path, name: str, version: str
+) -> None:
+    """A registry's answer the download turned into a plan: `left@.` would make `npm pack`
+    pack a folder, and a name the requirement check refuses is refused here too (one pattern,
+    requirements.NPM_NAME): the install is refused, nothing packed, never an InfraError."""
+    digest = hashlib.sha512(b"x").hexdigest()
+    plan = [{"name": name, "version": version, "file": "left-1.0.0.tgz", "digest": digest,
+             "member": "", "requested": True, "path": f"node_modules/{name}"}]  # fmt: skip
+    answer = report(files={"files.tar": _download({}, plan)})
+    sandbox, backend = _sandbox(tmp_path, lambda job: answer, REGISTRY)
+    with (
+        sandbox,
+        sandbox.session("javascript", trust="unknown") as session,
+        pytest.raises(InstallRefused, match="the package download named a"),
+    ):
+        session.install(["left@1"])
+    wants = [json.loads(job.program.files["want.json"]) for job in backend.jobs if job.egress]
+    assert all("pack" not in want for want in wants)
+
+
 @pytest.mark.parametrize(
     ("language", "asked"),
     [

@@ -301,7 +301,7 @@ def test_a_file_named_to_escape_is_not_kept(tmp_path: Path) -> None:
     with (
         Sandbox(_policy(tmp_path), backend=RecordingBackend(answer)) as sandbox,
         sandbox.session("python", trust="unknown") as session,
-        pytest.raises(InfraError, match="named a file"),
+        pytest.raises(InstallRefused, match="named a file"),
     ):
         session.install(["t"])
     assert list(tmp_path.iterdir()) == []
@@ -365,7 +365,7 @@ def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
         sandbox.session("typescript", trust="unknown") as session,
     ):
         if path != "node_modules/left":  # a place outside node_modules/: nothing is kept
-            with pytest.raises(InfraError, match="named a file"):
+            with pytest.raises(InstallRefused, match="named a file"):
                 session.install(["left@1"])
             assert not (tmp_path / "npm").exists() and backend.kept[0].calls == []
             return

@@ -29,6 +29,7 @@ from hazmat.egress.proxy import proxy_env
 from hazmat.languages import get_language
 from hazmat.package_policy import PackageSettings, Source
 from hazmat.packages.cache import FileCache, check_file_name
+from hazmat.packages.requirements import NPM_NAME
 from hazmat.policy import MiB
 
 __all__ = ["Fetched", "PackageFile", "fetch"]
@@ -36,9 +37,10 @@ __all__ = ["Fetched", "PackageFile", "fetch"]
 CA_PATH = "ca.pem"
 ARCHIVE = "files.tar"
 # where an npm package goes in the session's working directory: node_modules/, nested
-_NODE_NAME = r"node_modules/(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
+_NODE_NAME = f"node_modules/{NPM_NAME}"
 _NODE_PATH = re.compile(f"(?:{_NODE_NAME}/)*{_NODE_NAME}")
-_NPM_SPEC = re.compile(r"(?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@[0-9A-Za-z.+-]{1,100}")
+# an exact version (semver: it starts with a digit; `.` and `..` would be folders to npm)
+_NPM_SPEC = re.compile(rf"{NPM_NAME}@[0-9][0-9A-Za-z.+-]{{0,99}}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +128,7 @@ def _lacking(plan: list[dict[str, Any]], sent: dict[str, bytes], cache: FileCach
         listed, spec = str(entry.get("digest")), f"{entry.get('name')}@{entry.get('version')}"
         if listed not in sent and cache.is_digest(listed) and cache.get(listed) is None:
             if not _NPM_SPEC.fullmatch(spec):
-                raise InfraError(f"the package download named a package {spec!r}: not fetched")
+                raise InstallRefused(f"the package download named a package {spec!r}: not fetched")
             specs.append(spec)
     return sorted(set(specs))
 
@@ -190,7 +192,7 @@ def _checked(entry: dict[str, Any], sent: dict[str, bytes], cache: FileCache) ->
     name, listed = str(entry["file"]), str(entry["digest"])
     path = str(entry.get("path") or "")
     if not check_file_name(name) or (path and not _NODE_PATH.fullmatch(path)):
-        raise InfraError(f"the package download named a file {name!r} at {path!r}: not kept")
+        raise InstallRefused(f"the package download named a file {name!r} at {path!r}: not kept")
     if not cache.is_digest(listed):
         raise InstallRefused(
             f"{name}: the index lists no {cache.algorithm} digest for it: not installed (only "

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from hazmat._exceptions import InputError, InstallRefused, quoted
 from hazmat.package_policy import SOURCES, PackageSettings
 
-__all__ = ["check_requirements"]
+__all__ = ["NPM_NAME", "check_requirements"]
 
 MOST_CHARS = 200
 PRINTABLE = re.compile(r"[ -~]+")
@@ -29,7 +29,7 @@ ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar
 # optional scope), and after `@` a semver range (node-semver's grammar) or a dist-tag, which
 # starts with a letter: no protocol (`git+`, `file:`, `npm:` aliases, URLs) and no path
 _NPM_PART = r"[a-z0-9][a-z0-9._-]*"
-_NPM_NAME = rf"(?:@{_NPM_PART}/)?{_NPM_PART}"
+NPM_NAME = rf"(?:@{_NPM_PART}/)?{_NPM_PART}"  # also what a download's plan may name
 _SEMVER_PART = r"(?:0|[1-9][0-9]*|[xX*])"
 _SEMVER_TAIL = r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
 _SEMVER = rf"v?{_SEMVER_PART}(?:\.{_SEMVER_PART}(?:\.{_SEMVER_PART}{_SEMVER_TAIL})?)?"
@@ -37,7 +37,7 @@ _COMPARATOR = rf"(?:(?:<=|>=|<|>|=|~>?|\^) *)?{_SEMVER}"
 _RANGE_SET = rf"{_SEMVER} +- +{_SEMVER}|{_COMPARATOR}(?: +{_COMPARATOR})*"
 _RANGE = rf"(?:{_RANGE_SET})(?: *\|\| *(?:{_RANGE_SET}))*"
 _TAG = r"[A-Za-z][A-Za-z0-9._-]*"
-_NPM = re.compile(rf"({_NPM_NAME})(?:@({_RANGE}|{_TAG}))?")
+_NPM = re.compile(rf"({NPM_NAME})(?:@({_RANGE}|{_TAG}))?")
 NPM_NAME_MOST = 214
 NPM_RESERVED = frozenset({"node_modules", "favicon.ico"})
 EXAMPLE = {"python": "'six==1.17.0'", "npm": "'lodash@4.17.21'"}
