@@ -64,10 +64,15 @@ def peer_uid(sock: socket.socket) -> int | None:
         here, there = sock.getsockname(), sock.getpeername()
     except OSError:
         return None
-    local, remote = _entry(sock.family, there), _entry(sock.family, here)
-    for fields in _table(sock.family):
-        if fields[1] == local and fields[2] == remote and fields[9] != "0":
-            return int(fields[7])
+    looks = [(sock.family, there, here)]
+    if sock.family == socket.AF_INET:  # a dual-stack client's socket is in tcp6, v4-mapped
+        mapped = [(f"::ffff:{host}", port) for host, port in (there, here)]
+        looks.append((socket.AF_INET6, mapped[0], mapped[1]))
+    for family, peer, ours in looks:
+        local, remote = _entry(family, peer), _entry(family, ours)
+        for fields in _table(family):
+            if fields[1] == local and fields[2] == remote and fields[9] != "0":
+                return int(fields[7])
     return None
 
 
