@@ -15,6 +15,7 @@ import dataclasses
 import errno
 import os
 import threading
+import weakref
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
@@ -55,6 +56,9 @@ class Cgroup:
         self.pressure = pressure
         self.tasks = cpu / ("cgroup.threads" if unified else "tasks")
         self.proc = proc
+        # v2: the memory.peak descriptor a reset was written through, which alone reads the
+        # peak since that reset; closed when this object goes (one per container)
+        self._peak_fd: int | None = None
 
     @classmethod
     def of_pid(
@@ -193,17 +197,29 @@ class Cgroup:
 
     def reset_peak(self) -> bool:
         """Start the peak memory over from what is in use now (a kept build's next test), where the
-        kernel lets this process: cgroup v1's max_usage_in_bytes. False if it could not: the
-        peak is then the container's so far. On v2 it never can here: a write to memory.peak
-        (Linux 6.12 and later) resets the peak only as read through the descriptor written to,
-        and every read here opens the file afresh; the program's own peak is then sampled
+        kernel lets this process: cgroup v1's max_usage_in_bytes; v2's memory.peak from Linux
+        6.12, whose reset holds only for reads through the descriptor written to, so that one
+        is kept open and read from then on. False if it could not: the peak is
+        then the container's so far, and the program's own is sampled
         (`Monitor.program_high`)."""
-        if self.unified:
-            return False
+        if not self.unified:
+            try:
+                _write(self.memory / "memory.max_usage_in_bytes", 0)
+            except OSError:
+                return False
+            return True
+        fd = self._peak_fd
         try:
-            _write(self.memory / "memory.max_usage_in_bytes", 0)
+            if fd is None:
+                fd = os.open(self.memory / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
+            os.write(fd, b"reset\n")  # any non-empty string (Linux 6.12's cgroup-v2.rst)
         except OSError:
+            if fd is not None and fd != self._peak_fd:
+                os.close(fd)
             return False
+        if self._peak_fd is None:
+            self._peak_fd = fd
+            weakref.finalize(self, os.close, fd)
         return True
 
     def _pids(self) -> dict[str, int]:
@@ -219,7 +235,10 @@ class Cgroup:
 
     def _sample_v2(self) -> Sample:
         peak = self.memory / "memory.peak"
-        memory = _read(peak if peak.exists() else self.memory / "memory.current")
+        if self._peak_fd is not None:  # the peak since the reset written through it
+            memory = os.pread(self._peak_fd, 64, 0).decode()
+        else:
+            memory = _read(peak if peak.exists() else self.memory / "memory.current")
         return Sample(
             memory_peak=int(memory),
             cpu_ns=_field(_read(self.cpu / "cpu.stat"), "usage_usec") * 1000,

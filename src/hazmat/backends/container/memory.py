@@ -9,9 +9,9 @@ file (shared memory). So under runsc the program's peak is the cgroup's less gVi
 cgroup's limit is a backstop `RUNSC_MEMORY_MB` above the program's (`Spec.runtime_memory_mb`),
 and the program's limit is judged from its own peak (`RunReport.memory_exceeded`). The peak is
 counted from the program's start (`Monitor.restart_peak`): a build's is not the program's. Where
-the kernel cannot reset a peak (cgroup v2, as read here), the program's is the most memory in
-use seen since its start (sampled every 50 ms, gVisor's own aside): a spike shorter than that
-can pass unseen, and under runsc the backstop still bounds it.
+the kernel cannot reset a peak (cgroup v2 before Linux 6.12), the program's is the most memory
+in use seen since its start (sampled every 50 ms, gVisor's own aside): a spike shorter than
+that can pass unseen, and under runsc the backstop still bounds it.
 """
 
 from __future__ import annotations
