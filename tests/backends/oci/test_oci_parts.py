@@ -26,7 +26,12 @@ from hazmat.backends.base import Spec
 from hazmat.backends.container.seccomp import for_oci, load_profile
 from hazmat.backends.container.settings_check import MASKED_PATHS
 from hazmat.backends.oci import prerequisites
-from hazmat.backends.oci.memcg import make_memory_cgroup, memory_cgroup, remove_memory_cgroup
+from hazmat.backends.oci.memcg import (
+    make_memory_cgroup,
+    memory_cgroup,
+    remove_memory_cgroup,
+    runtime_cgroup,
+)
 from hazmat.backends.oci.prerequisites import Choice, choice, missing
 from hazmat.backends.oci.readback import check_bundle, check_kernel
 from hazmat.backends.oci.relay import Relay
@@ -412,11 +417,33 @@ def test_the_compiled_agent_is_built_once_per_source_or_says_why_not(
 # --- a gVisor sandbox's memory cgroup, hazmat's own (backends/oci/memcg.py) ----------------
 
 
-def test_no_memory_cgroup_is_made_on_a_cgroup_v2_host(tmp_path: Path) -> None:
-    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")  # v2: no memory/ folder
-    assert memory_cgroup("/hazmat/box", tmp_path) is None
-    assert make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, tmp_path) is None
-    assert list(tmp_path.iterdir()) == [tmp_path / "cgroup.controllers"]
+def test_runsc_gets_a_cgroup_of_its_own_inside_hazmats_on_a_cgroup_v2_host(tmp_path: Path) -> None:
+    """v1: runsc takes hazmat's memory cgroup as it is; v2: one cgroup holds every controller,
+    so runsc makes (and limits) its own inside hazmat's, whose memory.events outlives it."""
+    v1, v2, none = tmp_path / "v1", tmp_path / "v2", tmp_path / "none"
+    (v1 / "memory").mkdir(parents=True)
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpu memory pids\n")
+    none.mkdir()
+    assert runtime_cgroup("/hazmat/box", v1) == "/hazmat/box"
+    assert memory_cgroup("/hazmat/box", v1) == v1 / "memory" / "hazmat" / "box"
+    assert runtime_cgroup("/hazmat/box", v2) == "/hazmat/box/sandbox"
+    assert memory_cgroup("/hazmat/box", v2) == v2 / "hazmat" / "box"
+    assert runtime_cgroup("/hazmat/box", none) == "/hazmat/box"
+    assert memory_cgroup("/hazmat/box", none) is None
+    assert make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, none) is None
+    assert list(none.iterdir()) == []
+
+
+def test_a_v2_cgroup_whose_controllers_cannot_be_enabled_is_not_left(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    (tmp_path / "hazmat").mkdir()
+    (tmp_path / "hazmat" / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    # the sandbox's is a plain folder: no cgroup.subtree_control of its own
+    with pytest.raises(OSError, match=r"cgroup\.subtree_control"):
+        make_memory_cgroup("/hazmat/box", 1 << 28, 1 << 28, tmp_path)
+    assert not (tmp_path / "hazmat" / "box").exists()
 
 
 def test_a_memory_cgroup_that_cannot_be_limited_is_not_left(tmp_path: Path) -> None:

@@ -19,9 +19,11 @@ import weakref
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-__all__ = ["Cgroup", "Monitor", "Sample"]
+__all__ = ["CGROUP_ROOT", "CONTROLLERS_V2", "Cgroup", "Monitor", "Sample"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# cgroup v2: the controllers a sandbox's limits need (memory, its task count, its CPU quota)
+CONTROLLERS_V2 = ("memory", "pids", "cpu")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ class Cgroup:
 
     `pressure` is the container's own cgroup v2 `cpu.pressure` where it has one (v2, or runc
     on a v1 host, which also places it in the unified hierarchy; not runsc there): how long
-    its tasks waited for a CPU the machine gave to others. `tasks` lists its threads."""
+    its tasks waited for a CPU the machine gave to others. `tasks` lists its threads.
+    `oom_counter` is the memory cgroup whose count of OOM kills is read: its own, unless one
+    that outlives it counts them too (`counted_in`, backends/oci/memcg.py)."""
 
     def __init__(
         self,
@@ -56,6 +60,7 @@ class Cgroup:
         self.pressure = pressure
         self.tasks = cpu / ("cgroup.threads" if unified else "tasks")
         self.proc = proc
+        self.oom_counter = memory
         # v2: the memory.peak descriptor a reset was written through, which alone reads the
         # peak since that reset; closed when this object goes (one per container)
         self._peak_fd: int | None = None
@@ -92,6 +97,12 @@ class Cgroup:
             return None
         return found if found.sample() is not None else None
 
+    def counted_in(self, folder: Path) -> Cgroup:
+        """This one, its OOM kills read from `folder`, a memory cgroup that counts them too and
+        outlives it: the same one on cgroup v1, its parent on v2 (backends/oci/memcg.py)."""
+        self.oom_counter = folder
+        return self
+
     def stall_ns(self) -> int | None:
         """How long, in all, at least one of its tasks waited for a CPU (PSI's `some`); None
         without a pressure file of its own."""
@@ -126,7 +137,7 @@ class Cgroup:
             return Sample(
                 memory_peak=int(_read(self.memory / "memory.max_usage_in_bytes")),
                 cpu_ns=int(_read(self.cpu / "cpuacct.usage")),
-                oom_kills=_field(_read(self.memory / "memory.oom_control"), "oom_kill"),
+                oom_kills=self._oom_kills(),
                 **self._pids(),
             )
         except (OSError, ValueError):
@@ -136,11 +147,14 @@ class Cgroup:
         """The count of OOM kills alone (None when the memory cgroup is gone): read after a
         sandbox has ended, from a memory cgroup that outlives it (backends/oci/memcg.py)."""
         try:
-            if self.unified:
-                return _field(_read(self.memory / "memory.events"), "oom_kill")
-            return _field(_read(self.memory / "memory.oom_control"), "oom_kill")
+            return self._oom_kills()
         except (OSError, ValueError):
             return None
+
+    def _oom_kills(self) -> int:
+        # v2's memory.events is hierarchical: a parent's counts its children's kills too
+        name = "memory.events" if self.unified else "memory.oom_control"
+        return _field(_read(self.oom_counter / name), "oom_kill")
 
     def usage(self) -> int | None:
         """The memory in use now (None when the cgroup is gone)."""
@@ -242,7 +256,7 @@ class Cgroup:
         return Sample(
             memory_peak=int(memory),
             cpu_ns=_field(_read(self.cpu / "cpu.stat"), "usage_usec") * 1000,
-            oom_kills=_field(_read(self.memory / "memory.events"), "oom_kill"),
+            oom_kills=self._oom_kills(),
             **self._pids(),
         )
 

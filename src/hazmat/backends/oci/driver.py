@@ -46,7 +46,12 @@ from hazmat.backends.container.seccomp import SeccompProfile, usable_profile
 from hazmat.backends.container.started import Started
 from hazmat.backends.container.stream import NotReady, wait_ready
 from hazmat.backends.container.uids import UID_BASE, UID_COUNT, Uids
-from hazmat.backends.oci.memcg import make_memory_cgroup, memory_cgroup, remove_memory_cgroup
+from hazmat.backends.oci.memcg import (
+    make_memory_cgroup,
+    memory_cgroup,
+    remove_memory_cgroup,
+    runtime_cgroup,
+)
 from hazmat.backends.oci.readback import (
     cgroup_problems,
     check_bundle,
@@ -213,6 +218,8 @@ class OciDriver:
         try:
             annotations = {**labels, f"{LABEL}.uid": str(uid)}
             cgroup = _cgroup(cid)
+            if spec.runtime is Runtime.RUNSC:  # in, or inside, hazmat's own (memcg.py)
+                cgroup = runtime_cgroup(cgroup)
             config = self.bundle(
                 spec, uid, rootfs=rootfs, init=init, cgroup=cgroup, annotations=annotations,
                 seccomp=self.seccomp.text, agent=self.agent(),
@@ -302,6 +309,8 @@ class OciDriver:
                 problems += sandbox_problems(pid, spec)
                 problems += check_bundle(self._held_config(started), spec, started.uid)
             cgroup = Cgroup.of_pid(pid)
+            if cgroup is not None and started.memcg is not None:
+                cgroup = cgroup.counted_in(started.memcg)
             if first.ended():
                 raise InfraError(f"sandbox {started.cid} ended while its settings were read")
         finally:
@@ -508,10 +517,9 @@ def _cgroup(cid: str) -> str:
 
 def _own_memory_cgroup(cid: str, config: dict[str, Any]) -> Path | None:
     """Make a runsc sandbox's memory cgroup, with the bundle's limits (memcg.py)."""
-    linux = config["linux"]
-    memory = linux["resources"]["memory"]
+    memory = config["linux"]["resources"]["memory"]
     try:
-        return make_memory_cgroup(linux["cgroupsPath"], memory["limit"], memory["swap"])
+        return make_memory_cgroup(_cgroup(cid), memory["limit"], memory["swap"])
     except OSError as exc:
         raise InfraError(f"sandbox {cid}: could not make its memory cgroup: {exc}") from None
 

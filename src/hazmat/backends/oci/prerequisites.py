@@ -18,14 +18,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hazmat.backends.container.cgroup import CGROUP_ROOT
+from hazmat.backends.container.cgroup import CGROUP_ROOT, CONTROLLERS_V2
 from hazmat.backends.container.seccomp import UnsafeProfile, load_profile
 from hazmat.backends.oci.driver import find_init, runtime_binary
 from hazmat.policy import Runtime
 
 __all__ = [
     "CONTROLLERS_V1",
-    "CONTROLLERS_V2",
     "CgroupProblem",
     "Choice",
     "cgroup_problem",
@@ -35,7 +34,6 @@ __all__ = [
 ]
 
 CONTROLLERS_V1 = ("memory", "pids", "cpu", "cpuacct")
-CONTROLLERS_V2 = ("memory", "pids", "cpu")
 
 
 @dataclass(frozen=True)
