@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import HazmatError
 from hazmat.cli.doctor_check import Check
+from hazmat.cli.doctor_host import host_check
 from hazmat.languages import get_language
 from hazmat.models import Outcome
 from hazmat.policy import Policy, Runtime
@@ -68,6 +69,7 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
             "engine", True, f"Docker {info.version} (API {info.api_version}), kernel {info.kernel}"
         ),
         _kernel_check(raw, info.cgroup_version),
+        host_check(raw, info.cgroup_version),
         _seccomp_check(raw),
         _profile_check(),
         _runc_check(raw),
