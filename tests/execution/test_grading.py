@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from hazmat import Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.grade.schema import RESULT_SCHEMA
 from hazmat.testing import as_asked
@@ -181,3 +182,32 @@ def test_sandbox_map_and_amap_yield_each_result_as_it_finishes(engine: Engine) -
     }
     assert mapped["double-2"].message == "test 1 of 1, wrong_answer: line 1: expected '4', got '5'"
     assert sorted(r.id for r in amapped) == ["double-0", "double-1"]
+
+
+def test_cpu_time_verdicts_do_not_depend_on_jobs(sandbox: Sandbox, runtime: str) -> None:
+    """A grader's verdicts on the CPU clock are the same at `--jobs 1` and `--jobs 4`: four
+    sandboxes at once on a machine with fewer cores make each one's wall time longer, never
+    its CPU time, so a program that spins is `time_limit` at its CPU-time limit and one that
+    does its work is `accepted` either way (the cgroup v2 lab runs it on v2: scripts/lab)."""
+    spin = "while True:\n    pass\n"
+    work = "import sys\nn = int(sys.stdin.read())\nprint(sum(range(n)))\n"
+    tests = [{"stdin": "100000", "expected_stdout": f"{sum(range(100000))}\n"}]
+    tasks = [
+        {"id": f"{name}-{n}", "language": "python", "code": code, "tests": tests,
+         "timeout": timeout}
+        for n in range(2)
+        for name, code, timeout in (("spin", spin, 1), ("work", work, 2))
+    ]  # fmt: skip
+    verdicts = {}
+    for jobs in (1, 4):
+        graded = sandbox.map(tasks, jobs=jobs, trust="unknown", runtime=runtime)
+        verdicts[jobs] = {r.id: r.verdict for r in graded}
+        for result in graded:
+            if result.id.startswith("spin"):
+                [test] = result.tests
+                assert test.time_ms is not None and test.time_ms >= 1000, (jobs, test)
+                assert test.message is not None and "of CPU time" in test.message, (jobs, test)
+    assert verdicts[1] == verdicts[4] == {
+        "spin-0": "time_limit", "work-0": "accepted", "spin-1": "time_limit",
+        "work-1": "accepted",
+    }  # fmt: skip
