@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the cgroup v2 lab's guest (docs/cgroup-v2-lab.md): Debian 13 from Debian packages,
 # systemd as init, Docker with the systemd cgroup driver and runsc, a venv with hazmat's
-# runtime dependencies and pytest (bounds read from pyproject.toml), in an ext4 disk image.
+# runtime dependencies, pytest and httpx (bounds read from pyproject.toml), in an ext4 disk image.
 #
 # Cached under $LAB_CACHE by a digest of this script's text and the dependency list: a second
 # run with the same recipe builds nothing. Prints the paths of the image, kernel and initrd.
@@ -28,13 +28,14 @@ PACKAGES=(
 )
 VENV=/opt/hazmat-venv
 
-# hazmat's runtime dependencies and the dev extra's pytest, exactly as pyproject.toml bounds them.
+# hazmat's runtime dependencies and the dev extra's pytest and httpx, as pyproject.toml bounds them.
 requirements() {
     python3 - "$REPO/pyproject.toml" <<'PY'
-import sys, tomllib
+import re, sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 deps = list(project["dependencies"])
-deps += [d for d in project["optional-dependencies"]["dev"] if d.split(">")[0].split("=")[0] == "pytest"]
+# pytest, and httpx: tests/server_helpers.py, which engine tests import, uses it
+deps += [d for d in project["optional-dependencies"]["dev"] if re.split("[<>=!~ ]", d)[0] in ("pytest", "httpx")]
 print("\n".join(deps))
 PY
 }
@@ -155,11 +156,17 @@ main() {
     local digest out work
     digest=$(recipe_digest)
     out=$LAB_CACHE/guest-$digest
+    mkdir -p "$LAB_CACHE"
+    # one build at a time: a second run waits for the first and finds its guest (.ci/run
+    # builds it in the background while its other phases run)
+    exec 9>"$LAB_CACHE/.lock"
+    flock 9
     if [ ! -f "$out.disk.img" ]; then
-        mkdir -p "$LAB_CACHE"
         work=$(mktemp -d "$LAB_CACHE/.build.XXXXXX")
         WORK=$work
         trap cleanup EXIT
+        trap 'exit 143' TERM
+        trap 'exit 130' INT
         build "$out" "$work"
         # an older recipe's files go
         find "$LAB_CACHE" -maxdepth 1 -name 'guest-*' ! -name "guest-$digest.*" -delete

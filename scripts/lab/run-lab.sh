@@ -6,11 +6,15 @@
 # disk and powers off; they are copied to $LAB_OUT. A deadline ($LAB_TIMEOUT s) ends a guest
 # that hangs. Exit status: the job's (1 when it left none), 124 on the deadline.
 #
+#   LAB_SUBSET   the promises checked: `full` (default: every one the lab checks, python and gcc
+#                loaded) or `ci` (what .ci/run checks in its budget: python alone)
 #   LAB_IMAGES   images (or languages) the lab loads, as `hazmat images build --lang` names them
-#                (default: python and gcc, what the default tests run)
-#   LAB_TESTS    pytest arguments run in the guest (default: the cgroup subset in guest-job.sh)
+#                (default: the subset's)
+#   LAB_TESTS    pytest arguments run in the guest (default: the subset's)
 #   LAB_DRIVER   Docker's cgroup driver in the guest: systemd (default) or cgroupfs
 #   LAB_SMP      QEMU's vCPUs (default 2)
+#
+# `run-lab.sh --tools` installs the host's tools (QEMU, debootstrap, e2fsprogs) and stops.
 set -euo pipefail
 
 say() { printf 'lab: %s\n' "$*" >&2; }
@@ -22,7 +26,35 @@ VENV=${VENV:-$REPO/.venv}
 LAB_CACHE=${LAB_CACHE:-/var/cache/hazmat/lab}
 LAB_OUT=${LAB_OUT:-/tmp/hazmat-lab}
 LAB_TIMEOUT=${LAB_TIMEOUT:-1800}
-LAB_IMAGES=${LAB_IMAGES:-python gcc}
+LAB_SUBSET=${LAB_SUBSET:-full}
+# The subsets, as pytest arguments (shell words) run with every tier and runtime cell
+# (HAZMAT_TEST_MATRIX=full), then the job's own checks (guest-job.sh: no cgroup left).
+# `ci`: a CPU-time verdict, a grader's CPU and wall time and its verdicts at --jobs 1 and 4
+# (Docker tier, runc and runsc), peak memory and CPU time from the host, an
+# OOM kill seen through the cgroup, a sandbox's memory cgroup outliving it (OCI tier, runc and runsc: the OOM count of a gVisor
+# sandbox the OOM killer ends as a whole), the pids limit (OCI tier), the OCI tier's
+# prerequisites, `auto` and hazmat's own cgroups (no engine). `full` adds the C programs: peak
+# memory per test case of a kept build near the limit, a tmpfs filled past the memory limit,
+# the pids limit in every cell, the idle backstop and every process's CPU time counted.
+SUBSET_CI='tests/execution/test_pool.py tests/execution/test_cpu_clock.py
+    tests/execution/test_grading.py tests/backends/oci/test_oci_parts.py
+    tests/execution/test_oci.py tests/execution/test_abuse.py
+    -k "((peak_memory or oom_kill or do_not_depend_on_jobs) and cold) or spins_is_stopped
+        or graders_tests or prerequisites or auto_is or cgroup_v2 or controllers_cannot
+        or memory_cgroup or (fork_bomb_is_contained_by_the_pids and not cold and not pool)"'
+SUBSET_FULL='tests/execution/test_pool.py tests/execution/test_cpu_clock.py
+    tests/execution/test_grading.py tests/backends/oci/test_oci_parts.py
+    tests/execution/test_oci.py tests/execution/test_runtime_verdicts.py
+    tests/execution/test_abuse.py
+    -k "peak_memory or oom_kill or test_cpu_clock or do_not_depend_on_jobs or prerequisites
+        or auto_is or cgroup_v2 or controllers_cannot or memory_cgroup or tmpfs_past
+        or memory_near or no_engine or fork_bomb_is_contained_by_the_pids"'
+case $LAB_SUBSET in
+    ci) LAB_IMAGES=${LAB_IMAGES:-python} LAB_TESTS=${LAB_TESTS:-$SUBSET_CI} ;;
+    full) LAB_IMAGES=${LAB_IMAGES:-python gcc} LAB_TESTS=${LAB_TESTS:-$SUBSET_FULL} ;;
+    *) die "LAB_SUBSET is ci or full, not '$LAB_SUBSET'" ;;
+esac
+LAB_TESTS=$(printf '%s' "$LAB_TESTS" | tr '\n' ' ')  # one line: the guest evals it
 LAB_DRIVER=${LAB_DRIVER:-systemd}
 LAB_SMP=${LAB_SMP:-2}
 # the unified hierarchy said, though Debian 13's systemd knows no other; a kernel panic ends
@@ -30,12 +62,20 @@ LAB_SMP=${LAB_SMP:-2}
 CMDLINE="root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1"
 CMDLINE+=" systemd.show_status=error panic=1"
 
-ensure_qemu() {
-    command -v qemu-system-x86_64 >/dev/null && return
-    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || die "qemu-system-x86_64 missing"
-    say "installing qemu-system-x86"
+# The host's tools, from Debian, installed when missing: QEMU, debootstrap (the guest's build),
+# e2fsprogs (mkfs.ext4 -d, debugfs), Python (the build reads pyproject.toml).
+ensure_tools() {
+    local missing=() tool
+    for tool in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap debugfs:e2fsprogs \
+        python3:python3; do
+        command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+    done
+    [ "${#missing[@]}" = 0 ] && return
+    command -v apt-get >/dev/null || die "missing: ${missing[*]} (Debian packages)"
+    say "installing ${missing[*]} (apt-get update first)"
+    apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        qemu-system-x86 >/dev/null
+        "${missing[@]}" >/dev/null
 }
 
 # The image references for LAB_IMAGES, from hazmat's own recipes.
@@ -65,7 +105,7 @@ stage() {
     # shellcheck disable=SC2086
     docker save -o "$dir/images.tar" $refs
     { printf 'LAB_DRIVER=%q\n' "$LAB_DRIVER"; printf 'LAB_REFS=%q\n' "$refs"
-      printf 'LAB_TESTS=%q\n' "${LAB_TESTS:-}"; } > "$dir/lab.env"
+      printf 'LAB_TESTS=%q\n' "$LAB_TESTS"; } > "$dir/lab.env"
 }
 
 lab_disk() {
@@ -92,7 +132,8 @@ boot() {
 
 main() {
     [ "$(id -u)" = 0 ] || die "needs root (mkfs, docker)"
-    ensure_qemu
+    ensure_tools
+    [ "${1:-}" = --tools ] && return  # .ci/run: the tools first, the guest built meanwhile
     local guest work t0 rc=0
     t0=$SECONDS
     guest=$(bash "$HERE/build-image.sh")
