@@ -3,9 +3,9 @@
 Peak memory, CPU time, the count of OOM kills, the peak task count and the count of forks
 and threads the pids limit refused come from the cgroups the container's first process lives
 in, read on the host (never from anything inside the container). cgroup v1 (memory, cpuacct
-and pids controllers) and v2 (unified) are both read; v1 is what the test machines have. A
-`Monitor` samples while the program runs, so a figure survives a container that ends
-(and whose cgroup the engine removes) before the final reading.
+and pids controllers) and v2 (unified) are both read: v1 on the test machines, v2 in the cgroup
+v2 lab (docs/cgroup-v2-lab.md). A `Monitor` samples while the program runs, so a figure
+survives a container that ends (and whose cgroup the engine removes) before the final reading.
 """
 
 from __future__ import annotations
