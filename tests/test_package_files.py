@@ -23,7 +23,7 @@ from hazmat.backends.base import Job
 from hazmat.packages.archives import npm_tree, unpacked_size
 from hazmat.packages.cache import FileCache
 from hazmat.policy_file import parse_policy
-from hazmat.testing import RecordingBackend, audit_records, report
+from hazmat.testing import RecordingBackend, audit_records, download_report, report
 
 WHEEL = "tool-1.0-py3-none-any.whl"
 INDEX = {"python": {"index": "https://pypi.mirror.example/simple/"}}
@@ -61,22 +61,12 @@ DATA = _zip({"tool/__init__.py": b"VALUE = 1\n"})
 SHA256 = hashlib.sha256(DATA).hexdigest()
 
 
-def _download(files: dict[str, bytes], plan: list[dict[str, Any]]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as archive:
-        for name, data in {"plan.json": json.dumps(plan).encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return out.getvalue()
-
-
 def _index(file: str, data: bytes, listed: str, path: str = "") -> Callable[[Job], Any]:
     """A download that sends `data` as `file`, the index listing `listed` as its digest."""
     member = hashlib.new("sha512" if path else "sha256", data).hexdigest()
     plan = [{"name": "tool", "version": "1.0", "file": file, "digest": listed,
              "member": member, "requested": True, "path": path}]  # fmt: skip
-    return lambda job: report(files={"files.tar": _download({member: data}, plan)})
+    return lambda job: download_report({member: data}, plan)
 
 
 def _installs(sandbox: Sandbox, session: str) -> list[dict[str, Any]]:
@@ -226,8 +216,8 @@ def test_npm_fetches_in_a_second_run_only_the_tarballs_the_cache_lacks(tmp_path:
 
     def answer(job: Job) -> Any:
         if "pack" in json.loads(job.program.files["want.json"]):
-            return report(files={"files.tar": _download({digest: tgz}, [])})
-        return report(files={"files.tar": _download({}, plan)})
+            return download_report({digest: tgz}, [])
+        return download_report({}, plan)
 
     sandbox, backend = _sandbox(tmp_path, answer, REGISTRY)
     with sandbox, sandbox.session("javascript", trust="unknown") as session:
@@ -253,7 +243,7 @@ def test_a_plan_naming_what_npm_would_read_as_a_folder_is_refused(
     digest = hashlib.sha512(b"x").hexdigest()
     plan = [{"name": name, "version": version, "file": "left-1.0.0.tgz", "digest": digest,
              "member": "", "requested": True, "path": f"node_modules/{name}"}]  # fmt: skip
-    answer = report(files={"files.tar": _download({}, plan)})
+    answer = download_report({}, plan)
     sandbox, backend = _sandbox(tmp_path, lambda job: answer, REGISTRY)
     with (
         sandbox,

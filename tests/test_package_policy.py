@@ -22,7 +22,7 @@ from hazmat.backends.base import Job
 from hazmat.package_policy import PackageSettings, Source
 from hazmat.packages.requirements import check_requirements
 from hazmat.policy_file import parse_policy
-from hazmat.testing import RecordingBackend, audit_records, invoke, report
+from hazmat.testing import RecordingBackend, audit_records, download_report, invoke, report
 
 INDEX = "https://pypi.mirror.example:8443/simple/"
 WHEEL = "tool-1.0-py3-none-any.whl"
@@ -210,16 +210,6 @@ def _installs(sandbox: Sandbox, session: str) -> list[dict[str, Any]]:
     ]
 
 
-def _download(files: dict[str, bytes], plan: list[dict[str, Any]]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as archive:
-        for name, data in {"plan.json": json.dumps(plan).encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return out.getvalue()
-
-
 def _entry(file: str, listed: str, member: str, **more: Any) -> dict[str, Any]:
     return {"name": "tool", "version": "1.0", "file": file, "digest": listed, "member": member,
             "requested": True, **more}  # fmt: skip
@@ -232,7 +222,7 @@ def _index_answer(listed: str, sent: bytes = DATA) -> Any:
     def answer(job: Job) -> Any:
         if job.egress is None:  # the install call in the session
             return report()
-        return report(files={"files.tar": _download({member: sent}, plan)})
+        return download_report({member: sent}, plan)
 
     return answer
 
@@ -284,7 +274,7 @@ def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
 ) -> None:
     big = _zip(70 * 1024 * 1024)  # 70 MB unpacked: the level's tmpfs is 64 MB (standard)
     member = hashlib.sha256(big).hexdigest()
-    answer = report(files={"files.tar": _download({member: big}, [_entry(WHEEL, member, member)])})
+    answer = download_report({member: big}, [_entry(WHEEL, member, member)])
     backend = RecordingBackend(answer)
     with (
         Sandbox(_policy(tmp_path), backend=backend) as sandbox,
@@ -297,7 +287,7 @@ def test_an_install_that_would_not_fit_the_session_is_refused_before_it_is_sent(
 
 def test_a_file_named_to_escape_is_not_kept(tmp_path: Path) -> None:
     plan = [_entry("../x.whl", "", "m")]
-    answer = report(files={"files.tar": _download({"m": DATA}, plan)})
+    answer = download_report({"m": DATA}, plan)
     with (
         Sandbox(_policy(tmp_path), backend=RecordingBackend(answer)) as sandbox,
         sandbox.session("python", trust="unknown") as session,
@@ -356,7 +346,7 @@ def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
     tgz = _tgz({"package/index.js": b"module.exports = 1;\n"})
     digest = hashlib.sha512(tgz).hexdigest()
     plan = [_entry("left-1.0.0.tgz", digest, digest, path=path)]
-    answer = report(files={"files.tar": _download({digest: tgz}, plan)})
+    answer = download_report({digest: tgz}, plan)
     backend = RecordingBackend(answer=lambda job: report() if job.egress is None else answer)
     npm = {"levels": ["unknown"], "npm": {"registry": "https://npm.example/"}}
     policy = parse_policy({"packages": {**npm, "cache": str(tmp_path)}})

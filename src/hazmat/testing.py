@@ -72,6 +72,7 @@ __all__ = [
     "RecordingBackend",
     "as_asked",
     "audit_records",
+    "download_report",
     "invoke",
     "report",
 ]
@@ -188,6 +189,24 @@ def report(**facts: Any) -> RunReport:
     """A `RunReport` of a run that exited 0 with no output in 1 ms, but for the given facts
     (`exit_code`, `stdout`, `timed_out`, `oom_killed`, `files`, ...: `RunReport`'s fields)."""
     return replace(_EMPTY, **facts)
+
+
+def download_report(files: Mapping[str, bytes], plan: Sequence[Mapping[str, Any]]) -> RunReport:
+    """The report of a package download's sandbox that sends `files` (each under the name it
+    has in the archive) with `plan` (its entries: `file`, `digest`, `member`, ...), in the one
+    archive `hazmat/packages/fetch.py` reads: what a hostile or broken download can answer."""
+    import json
+    import tarfile
+
+    from hazmat.packages.fetch import ARCHIVE
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for name, data in {"plan.json": json.dumps(list(plan)).encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return report(files={ARCHIVE: out.getvalue()})
 
 
 def audit_records(sandbox: Sandbox) -> list[tuple[str, dict[str, Any]]]:
