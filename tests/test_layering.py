@@ -29,7 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"languages", "egress", "watch", "displays", "json_input"}),
     frozenset({"package_policy", "build_flags"}),
     frozenset({"policy"}),
-    frozenset({"policy_file", "models", "quotas"}),
+    frozenset({"policy_file", "models", "quotas", "options"}),
     frozenset({"tenant_keys", "wire", "metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),

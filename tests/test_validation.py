@@ -5,7 +5,7 @@ import pytest
 from hazmat import InputError, UnknownLanguage, UnsafeFileName, get_language
 from hazmat.languages import language_for_path
 from hazmat.models import check_code
-from hazmat.run.validation import check_file_name
+from hazmat.options.checks import check_file_name
 
 
 @pytest.mark.parametrize(

@@ -45,12 +45,13 @@ from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.languages import get_language
 from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
+from hazmat.options import RunOptions, parse_runtime
 from hazmat.packages.install import Installed, Target, install
 from hazmat.pausing import restore
 from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
 from hazmat.policy_file import load_policy
 from hazmat.run.image_choice import default_image
-from hazmat.run.intake import Checked, RunOptions, build_request, check_request, parse_runtime
+from hazmat.run.intake import Checked, build_request, check_request
 from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result

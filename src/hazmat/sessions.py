@@ -33,9 +33,10 @@ from hazmat._exceptions import HazmatError, InputError, SessionClosed, quoted
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.options import CALL_OPTIONS, RunOptions, parse_runtime
 from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_trust
 from hazmat.run.image_choice import resolve_image
-from hazmat.run.intake import RunOptions, build_request, parse_runtime
+from hazmat.run.intake import build_request
 from hazmat.run.session_book import SessionBook
 from hazmat.watch import OnOutput, Watch
 
@@ -44,22 +45,7 @@ if TYPE_CHECKING:
     from hazmat.packages.install import Installed, Target
     from hazmat.run.session_store import Paused
 
-__all__ = ["CALL_OPTIONS", "Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
-
-# What a call may set; the rest (trust, runtime, image, memory, network) is the session's.
-CALL_OPTIONS = frozenset(
-    {
-        "stdin",
-        "files",
-        "output_files",
-        "env",
-        "args",
-        "timeout",
-        "override_reason",
-        "module",
-        "figure_formats",
-    }
-)
+__all__ = ["Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
 
 
 class Pipeline(Protocol):
@@ -220,8 +206,8 @@ class Session:
         **options: Unpack[RunOptions],
     ) -> ExecutionResult:
         """Run `code` in the session (through the whole pipeline) and return its result.
-        Options: `stdin`, `files`, `output_files`, `env`, `args`, `timeout`, `module`,
-        `override_reason`; the rest was fixed when the session opened. `on_output` as for
+        Options: those a call may set (`hazmat.options.CALL_OPTIONS`: the input, output files,
+        env, args, timeout...); the rest was fixed when the session opened. `on_output` as for
         `Sandbox.run`; a cancelled call is interrupted, as one past its time is, and the
         session goes on (docs/api.md, "A call that runs out of time")."""
         return self.execute(self.request(code, **options), on_output=on_output)

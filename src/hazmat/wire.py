@@ -34,6 +34,7 @@ from hazmat.models import (
     RiskLevel,
     Severity,
 )
+from hazmat.options import Use, body_fields, from_request, options, plain
 from hazmat.policy import Clock, Limits, Runtime, TrustLevel
 
 __all__ = [
@@ -48,44 +49,30 @@ __all__ = [
     "request_to_wire",
     "result_from_wire",
     "result_to_wire",
+    "wire_fields",
 ]
 
+
+def wire_fields(use: Use) -> dict[str, str | None]:
+    """The body's fields of the options set in `use` (options.py) -> the option each is
+    (None: a `_base64` field, decoded here into its option)."""
+    return {field: name if field == name else None for field, name in body_fields(use).items()}
+
+
 # the API body's fields -> `Sandbox.run`'s option names (None: decoded here)
-RUN_FIELDS: Mapping[str, str | None] = {
-    "code": None,
-    "language": None,
-    "trust": "trust",
-    "stdin": "stdin",
-    "stdin_base64": None,
-    "files": "files",
-    "files_base64": None,
-    "output_files": "output_files",
-    "env": "env",
-    "args": "args",
-    "timeout": "timeout",
-    "memory_mb": "memory_mb",
-    "cpus": "cpus",
-    "clock": "clock",
-    "runtime": "runtime",
-    "image": "image",
-    "module": "module",
-    "network": "network",
-    "session": "session",
-    "override_reason": "override_reason",
-    "figure_formats": "figure_formats",
-    "build_flags": "build_flags",
-}
+RUN_FIELDS: Mapping[str, str | None] = {"code": None, "language": None, **wire_fields(Use.RUN)}
 # what only hazmat's own processes send each other (the cluster's queue), never a client:
 # who asked (the service sets it from the key), where the run came from, and the codec's version
-INTERNAL_FIELDS: Mapping[str, str | None] = {"caller": "caller", "origin": "origin", "wire": None}
+INTERNAL_FIELDS: Mapping[str, str | None] = {**wire_fields(Use.INTERNAL), "wire": None}
 # the version of `request_to_wire`'s message: a worker refuses another (a service and its
 # workers run the same hazmat; docs/scale.md)
 WIRE_VERSION = 1
 _LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
-_OPTION_FIELD = {option: name for name, option in RUN_FIELDS.items() if option is not None}
 
 
-def options_to_wire(code: str | bytes, language: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def options_to_wire(
+    code: str | bytes, language: str, options_given: Mapping[str, Any]
+) -> dict[str, Any]:
     """`Sandbox.run`'s arguments as an API body (bytes as base64); options left unset (None,
     empty) are left out."""
     if isinstance(code, bytes):
@@ -94,20 +81,19 @@ def options_to_wire(code: str | bytes, language: str, options: Mapping[str, Any]
         except UnicodeDecodeError as exc:
             raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     body: dict[str, Any] = {"code": code, "language": language}
-    for name, value in options.items():
-        if value is None or value == {} or value == [] or value == () or value == b"":
+    table = options()
+    for name, value in options_given.items():
+        opt = table.get(name)
+        if opt is None:
+            raise InputError(f"option {name!r} has no field in the API")
+        if value is None or (not opt.keep_empty and value in ({}, [], (), b"")):
             continue
         if name == "stdin":
-            body["stdin_base64"] = _b64(value if isinstance(value, bytes) else value.encode())
+            body["stdin_base64"] = _b64(_bytes(value))
         elif name == "files":
             body["files_base64"] = {n: _b64(_bytes(d)) for n, d in value.items()}
-        elif name in INTERNAL_FIELDS:
-            body[name] = dict(value) if isinstance(value, Mapping) else value
         else:
-            field = _OPTION_FIELD.get(name)
-            if field is None:
-                raise InputError(f"option {name!r} has no field in the API")
-            body[field] = _plain(value)
+            body[name] = plain(value)
     return body
 
 
@@ -149,33 +135,7 @@ def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
 
 def request_to_wire(request: ExecutionRequest) -> dict[str, Any]:
     """A request built and checked by one process, for another (the cluster's queue)."""
-    options = {
-        "trust": request.trust.value,
-        "stdin": request.stdin,
-        "files": dict(request.files),
-        "output_files": list(request.output_files),
-        "env": dict(request.env),
-        "args": list(request.args),
-        "timeout": request.timeout_s,
-        "memory_mb": request.memory_mb,
-        "cpus": request.cpus,
-        "clock": request.clock.value if request.clock else None,
-        "runtime": request.runtime.value if request.runtime else None,
-        "image": request.image,
-        "module": request.module,
-        "network": list(request.network) if request.network is not None else None,
-        "session": request.session,
-        "override_reason": request.override_reason,
-        "figure_formats": None
-        if tuple(request.figure_formats) == ("png",)
-        else list(request.figure_formats),
-        "build_flags": list(request.build_flags),
-        "caller": request.caller,
-        "origin": dict(request.origin),
-    }
-    body = options_to_wire(request.code, request.language, options)
-    if request.network is not None and not request.network:
-        body["network"] = []  # no host at all, which is not the same as the level's hosts
+    body = options_to_wire(request.code, request.language, from_request(request))
     body["wire"] = WIRE_VERSION
     return body
 
@@ -302,16 +262,6 @@ def _exact(data: Mapping[str, Any], name: str, text: str) -> bytes:
     if name in data:
         return _unb64(data[name], name)
     return text.encode("utf-8")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, TrustLevel | Runtime):
-        return value.value
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, Mapping):
-        return dict(value)
-    return value
 
 
 def _bytes(value: str | bytes) -> bytes:

@@ -276,50 +276,61 @@ export interface components {
              */
             language?: string;
             /**
-             * @description at most the key's own level (the default)
+             * @description the trust level, which picks the limits, the runtime and what may run; at most an API key's own level (its level by default)
              * @enum {string}
              */
             trust?: "untrusted" | "unknown" | "trusted";
+            /** @description the program's standard input */
             stdin?: string;
+            /** @description as stdin, with bytes base64-encoded (content that is not UTF-8 text) */
             stdin_base64?: string;
-            /** @description input files, name -> text */
+            /** @description input files in the working directory beside the program: relative path -> content */
             files?: {
                 [key: string]: string;
             };
-            /** @description input files, name -> base64 */
+            /** @description as files, with bytes base64-encoded (content that is not UTF-8 text) */
             files_base64?: {
                 [key: string]: string;
             };
-            /** @description files to bring back (base64 in the result) */
+            /** @description files the program writes that come back (relative paths, e.g. out/report.json); base64 in the result's files */
             output_files?: string[];
+            /** @description environment variables for the program: name -> value */
             env?: {
                 [key: string]: string;
             };
+            /** @description the program's command-line arguments, in order */
             args?: string[];
-            /** @description seconds; at most the trust level's timeout_s (400 above it) */
+            /** @description seconds the program may run, at most the trust level's timeout_s (its default otherwise); past it the run stops (a session's call is interrupted and the session kept) */
             timeout?: number;
-            /** @description at most the trust level's memory_mb (400 above it) */
+            /** @description the program's memory in MB, at most the trust level's memory_mb */
             memory_mb?: number;
-            /** @description at most the trust level's cpus (measured_cpus on the cpu clock) */
+            /** @description CPUs the program may use, at most the trust level's cpus (measured_cpus on the cpu clock) */
             cpus?: number;
             /**
-             * @description what timeout measures: wall-clock time, or the program's CPU time with a whole CPU and wall-clock time as a backstop (docs/batch.md)
+             * @description what timeout measures: wall-clock time (the default), or the program's CPU time with a whole CPU and wall-clock time as a backstop (docs/batch.md)
              * @default wall
              * @enum {string}
              */
             clock?: "wall" | "cpu";
-            /** @enum {string} */
+            /**
+             * @description the container runtime: runsc (gVisor) for code that may start programs or open sockets; runc only where the trust level has it (the level's by default)
+             * @enum {string}
+             */
             runtime?: "runc" | "runsc";
-            image?: string;
-            /** @enum {string} */
-            module?: "esm" | "commonjs";
-            /** @description hosts to reach, within the level's allowlist */
-            network?: string[];
-            /** @description a script name; the audit log diffs a caller's runs */
+            /** @description a script's name: the audit log diffs each run's code against the last of the same name */
             session?: string;
-            /** @description runs blocked code; needs a key allowed to */
+            /** @description why code the policy blocks may run (recorded; at least 20 characters by default; over the API, a key allowed to override) */
             override_reason?: string;
-            /** @description Python: the formats matplotlib figures are shown in (default: png) */
+            /** @description an image the trust level allows: python-data for numpy, pandas, matplotlib, scipy and scikit-learn; the language's own image (its standard library) by default */
+            image?: string;
+            /**
+             * @description JavaScript and TypeScript: run as an ES module (esm) or CommonJS; auto (the default): from the code and the file's extension
+             * @enum {string}
+             */
+            module?: "auto" | "esm" | "commonjs";
+            /** @description hosts to reach through the allowlist proxy, each on the trust level's network.allow (all of them by default; an empty list: none) */
+            network?: string[];
+            /** @description Python: the formats matplotlib figures come back in: png (the default), svg, pdf, jpeg */
             figure_formats?: ("png" | "svg" | "pdf" | "jpeg")[];
             /** @description C and C++: compiler flags from the trust level's allowlist (the policy's trust.<level>.build_flags), after hazmat's own */
             build_flags?: string[];
@@ -405,11 +416,17 @@ export interface components {
         SessionRequest: {
             /** @default python */
             language?: string;
-            /** @enum {string} */
+            /**
+             * @description the trust level, which picks the limits, the runtime and what may run; at most an API key's own level (its level by default)
+             * @enum {string}
+             */
             trust?: "untrusted" | "unknown" | "trusted";
-            /** @enum {string} */
+            /**
+             * @description the container runtime: runsc (gVisor) for code that may start programs or open sockets; runc only where the trust level has it (the level's by default)
+             * @enum {string}
+             */
             runtime?: "runc" | "runsc";
-            /** @description an image the trust level allows (python-data) */
+            /** @description an image the trust level allows: python-data for numpy, pandas, matplotlib, scipy and scikit-learn; the language's own image (its standard library) by default */
             image?: string;
         };
         Session: {
@@ -434,24 +451,36 @@ export interface components {
         };
         SessionRun: {
             code: string;
+            /** @description the program's standard input */
             stdin?: string;
+            /** @description as stdin, with bytes base64-encoded (content that is not UTF-8 text) */
             stdin_base64?: string;
+            /** @description input files in the working directory beside the program: relative path -> content */
             files?: {
                 [key: string]: string;
             };
+            /** @description as files, with bytes base64-encoded (content that is not UTF-8 text) */
             files_base64?: {
                 [key: string]: string;
             };
+            /** @description files the program writes that come back (relative paths, e.g. out/report.json); base64 in the result's files */
             output_files?: string[];
+            /** @description environment variables for the program: name -> value */
             env?: {
                 [key: string]: string;
             };
+            /** @description the program's command-line arguments, in order */
             args?: string[];
+            /** @description seconds the program may run, at most the trust level's timeout_s (its default otherwise); past it the run stops (a session's call is interrupted and the session kept) */
             timeout?: number;
-            /** @enum {string} */
-            module?: "esm" | "commonjs";
+            /** @description why code the policy blocks may run (recorded; at least 20 characters by default; over the API, a key allowed to override) */
             override_reason?: string;
-            /** @description Python: the formats matplotlib figures are shown in (default: png) */
+            /**
+             * @description JavaScript and TypeScript: run as an ES module (esm) or CommonJS; auto (the default): from the code and the file's extension
+             * @enum {string}
+             */
+            module?: "auto" | "esm" | "commonjs";
+            /** @description Python: the formats matplotlib figures come back in: png (the default), svg, pdf, jpeg */
             figure_formats?: ("png" | "svg" | "pdf" | "jpeg")[];
         };
         PausedSession: {

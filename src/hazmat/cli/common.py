@@ -7,22 +7,26 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError, quoted
 from hazmat.languages import LANGUAGES, Language, get_language, language_for_path
-from hazmat.policy import Policy, TrustLevel
+from hazmat.options import option
+from hazmat.policy import Policy
 
 if TYPE_CHECKING:
     from hazmat.tenant_keys import KeyStore
 
 __all__ = [
     "INTERNAL_ERROR",
+    "add_option_flags",
     "add_source",
     "broken_dependency",
     "key_store",
+    "option_values",
     "policy",
     "program",
     "read",
@@ -39,12 +43,61 @@ def add_source(parser: argparse.ArgumentParser, what: str) -> None:
     source.add_argument("-c", dest="code", metavar="CODE", help="the program, as a string")
     langs = ", ".join(LANGUAGES)
     parser.add_argument("--lang", help=f"one of {langs} (default: from the file's extension)")
-    parser.add_argument(
-        "--trust",
-        choices=[t.value for t in TrustLevel],
-        help="trust level, which picks limits and runtime (default: the policy's, untrusted)",
-    )
+    add_option_flags(parser, ["trust"])
     parser.add_argument("--policy", type=Path, metavar="FILE", help="YAML policy file")
+
+
+def add_option_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """The flags of a run's options `names`, as options.py declares them (`Option.flag`)."""
+    for name in names:
+        opt = option(name)
+        flag = opt.flag
+        if flag is None:
+            continue
+        words = flag.help or f"{opt.help}{_REPEATABLE.get(flag.kind, '')}"
+        extra: dict[str, Any] = {"dest": flag.dest or name, "help": words.replace("%", "%%")}
+        if flag.metavar:
+            extra["metavar"] = flag.metavar
+        choices = opt.schema.get("enum") or opt.schema.get("items", {}).get("enum")
+        if choices:
+            extra["choices"] = choices
+        if flag.kind in ("repeat", "pairs", "files"):
+            extra |= {"action": "append", "default": []}
+        if flag.kind in ("file", "files"):
+            extra["type"] = Path
+        elif flag.kind == "value" and opt.types != (str,):
+            extra["type"] = float if float in opt.types else int
+        parser.add_argument(flag.name, **extra)
+
+
+_REPEATABLE = {"repeat": " (repeatable)", "pairs": " (repeatable)", "files": " (repeatable)"}
+
+
+def option_values(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The options `names` as the command line set them (`add_option_flags`): None for one not
+    given; a `file` or `files` flag is read by its command."""
+    values: dict[str, Any] = {}
+    for name in names:
+        flag = option(name).flag
+        if flag is None or flag.kind in ("file", "files"):
+            continue
+        given = getattr(args, flag.dest or name)
+        if flag.kind == "words":
+            given = given.split() if given else None
+        elif flag.kind == "pairs":
+            given = _pairs(flag.name, given)
+        values[name] = given if given != [] else None
+    return values
+
+
+def _pairs(flag: str, pairs: list[str]) -> dict[str, str] | None:
+    found = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise InputError(f"{flag} {quoted(pair)} must look like NAME=VALUE")
+        found[name] = value
+    return found or None
 
 
 def program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | None]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hazmat._exceptions import InputError, quoted
-from hazmat.run.validation import check_path
+from hazmat.options.checks import check_path
 
 __all__ = ["prepare", "save"]
 

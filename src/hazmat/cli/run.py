@@ -10,12 +10,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hazmat._exceptions import InputError, quoted
 from hazmat.cli import local_server
-from hazmat.cli.common import INTERNAL_ERROR, add_source, policy, program, read, weaker_runtime
+from hazmat.cli.common import (
+    INTERNAL_ERROR,
+    add_option_flags,
+    add_source,
+    option_values,
+    policy,
+    program,
+    read,
+    weaker_runtime,
+)
 from hazmat.cli.remote import run_remote
 from hazmat.displays import display_files
 from hazmat.models import ExecutionResult, Outcome
+from hazmat.options import options
 
 __all__ = ["add"]
 
@@ -55,15 +64,9 @@ def add(sub: Any) -> None:
         epilog=RUN_EXITS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_source(run, "run")
-    _add_limits(run)
-    _add_io(run)
-    run.add_argument("--caller", metavar="NAME", help="who is asking (recorded in the audit log)")
-    run.add_argument(
-        "--override-reason",
-        metavar="TEXT",
-        help="run code the policy blocks, and record why (at least 20 characters by default)",
-    )
+    add_source(run, "run")  # with --trust
+    add_option_flags(run, [name for name in options() if name != "trust"])
+    _add_outputs(run)
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument(
         "--pip",
@@ -85,57 +88,7 @@ def add(sub: Any) -> None:
     run.set_defaults(handler=_run)
 
 
-def _add_limits(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--timeout", type=float, metavar="SEC", help="wall-clock limit in seconds")
-    run.add_argument("--memory", type=int, metavar="MB", help="memory limit in MB")
-    run.add_argument(
-        "--image",
-        metavar="NAME",
-        help="an image the policy allows for this trust level, e.g. python-data (numpy, "
-        "pandas, matplotlib, scipy, scikit-learn); default: the policy's",
-    )
-    run.add_argument(
-        "--module",
-        choices=["auto", "esm", "commonjs"],
-        help="JavaScript/TypeScript: run as an ES module or CommonJS (default: auto, from the "
-        "code and the file's extension)",
-    )
-    run.add_argument(
-        "--runtime", choices=["runc", "runsc"], help="container runtime (default: the policy's)"
-    )
-    run.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="reach only these hosts through the allowlist proxy (repeatable; each must be on "
-        "the trust level's network.allow; default: all of them)",
-    )
-
-
-def _add_io(run: argparse.ArgumentParser) -> None:
-    run.add_argument(
-        "--stdin",
-        type=Path,
-        metavar="FILE",
-        help="file fed to the program's stdin ('-': this command's own standard input)",
-    )
-    run.add_argument(
-        "--file",
-        dest="input_files",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="copy a file into the working directory, under its own name (repeatable)",
-    )
-    run.add_argument(
-        "--output-file",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="collect a file the program writes, e.g. out/report.json (repeatable)",
-    )
+def _add_outputs(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--output-dir",
         type=Path,
@@ -149,36 +102,6 @@ def _add_io(run: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write a Python program's displays (charts, tables) to DIR as display-N.png, "
         ".html, ... and print their names (checked before the run)",
-    )
-    run.add_argument(
-        "--figure-format",
-        dest="figure_formats",
-        action="append",
-        default=[],
-        choices=["png", "svg", "pdf", "jpeg"],
-        help="draw matplotlib figures in this format (repeatable; default: png)",
-    )
-    run.add_argument(
-        "--build-flags",
-        metavar="FLAGS",
-        help="C and C++: compiler flags from the trust level's allowlist, one string "
-        "(--build-flags='-O2 -std=c++17'; policy.md, Compiler flags)",
-    )
-    run.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an environment variable for the program (repeatable)",
-    )
-    run.add_argument(
-        "--arg",
-        dest="program_args",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="a command-line argument for the program (repeatable, in order; --arg=-v for one "
-        "that starts with -)",
     )
 
 
@@ -228,39 +151,16 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _options(args: argparse.Namespace, session: str | None) -> dict[str, Any]:
-    """The rest of `Sandbox.run`'s keyword arguments (the service takes the same ones)."""
-    return {
-        "trust": args.trust,
-        "output_files": args.output_file,
-        "env": _env(args.env),
-        "args": args.program_args,
-        "timeout": args.timeout,
-        "memory_mb": args.memory,
-        "runtime": args.runtime,
-        "image": args.image,
-        "module": args.module or _module_of(args),
-        "network": args.allow_host or None,
-        "session": session,
-        "override_reason": args.override_reason,
-        "figure_formats": args.figure_formats or None,
-        "build_flags": args.build_flags.split() if args.build_flags else None,
-    }
+    """The rest of `Sandbox.run`'s keyword arguments (the service takes the same ones); the
+    caller is the local run's own (a service sets it from its key)."""
+    given = option_values(args, [name for name in options() if name != "caller"])
+    return given | {"session": session, "module": given.get("module") or _module_of(args)}
 
 
 def _module_of(args: argparse.Namespace) -> str | None:
     """A program file named .mjs/.mts is an ES module, .cjs/.cts CommonJS, as Node has it."""
     suffix = Path(args.program).suffix.lower() if args.code is None else ""
     return {".mjs": "esm", ".mts": "esm", ".cjs": "commonjs", ".cts": "commonjs"}.get(suffix)
-
-
-def _env(pairs: list[str]) -> dict[str, str]:
-    env = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise InputError(f"--env {quoted(pair)} must look like NAME=VALUE")
-        env[name] = value
-    return env
 
 
 class _Live:

@@ -35,9 +35,9 @@ from hazmat.cluster.dispatch import Dispatcher, Lost
 from hazmat.cluster.keys import patiently, worker_key
 from hazmat.cluster.placement import Placement
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.options import RunOptions
 from hazmat.packages.install import Installed
 from hazmat.policy import parse_trust
-from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import ENDED_KEPT
 from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hazmat._exceptions import HazmatError, InputError, QuotaExceeded, quoted
+from hazmat.options import CALL_OPTIONS
 from hazmat.sandbox import Sandbox
-from hazmat.sessions import CALL_OPTIONS, Session
+from hazmat.sessions import Session
 from hazmat.watch import Watch
 from hazmat.wire import request_from_wire, result_to_wire
 

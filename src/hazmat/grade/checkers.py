@@ -38,7 +38,7 @@ from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.grade.harness import as_judge, guarded, marked
 from hazmat.grade.tasks import Comparator, TestCase
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
-from hazmat.run.intake import RunOptions
+from hazmat.options import RunOptions
 from hazmat.watch import OnOutput, Watch
 
 __all__ = ["TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox", "judges_options"]

@@ -1,8 +1,8 @@
 """The pipeline's stages, in the order `Sandbox.execute_in` takes them (sandbox.py):
 
 - intake.py: a caller's options -> an `ExecutionRequest`, checked once: its `Checked` (the
-  limits, image, runtime, override reason and hosts it gets) travels with it (validation.py
-  holds the checks on names, paths, env and args)
+  limits, image, runtime, override reason and hosts it gets) travels with it (the options
+  themselves, and the checks on names, paths, env and args, are options/)
 - image_choice.py: the image a run gets at its trust level
 - module_kind.py: ES module or CommonJS, for JavaScript and TypeScript
 - job.py: the backend's `Job` for a plan

@@ -1,8 +1,8 @@
 """From a caller's call to a checked request, checked once.
 
-`build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` into a
-request and checks it; `check_request` is the one validation every request passes before
-anything runs, however it was made (also a request built by hand and passed to
+`build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` (declared in
+options.py) into a request and checks it; `check_request` is the one validation every request
+passes before anything runs, however it was made (also a request built by hand and passed to
 `Sandbox.execute`). Its answer, `Checked` (the limits, image, runtime, override reason and
 hosts the run gets), is kept with the request, so that no later stage checks or resolves it
 again. Both raise `InputError` (or `InputTooLarge`, `UnsafeFileName`, `UnknownLanguage`)
@@ -12,10 +12,9 @@ naming what is wrong.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, TypedDict
+from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
@@ -24,72 +23,47 @@ from hazmat.egress.settings import narrowed
 from hazmat.json_input import check_text
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
-from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel, parse_trust
-from hazmat.run.image_choice import resolve_image
-from hazmat.run.module_kind import check_module
-from hazmat.run.validation import (
+from hazmat.options import check_options, options, to_request_fields
+from hazmat.options.checks import (
     check_args,
     check_env,
     check_env_args_size,
     check_figure_formats,
-    check_options,
     check_origin,
     check_path,
     check_paths_distinct,
-    to_bytes,
 )
+from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel
+from hazmat.run.image_choice import resolve_image
+from hazmat.run.module_kind import check_module
 
 __all__ = [
     "Checked",
-    "RunOptions",
     "build_request",
     "check_request",
     "for_harness",
-    "parse_runtime",
     "request_limits",
 ]
 
 
 def build_request(
-    policy: Policy, code: str | bytes, language: str, options: Mapping[str, Any]
+    policy: Policy, code: str | bytes, language: str, given: Mapping[str, Any]
 ) -> ExecutionRequest:
-    """A checked request from `Sandbox.run`'s arguments. Its fields are copies nobody else
-    holds (read-only mappings, tuples), so its check is kept with it and is its check for good
-    (against this policy); `check_request` checks any other request every time."""
-    check_options(options)
-    trust = options.get("trust")
-    stdin = options.get("stdin")
-    files = options.get("files") or {}
-    network = options.get("network")
-    level = parse_trust(trust if trust is not None else policy.default_trust)
+    """A checked request from `Sandbox.run`'s arguments (options.py converts the options).
+    Its fields are copies nobody else holds (read-only mappings, tuples), so its check is kept
+    with it and is its check for good (against this policy); `check_request` checks any other
+    request every time."""
+    check_options(given)
+    fields = to_request_fields({"trust": policy.default_trust, **_set(given)})
     request = ExecutionRequest(
-        code=check_code(code),
-        language=get_language(language).name,
-        trust=level,
-        stdin=to_bytes(stdin if stdin is not None else b"", "stdin"),
-        files=MappingProxyType(
-            {check_path(n): to_bytes(d, f"file {quoted(n)}") for n, d in files.items()}
-        ),
-        output_files=tuple(check_path(n) for n in options.get("output_files") or ()),
-        env=MappingProxyType(check_env(options.get("env") or {})),
-        args=check_args(options.get("args") or ()),
-        timeout_s=options.get("timeout"),
-        memory_mb=options.get("memory_mb"),
-        runtime=parse_runtime(options.get("runtime")),
-        clock=parse_clock(options.get("clock")),
-        cpus=options.get("cpus"),
-        caller=options.get("caller"),
-        session=options.get("session"),
-        override_reason=options.get("override_reason"),
-        image=options.get("image"),
-        module=options.get("module"),
-        network=tuple(network) if network is not None else None,
-        origin=MappingProxyType(dict(options.get("origin") or {})),
-        figure_formats=check_figure_formats(options.get("figure_formats") or ()),
-        build_flags=tuple(options.get("build_flags") or ()),
+        code=check_code(code), language=get_language(language).name, **fields
     )
     object.__setattr__(request, "checked", _check(policy, request))  # frozen: set here only
     return request
+
+
+def _set(given: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -188,14 +162,6 @@ def _check_files(request: ExecutionRequest) -> None:
     check_paths_distinct(list(request.output_files), "output file")
 
 
-# A request's own limits: (its field, the option that sets it, the unit)
-_OWN_LIMITS = (
-    ("timeout_s", "timeout", "s"),
-    ("memory_mb", "memory_mb", "MB"),
-    ("cpus", "cpus", ""),
-)
-
-
 def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
     """The trust level's limits with the request's own timeout, memory and CPUs, if it gave
     any. A run on the CPU clock gets the level's `measured_cpus` (a whole CPU by default)
@@ -206,23 +172,26 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
     limits = policy.settings(request.trust).limits
     if request.clock is Clock.CPU:
         limits = limits.replace(cpus=limits.measured_cpus)
+    own = [(name, opt) for name, opt in options().items() if opt.ceiling]
     changes = {
-        field: getattr(request, field)
-        for field, _, _ in _OWN_LIMITS
-        if getattr(request, field) is not None
+        opt.ceiling: getattr(request, opt.field or name)
+        for name, opt in own
+        if opt.ceiling and getattr(request, opt.field or name) is not None
     }
     try:
         asked = limits.replace(**changes) if changes else limits
     except PolicyError as exc:
         raise InputError(str(exc)) from None
-    for field, option, unit in _OWN_LIMITS:
+    for name, opt in own:
+        field = str(opt.ceiling)
         ceiling = getattr(limits, field)
+        unit = f" {opt.unit}" if opt.unit else ""
         if getattr(asked, field) > ceiling:
             key = "measured_cpus" if field == "cpus" and request.clock is Clock.CPU else field
             raise InputError(
-                f"{option} {getattr(asked, field):g}{f' {unit}' if unit else ''} is over the "
-                f"limit of trust level {request.trust.value!r}: at most {ceiling:g}"
-                f"{f' {unit}' if unit else ''} (policy key trust.{request.trust.value}.{key})"
+                f"{name} {getattr(asked, field):g}{unit} is over the limit of trust level "
+                f"{request.trust.value!r}: at most {ceiling:g}{unit} (policy key "
+                f"trust.{request.trust.value}.{key})"
             )
     return asked
 
@@ -253,47 +222,3 @@ def _check_sizes(request: ExecutionRequest, source_names: tuple[str, ...], limit
             f"code and files come to {total} bytes, more than the {limits.tmpfs_mb} MB "
             "working directory"
         )
-
-
-def parse_clock(value: Clock | str | None) -> Clock | None:
-    if value is None:
-        return None
-    try:
-        return Clock(value)
-    except ValueError:
-        raise InputError(f"unknown clock {quoted(value)} (expected wall or cpu)") from None
-
-
-def parse_runtime(value: Runtime | str | None) -> Runtime | None:
-    if value is None:
-        return None
-    try:
-        return Runtime(value)
-    except ValueError:
-        raise InputError(f"unknown runtime {quoted(value)} (expected runc or runsc)") from None
-
-
-class RunOptions(TypedDict, total=False):
-    """The keyword options of `Sandbox.run`, `arun` and `request`. An option not listed here,
-    or of the wrong type, raises `InputError` naming the valid ones."""
-
-    trust: TrustLevel | str | None
-    stdin: str | bytes | None
-    files: Mapping[str, str | bytes] | None
-    output_files: Sequence[str]
-    env: Mapping[str, str] | None
-    args: Sequence[str] | None
-    timeout: float | None
-    memory_mb: int | None
-    cpus: float | None
-    clock: Clock | str | None
-    runtime: Runtime | str | None
-    caller: str | None
-    origin: Mapping[str, str | int] | None
-    session: str | None
-    override_reason: str | None
-    image: str | None
-    module: str | None
-    network: list[str] | None
-    figure_formats: Sequence[str] | None
-    build_flags: Sequence[str] | None

@@ -19,10 +19,12 @@ from __future__ import annotations
 import base64
 import codecs
 import functools
+import inspect
 import itertools
 import json
 import os
 import threading
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -40,17 +42,18 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 from starlette.types import ASGIApp
 
 from hazmat._exceptions import AccessDenied, HazmatError, InputError
 from hazmat.assess.decision import decide
+from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.options import CALL_OPTIONS, Use, body_fields, json_properties, option
 from hazmat.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
 from hazmat.server.session_routes import OpenSession, SessionOwners
-from hazmat.sessions import CALL_OPTIONS
 from hazmat.tenant_keys import Key, KeyStore
 from hazmat.tools import summary
 from hazmat.watch import Watch
@@ -59,8 +62,8 @@ __all__ = ["build_mcp", "serve_stdio", "streamable_http", "tool_result"]
 
 INSTRUCTIONS = (
     "Run code in a fresh, hardened, single-use container (no network unless the policy allows "
-    "hosts). Languages: python, javascript, typescript, go. Every run is assessed first (risky "
-    "code may be blocked) and recorded in a tamper-evident audit log."
+    f"hosts). Languages: {', '.join(LANGUAGES)}. Every run is assessed first (risky code may be "
+    "blocked) and recorded in a tamper-evident audit log."
 )
 
 
@@ -69,50 +72,11 @@ KeyOf = Callable[[Context | None], Key]
 # the tools' parameters, each with what the model reads about it in the tool's schema
 Code = Annotated[str, Field(description="the program's source code")]
 LanguageName = Annotated[
-    str,
-    Field(
-        description="python (default), javascript, typescript, go, bash, c, cpp, java, rust or ruby"
-    ),
+    str, Field(description=f"one of {', '.join(LANGUAGES)} (python by default)")
 ]
-Stdin = Annotated[str, Field(description="the program's standard input, as text")]
-Timeout = Annotated[
-    float | None,
-    Field(
-        description="seconds the program may run, at most what the key's trust level allows "
-        "(its default otherwise); past it the run stops (a session call is interrupted and "
-        "the session kept)"
-    ),
-]
-Files = Annotated[
-    dict[str, str] | None,
-    Field(description="input files next to the program: name -> text"),
-]
-FilesBase64 = Annotated[
-    dict[str, str] | None,
-    Field(
-        description="input files given as bytes (a CSV with odd bytes, an image): name -> base64"
-    ),
-]
-OutputFiles = Annotated[
-    list[str] | None,
-    Field(description="files the program writes that should come back, base64 in 'files'"),
-]
-Env = Annotated[dict[str, str] | None, Field(description="environment variables for the program")]
-Args = Annotated[list[str] | None, Field(description="the program's command-line arguments")]
-FigureFormats = Annotated[
-    list[str] | None,
-    Field(
-        description="Python: the formats matplotlib figures come back in: png (the default), "
-        "svg, pdf, jpeg"
-    ),
-]
-Image = Annotated[
-    str | None,
-    Field(
-        description='"python-data" for numpy, pandas, matplotlib, scipy and scikit-learn; '
-        "otherwise the language's own image (its standard library only)"
-    ),
-]
+_CALL = json_properties(Use.CALL)  # a session's upload takes a call's files
+Files = Annotated[Any, WithJsonSchema(_CALL["files"])]
+FilesBase64 = Annotated[Any, WithJsonSchema(_CALL["files_base64"])]
 SessionId = Annotated[str, Field(description="the session's id, from open_session")]
 
 
@@ -135,10 +99,10 @@ def build_mcp(
     tools = _Tools(sandbox, key_of, quotas, execute, owners or SessionOwners(sandbox))
     mcp = MCPServer("hazmat", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     changes = ToolAnnotations(read_only_hint=False, open_world_hint=False)
+    mcp.tool(annotations=changes)(_told(tools.run_code, Use.RUN))
+    mcp.tool(annotations=changes)(_told(tools.open_session, Use.OPEN))
+    mcp.tool(annotations=changes)(_told(tools.run_in_session, Use.CALL))
     for tool in (
-        tools.run_code,
-        tools.open_session,
-        tools.run_in_session,
         tools.upload_files,
         tools.pause_session,
         tools.resume_session,
@@ -157,7 +121,7 @@ def build_mcp(
 Tool = Callable[..., Awaitable[Any]]
 
 
-def _told(tool: Tool) -> Tool:
+def _told(tool: Tool, use: Use | None = None) -> Tool:
     """`tool` with hazmat's errors as MCP tool errors: the client (the model) reads the
     error's message in the tool's result, as an HTTP client reads it in the body ("unknown
     language 'cobol'", "this key was revoked"), and its fields in the structured content,
@@ -176,7 +140,29 @@ def _told(tool: Tool) -> Tool:
                 is_error=True,
             )
 
+    if use is not None:  # its options' parameters in place of **given, before ctx
+        _with_options(told, tool, use)
     return told
+
+
+def _with_options(told: Tool, tool: Tool, use: Use) -> None:
+    """Give `told` the signature the SDK reads: `tool`'s own parameters, with the options a
+    model sets in `use` in place of its `**given`."""
+    hints = typing.get_type_hints(tool, include_extras=True)
+    own = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in inspect.signature(tool).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    context = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p.name == "ctx"]
+    before = [p for p in own if p.name != "ctx"]
+    parameters = [*before, *_option_parameters(use), *context]
+    told.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=hints.get("return", inspect.Signature.empty)
+    )
+    told.__annotations__ = {p.name: p.annotation for p in parameters} | (
+        {"return": hints["return"]} if "return" in hints else {}
+    )
 
 
 def streamable_http(mcp: MCPServer) -> ASGIApp:
@@ -220,17 +206,8 @@ class _Tools:
         self,
         code: Code,
         language: LanguageName = "python",
-        *,
-        stdin: Stdin = "",
-        timeout: Timeout = None,
-        files: Files = None,
-        files_base64: FilesBase64 = None,
-        output_files: OutputFiles = None,
-        env: Env = None,
-        args: Args = None,
-        figure_formats: FigureFormats = None,
-        image: Image = None,
         ctx: Context | None = None,
+        **given: Any,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run a program in a fresh sandbox with no network and return its stdout, stderr,
         exit code and outcome (ok, error, timeout, memory_limit, blocked, ...), with `error`
@@ -239,20 +216,7 @@ class _Tools:
         DataFrame) and display(obj) calls come back after the summary: images as images, the
         rest as text."""
         key = self.key_of(ctx)
-        data = _call(
-            code,
-            stdin,
-            timeout=timeout,
-            files=files,
-            files_base64=files_base64,
-            output_files=output_files,
-            env=env,
-            args=args,
-            figure_formats=figure_formats,
-        )
-        data["language"] = language
-        if image:
-            data["image"] = image
+        data = _body(code, given) | {"language": language}
         code, language, options = run_arguments(data, key, self.sandbox.policy)
         prepared = self.sandbox.request(code, language, **options)
         with self.quotas.admit(key.tenant, key.quotas):
@@ -260,25 +224,13 @@ class _Tools:
         return tool_result(result)
 
     async def open_session(
-        self,
-        language: LanguageName = "python",
-        image: Image = None,
-        runtime: Annotated[
-            str | None,
-            Field(
-                description='"runsc" (gVisor) for a session whose code may start programs or '
-                "open sockets: a session under runc refuses such code when the policy routes "
-                "it to gVisor; the key's level's runtime otherwise"
-            ),
-        ] = None,
-        ctx: Context | None = None,
+        self, language: LanguageName = "python", ctx: Context | None = None, **given: Any
     ) -> dict[str, Any]:
         """Open a session: a container kept between calls to run_in_session, which share its
         files (and, for Python, its variables, like a notebook) until close_session or until
         it expires. Returns its id and when it expires."""
         key = self.key_of(ctx)
-        data = {"code": "", "language": language, **({"image": image} if image else {})}
-        data |= {"runtime": runtime} if runtime else {}
+        data = _body("", given) | {"language": language}
         _, language, options = run_arguments(data, key, self.sandbox.policy)
         self.book.check_room(key)  # before the quota counts it
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
@@ -289,16 +241,8 @@ class _Tools:
         self,
         session_id: SessionId,
         code: Code,
-        *,
-        stdin: Stdin = "",
-        timeout: Timeout = None,
-        files: Files = None,
-        files_base64: FilesBase64 = None,
-        output_files: OutputFiles = None,
-        env: Env = None,
-        args: Args = None,
-        figure_formats: FigureFormats = None,
         ctx: Context | None = None,
+        **given: Any,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run code in an open session (see open_session); the value of a final Python
         expression is printed (and a table or chart comes back as a display, as from
@@ -306,18 +250,7 @@ class _Tools:
         the cell) and the session keeps its variables and files; the result's notes say so."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
-        data = _call(
-            code,
-            stdin,
-            timeout=timeout,
-            files=files,
-            files_base64=files_base64,
-            output_files=output_files,
-            env=env,
-            args=args,
-            figure_formats=figure_formats,
-        )
-        code, _, options = run_arguments(data, key, self.sandbox.policy)
+        code, _, options = run_arguments(_body(code, given), key, self.sandbox.policy)
         options = {name: value for name, value in options.items() if name in CALL_OPTIONS}
         prepared = session.request(code, **options)
         with self.quotas.admit(key.tenant, key.quotas):
@@ -337,7 +270,7 @@ class _Tools:
         session = self.book.get(session_id, key)
         if not files and not files_base64:
             raise InputError("give 'files' (name -> text) and/or 'files_base64' (name -> base64)")
-        data = _call("", "", files=files, files_base64=files_base64)
+        data = _body("", {"files": files, "files_base64": files_base64})
         _, _, options = run_arguments(data, key, self.sandbox.policy)
         given: dict[str, str | bytes] = options.get("files") or {}
         with self.quotas.admit(key.tenant, key.quotas):
@@ -449,12 +382,27 @@ class _Tools:
         return body
 
 
-def _call(code: str, stdin: str, **given: object) -> dict[str, Any]:
-    """A run's tool arguments as the API body `run_arguments` reads (those not given left
-    out, as a body would leave them)."""
-    data: dict[str, Any] = {"code": code, "stdin": stdin}
-    data.update({name: value for name, value in given.items() if value is not None})
-    return data
+def _body(code: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's arguments as the API body `run_arguments` reads (those not given left out,
+    as a body would leave them)."""
+    return {"code": code, **{name: value for name, value in given.items() if value is not None}}
+
+
+def _option_parameters(use: Use) -> list[inspect.Parameter]:
+    """The tool's parameters for the options a model sets in `use` (options.py: `Use.TOOL`),
+    each with the option's JSON Schema and help as the model reads them; all optional."""
+    properties = json_properties(use)
+    tool_fields = {f for f, name in body_fields(use).items() if Use.TOOL in option(name).uses}
+    return [
+        inspect.Parameter(
+            field,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[Any, WithJsonSchema(properties[field])],
+        )
+        for field in properties
+        if field in tool_fields
+    ]
 
 
 def _file_resource(session_id: str, name: str, data: bytes) -> EmbeddedResource:

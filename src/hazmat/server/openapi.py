@@ -7,10 +7,10 @@ from typing import Any
 
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
+from hazmat.options import Use, json_properties
 from hazmat.server.openapi_batches import BATCH_PATHS, BATCH_SCHEMAS
 from hazmat.server.openapi_sessions import (
     DISPLAYS,
-    FIGURE_FORMATS,
     OUTPUT_PARAMETER,
     SESSION_PATHS,
     SESSION_SCHEMAS,
@@ -55,48 +55,7 @@ _RUN_REQUEST = {
             "default": "python",
             "description": "one of " + ", ".join(sorted(LANGUAGES)) + " (or an alias)",
         },
-        "trust": {**_TRUST, "description": "at most the key's own level (the default)"},
-        "stdin": _STR,
-        "stdin_base64": _STR,
-        "files": {**_STR_MAP, "description": "input files, name -> text"},
-        "files_base64": {**_STR_MAP, "description": "input files, name -> base64"},
-        "output_files": {**_STRINGS, "description": "files to bring back (base64 in the result)"},
-        "env": _STR_MAP,
-        "args": _STRINGS,
-        "timeout": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "description": "seconds; at most the trust level's timeout_s (400 above it)",
-        },
-        "memory_mb": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "at most the trust level's memory_mb (400 above it)",
-        },
-        "cpus": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "description": "at most the trust level's cpus (measured_cpus on the cpu clock)",
-        },
-        "clock": {
-            "type": "string",
-            "enum": ["wall", "cpu"],
-            "default": "wall",
-            "description": "what timeout measures: wall-clock time, or the program's CPU time "
-            "with a whole CPU and wall-clock time as a backstop (docs/batch.md)",
-        },
-        "runtime": {"type": "string", "enum": ["runc", "runsc"]},
-        "image": _STR,
-        "module": {"type": "string", "enum": ["esm", "commonjs"]},
-        "network": {**_STRINGS, "description": "hosts to reach, within the level's allowlist"},
-        "session": {**_STR, "description": "a script name; the audit log diffs a caller's runs"},
-        "override_reason": {**_STR, "description": "runs blocked code; needs a key allowed to"},
-        "figure_formats": FIGURE_FORMATS,
-        "build_flags": {
-            **_STRINGS,
-            "description": "C and C++: compiler flags from the trust level's allowlist "
-            "(the policy's trust.<level>.build_flags), after hazmat's own",
-        },
+        **json_properties(Use.RUN),
     },
 }
 

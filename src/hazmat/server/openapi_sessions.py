@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hazmat.options import Use, json_properties
+
 __all__ = [
     "DISPLAYS",
-    "FIGURE_FORMATS",
     "OUTPUT_PARAMETER",
     "SESSION_PATHS",
     "SESSION_SCHEMAS",
@@ -22,11 +23,6 @@ DISPLAYS = {
     "description": "what a Python program showed, in order: each a MIME type -> data object "
     "(image/png, image/svg+xml, text/html, text/plain, ...); binary types as base64",
     "items": _STR_MAP,
-}
-FIGURE_FORMATS = {
-    "type": "array",
-    "items": {"type": "string", "enum": ["png", "svg", "pdf", "jpeg"]},
-    "description": "Python: the formats matplotlib figures are shown in (default: png)",
 }
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
 _ID = {"name": "session", "in": "path", "required": True, "schema": _STR}
@@ -91,9 +87,7 @@ SESSION_SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "properties": {
             "language": {"type": "string", "default": "python"},
-            "trust": {"type": "string", "enum": ["untrusted", "unknown", "trusted"]},
-            "runtime": {"type": "string", "enum": ["runc", "runsc"]},
-            "image": {**_STR, "description": "an image the trust level allows (python-data)"},
+            **json_properties(Use.OPEN),
         },
     },
     "Session": {
@@ -126,20 +120,7 @@ SESSION_SCHEMAS: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["code"],
-        "properties": {
-            "code": _STR,
-            "stdin": _STR,
-            "stdin_base64": _STR,
-            "files": _STR_MAP,
-            "files_base64": _STR_MAP,
-            "output_files": {"type": "array", "items": _STR},
-            "env": _STR_MAP,
-            "args": {"type": "array", "items": _STR},
-            "timeout": {"type": "number", "exclusiveMinimum": 0},
-            "module": {"type": "string", "enum": ["esm", "commonjs"]},
-            "override_reason": _STR,
-            "figure_formats": FIGURE_FORMATS,
-        },
+        "properties": {"code": _STR, **json_properties(Use.CALL)},
     },
     "PausedSession": {
         "type": "object",

@@ -21,17 +21,16 @@ from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound, quoted
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.options import CALL_OPTIONS, RunOptions, Use
 from hazmat.packages.install import Installed
 from hazmat.quotas import QuotaBook
-from hazmat.run.intake import RunOptions
 from hazmat.run.session_book import SLOT_RETRY_S
 from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import parse_body, run_arguments
-from hazmat.sessions import CALL_OPTIONS
 from hazmat.tenant_keys import Key
 from hazmat.watch import OnOutput, Watch
-from hazmat.wire import RUN_FIELDS, check_fields
+from hazmat.wire import check_fields, wire_fields
 
 __all__ = [
     "OPEN_FIELDS",
@@ -42,13 +41,9 @@ __all__ = [
     "Sessions",
 ]
 
-OPEN_FIELDS = ("language", "trust", "runtime", "image")
+OPEN_FIELDS = ("language", *wire_fields(Use.OPEN))
 OWNERS_KEPT = 2000
-CALL_FIELDS = tuple(
-    name
-    for name, option in RUN_FIELDS.items()
-    if option in CALL_OPTIONS or (option is None and name != "language")
-)
+CALL_FIELDS = ("code", *wire_fields(Use.CALL))
 
 
 class OpenSession(Protocol):

@@ -1,29 +1,25 @@
 """Checks on what a caller sends, before anything reaches a container.
 
-`check_options` guards the keyword options of `Sandbox.run`, `arun` and `request` (unknown
-or mistyped names, wrong types); `check_request` guards every `ExecutionRequest`, including one
-built by hand and passed to `Sandbox.execute`. Both raise `InputError` (or a subclass) with a
-message that names the option and what was expected.
+The checks on a run's names, paths, environment, arguments and origin: options.py's table
+converts a caller's options with them, and `check_request` (run/intake.py) checks every
+`ExecutionRequest` with them, including one built by hand and passed to `Sandbox.execute`. Each
+raises `InputError` (or a subclass) with a message that names the field and what was expected.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName, quoted
 from hazmat.json_input import check_text
 
 __all__ = [
-    "OPTION_TYPES",
     "check_args",
     "check_env",
     "check_figure_formats",
     "check_file_name",
-    "check_options",
     "check_origin",
     "check_path",
     "to_bytes",
@@ -40,85 +36,6 @@ MAX_ORIGIN = 8  # entries of a request's origin, each name and value at most 256
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Variables the sandbox sets for itself; a caller may not replace them.
 RESERVED_ENV = frozenset({"HOME", "TMPDIR", "PATH", "LANG"})
-
-# option -> (accepted types, description for the error message)
-OPTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
-    "trust": ((str,), "a trust level: untrusted, unknown or trusted"),
-    "stdin": ((str, bytes, bytearray), "str or bytes"),
-    "files": ((Mapping,), "a mapping of relative path -> str or bytes"),
-    "output_files": ((list, tuple), "a list of relative paths"),
-    "timeout": ((int, float), "seconds, a positive number"),
-    "memory_mb": ((int,), "megabytes, a positive whole number"),
-    "cpus": ((int, float), "CPUs, a positive number (at most the trust level's)"),
-    "clock": ((str,), "what timeout measures: wall (the default) or cpu"),
-    "runtime": ((str,), "runc or runsc"),
-    "image": ((str,), "an image name the policy allows (e.g. python-data)"),
-    "module": ((str,), "auto, esm or commonjs (JavaScript, TypeScript)"),
-    "network": ((list, tuple), "a list of host names the policy allows (narrows its list)"),
-    "caller": ((str,), "a name (str)"),
-    "origin": ((Mapping,), "a mapping of name -> str or int (recorded with the run)"),
-    "session": ((str,), "a name (str)"),
-    "override_reason": ((str,), "a sentence saying why blocked code may run"),
-    "env": ((Mapping,), "a mapping of variable name -> str"),
-    "args": ((list, tuple), "a list of str (the program's command-line arguments)"),
-    "figure_formats": ((list, tuple), "a list of png, svg, pdf, jpeg (Python's displays)"),
-    "build_flags": ((list, tuple), "a list of compiler flags the trust level allows (C, C++)"),
-}
-
-
-# names callers reach for that difflib would not match
-_SYNONYMS = {
-    "environment": "'env'",
-    "environ": "'env'",
-    "argv": "'args'",
-    "arguments": "'args'",
-    "time_limit": "'timeout'",
-    "mem": "'memory_mb'",
-    "memory_limit": "'memory_mb'",
-    "flags": "'build_flags'",
-    "compiler_flags": "'build_flags'",
-    "cflags": "'build_flags'",
-    "input": "'stdin'",
-    "lang": "the language argument (run(code, 'javascript'))",
-    "language": "the language argument (run(code, 'javascript'))",
-    "image": "a policy's `images` (per-run images are not supported yet)",
-}
-
-
-def check_options(options: Mapping[str, Any]) -> None:
-    """Every option is one `Sandbox.run` knows, of a type it takes (None means the default)."""
-    for name, value in options.items():
-        if name not in OPTION_TYPES:
-            import difflib  # here: an error's hint, not on the CLI's path (~10 ms to import)
-
-            close = difflib.get_close_matches(name, list(OPTION_TYPES), n=1, cutoff=0.5)
-            guess = _SYNONYMS.get(name) or (repr(close[0]) if close else "")
-            hint = f"; did you mean {guess}?" if guess else ""
-            raise InputError(
-                f"unknown option {quoted(name)}{hint} "
-                f"(valid options: {', '.join(sorted(OPTION_TYPES))})"
-            )
-        types, wanted = OPTION_TYPES[name]
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise InputError(f"option {quoted(name)} must be {wanted}, not {type(value).__name__}")
-        if isinstance(value, str):
-            check_text(value, f"option {quoted(name)}")
-    for name in ("timeout", "memory_mb", "cpus"):  # math.isfinite(10**400): OverflowError
-        value = options.get(name)
-        if isinstance(value, int) and not -(2**63) < value < 2**63:
-            bits = value.bit_length()  # not its digits: str() of 4,301 is an error
-            raise InputError(f"option {quoted(name)} is out of range (a {bits}-bit number)")
-    timeout = options.get("timeout")
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise InputError(f"option 'timeout' must be a positive number of seconds, not {timeout!r}")
-    memory = options.get("memory_mb")
-    if memory is not None and memory <= 0:
-        raise InputError(f"option 'memory_mb' must be a positive whole number, not {memory!r}")
-    cpus = options.get("cpus")
-    if cpus is not None and not (math.isfinite(cpus) and cpus > 0):
-        raise InputError(f"option 'cpus' must be a positive number, not {cpus!r}")
 
 
 def check_file_name(name: str) -> str:
