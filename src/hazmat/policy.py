@@ -166,6 +166,11 @@ class Limits:
 _FRACTIONAL = {"cpus", "measured_cpus", "timeout_s", "compile_timeout_s"}
 
 
+def limit_bounds(name: str) -> tuple[float, float]:
+    """The lowest and highest value the limit `name` may have, in any policy."""
+    return _BOUNDS[name]
+
+
 def number_problem(name: str, value: object) -> str | None:
     """What is wrong with `value` for the limit `name`, or None."""
     low, high = _BOUNDS[name]

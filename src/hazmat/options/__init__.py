@@ -46,7 +46,7 @@ from hazmat.options.checks import (
     check_path,
     to_bytes,
 )
-from hazmat.policy import Clock, Runtime, TrustLevel, parse_trust
+from hazmat.policy import Clock, Runtime, TrustLevel, limit_bounds, parse_trust
 
 __all__ = [
     "CALL_OPTIONS",
@@ -253,7 +253,7 @@ class RunOptions(TypedDict, total=False):
             "session kept)",
             (int, float),
             "seconds, a positive number",
-            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "number"},
             frozenset({_RUN, _CALL, _TOOL}),
             field="timeout_s",
             positive="number of seconds",
@@ -268,7 +268,7 @@ class RunOptions(TypedDict, total=False):
             "the program's memory in MB, at most the trust level's memory_mb",
             (int,),
             "megabytes, a positive whole number",
-            {"type": "integer", "minimum": 1},
+            {"type": "integer"},
             frozenset({_RUN}),
             positive="whole number",
             ceiling="memory_mb",
@@ -283,7 +283,7 @@ class RunOptions(TypedDict, total=False):
             "cpu clock)",
             (int, float),
             "CPUs, a positive number (at most the trust level's)",
-            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "number"},
             frozenset({_RUN}),
             positive="number",
             ceiling="cpus",
@@ -573,13 +573,21 @@ def body_fields(use: Use) -> dict[str, str]:
     return fields
 
 
+def _bounds(opt: Option) -> dict[str, float]:
+    """A limit's lowest value in any policy (policy.py), for an option with a ceiling."""
+    if opt.ceiling is None:
+        return {}
+    low = limit_bounds(opt.ceiling)[0]
+    return {"minimum": int(low) if low == int(low) else low}
+
+
 def json_properties(use: Use) -> dict[str, Any]:
     """The JSON Schema of each body field of `use` (`body_fields`), described."""
     properties: dict[str, Any] = {}
     for field, name in body_fields(use).items():
         opt = options()[name]
         if field == name:
-            properties[field] = {**opt.schema, "description": opt.help}
+            properties[field] = {**opt.schema, **_bounds(opt), "description": opt.help}
         else:
             properties[field] = {
                 **opt.schema,
