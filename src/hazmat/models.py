@@ -159,6 +159,7 @@ class ExecutionRequest:
     # with a whole CPU: backends/container/cpu_time.py); None: wall-clock time
     clock: Clock | None = None
     cpus: float | None = None  # at most the level's cpus (measured_cpus on the CPU clock)
+    output_bytes: int | None = None  # stdout and stderr together, at most the level's
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the program's
     args: Sequence[str] = ()  # the program's command-line arguments (after the file name)
     caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)

@@ -304,6 +304,8 @@ export interface components {
             timeout?: number;
             /** @description the program's memory in MB, at most the trust level's memory_mb */
             memory_mb?: number;
+            /** @description the most stdout and stderr the program may write together, in bytes, at most the trust level's output_bytes; past it the run stops as output_limit (a grader's or a model's smaller cap) */
+            output_bytes?: number;
             /** @description CPUs the program may use, at most the trust level's cpus (measured_cpus on the cpu clock) */
             cpus?: number;
             /**

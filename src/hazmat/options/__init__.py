@@ -276,6 +276,22 @@ class RunOptions(TypedDict, total=False):
             flag=Flag("--memory", "MB", dest="memory"),
         ),
     ]
+    output_bytes: Annotated[
+        int | None,
+        Option(
+            "the most stdout and stderr the program may write together, in bytes, at most the "
+            "trust level's output_bytes; past it the run stops as output_limit (a grader's "
+            "or a model's smaller cap)",
+            (int,),
+            "bytes, a positive whole number",
+            {"type": "integer"},
+            frozenset({_RUN, _TOOL}),
+            positive="whole number",
+            ceiling="output_bytes",
+            unit="bytes",
+            flag=Flag("--output-bytes", "BYTES"),
+        ),
+    ]
     cpus: Annotated[
         float | None,
         Option(
