@@ -54,7 +54,7 @@ __all__ = [
 
 
 def wire_fields(use: Use) -> dict[str, str | None]:
-    """The body's fields of the options set in `use` (options.py) -> the option each is
+    """The body's fields of the options set in `use` (options/) -> the option each is
     (None: a `_base64` field, decoded here into its option)."""
     return {field: name if field == name else None for field, name in body_fields(use).items()}
 

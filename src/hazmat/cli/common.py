@@ -48,7 +48,7 @@ def add_source(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_option_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
-    """The flags of a run's options `names`, as options.py declares them (`Option.flag`)."""
+    """The flags of a run's options `names`, as options/ declares them (`Option.flag`)."""
     for name in names:
         opt = option(name)
         flag = opt.flag

@@ -1,6 +1,6 @@
 """Checks on what a caller sends, before anything reaches a container.
 
-The checks on a run's names, paths, environment, arguments and origin: options.py's table
+The checks on a run's names, paths, environment, arguments and origin: the options table
 converts a caller's options with them, and `check_request` (run/intake.py) checks every
 `ExecutionRequest` with them, including one built by hand and passed to `Sandbox.execute`. Each
 raises `InputError` (or a subclass) with a message that names the field and what was expected.

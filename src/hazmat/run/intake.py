@@ -1,7 +1,7 @@
 """From a caller's call to a checked request, checked once.
 
 `build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` (declared in
-options.py) into a request and checks it; `check_request` is the one validation every request
+options/) into a request and checks it; `check_request` is the one validation every request
 passes before anything runs, however it was made (also a request built by hand and passed to
 `Sandbox.execute`). Its answer, `Checked` (the limits, image, runtime, override reason and
 hosts the run gets), is kept with the request, so that no later stage checks or resolves it
@@ -49,7 +49,7 @@ __all__ = [
 def build_request(
     policy: Policy, code: str | bytes, language: str, given: Mapping[str, Any]
 ) -> ExecutionRequest:
-    """A checked request from `Sandbox.run`'s arguments (options.py converts the options).
+    """A checked request from `Sandbox.run`'s arguments (options/ converts the options).
     Its fields are copies nobody else holds (read-only mappings, tuples), so its check is kept
     with it and is its check for good (against this policy); `check_request` checks any other
     request every time."""
@@ -163,9 +163,9 @@ def _check_files(request: ExecutionRequest) -> None:
 
 
 def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
-    """The trust level's limits with the request's own timeout, memory and CPUs, if it gave
-    any. A run on the CPU clock gets the level's `measured_cpus` (a whole CPU by default)
-    rather than its `cpus`.
+    """The trust level's limits with the request's own (every option with a `ceiling` in
+    options/: timeout, memory, CPUs, output), where it gave any. A run on the CPU clock gets
+    the level's `measured_cpus` (a whole CPU by default) rather than its `cpus`.
 
     The level's values are the ceiling on every path (the Python API, the service's keys,
     sessions, MCP, a cluster worker): a request may ask for less, never for more."""

@@ -389,7 +389,7 @@ def _body(code: str, given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _option_parameters(use: Use) -> list[inspect.Parameter]:
-    """The tool's parameters for the options a model sets in `use` (options.py: `Use.TOOL`),
+    """The tool's parameters for the options a model sets in `use` (options/: `Use.TOOL`),
     each with the option's JSON Schema and help as the model reads them; all optional."""
     properties = json_properties(use)
     tool_fields = {f for f, name in body_fields(use).items() if Use.TOOL in option(name).uses}
