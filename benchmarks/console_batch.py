@@ -30,10 +30,10 @@ from hazmat import Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.grade.grader import TaskResult, TestResult
 from hazmat.grade.tasks import Task
-from hazmat.quotas import Quotas
 from hazmat.server.executor import Direct, LocalExecutor
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.quotas import Quotas
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 
 TESTS = 20

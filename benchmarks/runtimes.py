@@ -32,7 +32,7 @@ from hazmat.backends.docker.driver import DockerBackend
 from hazmat.backends.pool.warm import PoolBackend
 from hazmat.egress.proxy import SOCKET_NAME, EgressProxy
 from hazmat.policy import PoolSettings
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 
 PROGRAMS = {
     ("go", None): 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(1)\n}\n',

@@ -22,7 +22,7 @@ from pathlib import Path
 from docs_section import write_section
 
 from hazmat.languages import get_language
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 
 WARMUP = 3
 

@@ -28,7 +28,7 @@ import httpx
 from docs_section import write_section
 
 import hazmat
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 
 WARMUP = 3
 WORK = "import time\nprint('first', flush=True)\ntime.sleep(0.5)\nprint('done')\n"

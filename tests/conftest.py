@@ -23,7 +23,7 @@ from hazmat.testing import as_asked
 
 # The built-in policy with each runtime as a test asks it: the assessment does not raise it
 # (`assess.runtime_for: {}`), so that a test of runc's boundary with risky code runs under runc.
-# The routing itself: tests/test_routing.py, tests/execution/test_routing_engine.py.
+# The routing itself: tests/run/test_routing.py, tests/execution/test_routing_engine.py.
 AS_ASKED = as_asked()
 
 # Every run is audited: keep the test session's records out of the real state directory. The
@@ -35,7 +35,7 @@ os.environ["HAZMAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="hazmat-test-cache-")
 os.environ.pop("HAZMAT_URL", None)
 os.environ.pop("HAZMAT_API_KEY", None)
 # ...and through the user's local server (cli/local_server.py), which outlives the command:
-# tests/test_local_server.py starts its own, in folders of its own, and stops them
+# tests/cli/test_local_server.py starts its own, in folders of its own, and stops them
 os.environ["HAZMAT_NO_SERVER"] = "1"
 
 

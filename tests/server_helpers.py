@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import KeyStore, Quotas
 
 if TYPE_CHECKING:
     from mcp import StdioServerParameters

@@ -135,7 +135,7 @@ def test_a_session_that_ended_is_replaced_and_the_model_is_told(
 
 
 def test_install_packages_is_offered_only_where_the_policy_lets_the_session_install() -> None:
-    from hazmat.policy_file import parse_policy
+    from hazmat.policy.file import parse_policy
 
     index = {"levels": ["unknown"], "python": {"index": "https://pypi.mirror.example/simple/"}}
     failed = report(exit_code=3, stderr=b"ERROR: No matching distribution found for nope\n")

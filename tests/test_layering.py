@@ -27,20 +27,22 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_exceptions", "language_builds", "template"}),
     frozenset({"languages", "egress", "watch", "displays", "json_input"}),
-    frozenset({"package_policy", "build_flags"}),
+    # the policy and its file, packages and compiler flags
     frozenset({"policy"}),
-    frozenset({"policy_file", "models", "quotas", "options"}),
-    frozenset({"tenant_keys", "wire", "metrics"}),
+    frozenset({"models", "options"}),
+    frozenset({"metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),
     # installing packages into a session: the download, the wheel cache, the install
     frozenset({"packages"}),
-    frozenset({"pausing"}),
+    # sessions: the public Session, the book of open ones, the paused ones' store, pausing
     frozenset({"sessions", "grade"}),
     frozenset({"sandbox"}),
     frozenset({"hazmat"}),
     # function calling's tools over a session (the MCP server reuses its summary)
     frozenset({"tools"}),
+    # what server/ and cluster/ share: the wire, tenant keys, quotas
+    frozenset({"service"}),
     frozenset({"server", "cluster"}),
     # image building: only the commands use it; nothing on the run path may import it
     frozenset({"images"}),

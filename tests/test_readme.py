@@ -170,7 +170,7 @@ NOT_RUN = {  # blocks, and lines of shell blocks, no test runs: why
     "whole, with the Polygon package's tasks, by tests/execution/test_judging.py (C++ checkers "
     "and interactors take minutes as a user of its own)",
     "P=examples/grading/polygon/triangle": "a variable for the next line",
-    "hazmat server console": "serves until Ctrl-C, on a fixed port; tests/test_local_server.py "
+    "hazmat server console": "serves until Ctrl-C, on a fixed port; tests/cli/test_local_server.py "
     "runs it on a free port and fetches the console of the local server through it",
     "hazmat polygon $P $P/solutions/* -o tasks.jsonl && hazmat batch tasks.jsonl -o scored.jsonl": (
         "the same two commands run by tests/execution/test_judging.py; `hazmat polygon` also by "

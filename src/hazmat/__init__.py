@@ -74,7 +74,7 @@ if TYPE_CHECKING:
         TrustLevel,
         TrustSettings,
     )
-    from hazmat.policy_file import load_policy, parse_policy
+    from hazmat.policy.file import load_policy, parse_policy
     from hazmat.sandbox import (
         RunOptions,
         Sandbox,
@@ -119,8 +119,8 @@ _LAZY = {
     "TrustSettings": "hazmat.policy",
     "Watch": "hazmat.watch",
     "get_language": "hazmat.languages",
-    "load_policy": "hazmat.policy_file",
-    "parse_policy": "hazmat.policy_file",
+    "load_policy": "hazmat.policy.file",
+    "parse_policy": "hazmat.policy.file",
 }
 
 __all__ = [

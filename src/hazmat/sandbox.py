@@ -47,18 +47,18 @@ from hazmat.metrics import Metrics, MetricsSnapshot
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult
 from hazmat.options import RunOptions, parse_runtime
 from hazmat.packages.install import Installed, Target, install
-from hazmat.pausing import restore
 from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
-from hazmat.policy_file import load_policy
+from hazmat.policy.file import load_policy
 from hazmat.run.image_choice import default_image
 from hazmat.run.intake import Checked, build_request, check_request
 from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.routing import route, session_refusal
-from hazmat.run.session_book import SessionBook
-from hazmat.run.session_store import Paused, SessionStore, default_store_dir
 from hazmat.sessions import Fixed, Session, open_session
+from hazmat.sessions.book import SessionBook
+from hazmat.sessions.pausing import restore
+from hazmat.sessions.store import Paused, SessionStore, default_store_dir
 from hazmat.watch import OnOutput, Watch, as_watch
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
 )
 
-# offered only where the policy lets the tools' session install (package_policy.py)
+# offered only where the policy lets the tools' session install (policy/packages.py)
 INSTALL = (
     "install_packages",
     "Install packages, with their dependencies, from the service's package index into the "

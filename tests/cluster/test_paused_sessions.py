@@ -16,7 +16,7 @@ from workers import start_worker
 from hazmat._exceptions import InfraError, SessionBusy, SessionNotFound
 from hazmat.cluster.keys import paused_key
 from hazmat.cluster.paused import CLAIM_S, RedisShelf
-from hazmat.run.session_store import Paused, SessionStore
+from hazmat.sessions.store import Paused, SessionStore
 from server_helpers import start_server, stop_server
 
 SID = "s-0123456789abcdef"

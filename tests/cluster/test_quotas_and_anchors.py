@@ -18,7 +18,7 @@ from hazmat.audit.log import AuditLog
 from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.keys import CHECKPOINTS, audit_key
 from hazmat.cluster.quotas import RedisQuotaBook
-from hazmat.tenant_keys import Quotas
+from hazmat.service.tenant_keys import Quotas
 
 
 def test_a_tenants_quota_holds_across_two_services(redis_client: Any) -> None:

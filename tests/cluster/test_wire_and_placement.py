@@ -1,5 +1,5 @@
 """The placement script and what a worker does with a message, against a real Redis (no
-engine needed); the messages' codec itself is tested in tests/test_wire.py."""
+engine needed); the messages' codec itself is tested in tests/service/test_wire.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hazmat.cluster.keys import WORKERS, worker_key
 from hazmat.cluster.placement import _PLACE
 from hazmat.models import ExecutionRequest
 from hazmat.policy import TrustLevel
-from hazmat.wire import request_to_wire
+from hazmat.service.wire import request_to_wire
 
 
 def announce(

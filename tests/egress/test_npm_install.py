@@ -16,7 +16,7 @@ from tls_servers import mirror_proxy
 from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 
 pytestmark = [pytest.mark.docker]
 

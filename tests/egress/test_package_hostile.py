@@ -23,7 +23,7 @@ from tls_servers import mirror_proxy
 from hazmat import InputError, InstallRefused, Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.testing import as_asked, audit_records
 
 pytestmark = [pytest.mark.docker]

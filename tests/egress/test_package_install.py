@@ -2,7 +2,7 @@
 package and its compiled dependency from the policy's index (a test index on the host's
 loopback, with a CA of its own handed in as `packages.ca_bundle`), through the allowlist proxy,
 imports them and calls the compiled code; a second session gets the same files from the host's
-cache by hash; every install is in the audit log. Refusals: tests/test_package_policy.py."""
+cache by hash; every install is in the audit log. Refusals: tests/policy/test_package_policy.py."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from hazmat.audit.log import AuditLog
 from hazmat.audit.records import parse_line
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import as_asked
 from server_helpers import http_client, over_http
 

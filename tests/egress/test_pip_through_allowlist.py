@@ -21,7 +21,7 @@ from hazmat import Outcome, Sandbox
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.egress.proxy import EgressProxy
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

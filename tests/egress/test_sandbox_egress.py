@@ -20,7 +20,7 @@ from hazmat.backends.docker.driver import DockerBackend
 from hazmat.backends.oci.driver import OciBackend
 from hazmat.egress.proxy import EgressProxy
 from hazmat.models import ExecutionResult
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 
 pytestmark = [pytest.mark.docker, pytest.mark.matrix]
 

@@ -8,7 +8,7 @@ from hazmat import PRESETS, Outcome, Sandbox
 from hazmat.backends.base import RUNSC_MEMORY_MB
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]

@@ -15,7 +15,7 @@ from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
 from hazmat.images.builder import ImageBuilder
 from hazmat.images.custom import CustomImage
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -1,5 +1,5 @@
 """The risk picks the runtime, on the real engine: code assessed HIGH at a runc level really runs
-under gVisor, LOW code under runc (the pipeline's logic: tests/test_routing.py)."""
+under gVisor, LOW code under runc (the pipeline's logic: tests/run/test_routing.py)."""
 
 from __future__ import annotations
 

@@ -25,12 +25,12 @@ from hazmat.options import (
     options,
 )
 from hazmat.policy import Limits
-from hazmat.quotas import QuotaBook
 from hazmat.server.mcp import build_mcp
 from hazmat.server.openapi import OPENAPI
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import KeyStore
+from hazmat.service.wire import RUN_FIELDS, options_from_wire, request_to_wire
 from hazmat.testing import RecordingBackend, invoke
-from hazmat.wire import RUN_FIELDS, options_from_wire, request_to_wire
 
 
 @pytest.fixture

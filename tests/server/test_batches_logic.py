@@ -18,9 +18,9 @@ from hazmat import InfraError, QuotaExceeded, Sandbox
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest
 from hazmat.server.batches import MAX_OPEN
-from hazmat.server.executor import Reservation
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.protocols import Reservation
+from hazmat.service.tenant_keys import KeyStore, Quotas
 from hazmat.testing import RecordingBackend
 
 with warnings.catch_warnings():  # Starlette would have httpx2 for its test client; httpx works

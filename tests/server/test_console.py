@@ -15,11 +15,11 @@ from starlette.testclient import TestClient
 
 from hazmat import Sandbox
 from hazmat.audit.log import AuditLog
-from hazmat.quotas import Quotas
-from hazmat.run.session_store import Paused
 from hazmat.server.console.views import CSP, DISPLAY_CSP, display_parts, templates
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.quotas import Quotas
+from hazmat.service.tenant_keys import KeyStore
+from hazmat.sessions.store import Paused
 from hazmat.testing import RecordingBackend
 from server_helpers import audit_records
 

@@ -20,7 +20,7 @@ from hazmat import RunNotFound, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.server.console.headers import CSP, HEADERS, ConsoleRoute
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 
 STATIC = sorted(p.name for p in files("hazmat.server.console").joinpath("static").iterdir())

@@ -16,14 +16,14 @@ from hazmat import Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.grade.grader import TaskResult, TestResult
 from hazmat.grade.tasks import Task, parse_task
-from hazmat.quotas import Quotas
 from hazmat.server.batches import SHOWN, Batch
 from hazmat.server.console.batch_page import PAGE, batch_page
 from hazmat.server.console.headers import CSP
 from hazmat.server.console.views import templates
 from hazmat.server.executor import Direct, LocalExecutor
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.quotas import Quotas
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 
 TASKS = 10_000

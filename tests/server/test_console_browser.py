@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from server_helpers import LiveServer
 
 pytestmark = pytest.mark.docker

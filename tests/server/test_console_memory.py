@@ -10,7 +10,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome, Runtime
 from hazmat.policy import Policy, TrustLevel
 from hazmat.server.console.recent import RecentRuns, tenant_of
 from hazmat.server.console.timeline import Timeline
-from hazmat.tenant_keys import Key
+from hazmat.service.tenant_keys import Key
 
 LIMITS = Policy().settings(TrustLevel.UNTRUSTED).limits
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hazmat import InputError, Sandbox
 from hazmat.server.fields import MAX_DEPTH, check_depth, parse_body
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 
 with warnings.catch_warnings():  # Starlette would have httpx2 for its test client; httpx works

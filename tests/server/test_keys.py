@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hazmat import AccessDenied, InputError, PolicyError, TrustLevel
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import KeyStore, Quotas
 
 
 def test_a_key_is_shown_once_and_stored_hashed(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_an_unknown_id_costs_the_same_check_as_a_wrong_secret(
     """Timing must not tell whether a key id exists: both are hashed and compared once."""
     import hmac
 
-    from hazmat import tenant_keys as keys
+    from hazmat.service import tenant_keys as keys
 
     store = KeyStore(tmp_path / "keys.json")
     entry, _ = store.create("acme", "trusted")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import KeyStore, Quotas
 from server_helpers import start_server, stop_server
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

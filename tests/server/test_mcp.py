@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from server_helpers import LiveServer, over_http, params, session_calls, start_server, stop_server
 
 pytestmark = pytest.mark.docker

@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from hazmat import Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.server.http import create_app
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 from server_helpers import STARTED, LiveServer, TracebackWatch
 

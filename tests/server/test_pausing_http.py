@@ -11,7 +11,7 @@ import anyio
 import httpx
 import pytest
 
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.tenant_keys import KeyStore
 from server_helpers import LiveServer, http_client, start_server, stop_server
 
 pytestmark = pytest.mark.docker

@@ -7,8 +7,8 @@ import contextlib
 import pytest
 
 from hazmat import QuotaExceeded
-from hazmat.quotas import QuotaBook
-from hazmat.tenant_keys import Quotas
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Quotas
 from hazmat.testing import Clock
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import KeyStore, Quotas
 from server_helpers import LiveServer, http_client, params, session_calls
 
 pytestmark = pytest.mark.docker

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from hazmat.server.fields import MAX_DEPTH
-from hazmat.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import KeyStore, Quotas
 from server_helpers import LiveServer, http_client, over_http
 
 pytestmark = pytest.mark.docker

@@ -42,7 +42,7 @@ def _assess(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, ensure_ascii=True))
     else:
-        from hazmat.wire import assessment_from_wire
+        from hazmat.service.wire import assessment_from_wire
 
         _print_assessment(assessment_from_wire(data), data["decision"], data["trust"])
     return 126 if data["decision"] == "block" else 0

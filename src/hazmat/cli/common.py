@@ -18,7 +18,7 @@ from hazmat.options import option
 from hazmat.policy import Policy
 
 if TYPE_CHECKING:
-    from hazmat.tenant_keys import KeyStore
+    from hazmat.service.tenant_keys import KeyStore
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -121,7 +121,7 @@ def policy(args: argparse.Namespace) -> Policy:
     """The policy of `--policy FILE`, else the built-in one."""
     if not args.policy:
         return Policy()
-    from hazmat.policy_file import load_policy  # here: PyYAML costs `hazmat --help` 10 ms
+    from hazmat.policy.file import load_policy  # here: PyYAML costs `hazmat --help` 10 ms
 
     return load_policy(args.policy)
 
@@ -138,7 +138,7 @@ def weaker_runtime(args: argparse.Namespace) -> bool:
 
 def key_store(args: argparse.Namespace) -> KeyStore:
     """The key store of `--keys FILE`, else the default one."""
-    from hazmat.tenant_keys import KeyStore, default_keys_path
+    from hazmat.service.tenant_keys import KeyStore, default_keys_path
 
     return KeyStore(args.keys or default_keys_path())
 

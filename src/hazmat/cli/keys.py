@@ -61,7 +61,7 @@ def _add_create(commands: Any) -> argparse.ArgumentParser:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from hazmat.quotas import Quotas
+    from hazmat.service.quotas import Quotas
 
     if not math.isfinite(args.max_request_mb * MiB):  # round() of inf or NaN raises
         raise InputError(f"--max-request-mb must be a number of MB, not {args.max_request_mb}")

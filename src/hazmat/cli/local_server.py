@@ -266,8 +266,8 @@ class LocalServer:
         _write_private(self.state, json.dumps({**state, "setup": setup()}, indent=1).encode())
 
     def _make_key(self) -> None:
-        from hazmat.quotas import QUOTA_BOUNDS, Quotas
-        from hazmat.tenant_keys import KeyStore
+        from hazmat.service.quotas import QUOTA_BOUNDS, Quotas
+        from hazmat.service.tenant_keys import KeyStore
 
         most = Quotas(**{name: high for name, (_, high) in QUOTA_BOUNDS.items()})  # the user's
         _, key = KeyStore(self.keys).create(
@@ -324,7 +324,7 @@ def _default_trust(policy: Path | None) -> str:
         from hazmat.policy import Policy
 
         return Policy().default_trust.value
-    from hazmat.policy_file import load_policy
+    from hazmat.policy.file import load_policy
 
     return load_policy(policy).default_trust.value
 

@@ -12,7 +12,7 @@ from hazmat._exceptions import InputError
 from hazmat.cli.remote import Live, Service
 from hazmat.models import ExecutionResult
 from hazmat.options import CALL_OPTIONS
-from hazmat.wire import options_to_wire, result_from_wire
+from hazmat.service.wire import options_to_wire, result_from_wire
 
 __all__ = ["run_with_packages"]
 

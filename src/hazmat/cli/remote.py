@@ -34,7 +34,7 @@ from hazmat._exceptions import (
     quoted,
 )
 from hazmat.models import ExecutionResult
-from hazmat.wire import options_to_wire, result_from_wire
+from hazmat.service.wire import options_to_wire, result_from_wire
 
 __all__ = ["Service", "default_socket_path", "find_service", "run_remote"]
 

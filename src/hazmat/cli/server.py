@@ -41,7 +41,7 @@ def _start(args: argparse.Namespace) -> int:
     from hazmat.cli.local_server import LocalServer
 
     if args.policy is not None:
-        from hazmat.policy_file import load_policy
+        from hazmat.policy.file import load_policy
 
         load_policy(args.policy)  # a bad policy is this command's error, named here
     server = LocalServer()

@@ -45,8 +45,8 @@ from hazmat.cluster.keys import (
 )
 from hazmat.cluster.placement import Placement, Placements
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
+from hazmat.service.wire import request_to_wire, result_from_wire
 from hazmat.watch import Watch
-from hazmat.wire import request_to_wire, result_from_wire
 
 __all__ = ["ON_LOST", "Dispatcher", "Lost"]
 

@@ -24,6 +24,7 @@ from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Policy, parse_trust
 from hazmat.sandbox import Sandbox
+from hazmat.service.protocols import Executor
 from hazmat.watch import OnOutput, Watch, as_watch
 
 __all__ = ["ClusterExecutor", "ClusterOptions", "cluster_front"]
@@ -110,3 +111,7 @@ def cluster_front(
     finally:
         collector.stop()
         dispatcher.redis.close()
+
+
+# the protocol it implements (service/protocols.py), checked by mypy
+_EXECUTOR: type[Executor] = ClusterExecutor

@@ -1,5 +1,5 @@
 """Paused sessions in the cluster's Redis, so that any service of the cluster can resume a
-session another one paused (run/session_store.py's `Shelf`; `hazmat serve --redis` uses it).
+session another one paused (sessions/store.py's `Shelf`; `hazmat serve --redis` uses it).
 
 Redis holds only sealed parts: each service seals and opens them with the key file of its own
 store directory, which the operator gives every service (docs/scale.md). A paused session is one

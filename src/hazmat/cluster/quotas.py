@@ -15,8 +15,8 @@ from typing import Any
 
 from hazmat._exceptions import QuotaExceeded
 from hazmat.cluster.keys import patiently
-from hazmat.quotas import WINDOW_S, QuotaBook
-from hazmat.tenant_keys import Quotas
+from hazmat.service.quotas import WINDOW_S, QuotaBook
+from hazmat.service.tenant_keys import Quotas
 
 __all__ = ["RedisQuotaBook"]
 

@@ -38,12 +38,13 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import RunOptions
 from hazmat.packages.install import Installed
 from hazmat.policy import parse_trust
-from hazmat.run.session_book import ENDED_KEPT
-from hazmat.run.session_store import Paused
 from hazmat.sandbox import Sandbox
+from hazmat.service.protocols import OpenSession, Sessions
+from hazmat.service.wire import request_to_wire, result_from_wire
 from hazmat.sessions import check_call_options
+from hazmat.sessions.book import ENDED_KEPT
+from hazmat.sessions.store import Paused
 from hazmat.watch import OnOutput, Watch, as_watch
-from hazmat.wire import request_to_wire, result_from_wire
 
 __all__ = ["ClusterSessions", "RemoteSession"]
 
@@ -287,3 +288,8 @@ def _raised(error: Mapping[str, Any]) -> HazmatError:
         except TypeError:  # a class with more to say than a message
             pass
     return InfraError(f"{name}: {message}")
+
+
+# the protocols they implement (service/protocols.py), checked by mypy
+_SESSIONS: type[Sessions] = ClusterSessions
+_OPEN_SESSION: type[OpenSession] = RemoteSession

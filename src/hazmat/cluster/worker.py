@@ -56,8 +56,8 @@ from hazmat.grade.tasks import parse_task
 from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.sandbox import Sandbox
+from hazmat.service.wire import request_from_wire, result_to_wire
 from hazmat.watch import Watch
-from hazmat.wire import request_from_wire, result_to_wire
 
 __all__ = ["ClusterWorker"]
 

@@ -19,9 +19,9 @@ from typing import Any
 from hazmat._exceptions import HazmatError, InputError, QuotaExceeded, quoted
 from hazmat.options import CALL_OPTIONS
 from hazmat.sandbox import Sandbox
+from hazmat.service.wire import request_from_wire, result_to_wire
 from hazmat.sessions import Session
 from hazmat.watch import Watch
-from hazmat.wire import request_from_wire, result_to_wire
 
 __all__ = ["OPS", "SessionCalls"]
 

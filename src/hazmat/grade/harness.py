@@ -41,7 +41,7 @@ from types import MappingProxyType
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
-from hazmat.policy import Clock
+from hazmat.policy import Clock, limit_bounds
 
 __all__ = [
     "CRASHED",
@@ -57,9 +57,9 @@ __all__ = [
 
 CRASHED = 70  # sysexits' EX_SOFTWARE: no testlib code, and not hazmat's 0 or 1
 MARGIN_S = 5.0
-MOST_S = 24 * 3600.0  # the longest timeout any run may have (policy.py's bounds)
+MOST_S = limit_bounds("timeout_s")[1]  # the longest timeout any run may have
 # the runners (node_runner.js, ruby_runner.rb) take it out of the program's environment and
-# end the program with CRASHED on an uncaught error; validation.check_env refuses HAZMAT_*
+# end the program with CRASHED on an uncaught error; options/checks.py's check_env refuses HAZMAT_*
 HARNESS_ENV = "HAZMAT_HARNESS"
 _SAID = 300  # the characters of a crash's line kept in the verdict's message
 _HOOKED = frozenset({"javascript", "typescript", "ruby"})

@@ -590,7 +590,7 @@ def body_fields(use: Use) -> dict[str, str]:
 
 
 def _bounds(opt: Option) -> dict[str, float]:
-    """A limit's lowest value in any policy (policy.py), for an option with a ceiling."""
+    """A limit's lowest value in any policy (policy/), for an option with a ceiling."""
     if opt.ceiling is None:
         return {}
     low = limit_bounds(opt.ceiling)[0]

@@ -27,10 +27,10 @@ from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
 from hazmat.egress.proxy import proxy_env
 from hazmat.languages import get_language
-from hazmat.package_policy import PackageSettings, Source
 from hazmat.packages.cache import FileCache, check_file_name
 from hazmat.packages.requirements import NPM_NAME
 from hazmat.policy import MiB
+from hazmat.policy.packages import PackageSettings, Source
 
 __all__ = ["Fetched", "PackageFile", "fetch"]
 

@@ -19,11 +19,11 @@ from hazmat._exceptions import HazmatError, InfraError, InstallRefused
 from hazmat.backends.base import Backend, Job, Program, RunReport
 from hazmat.egress.gates import Gates
 from hazmat.languages import get_language
-from hazmat.package_policy import PackageSettings
 from hazmat.packages.archives import npm_tree, unpacked_size
 from hazmat.packages.fetch import Fetched, PackageFile, fetch
 from hazmat.packages.requirements import check_requirements
 from hazmat.policy import MiB
+from hazmat.policy.packages import PackageSettings
 
 __all__ = ["Installed", "install"]
 

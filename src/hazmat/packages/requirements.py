@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from packaging.requirements import InvalidRequirement, Requirement
 
 from hazmat._exceptions import InputError, InstallRefused, quoted
-from hazmat.package_policy import SOURCES, PackageSettings
+from hazmat.policy.packages import SOURCES, PackageSettings
 
 __all__ = ["NPM_NAME", "check_requirements"]
 

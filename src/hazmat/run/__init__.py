@@ -9,7 +9,6 @@
 - results.py: the backend's report -> an `ExecutionResult` (outcome, notes)
 - missing_package.py: the note that says how to get a missing package
 - late_semgrep.py: Semgrep after the run, when the policy asks for it
-- session_book.py: a sandbox's book of open sessions
 
 Nothing here is public; front-ends use `Sandbox` and `Session`.
 """

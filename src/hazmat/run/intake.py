@@ -18,7 +18,6 @@ from typing import Any
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
-from hazmat.build_flags import check_flags
 from hazmat.egress.settings import narrowed
 from hazmat.json_input import check_text
 from hazmat.languages import get_language
@@ -34,6 +33,7 @@ from hazmat.options.checks import (
     check_paths_distinct,
 )
 from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel
+from hazmat.policy.build_flags import check_flags
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.module_kind import check_module
 

@@ -39,11 +39,11 @@ from hazmat._exceptions import BatchNotFound, HazmatError, InputError, QuotaExce
 from hazmat.grade.grader import Grader, TaskResult, TestResult
 from hazmat.grade.tasks import Task, parse_entries
 from hazmat.json_input import loads
-from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
-from hazmat.server.executor import Executor
 from hazmat.server.fields import parse_body, run_arguments
-from hazmat.tenant_keys import Key
+from hazmat.service.protocols import Executor
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Key
 
 __all__ = ["BATCH_FIELDS", "Batch", "BatchRoutes"]
 

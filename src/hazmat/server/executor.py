@@ -1,16 +1,12 @@
-"""What the service hands a checked run to: the sandbox's own engine, a session's container, or
-the cluster's workers (cluster/front.py's `ClusterExecutor`, composed in at start-up by
-cli/serve.py). The service knows only these two small protocols.
-
-A run is first *reserved* (the cluster takes a worker's slot, so that a full cluster is a plain
-429 before a stream starts), then executed once; a reservation never used is released.
-"""
+"""The service's own sandbox as where its runs go (`LocalExecutor`), and a reservation that
+holds nothing (`Direct`): service/protocols.py's `Executor` and `Reservation`, which the
+cluster's workers implement too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from hazmat.grade.grader import Grader
 from hazmat.grade.tasks import Task
@@ -19,42 +15,9 @@ from hazmat.sandbox import Sandbox
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
-    from hazmat.server.session_routes import Sessions
+    from hazmat.service.protocols import Executor, Reservation, Sessions
 
-__all__ = ["Direct", "Executor", "LocalExecutor", "Reservation"]
-
-
-class Reservation(Protocol):
-    """A place for one run: `execute` runs it there; `release` gives the place back if it was
-    not used (harmless afterwards)."""
-
-    def execute(
-        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
-    ) -> ExecutionResult: ...
-
-    def release(self) -> None: ...
-
-
-class Executor(Protocol):
-    """Where the service's runs go. `reserve` may block (call it from a worker thread) and may
-    raise `QuotaExceeded` when there is no room. `grade` grades one task of a batch there
-    (server/batches.py; `raw` is its JSON, `options` the batch's run options) and returns its
-    result line: blocking too, and `QuotaExceeded` when there is no room for it now."""
-
-    def reserve(self, request: ExecutionRequest) -> Reservation: ...
-
-    def grade(
-        self, task: Task, raw: Mapping[str, Any], options: Mapping[str, Any]
-    ) -> dict[str, Any]: ...
-
-    def waiting_for_core(self) -> int | None:
-        """How many of its measured programs wait for a core now (None: not known here)."""
-        ...
-
-    def sessions(self, sandbox: Sandbox) -> Sessions | None:
-        """Where the service's sessions live, the service's sandbox given (its policy checks
-        a call before it is sent); None: in that sandbox itself."""
-        ...
+__all__ = ["Direct", "LocalExecutor"]
 
 
 @dataclass(frozen=True)
@@ -93,3 +56,7 @@ class LocalExecutor:
 
     def sessions(self, sandbox: Sandbox) -> Sessions | None:
         return None
+
+
+if TYPE_CHECKING:  # the protocol it implements (service/protocols.py), checked by mypy
+    _EXECUTOR: type[Executor] = LocalExecutor

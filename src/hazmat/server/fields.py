@@ -15,8 +15,8 @@ from typing import Any
 from hazmat._exceptions import InputError, NotPermitted
 from hazmat.json_input import MAX_DEPTH, check_depth, loads
 from hazmat.policy import Policy, Runtime, TrustLevel, parse_trust
-from hazmat.tenant_keys import Key
-from hazmat.wire import options_from_wire
+from hazmat.service.tenant_keys import Key
+from hazmat.service.wire import options_from_wire
 
 __all__ = [
     "ASSESS_FIELDS",

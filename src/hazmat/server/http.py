@@ -37,11 +37,10 @@ from hazmat._exceptions import (
 )
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.quotas import QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.batches import BatchRoutes
 from hazmat.server.console import Console, ConsoleParts, RecentRuns, console_routes
-from hazmat.server.executor import Direct, Executor, LocalExecutor, Reservation
+from hazmat.server.executor import Direct, LocalExecutor
 from hazmat.server.fields import (
     ASSESS_FIELDS,
     check_depth,
@@ -52,11 +51,13 @@ from hazmat.server.fields import (
 from hazmat.server.guard import CloseUnread
 from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
-from hazmat.server.session_routes import OpenSession, SessionRoutes, Sessions
+from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
-from hazmat.tenant_keys import Key, KeyStore
+from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Key, KeyStore
+from hazmat.service.wire import check_fields, result_to_wire
 from hazmat.watch import Watch
-from hazmat.wire import check_fields, result_to_wire
 
 __all__ = ["create_app"]
 

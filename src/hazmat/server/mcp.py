@@ -50,11 +50,12 @@ from hazmat.assess.decision import decide
 from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import CALL_OPTIONS, Use, body_fields, json_properties, option
-from hazmat.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
-from hazmat.server.session_routes import OpenSession, SessionOwners
-from hazmat.tenant_keys import Key, KeyStore
+from hazmat.server.session_routes import SessionOwners
+from hazmat.service.protocols import OpenSession
+from hazmat.service.quotas import QUOTA_BOUNDS, QuotaBook
+from hazmat.service.tenant_keys import Key, KeyStore
 from hazmat.tools import summary
 from hazmat.watch import Watch
 

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from hazmat._exceptions import InputError
 from hazmat.policy import Policy
-from hazmat.quotas import QuotaBook
-from hazmat.run.session_store import Shelf
-from hazmat.server.executor import Executor
 from hazmat.server.guard import ConnectionLimits, guarded_h11
 from hazmat.server.idle import Activity, IdleStop
-from hazmat.tenant_keys import KeyStore
+from hazmat.service.protocols import Executor
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import KeyStore
+from hazmat.sessions.store import Shelf
 
 if TYPE_CHECKING:
     from hazmat.sandbox import Sandbox
-    from hazmat.server.session_routes import Sessions
+    from hazmat.service.protocols import Sessions
 
 __all__ = ["Front", "bind", "reaped", "serve"]
 

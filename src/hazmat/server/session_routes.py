@@ -12,89 +12,36 @@ from __future__ import annotations
 import base64
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, Unpack
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from hazmat._exceptions import InputError, QuotaExceeded, SessionClosed, SessionNotFound, quoted
-from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.options import CALL_OPTIONS, RunOptions, Use
-from hazmat.packages.install import Installed
-from hazmat.quotas import QuotaBook
-from hazmat.run.session_book import SLOT_RETRY_S
-from hazmat.run.session_store import Paused
+from hazmat.models import ExecutionRequest
+from hazmat.options import CALL_OPTIONS, Use
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import parse_body, run_arguments
-from hazmat.tenant_keys import Key
-from hazmat.watch import OnOutput, Watch
-from hazmat.wire import check_fields, wire_fields
+from hazmat.service.protocols import OpenSession, Sessions
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Key
+from hazmat.service.wire import check_fields, wire_fields
+from hazmat.sessions import Session
+from hazmat.sessions.book import SLOT_RETRY_S
+from hazmat.sessions.store import Paused
 
 __all__ = [
     "OPEN_FIELDS",
     "LocalSessions",
-    "OpenSession",
     "SessionOwners",
     "SessionRoutes",
-    "Sessions",
 ]
 
 OPEN_FIELDS = ("language", *wire_fields(Use.OPEN))
 OWNERS_KEPT = 2000
 CALL_FIELDS = ("code", *wire_fields(Use.CALL))
-
-
-class OpenSession(Protocol):
-    """What the service does with an open session: `hazmat.Session` (in the service's own
-    engine) or cluster/sessions.py's `RemoteSession` (on a worker)."""
-
-    id: str
-    owner: str | None
-
-    @property
-    def ended(self) -> str | None: ...
-
-    def info(self) -> dict[str, Any]: ...
-
-    def request(self, code: str | bytes, **options: Unpack[RunOptions]) -> ExecutionRequest: ...
-
-    def execute(
-        self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None
-    ) -> ExecutionResult: ...
-
-    def upload(self, files: Mapping[str, str | bytes]) -> None: ...
-
-    def download(self, names: Iterable[str]) -> dict[str, bytes]: ...
-
-    def install(self, packages: Iterable[str]) -> Installed: ...
-
-    def pause(self, owner: str | None = None) -> Paused: ...
-
-    def close(self) -> None: ...
-
-
-class Sessions(Protocol):
-    """Where the service's sessions live: its own sandbox (`LocalSessions`) or the cluster's
-    workers (cluster/sessions.py's `ClusterSessions`, with `hazmat serve --redis`)."""
-
-    def open(
-        self,
-        language: str,
-        *,
-        trust: str | None,
-        runtime: str | None,
-        image: str | None,
-        caller: str | None,
-        owner: str | None,
-    ) -> OpenSession: ...
-
-    def resume(self, session_id: str, owner: str | None) -> OpenSession: ...
-
-    def get(self, session_id: str) -> OpenSession: ...
-
-    def all(self) -> Sequence[OpenSession]: ...
 
 
 class LocalSessions:
@@ -351,3 +298,8 @@ class SessionRoutes:
 
     async def _json(self, request: Request, key: Key) -> dict[str, Any]:
         return parse_body(await self.body(request, key.quotas.max_request_bytes))
+
+
+# the protocols they implement (service/protocols.py), checked by mypy
+_SESSIONS: type[Sessions] = LocalSessions
+_OPEN_SESSION: type[OpenSession] = Session

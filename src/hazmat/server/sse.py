@@ -43,8 +43,8 @@ from starlette.types import Receive, Scope, Send
 from hazmat._exceptions import HazmatError
 from hazmat.displays import bundle_to_json
 from hazmat.models import ExecutionResult
+from hazmat.service.wire import result_to_wire
 from hazmat.watch import Watch
-from hazmat.wire import result_to_wire
 
 __all__ = ["EventStream", "wants_events"]
 

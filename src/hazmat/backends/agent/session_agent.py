@@ -80,8 +80,8 @@ from hazmat.backends.agent.single import PROLOGUE, job_header
 from hazmat.backends.base import Program
 from hazmat.backends.container.settings_check import WORKDIR
 from hazmat.backends.inside import fill, program, read
-from hazmat.build_flags import build_command
 from hazmat.languages import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR, Language
+from hazmat.policy.build_flags import build_command
 
 __all__ = [
     "NEXT",

@@ -24,10 +24,10 @@ from hazmat.backends.container.settings_check import (
     tmpfs_mounts,
     ulimits,
 )
-from hazmat.build_flags import build_command
 from hazmat.egress.proxy import SOCKET_NAME
 from hazmat.languages import Language, get_language
 from hazmat.policy import Runtime
+from hazmat.policy.build_flags import build_command
 
 __all__ = ["WORKDIR", "agent_command", "container_config", "environment", "heap_mb"]
 

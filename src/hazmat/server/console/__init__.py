@@ -37,7 +37,7 @@ from hazmat._exceptions import HazmatError
 from hazmat.server.console.headers import ConsoleRoute
 from hazmat.server.console.recent import RecentRuns
 from hazmat.server.console.views import Console, ConsoleParts
-from hazmat.tenant_keys import Key
+from hazmat.service.tenant_keys import Key
 
 __all__ = ["Console", "ConsoleParts", "RecentRuns", "console_routes"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.server.console.timeline import Timeline
-from hazmat.tenant_keys import Key
+from hazmat.service.tenant_keys import Key
 
 __all__ = ["RecentRuns", "Seen"]
 

@@ -40,14 +40,14 @@ from hazmat.json_input import check_depth
 from hazmat.languages import LANGUAGES
 from hazmat.models import ExecutionResult
 from hazmat.policy import TrustLevel
-from hazmat.quotas import QuotaBook
 from hazmat.server.batches import Batch, BatchBook
 from hazmat.server.console.batch_page import batch_page, page_number
 from hazmat.server.console.headers import CSP
 from hazmat.server.console.recent import RecentRuns, Seen
 from hazmat.server.console.records import run_records
 from hazmat.server.session_routes import SessionOwners
-from hazmat.tenant_keys import Key, KeyStore
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Key, KeyStore
 
 __all__ = ["CSP", "Console", "ConsoleParts", "display_parts", "templates"]
 

@@ -1,5 +1,5 @@
 """Who is at the other end of a connection to the console's loopback port (cli/loopback.py),
-with real sockets of this process (another user's are tests/test_local_server_users.py's)."""
+with real sockets of this process (another user's are tests/cli/test_local_server_users.py's)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ import pytest
 
 from hazmat import InfraError, InputError, InstallRefused, PolicyError, Sandbox
 from hazmat.backends.base import Job
-from hazmat.package_policy import PackageSettings, Source
 from hazmat.packages.requirements import check_requirements
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
+from hazmat.policy.packages import PackageSettings, Source
 from hazmat.testing import RecordingBackend, audit_records, download_report, invoke, report
 
 INDEX = "https://pypi.mirror.example:8443/simple/"
@@ -378,7 +378,7 @@ def test_an_npm_install_puts_each_tarball_in_its_place_in_node_modules(
 
 
 def test_a_pause_keeps_the_names_of_python_s_packages_and_an_older_one_has_none() -> None:
-    from hazmat.run.session_store import Paused
+    from hazmat.sessions.store import Paused
 
     paused = Paused(
         "s-1", "python", "unknown", "runc", None, None, None, 1.0, 10, packages=("six",)

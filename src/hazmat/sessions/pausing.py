@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from hazmat._exceptions import InfraError
 from hazmat.backends.base import Program, RunReport, Spec
-from hazmat.run.session_store import Paused
+from hazmat.sessions.store import Paused
 
 __all__ = ["SAVE_FILE", "Pausable", "pause", "restore"]
 

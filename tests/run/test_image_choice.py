@@ -8,7 +8,7 @@ from hazmat import InputError, Policy, Sandbox
 from hazmat.images.recipes import RECIPES
 from hazmat.languages import get_language
 from hazmat.policy import TrustLevel
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.run.image_choice import allowed_images, resolve_image
 from hazmat.testing import RecordingBackend
 

@@ -1,5 +1,6 @@
-"""The one codec for runs on the wire (hazmat/wire.py): what the client sends, the service and a
-cluster worker read, and the result every front-end answers with, decoded back exactly."""
+"""The one codec for runs on the wire (hazmat/service/wire.py): what the client sends, the
+service and a cluster worker read, and the result every front-end answers with, decoded back
+exactly."""
 
 from __future__ import annotations
 
@@ -24,8 +25,7 @@ from hazmat.models import (
     Severity,
 )
 from hazmat.policy import Runtime, TrustLevel
-from hazmat.testing import RecordingBackend
-from hazmat.wire import (
+from hazmat.service.wire import (
     options_from_wire,
     options_to_wire,
     request_from_wire,
@@ -33,6 +33,7 @@ from hazmat.wire import (
     result_from_wire,
     result_to_wire,
 )
+from hazmat.testing import RecordingBackend
 
 
 def through_json(data: dict[str, Any]) -> dict[str, Any]:

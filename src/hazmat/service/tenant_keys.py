@@ -33,7 +33,7 @@ from typing import Any
 
 from hazmat._exceptions import AccessDenied, InputError, PolicyError, quoted
 from hazmat.policy import TrustLevel, parse_trust
-from hazmat.quotas import Quotas
+from hazmat.service.quotas import Quotas
 
 __all__ = ["Key", "KeyStore", "Quotas", "default_keys_path"]
 

@@ -22,7 +22,7 @@ from hazmat import InputError, InstallRefused, Sandbox
 from hazmat.backends.base import Job
 from hazmat.packages.archives import npm_tree, unpacked_size
 from hazmat.packages.cache import FileCache
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 from hazmat.testing import RecordingBackend, audit_records, download_report, report
 
 WHEEL = "tool-1.0-py3-none-any.whl"

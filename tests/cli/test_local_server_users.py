@@ -56,7 +56,7 @@ def ended(process: subprocess.Popen[str]) -> str:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A user's environment of its own (as tests/test_local_server.py's): every server started
+    """A user's environment of its own (as tests/cli/test_local_server.py's): every server started
     in it is stopped after."""
     runtime = Path(tempfile.mkdtemp(prefix="hz-", dir="/tmp"))
     mine = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}

@@ -34,10 +34,10 @@ from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError, quoted
-from hazmat.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import NetworkSettings
-from hazmat.package_policy import PackageSettings
+from hazmat.policy.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
+from hazmat.policy.packages import PackageSettings
 
 __all__ = [
     "PRESETS",
@@ -452,7 +452,7 @@ class Policy:
     # bundles over prepared root file systems: backends/oci/driver.py), or "auto": the OCI
     # tier where its prerequisites hold, else Docker (backends/oci/prerequisites.py)
     backend: str = "auto"
-    # which sessions may install packages, from which index (package_policy.py)
+    # which sessions may install packages, from which index (policy/packages.py)
     packages: PackageSettings = field(default_factory=PackageSettings)
 
     def __post_init__(self) -> None:

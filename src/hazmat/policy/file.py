@@ -13,11 +13,9 @@ from typing import Any
 import yaml
 
 from hazmat._exceptions import HazmatError, PolicyError, quoted
-from hazmat.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
 from hazmat.egress.rules import Network
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
-from hazmat.package_policy import PackageSettings, parse_packages
 from hazmat.policy import (
     AUDIT_BOUNDS,
     BACKENDS,
@@ -41,6 +39,8 @@ from hazmat.policy import (
     parse_trust,
     preset_limits,
 )
+from hazmat.policy.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
+from hazmat.policy.packages import PackageSettings, parse_packages
 
 __all__ = ["load_policy", "parse_policy"]
 

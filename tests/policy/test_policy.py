@@ -7,7 +7,7 @@ import pytest
 
 from hazmat import PRESETS, Limits, Policy, PolicyError, Runtime, TrustLevel, load_policy
 from hazmat.policy import HostResources
-from hazmat.policy_file import parse_policy
+from hazmat.policy.file import parse_policy
 
 
 def test_presets_match_the_documented_figures() -> None:

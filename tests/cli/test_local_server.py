@@ -218,7 +218,7 @@ def test_assess_goes_through_it_and_says_what_assessing_here_says(env: dict[str,
     assert plain.returncode == here.returncode and "policy for untrusted" in plain.stdout
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "grading" / "tasks.jsonl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "grading" / "tasks.jsonl"
 
 
 def example_tasks(tmp_path: Path, prefix: str) -> tuple[Path, dict[str, str]]:

@@ -37,13 +37,13 @@ from hazmat.options import CALL_OPTIONS, RunOptions, parse_runtime
 from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_trust
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.intake import build_request
-from hazmat.run.session_book import SessionBook
+from hazmat.sessions.book import SessionBook
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
     from hazmat.audit.runs import RunRecorder
     from hazmat.packages.install import Installed, Target
-    from hazmat.run.session_store import Paused
+    from hazmat.sessions.store import Paused
 
 __all__ = ["Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
 
@@ -280,7 +280,7 @@ class Session:
         restart. `owner` (a service's tenant; default: the session's `owner`) must be given
         again to resume it. Returns what was kept; if the pause fails, the session goes on as
         it was."""
-        from hazmat.pausing import pause
+        from hazmat.sessions.pausing import pause
 
         return pause(self, owner if owner is not None else self.owner, self._sandbox.keep_paused)
 

@@ -1,4 +1,4 @@
-"""The store of paused sessions (run/session_store.py): encrypted, bound to id and owner, files
+"""The store of paused sessions (sessions/store.py): encrypted, bound to id and owner, files
 of mode 0600 in a folder of 0700; a changed, moved or expired entry is refused with a clear
 error, never a crash."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hazmat._exceptions import InfraError, SessionNotFound
-from hazmat.run.session_store import Paused, SessionStore
+from hazmat.sessions.store import Paused, SessionStore
 
 SID = "s-0123456789abcdef"
 

@@ -12,14 +12,14 @@ import pytest
 from hazmat import InputError, Policy, PolicyError, Sandbox, TrustLevel, parse_policy
 from hazmat.backends.agent.session_agent import session_environment
 from hazmat.backends.container.hardening import environment
-from hazmat.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, build_command
 from hazmat.grade.runs import check_task
 from hazmat.grade.tasks import parse_task
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, TrustSettings
+from hazmat.policy.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, build_command
 from hazmat.run.intake import build_request
+from hazmat.service.wire import request_from_wire, request_to_wire, result_from_wire, result_to_wire
 from hazmat.testing import RecordingBackend, audit_records
-from hazmat.wire import request_from_wire, request_to_wire, result_from_wire, result_to_wire
 
 CPP = "int main() { return 0; }\n"
 
@@ -188,7 +188,7 @@ def test_a_task_takes_its_own_languages_flags_and_the_policy_checks_them() -> No
 
 def test_docs_policy_lists_hazmats_own_flags_as_they_are() -> None:
     """docs/policy.md's list of hazmat's flags is DEFAULT_BUILD_FLAGS, word for word."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "policy.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
     listed = text.split("hazmat's list, at every level:", 1)[1].split("\n\n", 1)[0]
     common, rest = listed.split("for C `-std=`", 1)
     c_std, cpp_std = rest.split("for C++ `-std=`", 1)
