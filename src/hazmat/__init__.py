@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         RiskLevel,
         Severity,
     )
+    from hazmat.options import RunOptions
     from hazmat.policy import (
         PRESETS,
         Action,
@@ -75,8 +76,8 @@ if TYPE_CHECKING:
         TrustSettings,
     )
     from hazmat.policy.file import load_policy, parse_policy
+    from hazmat.run.intake import admit
     from hazmat.sandbox import (
-        RunOptions,
         Sandbox,
     )
     from hazmat.sessions import (
@@ -107,7 +108,7 @@ _LAZY = {
     "Policy": "hazmat.policy",
     "PoolSettings": "hazmat.policy",
     "RiskLevel": "hazmat.models",
-    "RunOptions": "hazmat.sandbox",
+    "RunOptions": "hazmat.options",
     "Runtime": "hazmat.policy",
     "Sandbox": "hazmat.sandbox",
     "Session": "hazmat.sessions",
@@ -118,6 +119,7 @@ _LAZY = {
     "TrustLevel": "hazmat.policy",
     "TrustSettings": "hazmat.policy",
     "Watch": "hazmat.watch",
+    "admit": "hazmat.run.intake",
     "get_language": "hazmat.languages",
     "load_policy": "hazmat.policy.file",
     "parse_policy": "hazmat.policy.file",
@@ -179,6 +181,7 @@ __all__ = [
     "UnsafeFileName",
     "Watch",
     "__version__",
+    "admit",
     "get_language",
     "load_policy",
     "parse_policy",

@@ -50,7 +50,7 @@ from hazmat.packages.install import Installed, Target, install
 from hazmat.policy import Policy, Runtime, SemgrepMode, TrustLevel, parse_trust
 from hazmat.policy.file import load_policy
 from hazmat.run.image_choice import default_image
-from hazmat.run.intake import Checked, build_request, check_request
+from hazmat.run.intake import Checked, admit, check_request
 from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from hazmat.grade.tasks import Task
     from hazmat.sessions import Session
 
-__all__ = ["RunOptions", "Sandbox", "default_tier"]
+__all__ = ["Sandbox", "default_tier"]
 
 log = logging.getLogger(__name__)
 KEPT_BUILD_SLACK_S = 5.0  # a kept build container's lifetime beyond its tests' limits, per call
@@ -361,9 +361,10 @@ class Sandbox:
     def request(
         self, code: str | bytes, language: str = "python", **options: Unpack[RunOptions]
     ) -> ExecutionRequest:
-        """Build and validate a request without running it; raises `InputError` if it is bad."""
+        """Build and validate a request without running it (`hazmat.admit` with this
+        sandbox's policy); raises `InputError` if it is bad."""
         self._check_open()
-        return build_request(self.policy, code, language, dict[str, Any](options))
+        return admit(self.policy, code, language, **options)
 
     def execute(
         self, request: ExecutionRequest, *, on_output: OnOutput | Watch | None = None

@@ -36,7 +36,7 @@ from hazmat.grade.interaction import interact
 from hazmat.grade.tasks import parse_task
 from hazmat.models import ExecutionResult, Outcome, ProgramException
 from hazmat.policy import Clock
-from hazmat.run.intake import build_request, check_request
+from hazmat.run.intake import admit, check_request
 from hazmat.testing import RecordingBackend, as_asked, report
 from hazmat.watch import Watch
 
@@ -371,12 +371,12 @@ def test_only_the_runners_with_a_hook_are_told_the_program_judges() -> None:
     Java or Go request is left as it is (its kept build's warm JVM takes no variable)."""
     policy = Policy()
     for language, hooked in (("js", True), ("typescript", True), ("ruby", True), ("go", False)):
-        request = build_request(policy, "x", language, {"env": {"A": "1"}})
+        request = admit(policy, "x", language, **{"env": {"A": "1"}})
         judge = marked(request)
         assert (HARNESS_ENV in judge.env) is hooked and judge.env["A"] == "1"
         assert check_request(policy, judge) is request.checked  # its check kept, not redone
     with pytest.raises(InputError, match=HARNESS_ENV):
-        build_request(policy, "x", "ruby", {"env": {HARNESS_ENV: "1"}})
+        admit(policy, "x", "ruby", **{"env": {HARNESS_ENV: "1"}})
 
 
 JUDGES = {  # language -> (a checker that crashes, one that rejects on purpose with 1)

@@ -17,7 +17,7 @@ from hazmat.grade.tasks import parse_task
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, TrustSettings
 from hazmat.policy.build_flags import DEFAULT_BUILD_FLAGS, FLAG_LANGUAGES, build_command
-from hazmat.run.intake import build_request
+from hazmat.run.intake import admit
 from hazmat.service.wire import request_from_wire, request_to_wire, result_from_wire, result_to_wire
 from hazmat.testing import RecordingBackend, audit_records
 
@@ -65,7 +65,7 @@ def test_a_flag_outside_the_levels_allowlist_is_refused_naming_the_key(
     flags: object, language: str, message: str
 ) -> None:
     with pytest.raises(InputError, match=message):
-        build_request(Policy(), CPP, language, {"build_flags": flags, "trust": "unknown"})
+        admit(Policy(), CPP, language, **{"build_flags": flags, "trust": "unknown"})
 
 
 def test_a_policy_replaces_a_languages_allowlist_per_level() -> None:
@@ -73,10 +73,10 @@ def test_a_policy_replaces_a_languages_allowlist_per_level() -> None:
     assert policy.settings("untrusted").build_flags["cpp"] == ("-O2",)
     assert policy.settings("unknown").build_flags == DEFAULT_BUILD_FLAGS
     with pytest.raises(InputError, match=r"policy trust\.untrusted\.build_flags\.cpp: -O2\)"):
-        build_request(policy, CPP, "cpp", {"build_flags": ["-O3"], "trust": "untrusted"})
+        admit(policy, CPP, "cpp", **{"build_flags": ["-O3"], "trust": "untrusted"})
     with pytest.raises(InputError, match=r"build_flags\.c: none\)"):
-        build_request(policy, CPP, "c", {"build_flags": ["-O2"], "trust": "untrusted"})
-    build_request(policy, CPP, "cpp", {"build_flags": ["-O2"], "trust": "untrusted"})
+        admit(policy, CPP, "c", **{"build_flags": ["-O2"], "trust": "untrusted"})
+    admit(policy, CPP, "cpp", **{"build_flags": ["-O2"], "trust": "untrusted"})
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_the_flags_are_in_the_result_the_audit_record_and_on_the_wire() -> None:
     started = [data for kind, data in records if kind == "run.started"][-2:]  # this test's
     assert started[0]["build_flags"] == ["-O3"] and "build_flags" not in started[1]
     assert result_from_wire(result_to_wire(result)).build_flags == ("-O3",)
-    request = build_request(Policy(), CPP, "cpp", {"build_flags": ["-O1"]})
+    request = admit(Policy(), CPP, "cpp", **{"build_flags": ["-O1"]})
     assert request_from_wire(request_to_wire(request))[2]["build_flags"] == ["-O1"]
 
 
@@ -176,7 +176,7 @@ def test_a_task_takes_its_own_languages_flags_and_the_policy_checks_them() -> No
     assert parse_task({**line, "language": "python"}).build_flags == ()
 
     def request(code: str, language: str, **options: object) -> object:
-        return build_request(Policy(), code, language, options)
+        return admit(Policy(), code, language, **options)
 
     check_task(task, request, {})
     bad = parse_task({**line, "build_flags": {"cpp": ["-fplugin=x"]}})

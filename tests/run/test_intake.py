@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import hazmat
 from hazmat import InputError, Policy, Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.languages import get_language
@@ -92,7 +95,7 @@ def test_an_over_the_limit_request_built_by_hand_is_refused(
 
 
 def test_a_built_request_holds_no_container_of_its_makers(sandbox: Sandbox) -> None:
-    """What `build_request` keeps its check with cannot be changed by whoever passed the
+    """What `admit` keeps its check with cannot be changed by whoever passed the
     options: read-only mappings and tuples, copied."""
     files, env, args, network = {"a.txt": "x"}, {"A": "1"}, ["x"], []
     request = sandbox.request("print(1)", files=files, env=env, args=args, network=network)
@@ -163,3 +166,22 @@ def test_an_origin_is_recorded_with_the_run(sandbox: Sandbox) -> None:
     sandbox.run("print(1)", origin=origin)
     started = [data for kind, data in audit_records(sandbox) if kind == "run.started"]
     assert started[-1]["origin"] == origin
+
+
+def test_admission_needs_no_engine_and_names_what_is_wrong() -> None:
+    """`hazmat.admit`: the policy alone checks a request (in a fresh interpreter: neither the
+    engine's client nor the audit log is even imported)."""
+    code = (
+        "import sys, hazmat\n"
+        "request = hazmat.admit(hazmat.Policy(), 'print(1)', 'python', output_bytes=4096)\n"
+        "print(request.checked.limits.output_bytes, request.checked.image)\n"
+        "print(sorted(m for m in ('docker', 'hazmat.audit.log') if m in sys.modules))\n"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    limit, image = answer.stdout.split("\n")[0].split()
+    assert limit == "4096" and image
+    assert answer.stdout.split("\n")[1] == "[]"
+    with pytest.raises(InputError, match="unknown option 'timout'; did you mean 'timeout'"):
+        hazmat.admit(hazmat.Policy(), "print(1)", timout=2)

@@ -175,12 +175,12 @@ def _say_cores(jobs: int, cores: int | None) -> None:
 def _check_all(chosen: Any, tasks: list[Any], options: dict[str, Any]) -> None:
     """Every run of every task is a valid request under the policy, before the first one runs
     and before the engine is reached."""
+    from hazmat import admit
     from hazmat._exceptions import InputError
     from hazmat.grade.runs import check_task
-    from hazmat.run.intake import build_request
 
     def request(code: str, language: str, **run_options: Any) -> Any:
-        return build_request(chosen, code, language, run_options)
+        return admit(chosen, code, language, **run_options)
 
     problems = []
     for task in tasks:

@@ -27,7 +27,7 @@ def check_task(
     task: Task, request: Callable[..., ExecutionRequest], options: Mapping[str, Any]
 ) -> None:
     """Every run `task` would make is a request `request` (`Sandbox.request`, or
-    `build_request` over a policy) accepts: `Grader.check`. It needs no engine, so a command
+    `hazmat.admit` over a policy) accepts: `Grader.check`. It needs no engine, so a command
     can check every task before it reaches one."""
     if task.check is not None:
         runs = [(with_check(task), task.language, check_options(task, options))]

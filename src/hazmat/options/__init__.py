@@ -9,7 +9,7 @@ wire, its help text, its `hazmat run` flag, and how it becomes the `ExecutionReq
 What is derived from it, each in the module that uses it:
 
 - `check_options` (here): unknown or mistyped options, bounds;
-- `to_request_fields` (here), which `run/intake.build_request` builds the request from, and
+- `to_request_fields` (here), which `run/intake.admit` builds the request from, and
   `from_request`, the reverse, which `wire.request_to_wire` sends;
 - `request_limits` (run/intake.py): every option with a `ceiling`;
 - the API body's fields (`body_fields`: wire.py's codec, the session routes), their JSON Schema

@@ -1,12 +1,14 @@
-"""From a caller's call to a checked request, checked once.
+"""Admission: from a caller's call to a checked request, checked once, by the policy alone.
 
-`build_request` turns the keyword options of `Sandbox.run`, `arun` and `request` (declared in
-options/) into a request and checks it; `check_request` is the one validation every request
-passes before anything runs, however it was made (also a request built by hand and passed to
-`Sandbox.execute`). Its answer, `Checked` (the limits, image, runtime, override reason and
-hosts the run gets), is kept with the request, so that no later stage checks or resolves it
-again. Both raise `InputError` (or `InputTooLarge`, `UnsafeFileName`, `UnknownLanguage`)
-naming what is wrong.
+`admit` (public: `hazmat.admit`) turns the keyword options of `Sandbox.run`, `arun` and
+`request` (declared in options/) into a request and checks it against a policy, with no engine
+and no assessment: `Sandbox.request`, a session's calls and `hazmat batch`'s check of every
+task before the first run all admit their requests here. `check_request` is the one
+validation every request passes before anything runs, however it was made (also a request
+built by hand and passed to `Sandbox.execute`). Its answer, `Checked` (the limits, image,
+runtime, override reason and hosts the run gets), is kept with the request, so that no later
+stage checks or resolves it again. Both raise `InputError` (or `InputTooLarge`,
+`UnsafeFileName`, `UnknownLanguage`) naming what is wrong.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
@@ -22,7 +24,7 @@ from hazmat.egress.settings import narrowed
 from hazmat.json_input import check_text
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
-from hazmat.options import check_options, options, to_request_fields
+from hazmat.options import RunOptions, check_options, options, to_request_fields
 from hazmat.options.checks import (
     check_args,
     check_env,
@@ -39,20 +41,25 @@ from hazmat.run.module_kind import check_module
 
 __all__ = [
     "Checked",
-    "build_request",
+    "admit",
     "check_request",
     "for_harness",
     "request_limits",
 ]
 
 
-def build_request(
-    policy: Policy, code: str | bytes, language: str, given: Mapping[str, Any]
+def admit(
+    policy: Policy,
+    code: str | bytes,
+    language: str = "python",
+    /,
+    **given: Unpack[RunOptions],
 ) -> ExecutionRequest:
-    """A checked request from `Sandbox.run`'s arguments (options/ converts the options).
-    Its fields are copies nobody else holds (read-only mappings, tuples), so its check is kept
-    with it and is its check for good (against this policy); `check_request` checks any other
-    request every time."""
+    """`code` in `language` with `Sandbox.run`'s options, as a request checked against
+    `policy` alone: no engine, no assessment (`InputError` or one of its kind naming what is
+    wrong). What the request gets (its limits, image, runtime, hosts) is kept with it: its
+    fields are copies nobody else holds (read-only mappings, tuples), so that check is its
+    check for good against this policy; `check_request` checks any other request every time."""
     check_options(given)
     fields = to_request_fields({"trust": policy.default_trust, **_set(given)})
     request = ExecutionRequest(
@@ -81,7 +88,7 @@ class Checked:
 
 def check_request(policy: Policy, request: ExecutionRequest) -> Checked:
     """Check every field of `request` against the rules and `policy`. A request
-    `build_request` made and checked against this very policy has its answer already; any
+    `admit` made and checked against this very policy has its answer already; any
     other (built by hand, whose dicts and lists its maker may still change; changed with
     `dataclasses.replace`; checked against another policy) is checked now, every time."""
     if not isinstance(request, ExecutionRequest):
@@ -93,13 +100,13 @@ def check_request(policy: Policy, request: ExecutionRequest) -> Checked:
 
 
 def for_harness(request: ExecutionRequest, timeout_s: float) -> ExecutionRequest:
-    """`request` (made by `build_request`) with a wall-clock limit past its level's: an
+    """`request` (made by `admit`) with a wall-clock limit past its level's: an
     interactor's, which grade/harness.py derives from the submission's own checked limit so
     that the program judging a submission never stops before it. Never a caller's option:
     no option, wire field or protocol reaches it."""
     checked = request.checked
     if not isinstance(checked, Checked):
-        raise InputError("for_harness takes a request build_request made")
+        raise InputError("for_harness takes a request admit made")
     longer = dataclasses.replace(request, timeout_s=timeout_s, clock=Clock.WALL)
     limits = checked.limits.replace(timeout_s=timeout_s)
     object.__setattr__(longer, "checked", dataclasses.replace(checked, limits=limits))

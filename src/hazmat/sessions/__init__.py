@@ -36,7 +36,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import CALL_OPTIONS, RunOptions, parse_runtime
 from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_trust
 from hazmat.run.image_choice import resolve_image
-from hazmat.run.intake import build_request
+from hazmat.run.intake import admit
 from hazmat.sessions.book import SessionBook
 from hazmat.watch import OnOutput, Watch
 
@@ -347,11 +347,13 @@ class Session:
 
     def _files(self, files: Mapping[str, str | bytes], want: list[str]) -> dict[str, bytes]:
         self._check_open()
-        request = build_request(
+        request = admit(
             self._sandbox.policy,
             "#",  # not sent: a files call has no program; the request checks names and sizes
             self.language,
-            {"files": files, "output_files": want, **self._fixed},
+            files=files,
+            output_files=want,
+            **self._fixed,
         )
         limits = self._sandbox.policy.settings(request.trust).limits
         program = Program(
