@@ -8,64 +8,28 @@ import pytest
 
 from hazmat import Outcome, Sandbox
 from hazmat.images.recipes import RECIPES
+from hazmat.languages import LANGUAGES
 
 pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
 
-HELLO = {
-    "python": "import sys\nprint('hello', sys.stdin.read().strip())\n",
-    "javascript": (
-        "let s = '';\nprocess.stdin.on('data', d => s += d);\n"
-        "process.stdin.on('end', () => console.log('hello', s.trim()));\n"
-    ),
-    "typescript": (
-        "const greet = (who: string): string => `hello ${who}`;\nlet s: string = '';\n"
-        "process.stdin.on('data', (d: Buffer) => s += d.toString());\n"
-        "process.stdin.on('end', () => console.log(greet(s.trim())));\n"
-    ),
-    "go": (
-        'package main\n\nimport (\n\t"bufio"\n\t"fmt"\n\t"os"\n)\n\n'
-        "func main() {\n\ts := bufio.NewScanner(os.Stdin)\n\ts.Scan()\n"
-        '\tfmt.Println("hello", s.Text())\n}\n'
-    ),
-    "bash": 'read -r who\necho "hello $who"\n',
-    "c": "#include <stdio.h>\nint main(void) {\n    char who[64];\n"
-    '    if (scanf("%63s", who) != 1) return 1;\n'
-    '    printf("hello %s\\n", who);\n    return 0;\n}\n',
-    "cpp": "#include <bits/stdc++.h>\nusing namespace std;\n"
-    'int main() {\n    string who;\n    cin >> who;\n    cout << "hello " << who << endl;\n}\n',
-    "java": "import java.util.Scanner;\n\npublic class Main {\n"
-    "    public static void main(String[] args) {\n"
-    '        System.out.println("hello " + new Scanner(System.in).nextLine());\n    }\n}\n',
-    "rust": "use std::io::BufRead;\n\nfn main() {\n"
-    "    let who = std::io::stdin().lock().lines().next().unwrap().unwrap();\n"
-    '    println!("hello {who}");\n}\n',
-    "ruby": 'puts "hello #{$stdin.gets.strip}"\n',
-}
+# each language's own test (its module in languages/: `self_test`)
+TESTED = {name: lang.self_test for name, lang in LANGUAGES.items() if lang.self_test}
+BUILT = sorted(name for name, test in TESTED.items() if test.compile_error)
 
 
-@pytest.mark.parametrize("language", sorted(HELLO))
+@pytest.mark.parametrize("language", sorted(TESTED))
 def test_hello_with_stdin_in_every_language(sandbox: Sandbox, runtime: str, language: str) -> None:
-    result = sandbox.run(HELLO[language], language, stdin="world\n", runtime=runtime)
+    result = sandbox.run(TESTED[language].greet, language, stdin="world\n", runtime=runtime)
     assert result.outcome is Outcome.OK, result.stderr
     assert result.stdout == "hello world\n"
     assert result.exit_code == 0 and result.runtime.value == runtime
 
 
-COMPILE_ERRORS = {
-    "typescript": ("const x: number = ;\n", "main.ts"),
-    "go": ("package main\n\nfunc main() { undefined_name() }\n", "undefined"),
-    "c": ("int main(void) { return undefined_name; }\n", "undefined_name"),
-    "cpp": ("int main() { std::vector<int> v; }\n", "vector"),
-    "java": ("public class Main { void f() { int x = } }\n", "illegal start of expression"),
-    "rust": ('fn main() { let x: i32 = "s"; }\n', "mismatched types"),
-}
-
-
-@pytest.mark.parametrize("language", sorted(COMPILE_ERRORS))
+@pytest.mark.parametrize("language", BUILT)
 def test_compile_errors_come_back_as_compile_error_with_the_compiler_output(
     sandbox: Sandbox, language: str
 ) -> None:
-    code, expected = COMPILE_ERRORS[language]
+    code, expected = TESTED[language].compile_error or ("", "")
     result = sandbox.run(code, language)
     assert result.outcome is Outcome.COMPILE_ERROR
     assert result.exit_code != 0 and result.exit_status == result.exit_code
@@ -74,42 +38,9 @@ def test_compile_errors_come_back_as_compile_error_with_the_compiler_output(
     assert result.compile_ms is not None and result.compile_ms > 0
 
 
-@pytest.mark.parametrize(
-    ("language", "code"),
-    [
-        ("python", "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n"),
-        ("javascript", "console.log('out'); console.error('err'); process.exit(3);\n"),
-        ("typescript", "console.log('out'); console.error('err'); process.exit(3 as number);\n"),
-        (
-            "go",
-            'package main\nimport ("fmt"; "os")\n'
-            'func main() { fmt.Println("out"); fmt.Fprintln(os.Stderr, "err"); os.Exit(3) }\n',
-        ),
-        ("bash", "echo out\necho err >&2\nexit 3\n"),
-        (
-            "c",
-            '#include <stdio.h>\nint main(void) { puts("out"); fputs("err\\n", stderr);'
-            " return 3; }\n",
-        ),
-        (
-            "cpp",
-            '#include <iostream>\nint main() { std::cout << "out\\n"; std::cerr << "err\\n";'
-            " return 3; }\n",
-        ),
-        (
-            "java",
-            "public class Main { public static void main(String[] a) {"
-            ' System.out.println("out"); System.err.println("err"); System.exit(3); } }\n',
-        ),
-        (
-            "rust",
-            'fn main() { println!("out"); eprintln!("err"); std::process::exit(3); }\n',
-        ),
-        ("ruby", 'puts "out"\n$stderr.puts "err"\nexit 3\n'),
-    ],
-)
-def test_exit_status_and_separate_streams(sandbox: Sandbox, language: str, code: str) -> None:
-    result = sandbox.run(code, language)
+@pytest.mark.parametrize("language", sorted(TESTED))
+def test_exit_status_and_separate_streams(sandbox: Sandbox, language: str) -> None:
+    result = sandbox.run(TESTED[language].streams, language)
     assert (result.outcome, result.exit_code) == (Outcome.ERROR, 3)
     assert (result.stdout, result.stderr) == ("out\n", "err\n")
 

@@ -435,9 +435,9 @@ def test_ruby_errors_show_no_frame_of_the_runner(sandbox: Sandbox) -> None:
 
 
 def test_the_warm_javac_is_gone_before_the_program_runs(sandbox: Sandbox, runtime: str) -> None:
-    """The container's warm compiler (languages.JAVA_PREPARE) serves the build and exits: the
-    program finds no process of it and none of its channels (their pids count against the
-    program's budget)."""
+    """The container's warm compiler (languages/java.py's JAVA_PREPARE) serves the build and
+    exits: the program finds no process of it and none of its channels (their pids count
+    against the program's budget)."""
     code = (
         "import java.nio.file.*;\npublic class Main {\n"
         "    public static void main(String[] a) {\n"

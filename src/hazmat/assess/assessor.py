@@ -128,8 +128,12 @@ class Assessor:
         problems: list[str],
         finished: list[str],
     ) -> float:
-        """Run the child's analysers; the milliseconds they took (not counting a start)."""
+        """Run the child's analysers; the milliseconds they took (not counting a start). A
+        language no analyser reads is a problem: its assessment is incomplete, never LOW."""
         expected = analyzers_for(language)
+        if not expected:
+            problems.append(f"no analyser reads {language} (its module in languages/ names none)")
+            return 0.0
         started = time.perf_counter()
         try:
             child = self._ensure_child()

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hazmat.languages import get_language
+
 __all__ = ["analyzers_for", "main", "read_frame", "write_frame"]
 
 _HEADER = struct.Struct(">I")
@@ -47,18 +49,9 @@ def read_frame(stream: BinaryIO) -> dict[str, Any] | None:
 
 
 def analyzers_for(language: str) -> list[str]:
-    """The in-process analysers that read `language`, in the order they run."""
-    if language == "python":
-        return ["python-ast", "bandit"]
-    if language in ("javascript", "typescript"):
-        return ["javascript"]
-    if language == "go":
-        return ["go"]
-    if language in ("c", "cpp"):
-        return ["c-family"]
-    if language in ("bash", "java", "rust", "ruby"):
-        return [language]
-    return []
+    """The in-process analysers that read `language`, in the order they run (its module in
+    languages/ names them)."""
+    return list(get_language(language).analysers)
 
 
 def _load(scratch: Path | None = None) -> dict[str, Any]:

@@ -38,22 +38,13 @@ from hazmat._exceptions import InputError, UnknownLanguage, quoted
 from hazmat.grade.polygon_package import MAX_XML, Package, parse_xml
 from hazmat.grade.schema import MAX_GROUPS, MAX_TESTS
 from hazmat.grade.tasks import MAX_LINE_BYTES, parse_task
-from hazmat.languages import get_language, language_for_path
+from hazmat.languages import LANGUAGES, get_language, language_for_path
 
 __all__ = ["Problem", "read_problem", "task_for"]
 
-# Polygon's source types (cpp.g++17, java11, python.3, ...) by prefix: hazmat's language
-_SOURCE_TYPES = (
-    ("cpp.", "cpp"),
-    ("c.", "c"),
-    ("java", "java"),
-    ("python.2", None),  # hazmat's Python is 3
-    ("python.", "python"),
-    ("go", "go"),
-    ("rust", "rust"),
-    ("ruby", "ruby"),
-    ("js", "javascript"),
-)
+# Polygon's source types (cpp.g++17, java11, python.3, ...) by prefix: each language's module
+# names its prefixes (languages/: `names["polygon"]`); these it has not
+_NOT_OURS = ("python.2",)  # hazmat's Python is 3
 # a path pattern: one printf conversion of the test's number, `%d` or `%i` with flags, a width
 # and a precision of one digit each (Polygon's are `tests/%02d`), and `%%` for a `%`
 _CONVERSION = re.compile(r"%(%|[-+ 0#]*([0-9]*)(?:\.([0-9]*))?[di])|%")
@@ -291,12 +282,19 @@ def _program(
     if source is None or not source.get("path"):
         return None
     kind = source.get("type", "cpp.g++17")
-    language = next((lang for prefix, lang in _SOURCE_TYPES if kind.startswith(prefix)), None)
+    language = None if kind.startswith(_NOT_OURS) else _polygon_language(kind)
     if language is None:
         raise InputError(f"{path}: the {role} is {quoted(kind)}, a language hazmat has not")
     code = package.text(source.get("path", ""))
     named = {"name": "testlib"} if role == "checker" else {}
     return {**named, "language": language, "code": code}
+
+
+def _polygon_language(kind: str) -> str | None:
+    for lang in LANGUAGES.values():
+        if kind.startswith(lang.names.get("polygon", ())):
+            return lang.name
+    return None
 
 
 def _number(testset: ElementTree.Element, key: str, per: float) -> float | None:

@@ -28,7 +28,8 @@ from hazmat.images.toolchains import (
     prepare_gcc,
     prepare_java,
 )
-from hazmat.languages import DEFAULT_SUITE, GO_CACHE, LANGUAGES, PRELOAD_FILE, SUITES
+from hazmat.languages import DEFAULT_SUITE, LANGUAGES, PRELOAD_FILE, SUITES
+from hazmat.languages.go import GO_CACHE
 
 __all__ = [
     "DEFAULT_SUITE",
@@ -232,11 +233,9 @@ DATA_PACKAGES = (
     "python3-sklearn",
 )
 
-RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
+# The images whose recipe is more than packages: their steps are here
+_WITH_STEPS: Mapping[str, ImageRecipe] = MappingProxyType(
     {
-        "python": ImageRecipe(
-            "python", ("python3", "python3-pip", *RELAY), summary="Python, standard library, pip"
-        ),
         "node": ImageRecipe(
             "node",
             ("nodejs", *RELAY),
@@ -267,12 +266,6 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
             summary="Python with numpy, pandas, matplotlib (Agg), scipy, scikit-learn",
             variant_of="python",
         ),
-        "shell": ImageRecipe(
-            "shell",
-            ("bash", "coreutils", "grep", "sed", "gawk", "jq", "bc", "diffutils", "findutils",
-             *RELAY),
-            summary="Bash with coreutils, grep, sed, awk, jq (no network tools)",
-        ),
         "gcc": ImageRecipe(
             "gcc",
             ("gcc", "g++", "libc6-dev", "libboost-dev", "libssl-dev", *RELAY),
@@ -288,11 +281,27 @@ RECIPES: Mapping[str, ImageRecipe] = MappingProxyType(
             inputs=JAVA_INPUTS,
             summary="the default JDK (headless), with javac's classes archived",
         ),
-        "rust": ImageRecipe(
-            "rust",
-            ("rustc", "gcc", "libc6-dev", *RELAY),
-            summary="rustc (edition 2021, std only)",
-        ),
-        "ruby": ImageRecipe("ruby", ("ruby", *RELAY), summary="Ruby and its standard library"),
     }
 )
+
+
+def _recipes() -> Mapping[str, ImageRecipe]:
+    """Every image: those a language brings as packages alone (its module's `images` in
+    languages/), with the relay, and those with steps of their own (`_WITH_STEPS`), in the
+    languages' order."""
+    simple = {
+        spec.name: ImageRecipe(spec.name, (*spec.packages, *RELAY), summary=spec.summary)
+        for lang in LANGUAGES.values()
+        for spec in lang.images
+    }
+    both = {**simple, **_WITH_STEPS}
+    order = [lang.image.partition(":")[0].removeprefix("hazmat/") for lang in LANGUAGES.values()]
+
+    def place(name: str) -> tuple[int, int]:  # a variant (python-data) right after its base
+        base = both[name].variant_of or name
+        return (order.index(base) if base in order else len(order), base != name)
+
+    return MappingProxyType({name: both[name] for name in sorted(both, key=place)})
+
+
+RECIPES: Mapping[str, ImageRecipe] = _recipes()

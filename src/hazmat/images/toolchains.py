@@ -20,8 +20,8 @@ from pathlib import Path
 from hazmat._exceptions import ImageBuildError
 from hazmat.backends.inside import program
 from hazmat.images.chroot import Progress, in_chroot
-from hazmat.languages import (
-    CXX_FLAGS,
+from hazmat.languages.cpp import CXX_FLAGS
+from hazmat.languages.java import (
     JAVA_PREPARE,
     JAVA_RUNNER_JAR,
     JAVAC_ARCHIVE,
@@ -36,10 +36,10 @@ __all__ = ["GCC_INPUTS", "JAVA_INPUTS", "prepare_gcc", "prepare_java"]
 TESTLIB = Path(__file__).parent / "testlib" / "testlib.h"
 TESTLIB_SHA256 = "70f74c570f2b45d63086ae6e4c41bbb5c5ffd4428cba9914bbc0396d29be10d8"
 GCC_INPUTS = (CXX_FLAGS, TESTLIB_SHA256)
-# The warm javac (backends/inside/HazmatJavac.java; languages.JAVA_PREPARE starts it ahead of
-# the job, JAVA_BUILD asks it): reads one request (javac's arguments, a line each) from the
-# FIFO `in`, removes it, compiles in process, writes the diagnostics to `out` and the status
-# to `status`, says so by writing to `done` and exits. Before the request it compiles a small
+# The warm javac (backends/inside/HazmatJavac.java; languages/java.py's JAVA_PREPARE starts it
+# ahead of the job, JAVA_BUILD asks it): reads one request (javac's arguments, a line each)
+# from the FIFO `in`, removes it, compiles in process, writes the diagnostics to `out` and the
+# status to `status`, says so by writing to `done` and exits. Before the request it compiles a small
 # program once (the JIT and the compiler's classes warm), unless the request is already there
 # (a container started for the job: it would only delay it).
 JAVAC_SERVER_SOURCE = program("HazmatJavac.java")

@@ -1,5 +1,5 @@
 """The build steps of the compiled languages that are scripts rather than one command, as
-real shell files: `make lint` runs ShellCheck on them (scripts/lint-inside.sh), languages.py
+real shell files: `make lint` runs ShellCheck on them (scripts/lint-inside.sh), languages/
 reads them and fills their `@NAME@` placeholders. A build step reaches the container as the
 language's `build`, byte for byte (tests/backends/inside_digests.json pins it)."""
 

@@ -80,7 +80,8 @@ from hazmat.backends.agent.single import PROLOGUE, job_header
 from hazmat.backends.base import Program
 from hazmat.backends.container.settings_check import WORKDIR
 from hazmat.backends.inside import fill, program, read
-from hazmat.languages import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR, Language
+from hazmat.languages import Language
+from hazmat.languages.java import JAVA_RUN_FLAGS, JAVA_RUNNER_JAR
 from hazmat.policy.build_flags import build_command
 
 __all__ = [
@@ -102,7 +103,7 @@ STOP_WORDS = (b"interrupt\n", b"kill\n")
 # lets an unprivileged program make them; runc's seccomp profile does not, and there the agent
 # resets or checks each instead)
 ISOLATE = "unshare --user --map-current-user --ipc --net --"
-BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages.py)
+BUILD = "/tmp/.hazmat-build"  # where Go and TypeScript builds go (languages/)
 # A kept build's next Java test: a JVM with the run command's flags and classpath (the runner's
 # jar after the build's classes), started before the test's job. A JVM's environment cannot be
 # changed once it runs, so this runner is "plain" (HAZMAT_WARM_PLAIN): it is given no variable

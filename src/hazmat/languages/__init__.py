@@ -1,0 +1,156 @@
+"""The languages: one module each in this package (python.py, go.py, ...), over the shared
+base here, as DMOJ's `executors/` has them.
+
+A language's module holds one `LANGUAGE = Language(...)`: its image and source file name, how to
+build and run it, the analysers that assess it, the images it brings (their Debian packages),
+the names other systems give it, and its own constants. This package finds the modules itself
+(`LANGUAGES`, in each one's `rank`), so a new language is its module, plus its image's steps in
+images/ when its image needs more than packages, and its tests.
+
+`build` and `run` are shell command lines that the agent runs in the working directory; a
+non-zero exit of `build` is a compile error and the program does not run. A language with a
+`runner` (backends/agent/runners.py) has its interpreter started with the container, before the
+job exists; it then runs `entry` instead of `run`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from types import MappingProxyType
+
+from hazmat._exceptions import UnknownLanguage, quoted
+
+__all__ = [
+    "LANGUAGES",
+    "ImageSpec",
+    "Language",
+    "SelfTest",
+    "get_language",
+    "language_for_path",
+]
+
+# Debian suite -> the tag hazmat's images built from it carry (images/recipes.py builds them)
+SUITES: Mapping[str, str] = MappingProxyType({"trixie": "2", "bookworm": "1"})
+DEFAULT_SUITE = "trixie"
+IMAGE_VERSION = SUITES[DEFAULT_SUITE]  # the tag of the current images (Debian 13)
+# The images beside each language's own: the data image (`image: python-data`)
+EXTRA_IMAGES = ("python-data",)
+# Where compiled languages put their build (a tmpfs that allows exec: Language.exec_tmp)
+BUILD_DIR = "/tmp/.hazmat-build"
+# Python code an image may carry that the runner executes before it says it is ready
+PRELOAD_FILE = "/etc/hazmat/preload.py"
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """An image a language brings that is Debian packages alone: images/recipes.py builds it
+    (with what every image gets, the relay to the allowlist proxy). An image that needs steps
+    of its own (a prebuilt cache, an archive) has its recipe written in images/recipes.py."""
+
+    name: str  # the image is hazmat/<name>:<IMAGE_VERSION>
+    packages: tuple[str, ...]
+    summary: str  # one line on what it holds, as `hazmat images list` shows it
+
+
+@dataclass(frozen=True)
+class SelfTest:
+    """A language's own test, which the conformance suite runs in it under every runtime and
+    tier (tests/execution/test_languages.py): `greet` reads a word from stdin and prints
+    `hello <word>`; `streams` writes `out` to stdout and `err` to stderr and exits with
+    status 3; `compile_error`, for a language with a build step, is code that does not build
+    and a word of the compiler's message about it."""
+
+    greet: str
+    streams: str
+    compile_error: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Language:
+    """How hazmat runs one language."""
+
+    name: str
+    image: str
+    source_name: str
+    extensions: tuple[str, ...]
+    run: str
+    build: str = ""
+    aliases: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Compiled languages run a binary from /tmp, so that tmpfs must allow exec.
+    exec_tmp: bool = False
+    runner: str = ""
+    entry: str = ""
+    # A shell command run as the program's uid in /tmp before the job exists (in the pool,
+    # ahead of time); its failure is ignored.
+    prepare: str = ""
+    # The source file's name for a module system other than the default (JavaScript and
+    # TypeScript: "esm", "commonjs"); the build step and the runner tell them apart by it.
+    module_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # A program that prints 1: what `hazmat doctor` and `hazmat bench` run in this language.
+    hello: str = ""
+    # Its place in lists (help texts, the MCP tools' words): python, the default, first
+    rank: int = 100
+    # The in-process analysers that assess it (assess/child.py), in order. None: its
+    # assessment is incomplete, so never LOW (docs/assessment.md)
+    analysers: tuple[str, ...] = ()
+    # The images it brings whose recipe is packages alone (ImageSpec)
+    images: tuple[ImageSpec, ...] = ()
+    # The names other systems give it: "polygon" -> the source-type prefixes of Polygon's
+    # packages (grade/polygon.py)
+    names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    self_test: SelfTest | None = None  # every language has one (tests/languages/ checks)
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        """Every name the program's source file may have (none is free for an input file)."""
+        return (self.source_name, *self.module_sources.values())
+
+    def source_for(self, module: str | None) -> str:
+        """The source file's name for a module system (None: the language's default)."""
+        return self.module_sources.get(module or "", self.source_name)
+
+
+def _found() -> Mapping[str, Language]:
+    """Every module of this package that holds a `LANGUAGE`, in their ranks."""
+    found = []
+    for module in pkgutil.iter_modules(__path__):
+        language = getattr(importlib.import_module(f"{__name__}.{module.name}"), "LANGUAGE", None)
+        if isinstance(language, Language):
+            found.append(language)
+    found.sort(key=lambda lang: (lang.rank, lang.name))
+    return MappingProxyType({lang.name: lang for lang in found})
+
+
+LANGUAGES: Mapping[str, Language] = _found()
+_BY_ALIAS = {alias: lang for lang in LANGUAGES.values() for alias in (lang.name, *lang.aliases)}
+
+
+def get_language(name: str) -> Language:
+    """The language called `name` (or one of its aliases, such as `py` or `ts`)."""
+    lang = _BY_ALIAS.get(name.strip().lower()) if isinstance(name, str) else None
+    if lang is None:
+        known = ", ".join(sorted(LANGUAGES))
+        raise UnknownLanguage(f"unknown language {quoted(name)} (known: {known})")
+    return lang
+
+
+def language_for_path(path: str | PurePath) -> Language:
+    """The language a file's extension names."""
+    suffix = PurePath(path).suffix.lower()
+    for lang in LANGUAGES.values():
+        if suffix in lang.extensions:
+            return lang
+    raise UnknownLanguage(
+        f"cannot tell the language of {quoted(str(path))} from its extension; pass --lang"
+    )
+
+
+def standard_images() -> frozenset[str]:
+    """The names of the images `hazmat images build` makes (`hazmat/<name>:<tag>`): each
+    language's, and the extra ones (tests/images/test_images.py checks them against the recipes)."""
+    names = {lang.image.partition(":")[0].removeprefix("hazmat/") for lang in LANGUAGES.values()}
+    return frozenset(names | set(EXTRA_IMAGES))

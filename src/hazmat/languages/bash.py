@@ -1,0 +1,27 @@
+"""Bash, with coreutils, grep, sed, awk and jq in its image."""
+
+
+from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, SelfTest
+
+LANGUAGE = Language(
+    name="bash",
+    image=f"hazmat/shell:{IMAGE_VERSION}",
+    source_name="main.sh",
+    extensions=(".sh", ".bash"),
+    run="exec bash main.sh",
+    aliases=("sh", "shell"),
+    hello="echo 1",
+    rank=4,
+    analysers=("bash",),
+    images=(
+        ImageSpec(
+            "shell",
+            ("bash", "coreutils", "grep", "sed", "gawk", "jq", "bc", "diffutils", "findutils"),
+            "Bash with coreutils, grep, sed, awk, jq (no network tools)",
+        ),
+    ),
+    self_test=SelfTest(
+        greet='read -r who\necho "hello $who"\n',
+        streams='echo out\necho err >&2\nexit 3\n',
+    ),
+)

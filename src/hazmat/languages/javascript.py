@@ -1,0 +1,28 @@
+"""JavaScript on Node.js: a runner kept warm; an ES module or CommonJS (run/module_kind.py)."""
+
+from types import MappingProxyType
+
+from hazmat.languages import IMAGE_VERSION, Language, SelfTest
+
+LANGUAGE = Language(
+    name="javascript",
+    image=f"hazmat/node:{IMAGE_VERSION}",
+    source_name="main.js",
+    extensions=(".js", ".mjs", ".cjs"),
+    run="exec node main.js",
+    runner="node",
+    entry="main.js",
+    aliases=("js", "node", "nodejs"),
+    hello="console.log(1)",
+    module_sources=MappingProxyType({"esm": "main.mjs", "commonjs": "main.cjs"}),
+    rank=1,
+    analysers=("javascript",),
+    names=MappingProxyType({"polygon": ("js",)}),
+    self_test=SelfTest(
+        greet=(
+            "let s = '';\nprocess.stdin.on('data', d => s += d);\n"
+            "process.stdin.on('end', () => console.log('hello', s.trim()));\n"
+        ),
+        streams="console.log('out'); console.error('err'); process.exit(3);\n",
+    ),
+)

@@ -1,0 +1,27 @@
+"""Python 3: Debian's python3, a runner kept warm with the container; a session keeps its
+variables."""
+
+from types import MappingProxyType
+
+from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, SelfTest
+
+LANGUAGE = Language(
+    name="python",
+    image=f"hazmat/python:{IMAGE_VERSION}",
+    source_name="main.py",
+    extensions=(".py",),
+    run="exec python3 main.py",
+    runner="python",
+    entry="main.py",
+    aliases=("py", "python3"),
+    hello="print(1)",
+    env=MappingProxyType({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}),
+    rank=0,
+    analysers=("python-ast", "bandit"),
+    names=MappingProxyType({"polygon": ("python.",)}),
+    images=(ImageSpec("python", ("python3", "python3-pip"), "Python, standard library, pip"),),
+    self_test=SelfTest(
+        greet="import sys\nprint('hello', sys.stdin.read().strip())\n",
+        streams="import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n",
+    ),
+)
