@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ __all__ = [
     "claim",
     "give_up",
     "lua",
+    "lua_source",
     "patiently",
     "paused_key",
     "queue_of",
@@ -111,14 +113,13 @@ def patiently(call: Callable[[], T], grace_s: float = REDIS_GRACE_S) -> T:
             time.sleep(0.25)  # back off: Redis is restarting or out of reach
 
 
-# KEYS: the key to claim, then the keys whose presence forbids the claim (none, or one);
-# ARGV: the claimant's token, the key's lifetime. 1 when the claimant holds the key, else 0.
-_CLAIM = """
-if #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
-return 0
-"""
+def lua_source(name: str) -> str:
+    """A Lua script of the cluster's, as Redis runs it (cluster/lua/<name>: real files, with
+    the keys and arguments each takes said at its top)."""
+    return resources.files("hazmat.cluster").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+_CLAIM = lua_source("claim.lua")
 
 
 def claim(client: Any, key: str, token: str, *, unless: str | None = None) -> bool:
@@ -131,17 +132,7 @@ def claim(client: Any, key: str, token: str, *, unless: str | None = None) -> bo
     return bool(patiently(lambda: lua(client, _CLAIM, keys, [token, RUN_TTL_S])))
 
 
-# KEYS: an attempt's `taken` and `answered`; ARGV: the taker's token (its process's epoch, a
-# colon, a nonce of this call), the keys' lifetime. What the taker is to do.
-_TAKE = """
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'answered' end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 'first' end
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] then return 'first' end
-local epoch = string.match(ARGV[1], '^[^:]*:')
-if held and string.sub(held, 1, string.len(epoch)) == epoch then return 'same' end
-return 'again'
-"""
+_TAKE = lua_source("take.lua")
 
 
 def take(client: Any, aid: str, token: str) -> str:

@@ -17,87 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from hazmat._exceptions import QuotaExceeded
-from hazmat.cluster.keys import WORKERS, lua, patiently, worker_key
+from hazmat.cluster.keys import WORKERS, lua, lua_source, patiently, worker_key
 
 __all__ = ["Placement", "Placements"]
 
-# KEYS[1] the workers set; ARGV: language, runtime ('' for any), workers not to use (commas:
-# a name, or name=epoch for only that process of the name).
-# Returns {name, epoch} of the chosen worker (the epoch names its current process: only that
-# process gives the slot back), or false.
-_PLACE = """
-local lang, runtime, skip = ARGV[1], ARGV[2], ',' .. ARGV[3] .. ','
-local best, best_score, epoch = false, 0, false
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local key = 'hazmat:worker:' .. name
-  local e = redis.call('HMGET', key, 'slots', 'busy', 'languages', 'epoch', 'runtimes', 'warm')
-  local avoid = string.find(skip, ',' .. name .. ',', 1, true)
-  avoid = avoid or (e[4] and string.find(skip, ',' .. name .. '=' .. e[4] .. ',', 1, true))
-  if e[1] and not avoid then
-    local free = tonumber(e[1]) - tonumber(e[2] or '0')
-    local knows = string.find(',' .. (e[3] or '') .. ',', ',' .. lang .. ',', 1, true)
-    local rts = ',' .. (e[5] or '') .. ','
-    local has = runtime == '' or string.find(rts, ',' .. runtime .. ',', 1, true)
-    if free > 0 and knows and has then
-      local warm = ',' .. (e[6] or '') .. ','
-      local hot = runtime ~= '' and string.find(warm, ',' .. lang .. '/' .. runtime .. ',', 1, true)
-      hot = hot or (runtime == '' and string.find(warm, ',' .. lang .. '/', 1, true))
-      local score = free + (hot and 100000 or 0)
-      if score > best_score then best, best_score, epoch = name, score, e[4] end
-    end
-  end
-end
-if not best then return false end
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
-return {best, epoch}
-"""
+_PLACE = lua_source("place.lua")
 
 
-# KEYS[1] a worker's entry; ARGV[1] the epoch a placement was made with: its slot back.
-_RELEASE = """
-if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
-  redis.call('HINCRBY', KEYS[1], 'busy', -1)
-end
-"""
+_RELEASE = lua_source("release.lua")
 
-# KEYS[1] the workers set; ARGV: language, runtime. A new session's worker: among the live
-# workers that know the language, have the runtime and a free slot, the one with the fewest
-# sessions (then the most free slots): those its heartbeat says are open or opening there,
-# plus those placed there whose opening it has not taken yet (`placing`, which the worker
-# lowers as it takes one), so that sessions opened together spread. Its slot is taken for the
-# opening call. Returns {name, epoch}, or false.
-_PLACE_SESSION = """
-local lang, runtime = ',' .. ARGV[1] .. ',', ',' .. ARGV[2] .. ','
-local best, best_score, epoch = false, false, false
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local e = redis.call('HMGET', 'hazmat:worker:' .. name,
-    'slots', 'busy', 'languages', 'epoch', 'runtimes', 'sessions', 'placing')
-  if e[1] then
-    local free = tonumber(e[1]) - tonumber(e[2] or '0')
-    local knows = string.find(',' .. (e[3] or '') .. ',', lang, 1, true)
-    local has = string.find(',' .. (e[5] or '') .. ',', runtime, 1, true)
-    if free > 0 and knows and has then
-      local score = free - 1000 * (tonumber(e[6] or '0') + tonumber(e[7] or '0'))
-      if not best_score or score > best_score then best, best_score, epoch = name, score, e[4] end
-    end
-  end
-end
-if not best then return false end
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'busy', 1)
-redis.call('HINCRBY', 'hazmat:worker:' .. best, 'placing', 1)
-return {best, epoch}
-"""
+_PLACE_SESSION = lua_source("place_session.lua")
 
-# KEYS[1] a worker's entry; ARGV[1] the epoch of the process a session lives in. A slot on
-# that very process for one call of the session: 'ok' (taken), 'busy' (none free now) or
-# 'gone' (the process is no longer there: its sessions went with it).
-_SLOT_ON = """
-local e = redis.call('HMGET', KEYS[1], 'slots', 'busy', 'epoch')
-if not e[1] or e[3] ~= ARGV[1] then return 'gone' end
-if tonumber(e[1]) - tonumber(e[2] or '0') <= 0 then return 'busy' end
-redis.call('HINCRBY', KEYS[1], 'busy', 1)
-return 'ok'
-"""
+_SLOT_ON = lua_source("slot_on.lua")
 
 
 class Placement:
