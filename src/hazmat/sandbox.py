@@ -23,9 +23,9 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
 
+from hazmat._closing import Closable
 from hazmat._exceptions import (
     ClosedError,
     HazmatError,
@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 KEPT_BUILD_SLACK_S = 5.0  # a kept build container's lifetime beyond its tests' limits, per call
 
 
-class Sandbox:
+class Sandbox(Closable):
     """Runs untrusted code in fresh, hardened containers under a policy.
 
     `policy` is a `Policy`, a path to a YAML policy file, or None for the built-in default.
@@ -534,16 +534,6 @@ class Sandbox:
         if self._owns_audit:
             self.audit.close()
 
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _reinstall(session: Session, packages: Sequence[str]) -> dict[str, Any]:

@@ -20,9 +20,9 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
+from hazmat._closing import Closable
 from hazmat._exceptions import HazmatError, InputError, SessionClosed
 from hazmat.json_input import loads
 from hazmat.models import ExecutionResult
@@ -143,7 +143,7 @@ class ToolOutput:
         return block | ({"is_error": True} if self.is_error else {})
 
 
-class CodeTools:
+class CodeTools(Closable):
     """The tools over one session of `sandbox` (opened at the first call, in `language` and
     `image`, at `trust`); `close()` ends it."""
 
@@ -230,16 +230,6 @@ class CodeTools:
             self._session.close()
             self._session = None
 
-    def __enter__(self) -> CodeTools:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _call(self, name: str, given: dict[str, Any]) -> ToolOutput:
         """The call in the session; once more in a new one if the session had ended (a call

@@ -28,6 +28,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from hazmat._closing import Closable
 from hazmat._exceptions import InputTooLarge
 from hazmat.assess.bandit import scratch_folder
 from hazmat.assess.child import MAX_FRAME, analyzers_for
@@ -45,7 +46,7 @@ KNOWN_MAX = 256  # programs whose assessment is kept
 _Known = tuple[tuple[Finding, ...], tuple[str, ...], tuple[str, ...], float]
 
 
-class Assessor:
+class Assessor(Closable):
     """Static assessment with budgets. Thread-safe; one request reaches the child at a time.
 
     `timeout_s` bounds the in-process analysers together, `memory_mb` caps the child's
@@ -176,11 +177,6 @@ class Assessor:
         with self._lock:
             self._discard_child()
 
-    def __enter__(self) -> Assessor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _ChildLost(Exception):

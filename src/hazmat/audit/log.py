@@ -31,6 +31,7 @@ from typing import Any
 
 import rfc8785
 
+from hazmat._closing import Closable
 from hazmat._exceptions import AuditDamaged, AuditError
 from hazmat.audit.anchor import append_note, last_note
 from hazmat.audit.checkpoint import (
@@ -124,7 +125,7 @@ class _Ticket:
     done: bool = False
 
 
-class AuditLog:
+class AuditLog(Closable):
     """Append-only, hash-chained, Merkle-tree audit log with signed checkpoints."""
 
     def __init__(
@@ -214,11 +215,6 @@ class AuditLog:
                 self._closed = True
             os.close(self._lock_fd)
 
-    def __enter__(self) -> AuditLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- the gate: one batch at a time, records and checkpoints in order ------------------
 

@@ -8,9 +8,10 @@ import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any
 
+from hazmat._closing import Closable
 from hazmat._exceptions import InfraError
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import DISPLAY_FILE, display_cap
@@ -241,7 +242,7 @@ class RunReport:
     pooled: bool | None = None  # None: the backend has no pool
 
 
-class Backend:
+class Backend(Closable):
     """Runs one `Job` in a fresh, isolated environment and reports what happened.
 
     Subclasses implement `execute`; they may raise `InfraError` (never for the code's own
@@ -318,16 +319,6 @@ class Backend:
     def close(self) -> None:
         """Release what the backend holds. Safe to call more than once."""
 
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class KeptBackend(Backend):

@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from hazmat._closing import Closable
 from hazmat._exceptions import InfraError, InputError
 from hazmat.audit.layout import write_fully
 from hazmat.grade.grader import Grader, TaskResult
@@ -74,7 +75,7 @@ def _top_up(
         running.add(pool.submit(grader.grade, task))
 
 
-class ResultFile:
+class ResultFile(Closable):
     """The results of a batch, one JSON line per task, safe to stop at any moment.
 
     `path` is a regular file (created if need be), or a pipe, a FIFO or a terminal, which get
@@ -136,11 +137,6 @@ class ResultFile:
                 os.close(self._fd)
                 self._fd = -1
 
-    def __enter__(self) -> ResultFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _open_output(path: Path, say: Callable[[str], None]) -> int:

@@ -33,6 +33,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
+from hazmat._closing import Closable
 from hazmat.backends.base import Backend
 from hazmat.backends.kept.kept_build import KeptBuild
 from hazmat.grade.harness import as_judge, guarded, marked
@@ -92,7 +93,7 @@ class Judged:
     score: float = 0.0
 
 
-class Checkers:
+class Checkers(Closable):
     """The checker programs of one task's test cases, each built once; close it (or use it as
     a context manager) to end their builds."""
 
@@ -106,11 +107,6 @@ class Checkers:
         self._builds: dict[Comparator, KeptBuild] = {}
         self._stack = ExitStack()
 
-    def __enter__(self) -> Checkers:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._stack.close()

@@ -26,9 +26,9 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
+from hazmat._closing import Closable
 from hazmat._exceptions import HazmatError, InputError, SessionClosed, quoted
 from hazmat.backends.base import Backend, Job, KeptBackend, Program, RunReport, Spec
 from hazmat.languages import get_language
@@ -150,7 +150,7 @@ def check_call_options(options: Mapping[str, Any]) -> None:
         )
 
 
-class Session:
+class Session(Closable):
     """A container kept for successive calls; made by `Sandbox.session()`."""
 
     def __init__(
@@ -430,13 +430,3 @@ class Session:
             return f"it reached its lifetime ({self._settings.lifetime_s:g} s)"
         return f"it was idle for {self._settings.idle_s:g} s"
 
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
