@@ -12,7 +12,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from hazmat.assess.base import text_findings
 from hazmat.assess.bash_programs import (
     DEPTH,
     DOWNLOADERS,
@@ -33,7 +32,7 @@ from hazmat.assess.bash_programs import (
     redirects,
     setuid,
 )
-from hazmat.assess.syntax_tree import Node, parse, string_value, syntax_finding, text, walk
+from hazmat.assess.syntax_tree import Node, parse, read, string_value, text, walk
 from hazmat.assess.tree_rules import UNKNOWN, Report, Values
 from hazmat.models import Finding, Severity
 
@@ -50,13 +49,9 @@ class BashAnalyzer:
     languages = frozenset({"bash"})
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
-        findings = text_findings(code, SOURCE)
+        findings, root = read(code, "bash", SOURCE)
         report = Report(SOURCE)
-        tree = parse(code, "bash")
-        syntax = syntax_finding(tree.root_node, SOURCE)
-        if syntax:
-            findings.append(syntax)
-        _Script(report, 0).check(tree.root_node)
+        _Script(report, 0).check(root)
         return findings + report.finish()
 
 

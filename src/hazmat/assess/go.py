@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hazmat.assess.base import text_findings
 from hazmat.assess.syntax_tree import (
     Node,
-    parse,
     position,
+    read,
     string_value,
-    syntax_finding,
     text,
     walk,
 )
@@ -78,13 +76,9 @@ class GoAnalyzer:
     languages = frozenset({"go"})
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
-        tree = parse(code, "go")
-        findings = text_findings(code, SOURCE)
-        syntax = syntax_finding(tree.root_node, SOURCE)
-        if syntax:
-            findings.append(syntax)
+        findings, root = read(code, "go", SOURCE)
         aliases: dict[str, str] = {}  # local package name -> import path
-        nodes = list(walk(tree.root_node))
+        nodes = list(walk(root))
         for node in nodes:
             if node.type == "import_spec":
                 findings.extend(_import(node, aliases))

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hazmat.assess.base import text_findings
-from hazmat.assess.syntax_tree import Node, parse, string_value, syntax_finding, text, walk
+from hazmat.assess.syntax_tree import Node, read, string_value, text, walk
 from hazmat.assess.tree_rules import Loop, Report, Values
 from hazmat.models import Finding, Severity
 
@@ -112,13 +111,9 @@ class JavaAnalyzer:
     languages = frozenset({"java"})
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
-        findings = text_findings(code, SOURCE)
-        tree = parse(code, "java")
-        syntax = syntax_finding(tree.root_node, SOURCE)
-        if syntax:
-            findings.append(syntax)
+        findings, root = read(code, "java", SOURCE)
         rules = _Rules(Report(SOURCE))
-        rules.check(tree.root_node)
+        rules.check(root)
         return findings + rules.report.finish()
 
 

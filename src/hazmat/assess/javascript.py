@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hazmat.assess.base import text_findings
 from hazmat.assess.syntax_tree import (
     Node,
-    parse,
     position,
+    read,
     string_value,
-    syntax_finding,
     text,
     walk,
 )
@@ -117,14 +115,11 @@ class JavaScriptAnalyzer:
     languages = frozenset({"javascript", "typescript"})
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
-        tree = parse(code, "typescript" if language == "typescript" else "javascript")
-        findings = text_findings(code, SOURCE)
-        syntax = syntax_finding(tree.root_node, SOURCE)
-        if syntax:
-            findings.append(syntax)
+        grammar = "typescript" if language == "typescript" else "javascript"
+        findings, root = read(code, grammar, SOURCE)
         rules = _Rules()
         flow = TreeFlow(language, _callee)
-        for node in walk(tree.root_node):
+        for node in walk(root):
             rules.visit(node)
             flow.visit(node)
         return findings + rules.findings + flow.finish()

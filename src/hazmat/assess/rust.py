@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hazmat.assess.base import text_findings
-from hazmat.assess.syntax_tree import Node, parse, string_value, syntax_finding, text, walk
+from hazmat.assess.syntax_tree import Node, read, string_value, text, walk
 from hazmat.assess.tree_rules import UNKNOWN, Loop, Report, Values
 from hazmat.models import Finding, Severity
 
@@ -85,13 +84,9 @@ class RustAnalyzer:
     languages = frozenset({"rust"})
 
     def analyze(self, code: str, language: str) -> Sequence[Finding]:
-        findings = text_findings(code, SOURCE)
-        tree = parse(code, "rust")
-        syntax = syntax_finding(tree.root_node, SOURCE)
-        if syntax:
-            findings.append(syntax)
+        findings, root = read(code, "rust", SOURCE)
         rules = _Rules(Report(SOURCE))
-        rules.check(tree.root_node)
+        rules.check(root)
         return findings + rules.report.finish()
 
 

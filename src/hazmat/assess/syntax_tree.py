@@ -13,10 +13,19 @@ from functools import cache
 
 import tree_sitter
 
-from hazmat.assess.base import SYNTAX_ERROR
+from hazmat.assess.base import SYNTAX_ERROR, text_findings
 from hazmat.models import Finding, Severity
 
-__all__ = ["Node", "language", "parse", "position", "string_value", "syntax_finding", "walk"]
+__all__ = [
+    "Node",
+    "language",
+    "parse",
+    "position",
+    "read",
+    "string_value",
+    "syntax_finding",
+    "walk",
+]
 
 Node = tree_sitter.Node
 
@@ -70,6 +79,18 @@ def _more_grammars(name: str) -> Callable[[], object]:
 
         return tree_sitter_ruby.language
     raise KeyError(name)
+
+
+def read(code: str, grammar: str, source: str) -> tuple[list[Finding], Node]:
+    """What every analyser on a syntax tree starts with: the findings of the text itself
+    (bidirectional and invisible characters) and of its syntax error if it has one, and the
+    tree's root to check further."""
+    root = parse(code, grammar).root_node
+    findings = text_findings(code, source)
+    syntax = syntax_finding(root, source)
+    if syntax:
+        findings.append(syntax)
+    return findings, root
 
 
 def parse(code: str, grammar: str) -> tree_sitter.Tree:
