@@ -34,9 +34,9 @@ import hazmat
 from hazmat.backends.base import Spec
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.baseline import RawStarts, docker_run_command
-from hazmat.grade.batch import grade_many
 from hazmat.grade.compare import difference
 from hazmat.grade.grader import Grader
+from hazmat.grade.many import grade_many
 from hazmat.grade.tasks import Task, parse_task
 from hazmat.languages import LANGUAGES
 from hazmat.policy import Policy, Runtime

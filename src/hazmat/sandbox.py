@@ -36,7 +36,7 @@ from hazmat._exceptions import (
 from hazmat.assess.decision import Decision, decide
 from hazmat.assess.decision import explain as explain_assessment
 from hazmat.audit.log import AuditLog, open_audit_log
-from hazmat.audit.runs import Applied, Review, RunRecorder
+from hazmat.audit.run_records import Applied, Review, RunRecorder
 from hazmat.backends.base import Backend, Job, Spec
 from hazmat.backends.kept.build_cache import BuildCache
 from hazmat.backends.kept.kept_build import KeptBuild
@@ -165,7 +165,7 @@ class Sandbox(Closable):
         """Open a session: one container kept for successive calls, which share its working
         directory (and, for Python, the interpreter's variables) until it is closed or
         expires (the policy's `sessions` section). Use it as a context manager, or close it.
-        Each call is assessed and recorded like any run (sessions.py)."""
+        Each call is assessed and recorded like any run (sessions/)."""
         self._check_open()
         fixed = Fixed(language, trust, runtime, image, caller)
         return open_session(self, self.sessions, self._recorder, fixed)
@@ -322,8 +322,8 @@ class Sandbox(Closable):
         gets a fresh container and build. `options` are `run`'s for every run: `trust`,
         `runtime`, `image`, `caller`, `override_reason`. A task that is wrong (its JSON, or a
         run it would make) raises `InputError` when the iteration reaches it."""
-        from hazmat.grade.batch import grade_many
         from hazmat.grade.grader import Grader
+        from hazmat.grade.many import grade_many
         from hazmat.grade.tasks import Task, parse_task
 
         self._check_open()
@@ -385,7 +385,7 @@ class Sandbox(Closable):
         backend: Backend,
         on_output: OnOutput | Watch | None = None,
     ) -> ExecutionResult:
-        """`execute` on `backend` (a session's kept container: sessions.py)."""
+        """`execute` on `backend` (a session's kept container: sessions/)."""
         self._check_open()
         watch = as_watch(on_output)
         began = time.monotonic()

@@ -107,7 +107,7 @@ _IMAGES = ("image/png", "image/jpeg", "image/gif")
 
 def summary(result: ExecutionResult) -> dict[str, Any]:
     """What a run's result says to a model: the output and why it ended, not the engine's
-    details (also MCP's tool result: server/mcp.py)."""
+    details (also MCP's tool result: server/mcp_tools.py)."""
     full = result.to_dict()
     names = ("outcome", "exit_code", "stdout", "stderr", "error", "exception", "notes")
     said: dict[str, Any] = {name: full[name] for name in names}

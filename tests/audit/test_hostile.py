@@ -298,7 +298,7 @@ def test_io_errors_name_the_errno() -> None:
 
 
 def test_the_session_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path: Path) -> None:
-    from hazmat.audit.runs import _previous_from
+    from hazmat.audit.run_records import _previous_from
 
     log = AuditLog(tmp_path / "log")
     log.append("run.started", {"session": "s1", "code": "print(1)\n", "code_truncated": False})

@@ -50,7 +50,7 @@ def broken_mcp(tmp_path: Path) -> Path:
 def test_a_module_missing_from_a_dependency_names_the_package_and_the_fix(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forget(monkeypatch, "hazmat.server.mcp")
+    forget(monkeypatch, "hazmat.server.mcp_tools")
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as mcp 1.x lacks it
     code, out, err = run_cli(capsys, "mcp")
     assert (code, out) == (125, ""), err
@@ -66,7 +66,7 @@ def test_a_module_missing_from_a_dependency_names_the_package_and_the_fix(
 def test_a_dependency_that_fails_to_import_is_named_not_what_it_lacked(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, broken_mcp: Path
 ) -> None:
-    forget(monkeypatch, "mcp", "mcp_types", "hazmat.server.mcp")
+    forget(monkeypatch, "mcp", "mcp_types", "hazmat.server.mcp_tools")
     monkeypatch.syspath_prepend(str(broken_mcp))
     code, _, err = run_cli(capsys, "mcp")
     assert code == 125, err
@@ -78,7 +78,7 @@ def test_a_dependency_that_fails_to_import_is_named_not_what_it_lacked(
 def test_a_module_of_hazmats_own_that_cannot_be_imported_is_an_internal_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "hazmat.server.mcp", None)
+    monkeypatch.setitem(sys.modules, "hazmat.server.mcp_tools", None)
     code, _, err = run_cli(capsys, "mcp")
     assert code == 70 and "internal error (ModuleNotFoundError" in err, err
     assert "needs the package" not in err

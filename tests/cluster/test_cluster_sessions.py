@@ -1,7 +1,7 @@
-"""Sessions across hosts (cluster/sessions.py): with `hazmat serve --redis` a session opens on
-a worker placed by load, every call of it goes there (its state lives there), and a worker lost
-mid-session ends its sessions with an error that names it, the call running then included,
-while the other workers' sessions go on."""
+"""Sessions across hosts (cluster/remote_sessions.py): with `hazmat serve --redis` a session
+opens on a worker placed by load, every call of it goes there (its state lives there), and a
+worker lost mid-session ends its sessions with an error that names it, the call running then
+included, while the other workers' sessions go on."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from hazmat import QuotaExceeded
 from hazmat.audit.log import AuditLog
 from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.keys import CHECKPOINTS, audit_key
-from hazmat.cluster.quotas import RedisQuotaBook
+from hazmat.cluster.redis_quotas import RedisQuotaBook
 from hazmat.service.tenant_keys import Quotas
 
 

@@ -125,7 +125,7 @@ def test_sessions_go_to_the_least_loaded_worker_and_their_calls_to_its_process_o
 
 def test_a_workers_session_error_is_raised_again_as_its_own_class() -> None:
     from hazmat._exceptions import InfraError, SessionClosed
-    from hazmat.cluster.sessions import _raised
+    from hazmat.cluster.remote_sessions import _raised
 
     closed = _raised({"type": "SessionClosed", "message": "session s-1 has ended: idle"})
     assert type(closed) is SessionClosed and str(closed) == "session s-1 has ended: idle"

@@ -18,8 +18,8 @@ import pytest
 from hazmat import InfraError, InputError, Sandbox
 from hazmat.backends.base import Job, RunReport
 from hazmat.cli import main
-from hazmat.grade.batch import ResultFile, grade_many
 from hazmat.grade.grader import Grader
+from hazmat.grade.many import ResultFile, grade_many
 from hazmat.grade.tasks import parse_task
 from hazmat.testing import Invoked, RecordingBackend, invoke, report
 

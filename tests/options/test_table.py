@@ -25,7 +25,7 @@ from hazmat.options import (
     options,
 )
 from hazmat.policy import Limits
-from hazmat.server.mcp import build_mcp
+from hazmat.server.mcp_tools import build_mcp
 from hazmat.server.openapi import OPENAPI
 from hazmat.service.quotas import QuotaBook
 from hazmat.service.tenant_keys import KeyStore

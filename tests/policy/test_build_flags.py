@@ -12,7 +12,7 @@ import pytest
 from hazmat import InputError, Policy, PolicyError, Sandbox, TrustLevel, parse_policy
 from hazmat.backends.agent.session_agent import session_environment
 from hazmat.backends.container.hardening import environment
-from hazmat.grade.runs import check_task
+from hazmat.grade.task_runs import check_task
 from hazmat.grade.tasks import parse_task
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, TrustSettings

@@ -32,8 +32,8 @@ from hazmat._closing import Closable
 from hazmat._exceptions import InputTooLarge
 from hazmat.assess.bandit import scratch_folder
 from hazmat.assess.child import MAX_FRAME, analyzers_for
+from hazmat.assess.risk import rate
 from hazmat.assess.semgrep import Semgrep
-from hazmat.assess.verdict import verdict
 from hazmat.languages import get_language
 from hazmat.models import Assessment, Finding, Severity, check_code
 
@@ -117,7 +117,7 @@ class Assessor(Closable):
                 problems.append(report.problem)
             else:
                 finished.append("semgrep")
-        return verdict(
+        return rate(
             findings, language=lang, duration_ms=elapsed, analyzers=finished, problems=problems
         )
 

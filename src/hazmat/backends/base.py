@@ -329,7 +329,7 @@ class KeptBackend(Backend):
     ended: str | None = None  # why the session's container is gone, once it is
     one_budget = True
     # a call past its time, or cancelled, is asked to stop and given this long before its
-    # container is killed (the session goes on if it stops: sessions.py); None: killed at once
+    # container is killed (the session goes on if it stops: sessions/); None: killed at once
     interrupt_grace_s: float | None = None
 
     @property

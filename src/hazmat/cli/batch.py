@@ -1,7 +1,7 @@
 """`hazmat batch`: grade a JSON Lines file of tasks into a JSON Lines file of results.
 
 Every task line is checked before anything runs. Results are written as tasks finish, one
-complete line each (grade/batch.py), so `--resume` carries on after Ctrl-C, kill -9 or a
+complete line each (grade/many.py), so `--resume` carries on after Ctrl-C, kill -9 or a
 crash with the tasks whose ids are not in the output yet. A live progress bar on a terminal
 (done/total, rate, time left, verdicts so far); a summary line at the end in any case.
 
@@ -83,7 +83,7 @@ def add(sub: Any) -> None:
 
 def _batch(args: argparse.Namespace) -> int:
     from hazmat import InputError
-    from hazmat.grade.batch import ResultFile
+    from hazmat.grade.many import ResultFile
     from hazmat.grade.tasks import read_entries
 
     if args.jobs < 1:
@@ -120,8 +120,8 @@ def _grading(
     from hazmat import Sandbox
     from hazmat.cli import local_server
     from hazmat.cli.batch_remote import RemoteBatch
-    from hazmat.grade.batch import grade_many
     from hazmat.grade.grader import Grader
+    from hazmat.grade.many import grade_many
 
     options = {
         k: v
@@ -177,7 +177,7 @@ def _check_all(chosen: Any, tasks: list[Any], options: dict[str, Any]) -> None:
     and before the engine is reached."""
     from hazmat import admit
     from hazmat._exceptions import InputError
-    from hazmat.grade.runs import check_task
+    from hazmat.grade.task_runs import check_task
 
     def request(code: str, language: str, **run_options: Any) -> Any:
         return admit(chosen, code, language, **run_options)

@@ -1,5 +1,5 @@
 """`hazmat mcp`: MCP tools (run_code, assess_code) over stdio, for the tenant whose key is
-HAZMAT_API_KEY (server/mcp.py)."""
+HAZMAT_API_KEY (server/mcp_tools.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add(sub: Any) -> None:
 
 def _mcp(args: argparse.Namespace) -> int:
     from hazmat.sandbox import Sandbox
-    from hazmat.server.mcp import serve_stdio
+    from hazmat.server.mcp_tools import serve_stdio
 
     with Sandbox(policy(args)) as sandbox:
         serve_stdio(sandbox, key_store(args))

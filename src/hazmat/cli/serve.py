@@ -20,7 +20,7 @@ from hazmat.server.guard import ConnectionLimits
 
 if TYPE_CHECKING:
     from hazmat.policy import Policy
-    from hazmat.server.serve import Front
+    from hazmat.server.listening import Front
 
 __all__ = ["add"]
 
@@ -106,7 +106,7 @@ def default_socket() -> Path:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from hazmat.server.serve import bind, serve
+    from hazmat.server.listening import bind, serve
 
     if args.max_running < 1 or (args.grace is not None and args.grace <= 0):
         raise InputError("--max-running must be at least 1 and --grace positive")

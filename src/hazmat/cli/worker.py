@@ -29,7 +29,7 @@ def _worker(args: argparse.Namespace) -> int:
     from hazmat.cluster.keys import broker
     from hazmat.cluster.worker import ClusterWorker
     from hazmat.sandbox import Sandbox
-    from hazmat.server.serve import reaped
+    from hazmat.server.listening import reaped
 
     name = _name(args)
     chosen = policy(args)

@@ -2,7 +2,7 @@
 
 Placement (placement.py) takes a slot on a worker for the run, or refuses it with
 `QuotaExceeded` (the service's 429), never queued. The worker gives the slot back when it has
-written the result. A session's call (sessions.py) goes the same way, to the worker the
+written the result. A session's call (sessions/) goes the same way, to the worker the
 session lives on, as one attempt that is never retried.
 
 While it waits for the result, the service watches the worker's catalogue entry: if the

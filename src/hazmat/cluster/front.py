@@ -1,9 +1,9 @@
 """What `hazmat serve --redis URL` adds to the service: runs go to the workers (dispatch.py)
-through a `ClusterExecutor`, tenants' quotas are counted in Redis across services (quotas.py),
-sessions are opened on the workers too (sessions.py), paused sessions are kept in Redis for
+through a `ClusterExecutor`, tenants' quotas are counted in Redis across services (redis_quotas.py),
+sessions are opened on the workers too (remote_sessions.py), paused sessions are kept in Redis for
 any worker or service to resume (paused.py), and the workers' signed checkpoints are copied
 into anchors of the service's (anchors.py).
-cli/serve.py hands `cluster_front` to the service as its front (server/serve.py)."""
+cli/serve.py hands `cluster_front` to the service as its front (server/listening.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from hazmat.cluster.anchors import AnchorCollector
 from hazmat.cluster.dispatch import Dispatcher
 from hazmat.cluster.paused import RedisShelf
 from hazmat.cluster.placement import Placement
-from hazmat.cluster.quotas import RedisQuotaBook
-from hazmat.cluster.sessions import ClusterSessions
+from hazmat.cluster.redis_quotas import RedisQuotaBook
+from hazmat.cluster.remote_sessions import ClusterSessions
 from hazmat.grade.tasks import Task
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.policy import Policy, parse_trust
@@ -72,7 +72,7 @@ class ClusterExecutor:
         return None
 
     def sessions(self, sandbox: Sandbox) -> ClusterSessions:
-        """Sessions too are placed on the workers (sessions.py)."""
+        """Sessions too are placed on the workers (remote_sessions.py)."""
         return ClusterSessions(self.dispatcher, sandbox)
 
 

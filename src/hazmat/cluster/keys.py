@@ -64,7 +64,7 @@ T = TypeVar("T")
 
 ACTOR = "hazmat_run"
 GRADE_ACTOR = "hazmat_grade"  # one task of a batch, on the same queue (server/batches.py)
-SESSION_ACTOR = "hazmat_session"  # one call of a session placed there (cluster/sessions.py)
+SESSION_ACTOR = "hazmat_session"  # one call of a session placed there (cluster/remote_sessions.py)
 # A worker not heard from for this long is dead: the broker gives its unacknowledged runs back
 # to its queue, and placement skips it. Measured: redelivery 5.4 s after a SIGKILL at 5000 ms.
 HEARTBEAT_MS = 5000

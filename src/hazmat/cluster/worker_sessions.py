@@ -1,4 +1,4 @@
-"""A worker's side of the sessions the cluster places on it (cluster/sessions.py is the
+"""A worker's side of the sessions the cluster places on it (cluster/remote_sessions.py is the
 service's): each call arrives as a message on the worker's queue, like a run, and is carried
 out on the worker's own `Sandbox` (its engine, its session book, its audit log). The answer is
 one JSON object: what the call returns and the session's `info` as it is now, or the hazmat

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hazmat.backends.base import Backend
-from hazmat.grade import runs
+from hazmat.grade import task_runs
 from hazmat.grade.checkers import Checkers, RunningSandbox
 from hazmat.grade.compare import difference
 from hazmat.grade.interaction import interact, run_interactor, verdict
-from hazmat.grade.runs import check_task
 from hazmat.grade.scoring import NOT_FAILED, GroupResult, order, scored, skipped_because
+from hazmat.grade.task_runs import check_task
 from hazmat.grade.tasks import Task, TestCase
 from hazmat.grade.verdicts import VERDICT_OF
 from hazmat.models import ExecutionResult, Outcome
@@ -203,7 +203,7 @@ class Grader:
         together = [not self.fresh and _memory(task, case) == memory for case in task.tests]
         together_cases = [case for case, t in zip(task.tests, together, strict=True) if t]
         timeouts = [
-            runs.test_options(task, case, self.options)["timeout"] for case in together_cases
+            task_runs.test_options(task, case, self.options)["timeout"] for case in together_cases
         ]
         checking = sum(case.comparator.program for case in task.tests)
         with (
@@ -243,14 +243,14 @@ class Grader:
         interactor = task.interactor
         assert interactor is not None
         program = self.sandbox.request(
-            task.code, task.language, **runs.interactive_options(task, case, self.options)
+            task.code, task.language, **task_runs.interactive_options(task, case, self.options)
         )
         exchange = interact(
             lambda watch: self.sandbox.execute(program, on_output=watch),
             lambda watch: run_interactor(  # its limit past the program's (harness.py)
                 self.sandbox,
                 interactor,
-                runs.interactor_options(case, self.options),
+                task_runs.interactor_options(case, self.options),
                 program,
                 watch,
             ),
@@ -270,7 +270,7 @@ class Grader:
         )
 
     def _run(self, task: Task, case: TestCase, kept_build: Backend | None) -> ExecutionResult:
-        options = runs.test_options(task, case, self.options)
+        options = task_runs.test_options(task, case, self.options)
         if kept_build is None:
             return self.sandbox.run(task.code, task.language, **options)
         request = self.sandbox.request(task.code, task.language, **options)
@@ -289,8 +289,8 @@ class Grader:
     def _grade_check(self, task: Task) -> TaskResult:
         """The HumanEval style: the test code is appended to the program, and the run's exit
         status judges it; a failed check (any non-zero status) is `wrong_answer`."""
-        options = runs.check_options(task, self.options)
-        run = self.sandbox.run(runs.with_check(task), task.language, **options)
+        options = task_runs.with_check_options(task, self.options)
+        run = self.sandbox.run(task_runs.with_check(task), task.language, **options)
         verdict = VERDICT_OF[run.outcome]
         if verdict == "runtime_error":
             verdict = "wrong_answer"

@@ -14,7 +14,7 @@ What is derived from it, each in the module that uses it:
 - `request_limits` (run/intake.py): every option with a `ceiling`;
 - the API body's fields (`body_fields`: wire.py's codec, the session routes), their JSON Schema
   (`json_properties`: the OpenAPI document, and through it the TypeScript client's types), the
-  MCP tools' parameters (server/mcp.py) and `hazmat run`'s flags (cli/run.py);
+  MCP tools' parameters (server/mcp_tools.py) and `hazmat run`'s flags (cli/run.py);
 - what a session call may set (`CALL_OPTIONS`) and what is fixed when it opens.
 
 A new option is a key here, the field of `ExecutionRequest` it fills (models.py), the stage that

@@ -397,7 +397,7 @@ POOL_BOUNDS = {
 
 @dataclass(frozen=True)
 class SessionSettings:
-    """Sessions: a container kept between calls (sessions.py).
+    """Sessions: a container kept between calls (sessions/).
 
     A call that runs past its time limit (or is cancelled) is interrupted and the session goes
     on; if it has not stopped `interrupt_grace_s` later its processes are all ended, the kept
@@ -415,7 +415,7 @@ class SessionSettings:
     cpu_s: float = 600.0
     max_open: int = 8
     # what an idle session becomes: "end" (its container removed, nothing kept) or "pause"
-    # (its files, and what can be saved of Python's variables, kept for resume: sessions.py)
+    # (its files, and what can be saved of Python's variables, kept for resume: sessions/)
     on_idle: str = "end"
     keep_paused_s: float = 7 * 86_400.0  # how long a paused session is kept
     store: str | None = None  # where: default $HAZMAT_SESSIONS_DIR, else the state directory

@@ -7,8 +7,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from hazmat.assess.verdict import verdict
-from hazmat.audit.runs import RunRecorder
+from hazmat.assess.risk import rate
+from hazmat.audit.run_records import RunRecorder
 from hazmat.models import Assessment, ExecutionRequest
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class LateSemgrep:
 
     def _scan(self, run_id: str, request: ExecutionRequest, assessment: Assessment) -> None:
         report = self._assessor.semgrep.scan(request.code, request.language)
-        merged = verdict(
+        merged = rate(
             [*assessment.findings, *report.findings],
             language=request.language,
             duration_ms=assessment.duration_ms + report.duration_ms,

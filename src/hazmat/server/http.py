@@ -49,8 +49,8 @@ from hazmat.server.fields import (
     trust_for,
 )
 from hazmat.server.guard import CloseUnread
-from hazmat.server.metrics import ServiceMetrics
 from hazmat.server.openapi import OPENAPI
+from hazmat.server.prometheus import ServiceMetrics
 from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
@@ -159,7 +159,7 @@ class _Service:
         self._limiter: anyio.CapacityLimiter | None = None
         self._running = 0  # runs inside sandbox.execute now
         self._idle = threading.Condition()
-        from hazmat.server.mcp import build_mcp
+        from hazmat.server.mcp_tools import build_mcp
 
         self.sessions = SessionRoutes(sandbox, self.quotas, body, self.answer, sessions)
         # the service's places for work in the pipeline: its runs and its batches' tasks
@@ -184,9 +184,9 @@ class _Service:
             yield
 
     def mcp_endpoint(self) -> ASGIApp:
-        """MCP over streamable HTTP (server/mcp.py): the key is checked here before the SDK
+        """MCP over streamable HTTP (server/mcp_tools.py): the key is checked here before the SDK
         sees the request, and again by each tool call."""
-        from hazmat.server.mcp import streamable_http
+        from hazmat.server.mcp_tools import streamable_http
 
         return _Guarded(self, streamable_http(self._mcp))
 

@@ -3,7 +3,7 @@
 A session belongs to the tenant whose key opened it: any other key gets 404, as for an id that
 never existed. A tenant may hold as many open sessions as its key's `concurrent` quota.
 Opening one (a container start), each call and each file transfer are admitted by the same
-quotas as a run; a call goes through the whole pipeline (sessions.py). Everything that waits on
+quotas as a run; a call goes through the whole pipeline (sessions/). Everything that waits on
 the engine runs in a worker thread.
 """
 

@@ -59,7 +59,7 @@ class Executor(Protocol):
 
 class OpenSession(Protocol):
     """What the service does with an open session: `hazmat.Session` (in the service's own
-    engine) or cluster/sessions.py's `RemoteSession` (on a worker)."""
+    engine) or cluster/remote_sessions.py's `RemoteSession` (on a worker)."""
 
     id: str
     owner: str | None
@@ -88,7 +88,7 @@ class OpenSession(Protocol):
 
 class Sessions(Protocol):
     """Where the service's sessions live: its own sandbox (`LocalSessions`) or the cluster's
-    workers (cluster/sessions.py's `ClusterSessions`, with `hazmat serve --redis`)."""
+    workers (cluster/remote_sessions.py's `ClusterSessions`, with `hazmat serve --redis`)."""
 
     def open(
         self,

@@ -1,6 +1,6 @@
 """Per-tenant quotas: what a tenant key may use (`Quotas`) and the book that counts it: runs at
 once and runs started in the last minute (a sliding window). The service (server/) and the
-cluster (cluster/quotas.py, the same book held in Redis) both count with these.
+cluster (cluster/redis_quotas.py, the same book held in Redis) both count with these.
 
 A run over either limit is refused at once with `QuotaExceeded`, which carries when to try
 again (the service's `Retry-After`); nothing queues without bound. Counted per tenant, with the

@@ -41,7 +41,7 @@ from hazmat.sessions.book import SessionBook
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
-    from hazmat.audit.runs import RunRecorder
+    from hazmat.audit.run_records import RunRecorder
     from hazmat.packages.install import Installed, Target
     from hazmat.sessions.store import Paused
 

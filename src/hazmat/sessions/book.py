@@ -1,4 +1,4 @@
-"""A sandbox's book of open sessions (sessions.py): at most the policy's `max_open`, found by
+"""A sandbox's book of open sessions (sessions/): at most the policy's `max_open`, found by
 id, and a janitor thread that ends those past their idle time, lifetime or CPU budget. An id
 that has ended is remembered for a while, so that using it says why it ended."""
 
@@ -21,7 +21,7 @@ SLOT_RETRY_S = 5.0  # Retry-After for an open refused for want of room: sessions
 
 
 class Entry(Protocol):
-    """What the book needs of a session (sessions.py)."""
+    """What the book needs of a session (sessions/)."""
 
     @property
     def id(self) -> str: ...

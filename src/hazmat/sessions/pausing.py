@@ -1,4 +1,4 @@
-"""Pausing a session and resuming it in a new container (sessions.py, run/session_store.py).
+"""Pausing a session and resuming it in a new container (sessions/, run/session_store.py).
 
 A pause asks the session's agent for its working directory as a tar archive, made inside the
 sandbox (mode `save`, backends/agent/session_agent.py); Python's interpreter first pickles what it

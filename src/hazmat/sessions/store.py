@@ -1,6 +1,6 @@
 """Paused sessions, kept on the host's disk until they are resumed or expire.
 
-A pause (sessions.py) leaves two things: what the session was (`Paused`: its language, trust,
+A pause (sessions/) leaves two things: what the session was (`Paused`: its language, trust,
 runtime, image, owner, and which Python variables were saved) and its working directory as a
 tar archive made inside the sandbox. The store keeps both, encrypted with AES-GCM under a key
 of its own (`key`, made on first use, mode 0600, beside them), each file bound to its session

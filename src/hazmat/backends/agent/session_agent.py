@@ -1,4 +1,4 @@
-"""The session agent: the agent of a container kept for many calls (sessions.py); its code is
+"""The session agent: the agent of a container kept for many calls (sessions/); its code is
 backends/inside/session.sh after the single-run agent's prologue.sh, and session_unpack.sh.
 
 It keeps the single-run agent's rules (backends/agent/single.py): it runs as root inside the
@@ -34,7 +34,7 @@ for, .hazmat-build.tar) and `again` (a test: as the program's uid, empty every m
 program can write and remove the System V IPC objects; unpack the test's files and the
 build's archive; say so with the built marker and wait for the host's `go`, where the test's
 clock starts; run, without building, under gVisor in namespaces of its own). A pause
-(sessions.py) is mode `save`: Python's interpreter pickles what it can of its variables into
+(sessions/) is mode `save`: Python's interpreter pickles what it can of its variables into
 the working directory (.hazmat-variables), and the working directory is archived as the output
 file
 /tmp/.hazmat-save.tar; its resume, in a new container, is mode `restore`: the archive arrives

@@ -1,5 +1,5 @@
 """The interpreter kept between calls of a Python session (backends/agent/session_agent.py starts
-it as the session's uid; sessions.py).
+it as the session's uid; sessions/).
 
 It reads each call's job from the session agent, runs the code as a notebook cell would (the
 last expression's value printed, or shown when it has a rich representation: python_parts.py),

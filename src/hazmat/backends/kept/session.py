@@ -1,4 +1,4 @@
-"""A session's backend: one container kept for many calls (the public side is sessions.py).
+"""A session's backend: one container kept for many calls (the public side is sessions/).
 
 The container is started with the session agent (backends/agent/session_agent.py), checked against
 the policy like any other (backends/container/settings_check.py), and labelled with a deadline at

@@ -1,5 +1,5 @@
 """Per-tenant quotas kept in the cluster's Redis, so that they hold across every service in
-front of the workers: the same two limits as `quotas.py` (runs at once, runs started in
+front of the workers: the same two limits as service/quotas.py (runs at once, runs started in
 the last minute), counted in two sorted sets per tenant by one Lua script on Redis's clock.
 
 A run holds a lease in the tenant's running set until it ends; a service that dies leaves its

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hazmat.assess.verdict import verdict
+from hazmat.assess.risk import rate
 from hazmat.models import Finding, RiskLevel, Severity
 
 
@@ -11,7 +11,7 @@ def finding(rule: str, severity: Severity, source: str = "python-ast", line: int
 
 
 def level(*findings: Finding, problems: tuple[str, ...] = ()) -> RiskLevel:
-    return verdict(
+    return rate(
         findings, language="python", duration_ms=0, analyzers=[], problems=problems
     ).level
 
@@ -27,14 +27,14 @@ def test_thresholds() -> None:
 
 def test_a_rule_counts_once_at_its_worst() -> None:
     repeated = [finding("a", Severity.MEDIUM, line=n) for n in range(1, 50)]
-    assessment = verdict(repeated, language="python", duration_ms=0, analyzers=[])
+    assessment = rate(repeated, language="python", duration_ms=0, analyzers=[])
     assert assessment.score == 4 and assessment.level is RiskLevel.MEDIUM
     assert len(assessment.findings) == 49  # all are reported, each with its line
 
 
 def test_identical_findings_are_reported_once() -> None:
     same = [finding("a", Severity.HIGH, source="semgrep")] * 2
-    assert len(verdict(same, language="go", duration_ms=0, analyzers=[]).findings) == 1
+    assert len(rate(same, language="go", duration_ms=0, analyzers=[]).findings) == 1
 
 
 def test_info_findings_add_nothing() -> None:
@@ -42,7 +42,7 @@ def test_info_findings_add_nothing() -> None:
 
 
 def test_an_incomplete_assessment_is_at_least_high() -> None:
-    assessment = verdict(
+    assessment = rate(
         [], language="python", duration_ms=0, analyzers=[], problems=["bandit: timed out"]
     )
     assert assessment.level is RiskLevel.HIGH and not assessment.complete
@@ -50,7 +50,7 @@ def test_an_incomplete_assessment_is_at_least_high() -> None:
 
 
 def test_a_syntax_error_is_never_low() -> None:
-    assessment = verdict(
+    assessment = rate(
         [finding("syntax-error", Severity.MEDIUM, line=3)],
         language="python",
         duration_ms=0,
@@ -61,7 +61,7 @@ def test_a_syntax_error_is_never_low() -> None:
 
 
 def test_findings_come_most_severe_first() -> None:
-    assessment = verdict(
+    assessment = rate(
         [finding("a", Severity.LOW, line=1), finding("b", Severity.CRITICAL, line=9)],
         language="python",
         duration_ms=0,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from hazmat.assess.base import SYNTAX_ERROR
 from hazmat.models import Assessment, Finding, RiskLevel, Severity
 
-__all__ = ["HIGH_SCORE", "MEDIUM_SCORE", "WEIGHTS", "score", "verdict"]
+__all__ = ["HIGH_SCORE", "MEDIUM_SCORE", "WEIGHTS", "rate", "risk_score"]
 
 WEIGHTS = {
     Severity.INFO: 0,
@@ -33,7 +33,7 @@ HIGH_SCORE = 10
 MEDIUM_SCORE = 4
 
 
-def score(findings: Iterable[Finding]) -> int:
+def risk_score(findings: Iterable[Finding]) -> int:
     worst: dict[tuple[str, str], int] = {}
     for f in findings:
         key = (f.source, f.rule)
@@ -41,7 +41,7 @@ def score(findings: Iterable[Finding]) -> int:
     return sum(worst.values())
 
 
-def verdict(
+def rate(
     findings: Sequence[Finding],
     *,
     language: str,
@@ -51,7 +51,7 @@ def verdict(
 ) -> Assessment:
     """The assessment for these findings; `problems` non-empty means incomplete."""
     ordered = sorted(set(findings), key=lambda f: (-f.severity.rank, f.line, f.column, f.rule))
-    total = score(ordered)
+    total = risk_score(ordered)
     syntax = next((f for f in ordered if f.rule == SYNTAX_ERROR), None)
     if any(f.severity is Severity.CRITICAL for f in ordered):
         level = RiskLevel.BLOCKED

@@ -13,13 +13,13 @@ from hazmat.grade.tasks import Task, TestCase
 from hazmat.models import ExecutionRequest
 
 __all__ = [
-    "check_options",
     "check_task",
     "interactive_options",
     "interactor_options",
     "stretched",
     "test_options",
     "with_check",
+    "with_check_options",
 ]
 
 
@@ -30,7 +30,7 @@ def check_task(
     `hazmat.admit` over a policy) accepts: `Grader.check`. It needs no engine, so a command
     can check every task before it reaches one."""
     if task.check is not None:
-        runs = [(with_check(task), task.language, check_options(task, options))]
+        runs = [(with_check(task), task.language, with_check_options(task, options))]
     elif task.interactor is not None:
         runs = [
             run
@@ -88,7 +88,7 @@ def interactor_options(case: TestCase, options: Mapping[str, Any]) -> dict[str, 
     }
 
 
-def check_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+def with_check_options(task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "files": dict(task.files) or None,
         "timeout": stretched(task, task.timeout),
