@@ -55,7 +55,7 @@ from hazmat.run.job import clamp_notes, job_for
 from hazmat.run.late_semgrep import LateSemgrep
 from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.routing import route, session_refusal
-from hazmat.sessions import Fixed, Session, open_session
+from hazmat.sessions import Fixed, Services, Session, open_session
 from hazmat.sessions.book import SessionBook
 from hazmat.sessions.pausing import restore
 from hazmat.sessions.store import Paused, SessionStore, default_store_dir
@@ -168,7 +168,7 @@ class Sandbox(Closable):
         Each call is assessed and recorded like any run (sessions/)."""
         self._check_open()
         fixed = Fixed(language, trust, runtime, image, caller)
-        return open_session(self, self.sessions, self._recorder, fixed)
+        return open_session(self.sessions, self._services(), fixed)
 
     def resume_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """A paused session (`Session.pause`) in a new hardened container, with the same id,
@@ -184,7 +184,7 @@ class Sandbox(Closable):
             fixed = Fixed(
                 paused.language, paused.trust, paused.runtime, paused.image, paused.caller
             )
-            session = open_session(self, self.sessions, self._recorder, fixed, paused.id)
+            session = open_session(self.sessions, self._services(), fixed, paused.id)
             try:
                 # its packages first: the variables loaded next may be of their types
                 again = _reinstall(session, paused.packages)
@@ -196,7 +196,11 @@ class Sandbox(Closable):
         self._recorder.session_event("resumed", {"session": session.id, **session.resumed})
         return session
 
-    def keep_paused(self, paused: Paused, archive: bytes) -> None:
+    def _services(self) -> Services:
+        """What a session it opens is given (sessions/: `Services`)."""
+        return Services(self, self._recorder, self._keep_paused, self._install_packages)
+
+    def _keep_paused(self, paused: Paused, archive: bytes) -> None:
         """Keep a pausing session in the store, and record it (its archive by digest); the
         store's sessions kept past `keep_paused_s` go meanwhile."""
         self.session_store.sweep()
@@ -245,7 +249,7 @@ class Sandbox(Closable):
         )
         return self.kept_build(*args, **kwargs)
 
-    def install_packages(self, target: Target, asked: object) -> Installed:
+    def _install_packages(self, target: Target, asked: object) -> Installed:
         """A session's install (`Session.install`; hazmat/packages/install.py)."""
         self._check_open()
 
@@ -254,18 +258,6 @@ class Sandbox(Closable):
 
         packages = self.policy.packages
         return install(target, asked, packages, self.backend, self._gates, record)
-
-    def record_session_files(
-        self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
-    ) -> None:
-        """Record the files a session's caller wrote into it or read from it."""
-        self._recorder.session_files(session, uploaded, downloaded)
-
-    def record_verdict(self, data: dict[str, Any]) -> int:
-        """Record a graded task's verdict (`grade.verdict`, grade/grader.py) in the audit log
-        and return its sequence number: the task's receipt (`hazmat audit receipt SEQ`)."""
-        self._check_open()
-        return self.audit.append("grade.verdict", data)
 
     def metrics(self) -> MetricsSnapshot:
         """Totals and rates since this sandbox opened (runs, outcomes, blocked, pool hits and

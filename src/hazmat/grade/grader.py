@@ -39,10 +39,18 @@ _FINAL = {"compile_error", "blocked"}  # every other test case would get the sam
 _NOT_RUN = {Outcome.COMPILE_ERROR, Outcome.COMPILE_TIMEOUT}  # the build failed: no program ran
 
 
+class Verdicts(Protocol):
+    """Where a graded task's verdict is recorded: the audit log's `append`, whose sequence
+    number is the task's receipt (`hazmat audit receipt SEQ`)."""
+
+    def append(self, kind: str, data: dict[str, Any]) -> int: ...
+
+
 class GradingSandbox(RunningSandbox, Protocol):
     """What grading needs of a `Sandbox`: its runs, and the audit log for verdicts."""
 
-    def record_verdict(self, data: dict[str, Any]) -> int: ...
+    @property
+    def audit(self) -> Verdicts: ...
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,7 @@ class Grader:
         result = dataclasses.replace(
             result, time_multiplier=task.time_multiplier, build_flags=task.build_flags
         )
-        seq = self.sandbox.record_verdict(verdict_record(task, result))
+        seq = self.sandbox.audit.append("grade.verdict", verdict_record(task, result))
         return dataclasses.replace(result, receipt=seq)
 
     def _grade_tests(self, task: Task) -> TaskResult:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from hazmat.packages.install import Installed, Target
     from hazmat.sessions.store import Paused
 
-__all__ = ["Fixed", "Pipeline", "Session", "check_call_options", "open_session"]
+__all__ = ["Fixed", "Pipeline", "Services", "Session", "check_call_options", "open_session"]
 
 
 class Pipeline(Protocol):
@@ -65,13 +65,18 @@ class Pipeline(Protocol):
         on_output: OnOutput | Watch | None = None,
     ) -> ExecutionResult: ...
 
-    def record_session_files(
-        self, session: str, uploaded: Mapping[str, bytes], downloaded: Mapping[str, bytes]
-    ) -> None: ...
 
-    def keep_paused(self, paused: Paused, archive: bytes) -> None: ...
+@dataclasses.dataclass(frozen=True)
+class Services:
+    """What the sandbox that opens a session gives it: the pipeline its calls go through, the
+    audit log's recorder (the session's opening, its files, its end), where a pause is kept
+    (`keep_paused`), and how a package is installed (`install`). Given, so that nothing
+    below `Sandbox` calls back into its public face."""
 
-    def install_packages(self, target: Target, asked: object) -> Installed: ...
+    pipeline: Pipeline
+    recorder: RunRecorder
+    keep_paused: Callable[[Paused, bytes], None]
+    install: Callable[[Target, object], Installed]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,14 +91,14 @@ class Fixed:
 
 
 def open_session(
-    pipeline: Pipeline,
     book: SessionBook[Session],
-    recorder: RunRecorder,
+    services: Services,
     asked: Fixed,
     session_id: str | None = None,
 ) -> Session:
     """Start a session's container (`Backend.keep`: checked against the policy like any
     other), record the opening, and enter it in the book of open sessions."""
+    pipeline = services.pipeline
     policy = pipeline.policy
     lang = get_language(asked.language)
     level = parse_trust(asked.trust if asked.trust is not None else policy.default_trust)
@@ -114,20 +119,20 @@ def open_session(
 
     def ended(session: Session) -> None:
         book.forget(session)
-        recorder.session_event(
+        services.recorder.session_event(
             "ended", {"session": session.id, "why": session.ended, "calls": session.calls}
         )
 
     with book.slot() as enter:  # the place is taken before the container starts
         backend = pipeline.backend.keep(spec, lifetime)
         backend.interrupt_grace_s = rules.interrupt_grace_s  # a slow call keeps the session
-        session = Session(pipeline, backend, spec, fixed, rules, ended, session_id=session_id)
+        session = Session(services, backend, spec, fixed, rules, ended, session_id=session_id)
         try:
             enter(session)
         except BaseException:
             backend.close()
             raise
-    recorder.session_event(
+    services.recorder.session_event(
         "opened",
         {
             "session": session.id,
@@ -155,7 +160,7 @@ class Session(Closable):
 
     def __init__(
         self,
-        sandbox: Pipeline,
+        services: Services,
         backend: KeptBackend,
         spec: Spec,
         fixed: Mapping[str, Any],
@@ -169,7 +174,8 @@ class Session(Closable):
         self.spec = spec
         self.opened = time.time()
         self.last_used = self.opened
-        self._sandbox = sandbox
+        self._sandbox = services.pipeline
+        self._services = services
         self._backend = backend
         self._fixed = {**fixed, "session": self.id, "network": []}
         self._settings = settings
@@ -268,7 +274,7 @@ class Session(Closable):
         self._check_open()
         asked = list(packages) if not isinstance(packages, str | bytes) else packages
         target = Target(self.id, self.language, self.trust, self._job, self.agent_call)
-        done = self._sandbox.install_packages(target, asked)
+        done = self._services.install(target, asked)
         if self.language == "python":
             self.installed = list(dict.fromkeys([*self.installed, *done.requested]))
         return done
@@ -282,7 +288,7 @@ class Session(Closable):
         it was."""
         from hazmat.sessions.pausing import pause
 
-        return pause(self, owner if owner is not None else self.owner, self._sandbox.keep_paused)
+        return pause(self, owner if owner is not None else self.owner, self._services.keep_paused)
 
     def agent_call(self, program: Program, mode: str, timeout_s: float | None = None) -> RunReport:
         """One call of the session agent that is not a program of the caller's: `files`,
@@ -364,7 +370,7 @@ class Session(Closable):
             max_total_bytes=limits.max_download_bytes,
         )
         report = self.agent_call(program, "files")
-        self._sandbox.record_session_files(self.id, request.files, report.files)
+        self._services.recorder.session_files(self.id, request.files, report.files)
         missing = [name for name in want if name not in report.files]
         if missing:
             why = "; ".join(report.notes) or "not found"
