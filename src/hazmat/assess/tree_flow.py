@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 from hazmat.assess import paths
 from hazmat.assess.syntax_tree import Node, position, string_value, text
+from hazmat.assess.tree_rules import Values
 from hazmat.models import Finding, Severity
 
 __all__ = ["TreeFlow"]
@@ -80,12 +81,9 @@ _EXIT_CALLS = ("process.exit", "os.Exit", "panic", "log.Fatal", "readline", "que
 _JS_GROWERS = {"push", "unshift", "concat", "repeat", "alloc", "allocUnsafe", "fill", "set"}
 
 
-# A path is spelled in a few nodes: an expression larger than this is not read for pieces.
-_PIECES_NODES = 400
 _ASSIGNMENTS = ("variable_declarator", "short_var_declaration", "var_spec",
                 "assignment_expression", "assignment_statement")  # fmt: skip
 _STRINGS = ("string", "interpreted_string_literal", "raw_string_literal")
-_CHAIN = 50
 
 
 class TreeFlow:
@@ -95,9 +93,7 @@ class TreeFlow:
         self.callee = callee
         # variable -> what it was last given; read for pieces only when a file operation's
         # path refers to it (lazily: most assignments never matter)
-        self.sources: dict[str, Node] = {}
-        self.values: dict[str, list[str]] = {}
-        self.depth = 0
+        self.values = Values(self._terminal, self._reference, self._parts, unknown=())
         self.findings: list[Finding] = []
         self.accesses: list[paths.Access] = []
         self.network = False
@@ -156,44 +152,33 @@ class TreeFlow:
             values = [values[0]] * len(names) if values else []
         for name, value in zip(names, values, strict=False):
             if name.type == "identifier":
-                self.sources[text(name)] = value
-
-    def _value(self, name: str) -> list[str]:
-        """The pieces of what `name` was given (empty while being worked out, and past a
-        chain of 50 variables)."""
-        if name not in self.values:
-            self.values[name] = []
-            if self.depth < _CHAIN:
-                self.depth += 1
-                self.values[name] = self.pieces(self.sources[name])
-                self.depth -= 1
-        return self.values[name]
+                self.values.assign(text(name), value)
 
     def pieces(self, expr: Node) -> list[str]:
-        out: list[str] = []
-        stack = [expr]
-        budget = _PIECES_NODES
-        while stack and budget:
-            budget -= 1
-            node = stack.pop()
-            if node.type == "call_expression" and self._home(node):
-                out.append("~")
-                continue
-            if node.type == "member_expression" and text(node) == "process.env.HOME":
-                out.append("~")
-                continue
-            value = string_value(node)
-            if value is not None:
-                out.append(value)
-            elif node.type == "string_fragment":
-                out.append(text(node))
-            elif node.type == "identifier" and text(node) in self.sources:
-                out.extend(self._value(text(node)))
-            elif node.type == "call_expression":  # what is passed, not what is called
-                stack.extend(reversed(_arguments(node)))
-            elif node.type not in ("member_expression", "selector_expression"):
-                stack.extend(reversed(node.children))
-        return out
+        return self.values.pieces(expr)
+
+    def _terminal(self, node: Node) -> list[str] | None:
+        """A node's own pieces: `~` for the home directory, a string's value."""
+        if node.type == "call_expression" and self._home(node):
+            return ["~"]
+        if node.type == "member_expression" and text(node) == "process.env.HOME":
+            return ["~"]
+        value = string_value(node)
+        if value is not None:
+            return [value]
+        return [text(node)] if node.type == "string_fragment" else None
+
+    def _reference(self, node: Node) -> str | None:
+        known = node.type == "identifier" and text(node) in self.values.sources
+        return text(node) if known else None
+
+    @staticmethod
+    def _parts(node: Node) -> list[Node]:
+        if node.type == "call_expression":  # what is passed, not what is called
+            return _arguments(node)
+        if node.type in ("member_expression", "selector_expression"):
+            return []
+        return list(node.children)
 
     def _home(self, call: Node) -> bool:
         name = self.callee(call)

@@ -89,12 +89,15 @@ class Values:
 
     `terminal(node)` gives a node's own pieces when it has them (a string literal, `~` for the
     home directory); `reference(node)` names the variable a node reads; `parts(node)` lists the
-    nodes to read further (a call's arguments, not its name).
+    nodes to read further (a call's arguments, not its name). `unknown` is the piece of a
+    variable whose value is not known (being worked out, or past a chain of 50): UNKNOWN, or
+    none at all (tree_flow.py's JavaScript and Go rules).
     """
 
     terminal: Callable[[Node], list[str] | None]
     reference: Callable[[Node], str | None]
     parts: Callable[[Node], list[Node]] = lambda node: node.children
+    unknown: tuple[str, ...] = (UNKNOWN,)
     sources: dict[str, Node] = field(default_factory=dict)
     values: dict[str, list[str]] = field(default_factory=dict)
     depth: int = 0
@@ -127,7 +130,7 @@ class Values:
                 continue
             name = self.reference(node)
             if name is not None:
-                out.extend(self.value(name) or [UNKNOWN])
+                out.extend(self.value(name) or self.unknown)
                 continue
             stack.extend(reversed(self.parts(node)))
         return out
