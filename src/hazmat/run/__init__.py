@@ -10,5 +10,8 @@
 - missing_package.py: the note that says how to get a missing package
 - late_semgrep.py: Semgrep after the run, when the policy asks for it
 
-Nothing here is public; front-ends use `Sandbox` and `Session`.
+Public: `admit` (intake.py), as `hazmat.admit`, the policy-only admission step. The rest is the
+pipeline's own: `Sandbox` (sandbox.py) takes the stages in order, sessions/ admits its calls and
+resolves its image here, and grade/'s harness lengthens an interactor's checked request
+(`for_harness`); front-ends use `Sandbox`, `Session` and `hazmat.admit`.
 """
