@@ -411,10 +411,13 @@ class Sandbox(Closable):
                 suffix = "; run on an override" if decision is Decision.OVERRIDE else ""
                 notes.append(f"assessment {explain_assessment(assessment)}{suffix}")
             run_id = self._recorder.started(request, _applied(plan, allow), review)
-            ran = self._run(backend, plan, job, notes, run_id, began)
-            result = self._connections(run_id, ran, gate)
+            ran = self._outcome(backend, plan, job, notes, run_id, began)
+            connections, gate = self._connections(run_id, gate), None
             result = dataclasses.replace(
-                result,
+                ran,
+                tier=backend.tier,
+                connections=tuple(connections),
+                notes=(*ran.notes, *_refused_note(connections)),
                 assessment=assessment,
                 decision=decision.value,
                 override_reason=reason,
@@ -423,8 +426,8 @@ class Sandbox(Closable):
             )
             self._recorder.finished(run_id, result)
         finally:
-            if gate is not None:
-                self._gates.close(gate)  # again, harmlessly, after a run
+            if gate is not None:  # not run (refused, or an error before its end)
+                self._gates.close(gate)
             backend.settle()  # housekeeping only once the run is recorded
         if settings.assess.semgrep is SemgrepMode.ASYNC:
             self._late.submit(run_id, request, assessment)
@@ -465,18 +468,10 @@ class Sandbox(Closable):
         self._metrics.record(result, elapsed)
         return result
 
-    def _run(
-        self, backend: Backend, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
-    ) -> ExecutionResult:
-        """Hand the job to the backend; infrastructure failures become an `infra_error`. The
-        result says which tier made (or was to make) its sandbox."""
-        return dataclasses.replace(
-            self._outcome(backend, plan, job, notes, run_id, began), tier=backend.tier
-        )
-
     def _outcome(
         self, backend: Backend, plan: Plan, job: Job, notes: list[str], run_id: str, began: float
     ) -> ExecutionResult:
+        """Hand the job to the backend; infrastructure failures become an `infra_error`."""
         try:
             return report_result(plan, backend.execute(job), notes)
         except SessionClosed as exc:  # ended between the call's check and its run
@@ -493,19 +488,13 @@ class Sandbox(Closable):
             message = f"internal error in the backend ({type(exc).__name__}: {exc})"
             return infra_result(plan, message, (time.monotonic() - began) * 1000)
 
-    def _connections(
-        self, run_id: str, result: ExecutionResult, gate: Gate | None
-    ) -> ExecutionResult:
+    def _connections(self, run_id: str, gate: Gate | None) -> list[dict[str, Any]]:
         """Close the run's proxy socket; record and return what the program connected to."""
         if gate is None:
-            return result
+            return []
         connections = self._gates.close(gate)
         self._recorder.connections(run_id, connections)
-        refused = sum(not c["allowed"] for c in connections)
-        notes = list(result.notes)
-        if refused:
-            notes.append(f"the allowlist proxy refused {refused} connection(s) (connections)")
-        return dataclasses.replace(result, connections=tuple(connections), notes=notes)
+        return connections
 
     def _check_open(self) -> None:
         if self._closed:
@@ -563,6 +552,11 @@ def _default_backend(policy: Policy, pool: bool) -> Backend:
     from hazmat.backends.pool.warm import PoolBackend
 
     return PoolBackend(tier, policy.pool)
+
+
+def _refused_note(connections: Sequence[Mapping[str, Any]]) -> list[str]:
+    refused = sum(not c["allowed"] for c in connections)
+    return [f"the allowlist proxy refused {refused} connection(s) (connections)"] if refused else []
 
 
 def _plan(request: ExecutionRequest, checked: Checked, backend: Backend) -> tuple[Plan, list[str]]:
