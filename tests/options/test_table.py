@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hazmat import ExecutionRequest, InputError, Sandbox
+from hazmat import ExecutionRequest, InputError, Outcome, Sandbox
 from hazmat.options import (
     CALL_OPTIONS,
     OPEN_OPTIONS,
@@ -122,6 +122,17 @@ def test_a_run_may_ask_for_less_output_never_more(
     with pytest.raises(InputError, match="outside the allowed range 1024"):
         sandbox.run("print(1)", output_bytes=1000)
     assert len(backend.jobs) == 1
+
+
+@pytest.mark.docker
+def test_a_real_run_stops_at_the_cap_it_asked_for(sandbox: Sandbox) -> None:
+    """`output_bytes` on the real engine (one cell: the cap is the host's, read from the
+    request's limits whatever the tier or runtime; every cell's cap: test_abuse.py)."""
+    result = sandbox.run("while True:\n    print('x' * 1000)", output_bytes=4096)
+    assert result.outcome is Outcome.OUTPUT_LIMIT and result.truncated
+    assert len(result.stdout_bytes) + len(result.stderr_bytes) == 4096
+    assert result.limits.output_bytes == 4096
+    assert "4096 bytes" in (result.error or "")
 
 
 def test_the_new_option_travels_the_wire_and_the_queue(
