@@ -44,6 +44,7 @@ BUILD_DIR = "/tmp/.hazmat-build"
 # Python code an image may carry that the runner executes before it says it is ready
 PRELOAD_FILE = "/etc/hazmat/preload.py"
 
+
 @dataclass(frozen=True)
 class ImageSpec:
     """An image a language brings that is Debian packages alone: images/recipes.py builds it
