@@ -34,7 +34,8 @@ from hazmat.models import (
     RiskLevel,
     Severity,
 )
-from hazmat.options import Use, body_fields, from_request, options, plain
+from hazmat.options import Use, body_fields, from_request, plain
+from hazmat.options import options as options_table  # `options` names a body's options here
 from hazmat.policy import Clock, Limits, Runtime, TrustLevel
 
 __all__ = [
@@ -81,20 +82,24 @@ def options_to_wire(
         except UnicodeDecodeError as exc:
             raise InputError(f"code is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     body: dict[str, Any] = {"code": code, "language": language}
-    table = options()
+    table = options_table()
     for name, value in options_given.items():
         opt = table.get(name)
         if opt is None:
             raise InputError(f"option {name!r} has no field in the API")
         if value is None or (not opt.keep_empty and value in ({}, [], (), b"")):
             continue
-        if name == "stdin":
-            body["stdin_base64"] = _b64(_bytes(value))
-        elif name == "files":
-            body["files_base64"] = {n: _b64(_bytes(d)) for n, d in value.items()}
+        if opt.binary:  # bytes go as base64, whatever they hold
+            body[f"{name}_base64"] = _encoded(value)
         else:
             body[name] = plain(value)
     return body
+
+
+def _encoded(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {n: _b64(_bytes(d)) for n, d in value.items()}
+    return _b64(_bytes(value))
 
 
 def options_from_wire(
@@ -108,16 +113,24 @@ def options_from_wire(
         option = fields[name]
         if option is not None:
             options[option] = value
-    if "stdin_base64" in data:
-        if "stdin" in data:
-            raise InputError("give 'stdin' or 'stdin_base64', not both")
-        options["stdin"] = _unb64(data["stdin_base64"], "stdin_base64")
-    if "files_base64" in data:
-        text = data.get("files") or {}
-        if not isinstance(text, Mapping):
-            raise InputError("field 'files' must be an object of file name -> text")
-        options["files"] = {**text, **_files(data["files_base64"])}
+    for name, opt in options_table().items():
+        if opt.binary and f"{name}_base64" in data:
+            options[name] = _decoded(data, name, opt.schema.get("type") == "object")
     return data["code"], language, options
+
+
+def _decoded(data: Mapping[str, Any], name: str, files: bool) -> Any:
+    """A binary option sent as `<name>_base64`: bytes, or for files a mapping of name ->
+    bytes, together with those sent as text under `<name>`."""
+    field = f"{name}_base64"
+    if not files:
+        if name in data:
+            raise InputError(f"give {name!r} or {field!r}, not both")
+        return _unb64(data[field], field)
+    text = data.get(name) or {}
+    if not isinstance(text, Mapping):
+        raise InputError(f"field {name!r} must be an object of file name -> text")
+    return {**text, **_files(data[field], field)}
 
 
 def check_fields(data: Mapping[str, Any], fields: Sequence[str]) -> str:
