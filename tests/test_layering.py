@@ -29,7 +29,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"languages", "egress", "watch", "displays", "json_input"}),
     # the policy and its file, packages and compiler flags
     frozenset({"policy"}),
-    frozenset({"models", "options"}),
+    frozenset({"models"}),
+    frozenset({"options"}),
     frozenset({"metrics"}),
     frozenset({"assess", "audit", "backends"}),
     frozenset({"run"}),

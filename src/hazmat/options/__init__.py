@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from hazmat._exceptions import InputError, quoted
 from hazmat.displays import FIGURE_FORMATS
 from hazmat.json_input import check_text
+from hazmat.models import ExecutionRequest
 from hazmat.options.checks import (
     check_args,
     check_env,
@@ -51,11 +52,13 @@ from hazmat.policy import Clock, Runtime, TrustLevel, limit_bounds, parse_trust
 __all__ = [
     "CALL_OPTIONS",
     "OPEN_OPTIONS",
+    "Ceiling",
     "Flag",
     "Option",
     "RunOptions",
     "Use",
     "body_fields",
+    "ceilings",
     "check_options",
     "from_request",
     "json_properties",
@@ -475,6 +478,27 @@ def option(name: str) -> Option:
     return options()[name]
 
 
+@dataclass(frozen=True)
+class Ceiling:
+    """An option bounded by a trust level's limit: the option, the request's field holding
+    it, the `Limits` field it may not pass, and the unit its error gives."""
+
+    option: str
+    field: str
+    limit: str
+    unit: str
+
+
+@functools.cache
+def ceilings() -> tuple[Ceiling, ...]:
+    """Every option with a `ceiling` (`request_limits` checks them), read once."""
+    return tuple(
+        Ceiling(name, opt.field or name, opt.ceiling, opt.unit)
+        for name, opt in options().items()
+        if opt.ceiling
+    )
+
+
 def _names(use: Use) -> frozenset[str]:
     return frozenset(name for name, opt in options().items() if use in opt.uses)
 
@@ -548,17 +572,23 @@ def to_request_fields(given: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def from_request(request: Any) -> dict[str, Any]:
+def from_request(request: ExecutionRequest) -> dict[str, Any]:
     """The options an `ExecutionRequest` was made with, as plain values (enums as their
     values, tuples as lists, mappings as dicts), each left out where it is the field's default:
     what `options_to_wire` sends."""
-    defaults = {f.name: _default(f) for f in dataclasses.fields(request)}
+    defaults = _defaults()
     given = {name: getattr(request, opt.field or name) for name, opt in options().items()}
     return {
         name: plain(value)
         for name, value in given.items()
         if value != defaults[options()[name].field or name]
     }
+
+
+@functools.cache
+def _defaults() -> Mapping[str, object]:
+    """The request's fields' defaults (their factories called once)."""
+    return MappingProxyType({f.name: _default(f) for f in dataclasses.fields(ExecutionRequest)})
 
 
 def _default(field: dataclasses.Field[Any]) -> object:

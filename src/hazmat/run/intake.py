@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Unpack
 
 from hazmat._exceptions import InputError, InputTooLarge, PolicyError, quoted
 from hazmat.assess.decision import check_override_reason
@@ -24,7 +24,7 @@ from hazmat.egress.settings import narrowed
 from hazmat.json_input import check_text
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
-from hazmat.options import RunOptions, check_options, options, to_request_fields
+from hazmat.options import RunOptions, ceilings, check_options, to_request_fields
 from hazmat.options.checks import (
     check_args,
     check_env,
@@ -34,7 +34,7 @@ from hazmat.options.checks import (
     check_path,
     check_paths_distinct,
 )
-from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel
+from hazmat.policy import Clock, Limits, Policy, Runtime, TrustLevel, parse_trust
 from hazmat.policy.build_flags import check_flags
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.module_kind import check_module
@@ -61,16 +61,13 @@ def admit(
     fields are copies nobody else holds (read-only mappings, tuples), so that check is its
     check for good against this policy; `check_request` checks any other request every time."""
     check_options(given)
-    fields = to_request_fields({"trust": policy.default_trust, **_set(given)})
+    fields = to_request_fields(given)
+    fields.setdefault("trust", parse_trust(policy.default_trust))
     request = ExecutionRequest(
         code=check_code(code), language=get_language(language).name, **fields
     )
     object.__setattr__(request, "checked", _check(policy, request))  # frozen: set here only
     return request
-
-
-def _set(given: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -179,24 +176,23 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
     limits = policy.settings(request.trust).limits
     if request.clock is Clock.CPU:
         limits = limits.replace(cpus=limits.measured_cpus)
-    own = [(name, opt) for name, opt in options().items() if opt.ceiling]
     changes = {
-        opt.ceiling: getattr(request, opt.field or name)
-        for name, opt in own
-        if opt.ceiling and getattr(request, opt.field or name) is not None
+        c.limit: getattr(request, c.field)
+        for c in ceilings()
+        if getattr(request, c.field) is not None
     }
     try:
         asked = limits.replace(**changes) if changes else limits
     except PolicyError as exc:
         raise InputError(str(exc)) from None
-    for name, opt in own:
-        field = str(opt.ceiling)
+    for c in ceilings():
+        field = c.limit
         ceiling = getattr(limits, field)
-        unit = f" {opt.unit}" if opt.unit else ""
+        unit = f" {c.unit}" if c.unit else ""
         if getattr(asked, field) > ceiling:
             key = "measured_cpus" if field == "cpus" and request.clock is Clock.CPU else field
             raise InputError(
-                f"{name} {getattr(asked, field):g}{unit} is over the limit of trust level "
+                f"{c.option} {getattr(asked, field):g}{unit} is over the limit of trust level "
                 f"{request.trust.value!r}: at most {ceiling:g}{unit} (policy key "
                 f"trust.{request.trust.value}.{key})"
             )
