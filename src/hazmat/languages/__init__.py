@@ -16,7 +16,7 @@ job exists; it then runs `entry` instead of `run`.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -118,8 +118,9 @@ class Language:
 def _found() -> Mapping[str, Language]:
     """Every module of this package that holds a `LANGUAGE`, in their ranks."""
     found = []
-    for module in pkgutil.iter_modules(__path__):
-        language = getattr(importlib.import_module(f"{__name__}.{module.name}"), "LANGUAGE", None)
+    names = sorted(n[:-3] for n in os.listdir(__path__[0]) if n.endswith(".py") and n[0] != "_")
+    for name in names:  # os.listdir, not pkgutil: this is on the CLI's start-up path
+        language = getattr(importlib.import_module(f"{__name__}.{name}"), "LANGUAGE", None)
         if isinstance(language, Language):
             found.append(language)
     found.sort(key=lambda lang: (lang.rank, lang.name))

@@ -34,12 +34,11 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from hazmat._exceptions import InputError, quoted
 from hazmat.displays import FIGURE_FORMATS
 from hazmat.json_input import check_text
-from hazmat.models import ExecutionRequest
 from hazmat.options.checks import (
     check_args,
     check_env,
@@ -48,6 +47,9 @@ from hazmat.options.checks import (
     to_bytes,
 )
 from hazmat.policy import Clock, Runtime, TrustLevel, limit_bounds, parse_trust
+
+if TYPE_CHECKING:
+    from hazmat.models import ExecutionRequest
 
 __all__ = [
     "CALL_OPTIONS",
@@ -572,7 +574,7 @@ def to_request_fields(given: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def from_request(request: ExecutionRequest) -> dict[str, Any]:
+def from_request(request: "ExecutionRequest") -> dict[str, Any]:
     """The options an `ExecutionRequest` was made with, as plain values (enums as their
     values, tuples as lists, mappings as dicts), each left out where it is the field's default:
     what `options_to_wire` sends."""
@@ -587,7 +589,10 @@ def from_request(request: ExecutionRequest) -> dict[str, Any]:
 
 @functools.cache
 def _defaults() -> Mapping[str, object]:
-    """The request's fields' defaults (their factories called once)."""
+    """The request's fields' defaults (their factories called once). models.py is read here,
+    on the wire's path, not by the CLI's parser, which reads this table too."""
+    from hazmat.models import ExecutionRequest
+
     return MappingProxyType({f.name: _default(f) for f in dataclasses.fields(ExecutionRequest)})
 
 
