@@ -174,7 +174,6 @@ class Session(Closable):
         self.spec = spec
         self.opened = time.time()
         self.last_used = self.opened
-        self._sandbox = services.pipeline
         self._services = services
         self._backend = backend
         self._fixed = {**fixed, "session": self.id, "network": []}
@@ -229,7 +228,7 @@ class Session(Closable):
         """Run a request made by `request` in the session."""
         self._check_open()
         self._touch()
-        result = self._sandbox.execute_in(request, self._backend, on_output)
+        result = self._services.pipeline.execute_in(request, self._backend, on_output)
         self._after_call()
         return result
 
@@ -349,19 +348,19 @@ class Session(Closable):
     def _request(self, code: str | bytes, options: dict[str, Any]) -> ExecutionRequest:
         check_call_options(options)
         self._check_open()
-        return self._sandbox.request(code, self.language, **{**options, **self._fixed})
+        return self._services.pipeline.request(code, self.language, **{**options, **self._fixed})
 
     def _files(self, files: Mapping[str, str | bytes], want: list[str]) -> dict[str, bytes]:
         self._check_open()
         request = admit(
-            self._sandbox.policy,
+            self._services.pipeline.policy,
             "#",  # not sent: a files call has no program; the request checks names and sizes
             self.language,
             files=files,
             output_files=want,
             **self._fixed,
         )
-        limits = self._sandbox.policy.settings(request.trust).limits
+        limits = self._services.pipeline.policy.settings(request.trust).limits
         program = Program(
             files=request.files,
             want=tuple(want),
@@ -379,7 +378,7 @@ class Session(Closable):
 
     def _job(self, program: Program) -> Job:
         trust = self._fixed["trust"]
-        limits = self._sandbox.policy.settings(trust).limits
+        limits = self._services.pipeline.policy.settings(trust).limits
         limits = limits.replace(
             memory_mb=self.spec.memory_mb, cpus=self.spec.cpus, compile_memory_mb=0
         )
