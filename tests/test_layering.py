@@ -4,6 +4,8 @@
 - no import circle between modules;
 - no upward import: a module imports only from its own package or from a lower layer;
 - the front-ends (server/, cluster/) never import each other; cli/ composes them at start-up;
+- an analyser a language brings (languages/<name>/analysis.py) is in the assessment's layer:
+  nothing imports it, the assessment's child loads it by name (Language.own_analyser);
 - nothing outside backends/ imports docker-py, and nothing outside cluster/ imports Redis or
   Dramatiq;
 - backends/ is rooms (container/, docker/, oci/, pool/, kept/, agent/, inside/): the two
@@ -133,8 +135,11 @@ def graph(src: Path = SRC) -> dict[str, set[str]]:
 
 
 def unit(module: str) -> str:
-    """The top-level module or package a module belongs to ("hazmat" for __init__.py)."""
+    """The top-level module or package a module belongs to ("hazmat" for __init__.py); a
+    language's own analyser belongs to assess/."""
     parts = module.split(".")
+    if len(parts) == 4 and parts[1] == "languages" and parts[3] == "analysis":
+        return "assess"
     return parts[1] if len(parts) > 1 else "hazmat"
 
 
@@ -272,6 +277,12 @@ def test_the_walk_finds_what_it_must(tmp_path: Path) -> None:
         "hazmat/backends/__init__.py": "",
         "hazmat/backends/base.py": "import docker\n",
         "hazmat/run/__init__.py": "import docker.errors\n",
+        "hazmat/assess/__init__.py": "",
+        "hazmat/assess/base.py": "",
+        "hazmat/languages/__init__.py": "",
+        "hazmat/languages/r/__init__.py": "from hazmat.assess import base\n",
+        "hazmat/languages/r/analysis.py": "from hazmat.assess import base\n",
+        "hazmat/languages/python.py": "from hazmat.languages.r import analysis\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -280,6 +291,9 @@ def test_the_walk_finds_what_it_must(tmp_path: Path) -> None:
     assert circles(edges) == [["hazmat.models", "hazmat.sandbox"]]
     assert problems(edges) == [
         "hazmat.cluster.worker imports hazmat.server.sse: server is not below cluster",
+        "hazmat.languages.python imports hazmat.languages.r.analysis: assess is not below "
+        "languages",
+        "hazmat.languages.r imports hazmat.assess.base: assess is not below languages",
         "hazmat.models imports hazmat.sandbox: sandbox is not below models",
         "hazmat.run imports docker (only backends/ may)",
     ]

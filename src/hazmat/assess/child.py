@@ -11,6 +11,7 @@ Frames on stdin and stdout: a 4-byte big-endian length, then UTF-8 JSON.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hazmat.languages import get_language
+from hazmat.languages import LANGUAGES, get_language
 
 __all__ = ["analyzers_for", "main", "read_frame", "write_frame"]
 
@@ -68,7 +69,7 @@ def _load(scratch: Path | None = None) -> dict[str, Any]:
 
     for grammar in ("javascript", "typescript", "go", "bash", "c", "cpp", "java", "rust", "ruby"):
         language(grammar)
-    return {
+    built_in = {
         "python-ast": PythonAnalyzer(),
         "bandit": BanditAnalyzer(scratch),
         "javascript": JavaScriptAnalyzer(),
@@ -79,6 +80,18 @@ def _load(scratch: Path | None = None) -> dict[str, Any]:
         "rust": RustAnalyzer(),
         "ruby": RubyAnalyzer(),
     }
+    return {**built_in, **_own()}
+
+
+def _own() -> dict[str, Any]:
+    """The analysers languages bring themselves (Language.own_analyser), by their names."""
+    found = {}
+    for lang in LANGUAGES.values():
+        if lang.own_analyser:
+            module, _, cls = lang.own_analyser.partition(":")
+            analyser = getattr(importlib.import_module(module), cls)()
+            found[analyser.name] = analyser
+    return found
 
 
 def _answer(out: BinaryIO, analyzers: dict[str, Any], request: dict[str, Any]) -> bool:

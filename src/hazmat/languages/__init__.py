@@ -3,9 +3,11 @@ base here, as DMOJ's `executors/` has them.
 
 A language's module holds one `LANGUAGE = Language(...)`: its image and source file name, how to
 build and run it, the analysers that assess it, the images it brings (their Debian packages),
-the names other systems give it, and its own constants. This package finds the modules itself
-(`LANGUAGES`, in each one's `rank`), so a new language is its module, plus its image's steps in
-images/ when its image needs more than packages, and its tests.
+the names other systems give it, and its own constants. A language with files of its own (an
+analyser it brings, the code of its session's interpreter) is a folder: its `__init__.py`
+holds the `LANGUAGE`, beside them (r/). This package finds the modules itself (`LANGUAGES`, in
+each one's `rank`), so a new language is its module, plus its image's steps in images/ when its
+image needs more than packages, and its tests.
 
 `build` and `run` are shell command lines that the agent runs in the working directory; a
 non-zero exit of `build` is a compile error and the program does not run. A language with a
@@ -28,6 +30,7 @@ __all__ = [
     "LANGUAGES",
     "ImageSpec",
     "Language",
+    "Repl",
     "SelfTest",
     "get_language",
     "language_for_path",
@@ -70,6 +73,28 @@ class SelfTest:
 
 
 @dataclass(frozen=True)
+class Repl:
+    """The interpreter a session keeps between calls, so that what one call defines is there for
+    the next (backends/agent/session_agent.py). Python's and Bash's are hazmat's own
+    (backends/inside/); a language that brings its own declares it here.
+
+    The session agent starts it once, as the session's uid, in the working directory, with
+    `command` (a shell line: its code is "$3", the agent's unpack script "$4") and stdin from
+    /dev/null. It then opens the FIFO /tmp/.hazmat-session/go for reading and then
+    /tmp/.hazmat-session/done for writing, and for each line read from `go` (the mode: `run`,
+    `files`, `save` or `load`) unpacks the call's job (`sh -c "$unpack" unpack <workdir>` with
+    /tmp/.hazmat-session/job as its stdin and its fd 3 as stderr), for `run` applies the call's
+    env and args (/tmp/.hazmat-job.sh) and runs the source file with the call's stdin
+    (/tmp/.hazmat-stdin), and writes the call's exit status as a line to `done`. `signal`
+    interrupts a call whose time is up; between calls it must do nothing."""
+
+    command: str
+    code: str
+    name: str = "interpreter"  # what the agent's notes call it when it ends
+    signal: str = "INT"
+
+
+@dataclass(frozen=True)
 class Language:
     """How hazmat runs one language."""
 
@@ -103,6 +128,15 @@ class Language:
     # The names other systems give it: "polygon" -> the source-type prefixes of Polygon's
     # packages (grade/polygon.py)
     names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # An analyser the language brings itself (its folder's, "module:class", named in
+    # `analysers` by its `name`): the assessment's child loads it (assess/child.py)
+    own_analyser: str = ""
+    # Whether its program shows displays (displays.py): the runner's (Python's, Node's), or
+    # the language's own code writing them to DISPLAY_FILE
+    displays: bool = False
+    # The interpreter a session keeps, when the language brings one (Python's and Bash's are
+    # backends/'s)
+    repl: Repl | None = None
     self_test: SelfTest | None = None  # every language has one (tests/languages/ checks)
 
     @property
@@ -118,7 +152,12 @@ class Language:
 def _found() -> Mapping[str, Language]:
     """Every module of this package that holds a `LANGUAGE`, in their ranks."""
     found = []
-    names = sorted(n[:-3] for n in os.listdir(__path__[0]) if n.endswith(".py") and n[0] != "_")
+    here = __path__[0]
+    names = sorted(
+        n.removesuffix(".py")
+        for n in os.listdir(here)
+        if n[0] not in "_." and (n.endswith(".py") or os.path.isfile(f"{here}/{n}/__init__.py"))
+    )
     for name in names:  # os.listdir, not pkgutil: this is on the CLI's start-up path
         language = getattr(importlib.import_module(f"{__name__}.{name}"), "LANGUAGE", None)
         if isinstance(language, Language):

@@ -11,6 +11,7 @@ LANGUAGE = Language(
     extensions=(".js", ".mjs", ".cjs"),
     run="exec node main.js",
     runner="node",
+    displays=True,
     entry="main.js",
     aliases=("js", "node", "nodejs"),
     hello="console.log(1)",

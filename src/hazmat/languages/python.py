@@ -12,6 +12,7 @@ LANGUAGE = Language(
     extensions=(".py",),
     run="exec python3 main.py",
     runner="python",
+    displays=True,
     entry="main.py",
     aliases=("py", "python3"),
     hello="print(1)",

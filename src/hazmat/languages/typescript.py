@@ -19,6 +19,7 @@ LANGUAGE = Language(
     ),
     run="exec node /tmp/.hazmat-build/main.js",
     runner="node",
+    displays=True,
     entry="/tmp/.hazmat-build/main.js",
     aliases=("ts",),
     hello="const one: number = 1;\nconsole.log(one);",

@@ -42,9 +42,9 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
 
 
 def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:
-    """What the Python or Node runner is asked to show (displays.py; the figures' formats
-    are Python's); None: nothing (another language, or a policy that allows no display)."""
-    if lang.runner not in ("python", "node") or not limits.max_displays:
+    """What the program is asked to show (displays.py; the figures' formats are Python's);
+    None: nothing (a language that shows none, or a policy that allows no display)."""
+    if not lang.displays or not limits.max_displays:
         return None
     if not limits.max_display_bytes:
         return None

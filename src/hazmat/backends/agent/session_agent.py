@@ -176,6 +176,13 @@ def session_environment(
         env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
     elif lang.runner == "python":
         env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
+    elif lang.repl:  # the interpreter the language brings (languages/: Repl)
+        env |= {
+            "HAZMAT_REPL": lang.repl.command,
+            "HAZMAT_REPL_CODE": lang.repl.code,
+            "HAZMAT_REPL_NAME": lang.repl.name,
+            "HAZMAT_REPL_SIGNAL": lang.repl.signal,
+        }
     elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)
         env |= {
             "HAZMAT_REPL": 'exec bash --norc --noprofile -c "$3" bash',

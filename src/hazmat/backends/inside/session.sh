@@ -27,8 +27,8 @@ runnercode=${HAZMAT_RUNNER:-}
 heapmb=${HAZMAT_HEAP_MB:-}
 replname=${HAZMAT_REPL_NAME:-interpreter}
 # how the kept interpreter is interrupted when a call runs out of time: Python's takes SIGINT
-# (a KeyboardInterrupt in the cell), Bash's SIGUSR1 (its trap returns from the call's script);
-# both ignore it between calls
+# (a KeyboardInterrupt in the cell), Bash's SIGUSR1 (its trap returns from the call's script),
+# a language's own as its Repl says; each ignores it between calls
 replsignal=${HAZMAT_REPL_SIGNAL:-INT}
 # a kept build's container (backends/kept/kept_build.py): between calls nothing runs but PID 1,
 # the agent and the next test's runner, started after the last test's processes were all
@@ -54,7 +54,7 @@ prepare "$setup"
 pid=''
 start_repl() {
     setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&-; eval "$2"' \
-        repl "$workdir" "$repl" "$replcode" </dev/null 2>&3 &
+        repl "$workdir" "$repl" "$replcode" "$unpack" </dev/null 2>&3 &
     pid=$!
     # the interpreter opens go, then done: these block until it has
     exec 6>"$chan/go" 5<"$chan/done"
