@@ -55,7 +55,11 @@ def programs() -> dict[str, str]:
     for name in sorted(LANGUAGES):
         if "\n" in (LANGUAGES[name].build or ""):
             found[f"LANGUAGES[{name}].build"] = LANGUAGES[name].build or ""
-    # the templates filled per language: the unpack script, and the shell a Bash session keeps
+    # what a language runs as the program before the job (Go's cache, Java's javac, R's profile)
+    for name in sorted(LANGUAGES):
+        if LANGUAGES[name].prepare:
+            found[f"LANGUAGES[{name}].prepare"] = LANGUAGES[name].prepare
+    # the templates filled per language: the unpack script, and the interpreter a session keeps
     for name in sorted(LANGUAGES):
         env = session_agent.session_environment(LANGUAGES[name], 256)
         for key in ("HAZMAT_UNPACK_SCRIPT", "HAZMAT_REPL_CODE"):

@@ -103,7 +103,8 @@ class Spec:
         egress: str | None = None,
         build_flags: tuple[str, ...] = (),
     ) -> Spec:
-        build = limits.build_memory_mb if get_language(language).build else limits.memory_mb
+        lang = get_language(language)
+        build = limits.build_memory_mb if lang.build else limits.memory_mb
         return cls(
             language,
             image,
@@ -112,7 +113,7 @@ class Spec:
             limits.cpus,
             limits.pids,
             limits.tmpfs_mb,
-            limits.nofile,
+            max(limits.nofile, lang.min_nofile),  # what the language needs to start
             egress,
             build_memory_mb=build if build != limits.memory_mb else 0,
             build_flags=build_flags,

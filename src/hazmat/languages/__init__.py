@@ -128,6 +128,9 @@ class Language:
     # The names other systems give it: "polygon" -> the source-type prefixes of Polygon's
     # packages (grade/polygon.py)
     names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # The open files its program needs to start, whatever the level's `nofile` (R checks for
+    # more than the strict level's 128): its containers get at least this many
+    min_nofile: int = 0
     # An analyser the language brings itself (its folder's, "module:class", named in
     # `analysers` by its `name`): the assessment's child loads it (assess/child.py)
     own_analyser: str = ""

@@ -88,6 +88,7 @@ __all__ = [
     "NEXT",
     "SESSION_SCRIPT",
     "STOP_WORDS",
+    "kept_interpreter",
     "session_environment",
     "session_header",
     "unclean_marker",
@@ -191,6 +192,17 @@ def session_environment(
             "HAZMAT_REPL_SIGNAL": "USR1",
         }
     return env
+
+
+def kept_interpreter(lang: Language) -> str | None:
+    """What a session keeps of `lang` between calls, by the name the agent's notes give it
+    (Python's interpreter, Bash's shell, a language's own Repl); None: nothing (each call is a
+    new process)."""
+    if lang.runner == "python":
+        return "interpreter"
+    if lang.repl:
+        return lang.repl.name
+    return "shell" if lang.name == "bash" else None
 
 
 def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:

@@ -20,7 +20,7 @@ import threading
 from typing import Protocol
 
 from hazmat._exceptions import InfraError, SessionClosed
-from hazmat.backends.agent.session_agent import session_header
+from hazmat.backends.agent.session_agent import kept_interpreter, session_header
 from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
 from hazmat.backends.container.cgroup import Sample
 from hazmat.backends.container.started import Started
@@ -191,7 +191,7 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
         why = f"'s build ran past its time limit of {job.limits.compile_timeout_s:g} s"
     else:
         why = f" ran past its time limit of {job.limits.timeout_s:g} s"
-    kept = {"python": "interpreter", "bash": "shell"}.get(job.language.name)
+    kept = kept_interpreter(job.language)
     if kept is None:
         what = "its processes were ended; the session is still open, with its files"
     elif report.told == "interrupt":
