@@ -29,7 +29,9 @@ def level(assessor: Assessor, path: Path) -> RiskLevel:
     return assessment.level
 
 
-LANGUAGES = ("python", "javascript", "typescript", "go", "bash", "c", "cpp", "java", "rust", "ruby")
+LANGUAGES = (
+    "python", "javascript", "typescript", "go", "bash", "c", "cpp", "java", "rust", "ruby", "r",
+)  # fmt: skip
 # Programs each language needs at least, per side (the first four had 18 from the start).
 FLOOR = {"python": 18, "javascript": 18, "typescript": 18, "go": 18}
 

@@ -1,4 +1,4 @@
-"""Bash, C, C++, Java, Rust and Ruby on the real engine, under runc and runsc, cold and pooled:
+"""Bash, C, C++, Java, Rust, Ruby and R on the real engine, under runc and runsc, cold and pooled:
 time and memory limits, output files, the error sentence, graders' own test code, and the
 hostile programs the suite already runs in Python, written in each language where they apply.
 (Hello with stdin, compile errors and exit statuses of every language: test_languages.py.)"""
@@ -29,6 +29,7 @@ SPIN = {
     "rust": "fn main() {\n    let mut x: u64 = 0;\n"
     "    loop { x = std::hint::black_box(x.wrapping_add(1)); }\n}\n",
     "ruby": "x = 0\nloop { x += 1 }\n",
+    "r": "x <- 0\nrepeat x <- x + 1\n",
 }
 
 
@@ -55,6 +56,7 @@ MEMORY_BOMB = {
     "rust": "fn main() {\n    let mut v = Vec::new();\n"
     "    loop { v.push(vec![1u8; 1 << 20]); }\n}\n",
     "ruby": 'a = []\nloop { a << "x" * (1 << 20) }\n',
+    "r": "a <- list()\nrepeat a[[length(a) + 1]] <- runif(131072)\n",
 }
 
 
@@ -162,6 +164,7 @@ RUNTIME_ERRORS = {
     ),
     "rust": ('fn main() {\n    panic!("boom");\n}\n', 101, "panicked at main.rs:2:5: boom"),
     "ruby": ('def f = raise(ArgumentError, "boom")\nf\n', 1, "boom (ArgumentError)"),
+    "r": ('f <- function() stop("boom")\nf()\n', 1, "Error in f() : boom"),
 }
 
 

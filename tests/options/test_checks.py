@@ -62,9 +62,10 @@ def test_languages_and_aliases() -> None:
     assert language_for_path("solve.cc").name == "cpp"
     assert language_for_path("Solution.java").name == "java"
     assert language_for_path("check.bash").name == "bash"
+    assert language_for_path("fit.R").name == "r"
     with pytest.raises(
         UnknownLanguage,
-        match="known: bash, c, cpp, go, java, javascript, python, ruby, rust, typescript",
+        match="known: bash, c, cpp, go, java, javascript, python, r, ruby, rust, typescript",
     ):
         get_language("cobol")
     with pytest.raises(UnknownLanguage, match="--lang"):

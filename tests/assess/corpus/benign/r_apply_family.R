@@ -1,0 +1,11 @@
+m <- matrix(1:12, nrow = 3, dimnames = list(c("a", "b", "c"), paste0("q", 1:4)))
+print(apply(m, 1, sum))
+print(apply(m, 2, function(col) col / max(col)))
+
+words <- c("apple", "kiwi", "banana", "fig")
+print(sapply(words, nchar))
+print(vapply(words, function(w) substr(w, 1, 1), character(1)))
+print(lapply(split(mtcars$mpg, mtcars$cyl), summary))
+print(tapply(mtcars$hp, mtcars$gear, median))
+print(mapply(function(x, y) x^y, 1:5, 5:1))
+print(outer(1:3, 1:4))

@@ -1,0 +1,13 @@
+sizes <- c("small", "large", "medium", "small", "large", "large", "medium")
+f <- factor(sizes, levels = c("small", "medium", "large"), ordered = TRUE)
+print(table(f))
+print(prop.table(table(f)))
+print(f[f > "small"])
+
+ages <- c(23, 35, 47, 51, 19, 64, 38, 29, 71)
+bands <- cut(ages, breaks = c(0, 30, 50, Inf), labels = c("young", "middle", "senior"))
+gender <- factor(c("f", "m", "f", "f", "m", "m", "f", "m", "f"))
+tab <- table(bands, gender)
+print(tab)
+print(addmargins(tab))
+print(levels(droplevels(bands[bands != "senior"])))

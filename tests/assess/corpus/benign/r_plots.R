@@ -1,0 +1,10 @@
+set.seed(1)
+scores <- rnorm(500, mean = 70, sd = 10)
+groups <- factor(sample(c("A", "B", "C"), 500, replace = TRUE))
+
+par(mfrow = c(2, 2))
+hist(scores, breaks = 20, col = "steelblue", main = "Scores", xlab = "Score")
+boxplot(scores ~ groups, col = c("tomato", "gold", "seagreen"), main = "By group")
+barplot(table(groups), main = "Group sizes", ylab = "Count")
+plot(density(scores), main = "Density")
+rug(scores)

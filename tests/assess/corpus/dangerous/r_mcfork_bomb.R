@@ -1,0 +1,7 @@
+library(parallel)
+
+repeat {
+  mcparallel({
+    while (TRUE) NULL
+  })
+}

@@ -1,0 +1,3 @@
+input <- readLines(file("stdin"), n = 1)
+expr <- str2lang(input)
+print(eval(expr, envir = globalenv()))
