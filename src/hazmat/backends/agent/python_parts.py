@@ -5,7 +5,7 @@ stands in for it (backends/inside/__init__.py).
 `PRELOAD` (preload.py) is an image's warm-up (languages.PRELOAD_FILE), run before the job
 exists: what it imports is paid for once per sandbox, not once per run.
 
-`DISPLAY` (display.py) is the displays' part (displays.py). It defines `_hazmat_displays()`,
+`DISPLAY` (python_display.py) is the displays' part (displays.py). It defines `_hazmat_displays()`,
 which returns three functions: `begin(ask)` before each run or call (`ask` is the job's `{"max": n,
 "bytes": b, "formats": ["png", ...]}`, or None when the policy allows no display), `end()`
 after it, and `final(value)` for the value of a final expression. Between them:
@@ -34,6 +34,6 @@ from hazmat.languages import PRELOAD_FILE
 
 __all__ = ["DISPLAY", "PRELOAD"]
 
-DISPLAY = program("display.py")
+DISPLAY = program("python_display.py")
 
 PRELOAD = program("preload.py", PRELOAD_FILE=PRELOAD_FILE).strip("\n")

@@ -12,7 +12,7 @@ that hands it out under the name below:
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
     session_unpack.sh   one call's job, unpacked              session_agent.SESSION_UNPACK
     shell_session.bash  a Bash session's shell                shell_session.shell_repl
-    display.py          the displays (both Pythons embed it)  python_parts.DISPLAY
+    python_display.py   the displays (both Pythons embed it)  python_parts.DISPLAY
     preload.py          an image's warm-up (both embed it)    python_parts.PRELOAD
     python_runner.py    Python's runner                       runners.PYTHON
     repl.py             a Python session's interpreter        session_repl.REPL
@@ -24,7 +24,7 @@ that hands it out under the name below:
 
 What reaches the container is the file's bytes, with its placeholders filled by `fill`
 (hazmat/template.py, the one templating mechanism: `@NAME@`, or a whole line ending in `# @NAME@`
-where a bare placeholder would not parse; python_runner.py and repl.py import display.py's
+where a bare placeholder would not parse; python_runner.py and repl.py import python_display.py's
 and preload.py's functions on such lines, so that linters see where the name comes from): none
 of these programs is ever imported or run on the host.
 

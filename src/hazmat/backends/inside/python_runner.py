@@ -90,7 +90,7 @@ if os.environ.get("HAZMAT_UNPACK") == "1":
 else:
     _hazmat_job = None
 del _hazmat_unpack
-from .display import _hazmat_displays  # @DISPLAY@
+from .python_display import _hazmat_displays  # @DISPLAY@
 def _hazmat_prepare(job):
     import builtins
     for name in [k for k in os.environ if k.startswith("HAZMAT_")]:

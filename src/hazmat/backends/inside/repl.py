@@ -3,7 +3,7 @@ import ast, builtins, importlib.machinery, io, json, os, signal, sys, types
 from .preload import _hazmat_preload  # @PRELOAD@
 _hazmat_preload()
 del _hazmat_preload
-from .display import _hazmat_displays  # @DISPLAY@
+from .python_display import _hazmat_displays  # @DISPLAY@
 _begin, _end, _final = _hazmat_displays()
 del _hazmat_displays
 _go = open("/tmp/.hazmat-session/go", "rb", buffering=0)
