@@ -100,8 +100,8 @@ def _add_outputs(run: argparse.ArgumentParser) -> None:
         "--displays",
         type=Path,
         metavar="DIR",
-        help="write a Python program's displays (charts, tables) to DIR as display-N.png, "
-        ".html, ... and print their names (checked before the run)",
+        help="write the program's displays (Python's charts and tables, R's plots, ...) to DIR "
+        "as display-N.png, .html, ... and print their names (checked before the run)",
     )
 
 
