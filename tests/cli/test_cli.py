@@ -231,6 +231,7 @@ def test_images_list_and_doctor() -> None:
         "java",
         "rust",
         "ruby",
+        "r",
     }
     doctor = hazmat("doctor")
     assert doctor.exit_code == 0, doctor.stdout_bytes

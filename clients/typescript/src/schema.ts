@@ -271,7 +271,7 @@ export interface components {
             /** @description the program's source, UTF-8 */
             code: string;
             /**
-             * @description one of bash, c, cpp, go, java, javascript, python, ruby, rust, typescript (or an alias)
+             * @description one of bash, c, cpp, go, java, javascript, python, r, ruby, rust, typescript (or an alias)
              * @default python
              */
             language?: string;
