@@ -151,6 +151,9 @@ def test_a_session_keeps_rs_workspace_between_calls(sb: Sandbox, runtime: str) -
     code = "print(y)\nplot(1:10)\ncat(readLines(file('stdin')), sep = '|')"
     shown = session.run(code, stdin="a\nb\n")
     assert shown.stdout == "[1] 42\na|b" and len(shown.displays) == 1
+    for word in ("one", "two"):  # read in part: the rest read away, then its blocks freed
+        big = f"{word}\n" + "x" * 600_000 + "\n"
+        assert session.run("cat(readLines(file('stdin'), n = 1))", stdin=big).stdout == word
     assert session.run("cat(readLines(file('stdin')), sep = '|')", stdin="c\n").stdout == "c"
     assert not session.run("y").displays  # a call's displays are its own
     error = session.run("stop('boom')")

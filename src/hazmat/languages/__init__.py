@@ -79,14 +79,14 @@ class Repl:
     (backends/inside/); a language that brings its own declares it here.
 
     The session agent starts it once, as the session's uid, in the working directory, with
-    `command` (a shell line: its code is "$3", the agent's unpack script "$4") and stdin from
-    /dev/null. It then opens the FIFO /tmp/.hazmat-session/go for reading and then
-    /tmp/.hazmat-session/done for writing, and for each line read from `go` (the mode: `run`,
-    `files`, `save` or `load`) unpacks the call's job (`sh -c "$unpack" unpack <workdir>` with
-    /tmp/.hazmat-session/job as its stdin and its fd 3 as stderr), for `run` applies the call's
-    env and args (/tmp/.hazmat-job.sh) and runs the source file with the call's stdin
-    (/tmp/.hazmat-stdin), and writes the call's exit status as a line to `done`. `signal`
-    interrupts a call whose time is up; between calls it must do nothing."""
+    `command` (a shell line: its code is "$3") and stdin from /dev/null. It then opens the FIFO
+    /tmp/.hazmat-session/go for reading and then /tmp/.hazmat-session/done for writing, and
+    for each line read from `go` (the mode: `run`, `files`, `save` or `load`): for `run` and
+    `files` unpacks the call's job (/tmp/.hazmat-session/job, in the format session_agent.py
+    gives: the env and args, the input files, the call's stdin), for `run` applies the env and
+    args and runs the source file with the call's stdin, and writes the call's exit status as
+    a line to `done`. `signal` interrupts a call whose time is up; between calls it must do
+    nothing."""
 
     command: str
     code: str

@@ -54,7 +54,7 @@ prepare "$setup"
 pid=''
 start_repl() {
     setpriv $drop -- sh -c 'cd "$1" || exit 125; unset OLDPWD; exec 2>&3 3>&-; eval "$2"' \
-        repl "$workdir" "$repl" "$replcode" "$unpack" </dev/null 2>&3 &
+        repl "$workdir" "$repl" "$replcode" </dev/null 2>&3 &
     pid=$!
     # the interpreter opens go, then done: these block until it has
     exec 6>"$chan/go" 5<"$chan/done"

@@ -36,7 +36,7 @@ LANGUAGE = Language(
     repl=Repl(
         command=(
             ": >>/tmp/.hazmat-r-stdin && exec env --default-signal=INT"
-            ' R_HAZMAT_REPL="$3" R_HAZMAT_UNPACK="$4"'
+            ' R_HAZMAT_REPL="$3"'
             " Rscript -e 'eval(parse(text = Sys.getenv(\"R_HAZMAT_REPL\")))'"
             " </tmp/.hazmat-r-stdin"
         ),

@@ -1,18 +1,21 @@
-# An R session's interpreter, kept between calls (languages/r/__init__.py: Repl). Each call's
-# main.R is sourced into the same workspace, its visible values printed as R's console would;
+# An R session's interpreter, kept between calls (languages/r/__init__.py: Repl). It unpacks
+# each call's job itself (the agent's unpack script's default mode: a process costs 20-50 ms
+# under gVisor). Each call's main.R is evaluated in the same workspace, its visible values
+# printed as R's console would;
 # an error ends the call (status 1) and not the session, and so do quit() (its status) and
 # the agent's interrupt (status 130). A pause saves the workspace into the working directory
 # (mode save) and its resume loads it (mode load), each reporting the names on stdout as a line
 # of JSON (sessions/pausing.py).
 local({
-    unpack <- Sys.getenv("R_HAZMAT_UNPACK")
-    Sys.unsetenv(c("R_HAZMAT_REPL", "R_HAZMAT_UNPACK"))
+    Sys.unsetenv("R_HAZMAT_REPL")
     workdir <- getwd()
     saved <- file.path(workdir, ".hazmat-variables.RData")
     shown <- "/tmp/.hazmat-displays"
     # R's fd 0 is this file (the command opens it): each call's stdin is appended to it, and
     # what a call leaves unread is read away after it, so file("stdin") reads the call's own
+    # (R cannot move fd 0's offset back: the file only grows, its blocks freed as it is read)
     stdin <- "/tmp/.hazmat-r-stdin"
+    punch <- TRUE
     options(warn = 1)  # a warning is printed as it happens: a call never returns to top level
     go <- fifo("/tmp/.hazmat-session/go", "r", blocking = TRUE)
     done <- fifo("/tmp/.hazmat-session/done", "w", blocking = TRUE)
@@ -69,6 +72,53 @@ local({
         cat("Warning", where(w), ": ", conditionMessage(w), "\n", file = stderr(), sep = "")
         invokeRestart("muffleWarning")
     }
+    # the call's job (backends/agent/session_agent.py): the env and args in their two forms
+    # (R reads the shell's), the input files (main.R first), and to the end the call's stdin,
+    # appended to R's own
+    unpack <- function() {
+        job <- "/tmp/.hazmat-session/job"
+        data <- readBin(job, "raw", file.size(job))
+        ends <- which(data == as.raw(10L))
+        pos <- 1L
+        line <- function() {
+            end <- ends[ends >= pos][1L]
+            if (is.na(end)) stop("truncated job")
+            text <- rawToChar(data[seq.int(pos, length.out = end - pos)])
+            pos <<- end + 1L
+            text
+        }
+        take <- function(n) {
+            if (pos + n - 1L > length(data)) stop("truncated job")
+            part <- data[seq.int(pos, length.out = n)]
+            pos <<- pos + n
+            part
+        }
+        sizes <- as.integer(strsplit(line(), " ", fixed = TRUE)[[1L]])
+        take(sizes[1L])
+        writeBin(take(sizes[2L]), "/tmp/.hazmat-job.sh")
+        unlink(file.path(workdir, "main.R"))
+        for (i in seq_len(as.integer(line()))) {
+            head <- line()
+            space <- regexpr(" ", head, fixed = TRUE)
+            name <- file.path(workdir, substring(head, space + 1L))
+            if (!dir.exists(dirname(name))) dir.create(dirname(name), recursive = TRUE)
+            unlink(name)
+            writeBin(take(as.integer(substr(head, 1L, space - 1L))), name)
+        }
+        if (pos <= length(data)) {
+            con <- file(stdin, "ab")
+            writeBin(data[pos:length(data)], con)
+            close(con)
+        }
+        0L
+    }
+    unpacked <- function() {
+        tryCatch(unpack(), error = function(e) {
+            cat("hazmat-agent: cannot unpack the call: ", conditionMessage(e), "\n",
+                file = stderr(), sep = "")
+            125L
+        })
+    }
     # main.R's expressions in the workspace, each visible value printed
     source_main <- function() {
         exprs <- parse(file.path(workdir, "main.R"), keep.source = FALSE)
@@ -82,7 +132,6 @@ local({
         0L
     }
     run <- function() {
-        file.append(stdin, "/tmp/.hazmat-stdin")
         unlink(shown)
         apply_job()
         status <- tryCatch(
@@ -95,6 +144,13 @@ local({
         con <- file("stdin", "rb")
         while (length(readBin(con, "raw", 65536L))) NULL
         close(con)
+        # all of it read: its blocks given back to /tmp (the offsets stay), once a MiB is there
+        # (gVisor's tmpfs cannot: then never again)
+        if (punch && file.size(stdin) > 1048576) {
+            size <- format(file.size(stdin), scientific = FALSE)
+            args <- c("--punch-hole", "--offset", "0", "--length", size, stdin)
+            punch <<- system2("fallocate", args, stdout = FALSE, stderr = FALSE) == 0L
+        }
         status
     }
     step <- function(mode) {
@@ -110,10 +166,7 @@ local({
             cat("{\"loaded\": ", json(names), "}\n", sep = "")
             return(0L)
         }
-        status <- system(paste(
-            "exec sh -c", shQuote(unpack), "unpack", shQuote(workdir),
-            "</tmp/.hazmat-session/job 3>&2"
-        ))
+        status <- unpacked()
         if (status != 0L || mode != "run") return(status)
         run()
     }
