@@ -84,9 +84,11 @@ class Repl:
     for each line read from `go` (the mode: `run`, `files`, `save` or `load`): for `run` and
     `files` unpacks the call's job (/tmp/.hazmat-session/job, in the format session_agent.py
     gives: the env and args, the input files, the call's stdin), for `run` applies the env and
-    args and runs the source file with the call's stdin, and writes the call's exit status as
-    a line to `done`. `signal` interrupts a call whose time is up; between calls it must do
-    nothing."""
+    args and runs the source file with the call's stdin; for `save` (before a pause) it may
+    keep its variables in the working directory and for `load` (after the resume) load them,
+    saying which as a line of JSON on stdout (sessions/pausing.py), or do nothing; and it
+    writes the call's exit status as a line to `done`. `signal` interrupts a call whose time is
+    up; between calls it must do nothing."""
 
     command: str
     code: str

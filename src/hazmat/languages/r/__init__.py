@@ -30,12 +30,12 @@ LANGUAGE = Language(
     # R 4.5 will not start with fewer than 168 open files (measured: "the limit on the number of
     # open files is too low"); the standard level's 256 leaves room for its 128 connections
     min_nofile=256,
-    # R's fd 0 is a file of the session's own, each call's stdin appended to it (session.R).
+    # R's fd 0 is a file of the session's own, emptied when R starts (session.R).
     # The agent starts it in the background, where a shell ignores SIGINT, and R then ignores
     # it too: `env --default-signal` gives it back, so the agent's interrupt reaches R
     repl=Repl(
         command=(
-            ": >>/tmp/.hazmat-r-stdin && exec env --default-signal=INT"
+            ": >/tmp/.hazmat-r-stdin && exec env --default-signal=INT"
             ' R_HAZMAT_REPL="$3"'
             " Rscript -e 'eval(parse(text = Sys.getenv(\"R_HAZMAT_REPL\")))'"
             " </tmp/.hazmat-r-stdin"

@@ -1,21 +1,20 @@
 # An R session's interpreter, kept between calls (languages/r/__init__.py: Repl). It unpacks
 # each call's job itself (the agent's unpack script's default mode: a process costs 20-50 ms
 # under gVisor). Each call's main.R is evaluated in the same workspace, its visible values
-# printed as R's console would;
-# an error ends the call (status 1) and not the session, and so do quit() (its status) and
-# the agent's interrupt (status 130). A pause saves the workspace into the working directory
-# (mode save) and its resume loads it (mode load), each reporting the names on stdout as a line
-# of JSON (sessions/pausing.py).
+# printed as R's console would; an error ends the call (status 1) and not the session, and so
+# do quit() (its status) and the agent's interrupt (status 130). A pause saves the workspace
+# into the working directory (mode save) and its resume loads it (mode load), each reporting
+# the names on stdout as a line of JSON (sessions/pausing.py).
 local({
     Sys.unsetenv("R_HAZMAT_REPL")
     workdir <- getwd()
     saved <- file.path(workdir, ".hazmat-variables.RData")
     shown <- "/tmp/.hazmat-displays"
-    # R's fd 0 is this file (the command opens it): each call's stdin is appended to it, and
-    # what a call leaves unread is read away after it, so file("stdin") reads the call's own
-    # (R cannot move fd 0's offset back: the file only grows, its blocks freed as it is read)
+    # R's fd 0 is this file (the command empties and opens it): each call's stdin is written
+    # where fd 0's offset is, which R cannot move back, and what a call leaves unread is read
+    # away after it, so file("stdin") reads the call's own. What was read is a hole in the
+    # file, taking no space in /tmp
     stdin <- "/tmp/.hazmat-r-stdin"
-    punch <- TRUE
     options(warn = 1)  # a warning is printed as it happens: a call never returns to top level
     go <- fifo("/tmp/.hazmat-session/go", "r", blocking = TRUE)
     done <- fifo("/tmp/.hazmat-session/done", "w", blocking = TRUE)
@@ -45,7 +44,8 @@ local({
         con <- pipe(paste(
             "exec sh -c '. /tmp/.hazmat-job.sh && printf \"%s\\0\" \"$#\" \"$@\" && env -0'"
         ), "rb")
-        data <- readBin(con, "raw", 1e8)
+        data <- raw(0)
+        while (length(part <- readBin(con, "raw", 65536L))) data <- c(data, part)
         close(con)
         ends <- which(data == as.raw(0L))
         starts <- c(1L, ends[-length(ends)] + 1L)
@@ -74,7 +74,7 @@ local({
     }
     # the call's job (backends/agent/session_agent.py): the env and args in their two forms
     # (R reads the shell's), the input files (main.R first), and to the end the call's stdin,
-    # appended to R's own
+    # written where R's fd 0 reads next
     unpack <- function() {
         job <- "/tmp/.hazmat-session/job"
         data <- readBin(job, "raw", file.size(job))
@@ -106,7 +106,11 @@ local({
             writeBin(take(as.integer(substr(head, 1L, space - 1L))), name)
         }
         if (pos <= length(data)) {
-            con <- file(stdin, "ab")
+            # R's fd 0 is at the file's end (every call's stdin is read to it): the file is
+            # emptied, which frees what was read, and the new stdin written from there on
+            at <- file.size(stdin)
+            con <- file(stdin, "wb")
+            seek(con, at, rw = "write")
             writeBin(data[pos:length(data)], con)
             close(con)
         }
@@ -123,11 +127,11 @@ local({
     source_main <- function() {
         exprs <- parse(file.path(workdir, "main.R"), keep.source = FALSE)
         for (i in seq_along(exprs)) {
-            shown <- withCallingHandlers(
+            result <- withCallingHandlers(
                 withVisible(eval(exprs[[i]], globalenv())),
                 warning = warned
             )
-            if (shown$visible) print(shown$value)
+            if (result$visible) print(result$value)
         }
         0L
     }
@@ -144,13 +148,6 @@ local({
         con <- file("stdin", "rb")
         while (length(readBin(con, "raw", 65536L))) NULL
         close(con)
-        # all of it read: its blocks given back to /tmp (the offsets stay), once a MiB is there
-        # (gVisor's tmpfs cannot: then never again)
-        if (punch && file.size(stdin) > 1048576) {
-            size <- format(file.size(stdin), scientific = FALSE)
-            args <- c("--punch-hole", "--offset", "0", "--length", size, stdin)
-            punch <<- system2("fallocate", args, stdout = FALSE, stderr = FALSE) == 0L
-        }
         status
     }
     step <- function(mode) {
