@@ -29,7 +29,6 @@ SPIN = {
     "rust": "fn main() {\n    let mut x: u64 = 0;\n"
     "    loop { x = std::hint::black_box(x.wrapping_add(1)); }\n}\n",
     "ruby": "x = 0\nloop { x += 1 }\n",
-    "r": "x <- 0\nrepeat x <- x + 1\n",
 }
 
 
@@ -56,7 +55,6 @@ MEMORY_BOMB = {
     "rust": "fn main() {\n    let mut v = Vec::new();\n"
     "    loop { v.push(vec![1u8; 1 << 20]); }\n}\n",
     "ruby": 'a = []\nloop { a << "x" * (1 << 20) }\n',
-    "r": "a <- list()\nrepeat a[[length(a) + 1]] <- runif(131072)\n",
 }
 
 

@@ -5,10 +5,11 @@ stands in for it (backends/inside/__init__.py).
 `PRELOAD` (preload.py) is an image's warm-up (languages.PRELOAD_FILE), run before the job
 exists: what it imports is paid for once per sandbox, not once per run.
 
-`DISPLAY` (python_display.py) is the displays' part (displays.py). It defines `_hazmat_displays()`,
-which returns three functions: `begin(ask)` before each run or call (`ask` is the job's `{"max": n,
-"bytes": b, "formats": ["png", ...]}`, or None when the policy allows no display), `end()`
-after it, and `final(value)` for the value of a final expression. Between them:
+`DISPLAY` (python_display.py) is the displays' part (displays.py). It defines
+`_hazmat_displays()`, which returns three functions: `begin(ask)` before each run or call
+(`ask` is the job's `{"max": n, "bytes": b, "formats": ["png", ...]}`, or None when the policy
+allows no display), `end()` after it, and `final(value)` for the value of a final expression.
+Between them:
 
 - `display(*objs)` is a builtin, as in IPython: each object becomes one bundle from its
   `_repr_mimebundle_` and `_repr_png_`/`_svg_`/`_html_`/`_markdown_`/`_latex_`/`_json_`/
