@@ -5,7 +5,7 @@ displays (display.R) and its session's interpreter (session.R).
 A run is `Rscript main.R`. Plots are PNG displays: R reads display.R as its user profile (the
 pool writes it into /tmp before the job: `prepare`), which makes every new plot device a PNG
 file per page (cairo) and, when R ends, writes each page as a display. A session keeps one R
-between calls: each call's main.R is sourced into the same workspace (visible values printed
+between calls: each call's main.R is evaluated in the same workspace (visible values printed
 as R's console prints them), and its plots are displays of that call.
 """
 
