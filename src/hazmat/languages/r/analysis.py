@@ -115,6 +115,10 @@ FILE_CALLS: dict[str, tuple[str, int, str]] = {
     "unlink": (_DELETE, 1, "x"),
     "file.remove": (_DELETE, 1, ""),
 }  # fmt: skip
+# the calls whose arguments the rules read
+_READ_ARGUMENTS = (
+    _LOADERS | _LOOKUPS | set(FILE_CALLS) | {"do.call", "parse", "Sys.getenv", "sys.source"}
+)
 # how a call spells a path from its pieces (file.path, paste0), and the pieces some calls stand for
 _JOINS = {"file.path": "/", "paste0": "", "paste": " "}
 _PIECES = {"getwd": ".", "tempdir": "/tmp", "tempfile": "/tmp/file"}
@@ -209,7 +213,8 @@ def arguments(toks: list[Token], opening: int) -> list[Argument]:
     """The arguments of the call whose `(` is at `opening`."""
     found: list[Argument] = []
     depth, current = 0, list[Token]()
-    for tok in toks[opening + 1 :]:
+    for k in range(opening + 1, len(toks)):  # not a slice: no copy of the rest
+        tok = toks[k]
         if tok.kind == "op" and tok.text in _CLOSE:
             depth += 1
         elif tok.kind == "op" and tok.text in _CLOSE.values():
@@ -281,12 +286,13 @@ class _Reader:
 
     def assigned(self, k: int) -> None:
         """Record what the variable at `k` (`name <- value`, `name = value`) is given."""
-        toks = self.toks
-        value = toks[k + 2 :]
-        if not value:
+        toks, start = self.toks, k + 2
+        if start >= len(toks):
             return
-        called = value[0].kind == "name" and len(value) > 1 and value[1].text == "("
-        expression = value[: _closing(value, 1) + 1] if called else value[:1]
+        after = toks[start + 1].text if start + 1 < len(toks) else ""
+        called = toks[start].kind == "name" and after == "("
+        end = _closing(toks, start + 1) + 1 if called else start + 1
+        expression = toks[start:end]
         spelled = self.spell(expression)
         if spelled is not None:
             self.spelled[toks[k].text] = spelled
@@ -343,7 +349,7 @@ class _Rules:
                 rule = PACKAGES[tok.text]
                 self.add(rule, f"uses package {tok.text}: {rule[2]}", tok)
             if after == "(":
-                self.called(tok, arguments(toks, k + 1))
+                self.called(tok, k + 1)
         network = any(f.rule in NETWORK_RULES for f in self.rules)
         if network:
             self.reached_out()
@@ -363,10 +369,15 @@ class _Rules:
             message = f"names {tok.text}: {why}"
             self.spelled.append(Finding(name, SOURCE, severity, message, tok.line, tok.column, cwe))
 
-    def called(self, tok: Token, args: list[Argument]) -> None:
+    def called(self, tok: Token, opening: int) -> None:
+        """A call whose `(` is at `opening`: its arguments read only for the calls the rules
+        look into (reading every call's would cost each nested call its whole extent)."""
         call = tok.text
-        first = args[0][1] if args else []
         self.by_name = self.by_name or call in NAME_CALLERS
+        if call not in _READ_ARGUMENTS:
+            return
+        args = arguments(self.toks, opening)
+        first = args[0][1] if args else []
         if call in _LOADERS and len(first) == 1 and first[0].text in PACKAGES:
             rule = PACKAGES[first[0].text]
             self.add(rule, f"loads package {first[0].text}: {rule[2]}", tok)
