@@ -11,7 +11,7 @@ while IFS= read -r name; do
     /*) path=$name cap=$maxown own=1 ;;
     *) path=./$name cap=$maxfile own=0 ;;
     esac
-    if [ -f "$path" ] && [ ! -L "$path" ]; then
+    if [ -f "$path" ] && [ ! -L "$path" ] && [ -r "$path" ]; then
         size=$(wc -c < "$path")
         if [ "$size" -gt "$cap" ]; then
             printf 'too_large %s %s\n' "$size" "$name"
