@@ -82,6 +82,37 @@ def test_the_program_cannot_reach_the_agent_or_its_nonce(
     assert nonce.encode() not in base64.b64decode(probe["SEEN"])
 
 
+
+# Links into /proc, through which the output files' collector (a process of the program's uid
+# once the program is gone) would read itself and the agent: its own memory and environment,
+# and the agent's (the program's parent, as the runner is).
+LINKS = """
+    import os
+    os.symlink("/proc/self", "me")
+    os.symlink(f"/proc/{os.getppid()}", "agent")
+"""
+PROC_FILES = ("environ", "mem", "cmdline", "maps", "stack", "syscall", "status")
+
+
+def test_the_output_files_collector_gives_nothing_with_the_nonce(
+    engine: Engine, sandbox: Sandbox, runtime: str
+) -> None:
+    nonce = "7a" * 16
+    want = [f"{link}/{name}" for link in ("me", "agent") for name in PROC_FILES]
+    python = get_language("python")
+    code = textwrap.dedent(LINKS).encode()
+    program = Program({"main.py": code}, want, b"", 1 << 20, nonce)
+    job = Job(python, python.image, STRICT, Runtime(runtime), TrustLevel.UNTRUSTED, program)
+    backend = tier_of(sandbox, engine)
+    try:
+        report = backend.execute(job)
+    finally:
+        backend.close()
+    assert report.exit_code == 0, report
+    assert "me/cmdline" in report.files, report.files  # the links were followed to /proc
+    for name, data in report.files.items():
+        assert nonce.encode() not in data, name
+
 def test_a_forged_end_marker_is_program_output(sandbox: Sandbox, runtime: str) -> None:
     """Without the nonce, a made-up marker is just output, and the real status stands."""
     code = """

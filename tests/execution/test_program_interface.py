@@ -104,6 +104,34 @@ def test_input_and_output_files_in_folders(sandbox: Sandbox, runtime: str, langu
     assert any("out/missing.txt" in note for note in result.notes)
 
 
+
+def test_input_files_are_the_programs_and_odd_output_files_are_refused(
+    sandbox: Sandbox, runtime: str
+) -> None:
+    """Without a runner the agent unpacks the input files (folders too) and they are the
+    program's uid's; output files that are not regular files the program can read are not
+    collected, and nothing waits on them: a FIFO nobody writes, a file its owner made
+    unreadable, a link, a folder."""
+    code = (
+        'echo "OWNERS $(stat -c %u data data/in.txt | sort -u)" "UID $(id -u)"\n'
+        "mkfifo pipe; printf x > locked; chmod 000 locked; ln -s data/in.txt link; mkdir dir\n"
+        "cp data/in.txt copy.txt\n"
+    )
+    result = sandbox.run(
+        code,
+        "bash",
+        files={"data/in.txt": "payload\n"},
+        output_files=["pipe", "locked", "link", "dir", "copy.txt"],
+        runtime=runtime,
+    )
+    assert result.outcome is Outcome.OK, result.stderr
+    owners, uid = result.stdout.split(" UID ")
+    assert owners == f"OWNERS {uid.strip()}", result.stdout  # one owner: the program's uid
+    assert dict(result.files) == {"copy.txt": b"payload\n"}
+    notes = " ".join(result.notes)
+    for name in ("pipe", "locked", "link", "dir"):
+        assert f"'{name}' not collected: not a regular file" in notes, notes
+
 TRACEBACKS = {
     "python": ("def f():\n    raise ValueError('boom')\nf()\n", "ValueError: boom"),
     "javascript": ("function f() { throw new TypeError('boom'); }\nf();\n", "TypeError: boom"),

@@ -4,8 +4,13 @@ direct OCI tier.
 It speaks the protocol of backends/agent/single.py byte for byte, so the host cannot tell it
 from the shell agent; what it saves is on the sandbox's side. It reads the job from stdin in
 large reads and passes what follows its own part on to the program's stdin, a pipe it holds,
-where the shell reads a byte per system call (25-45 us each under gVisor's ptrace platform),
-and it takes the program's uid itself, with no setpriv and no shell before the stage script.
+where the shell reads a byte per system call (25-45 us each under gVisor's ptrace platform);
+it takes the program's uid itself, with no setpriv; and it does the stage and collect scripts'
+work itself: it writes the input files with the program's uid and gid as its effective ones
+(before anything of the program's has run) and reads the output files in a fork that has
+taken the program's uid for good and wiped the nonce, so no `head`, `wc` or shell runs per
+file. Only what is a shell command by nature runs in /bin/sh: the language's setup, build
+step, runner start and run command, the last replacing itself with the program.
 
 It is built on this host with its C compiler (Debian's gcc, statically linked), once per
 source: the binary is kept in the OCI tier's folder under the source's digest, and each

@@ -5,11 +5,12 @@ own start when the job arrives. The agent starts it in the background at contain
 prints `hazmat-ready` on stdout (the host takes nothing from a container before that line),
 then waits for SIGUSR2. The agent sends the signal once it has read the job's first lines;
 without a build step the runner then reads the rest of the job from stdin (the env and args
-as JSON, the input files), with one the stage script has done so and left the env and args in
-/tmp/.hazmat-job.json. The runner removes hazmat's variables from its environment and runs
-the program in itself, as `python3 main.py` or `node main.js` would: same argv, `__main__` /
-`require.main`, exit status, and tracebacks without any frame of the runner. The program's
-own environment and arguments are applied just before it starts.
+as JSON, the input files), with one the agent has done so (its stage script, or the compiled
+agent itself) and left the env and args in /tmp/.hazmat-job.json. The runner removes hazmat's
+variables from its environment and runs the program in itself, as `python3 main.py` or
+`node main.js` would: same argv, `__main__` / `require.main`, exit status, and tracebacks
+without any frame of the runner. The program's own environment and arguments are applied just
+before it starts.
 Everything after that is the agent's: it waits for the runner, kills what the program left
 behind, collects the output files and prints the end marker.
 

@@ -8,7 +8,8 @@ that hands it out under the name below:
     agent.sh            the single-run agent, after it        single.AGENT_SCRIPT
     stage.sh            unpack, build, run as the program     single.STAGE_SCRIPT
     collect.sh          the output files' records             single.COLLECT_SCRIPT
-    agent.c             the single-run agent, compiled        compiled.AGENT_SOURCE
+    agent.c             the single-run agent, compiled (all   compiled.AGENT_SOURCE
+                        four above in one process)
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
     session_unpack.sh   one call's job, unpacked              session_agent.SESSION_UNPACK
     shell_session.bash  a Bash session's shell                shell_session.shell_repl

@@ -1,17 +1,27 @@
-/* The single-run agent as one compiled process: what prologue.sh and agent.sh do, in the same
- * order and with the same protocol (backends/agent/single.py), without a shell or a helper
- * process on a run's path (backends/agent/compiled.py builds it and says when it is used).
+/* The single-run agent as one compiled process: what prologue.sh, agent.sh, stage.sh and
+ * collect.sh do, in the same order and with the same protocol (backends/agent/single.py),
+ * with no shell or helper process of its own on a run's path (backends/agent/compiled.py
+ * builds it and says when it is used).
  *
  * Where it differs from the shell agent, only in how:
  *   - the job is read from stdin in large reads, not a byte at a time (a shell cannot read a
  *     line without reading past it; under gVisor each read is a system call of 25-45 us), and
  *     what follows the agent's part is passed on to the program's stdin, a pipe the agent
- *     holds from the start (the runner's, and the stage script's);
+ *     holds from the start (the runner's, and the run command's);
  *   - the program's uid is taken here (no setpriv), the way setpriv takes it: the bounding set
  *     and the inheritable and ambient sets emptied, no supplementary group, then the uid and
- *     gid, which clears the permitted and effective sets.
- * Everything else (the stage and collect scripts, the runner's start, the language's setup,
- * the allowlist relay) is started exactly as agent.sh starts it. */
+ *     gid, which clears the permitted and effective sets;
+ *   - the input files are written by the agent itself, with the program's uid and gid as its
+ *     effective ones (so the files are the program's, and it can write nothing the program
+ *     could not), before anything of the program's has run: no `head` per file, no shell;
+ *   - the output files are read by a fork of the agent that has taken the program's uid for
+ *     good and forgotten the nonce, once nothing of the program's runs: no `wc` and `head`
+ *     per file, no shell; a file it cannot open is `missing`, and one that shrank is padded,
+ *     so the records stay whole.
+ * What is a shell command by its nature is still run by /bin/sh, as the program's: the
+ * language's setup and build step, its runner's start, and its run command (with the env and
+ * args the host quoted), the shell replacing itself with the program (`exec`). The allowlist
+ * relay is socat, started as agent.sh starts it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -39,9 +49,13 @@ extern char **environ;
 static unsigned uid;
 static int sig_r = -1, sig_w = -1;  /* SIGCHLD, as a byte on a pipe */
 static int feed = -1;               /* the program's stdin: the write end the agent holds */
+static int program_in_fd = -1;      /* and its read end, the program's fd 0 */
+static int job_fd = -1;             /* the run command's env and args: its fd 4 */
 static int stdin_eof, feed_broken;
 static char buf[BUF];               /* read from stdin, not yet taken or passed on */
 static size_t have, taken;
+/* what carries the nonce, wiped in the fork that reads the program's files */
+static char job_line[MAX_LINE], nonce[MAX_LINE], marker[MAX_LINE + 64];
 
 static void say(int fd, const char *text, size_t len) {
     while (len > 0) {
@@ -103,13 +117,18 @@ static void wire(int in, int quiet, int mute) {
     signal(SIGPIPE, SIG_DFL);
 }
 
-/* a process of the program's: its uid, `argv` run with fd 0 from `in` */
-static pid_t start(char *const argv[], int in, int quiet, int mute) {
+/* a process of the program's: its uid, `argv` run in `dir` (NULL: /) with fd 0 from `in` */
+static pid_t start(char *const argv[], int in, const char *dir, int quiet, int mute) {
     pid_t pid = fork();
     if (pid < 0) die("cannot start a process");
     if (pid == 0) {
         wire(in, quiet, mute);
+        if (job_fd >= 0 && dup2(job_fd, 4) < 0) _exit(125);
         drop();
+        if (dir && chdir(dir) != 0) {
+            say(3, "hazmat-agent: no working directory\n", 35);
+            _exit(125);
+        }
         execve(argv[0], argv, environ);
         _exit(127);
     }
@@ -224,6 +243,183 @@ static void drop_hazmat_variables(void) {
     }
 }
 
+/* The program's gid and uid as the agent's effective ones (`on`), or root's again: the kernel
+ * empties the effective capabilities while the uid is the program's and gives them back after,
+ * from the permitted set, which stays. */
+static void as_program(int on) {
+    int fine = on ? setresgid(-1, uid, -1) == 0 && setresuid(-1, uid, -1) == 0
+                  : setresuid(-1, 0, -1) == 0 && setresgid(-1, 0, -1) == 0;
+    if (!fine) die("cannot change the effective uid");
+}
+
+/* `len` bytes of the job, written to `fd` (-1: read and dropped): what was read already, then
+ * stdin. NULL once all are written, or why not. */
+static const char *take(int fd, unsigned long long len) {
+    while (len > 0) {
+        if (taken == have) {
+            ssize_t n = read(0, buf, BUF);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return "truncated job";
+            have = (size_t)n;
+            taken = 0;
+        }
+        size_t part = have - taken < len ? have - taken : (size_t)len;
+        for (size_t done = 0; fd >= 0 && done < part;) {
+            ssize_t n = write(fd, buf + taken + done, part - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return "cannot write input file";
+            done += (size_t)n;
+        }
+        taken += part;
+        len -= part;
+    }
+    return NULL;
+}
+
+/* `len` bytes of the job into the file `name` under `dir` (made, or emptied), or dropped when
+ * `name` is NULL; the file's folders made first when `folders`. NULL, or why not. */
+static const char *put(int dir, const char *name, unsigned long long len, int folders) {
+    int fd = -1;
+    if (name) {
+        char path[MAX_LINE];
+        snprintf(path, sizeof path, "%s", name);
+        for (char *slash = path; folders && (slash = strchr(slash + 1, '/'));) {
+            *slash = 0;
+            if (mkdirat(dir, path, 0777) != 0 && errno != EEXIST) return "cannot make a folder";
+            *slash = '/';
+        }
+        fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0) return "cannot write input file";
+    }
+    const char *why = take(fd, len);
+    if (fd >= 0) close(fd);
+    return why;
+}
+
+static int number(const char *text, unsigned long long *value) {
+    char *end;
+    if (!digits(text) || strlen(text) > 15) return 0;
+    *value = strtoull(text, &end, 10);
+    return 1;
+}
+
+/* The program's part of the job (single.py's format, from `<json_size> <sh_size>` on) into the
+ * working directory, written as the program before anything of the program's has run: its env
+ * and args for the runner (JSON) or the run command (shell), and the input files, their folders
+ * made. 0, or 125 with the reason on the program's stderr, as the stage script says it. */
+static int unpack(const char *workdir, int runner) {
+    as_program(1);
+    const char *why = NULL;
+    char line[MAX_LINE], *space;
+    unsigned long long json_size, sh_size, nfiles, size;
+    int dir = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) why = "no working directory";
+    else if (!read_line(line, sizeof line)) why = "truncated job";
+    else if (!(space = strchr(line, ' ')) || (*space = 0, !number(line, &json_size)) ||
+             !number(space + 1, &sh_size))
+        die("unknown job format");
+    else if (!(why = put(AT_FDCWD, runner ? "/tmp/.hazmat-job.json" : NULL, json_size, 0)) &&
+             !(why = put(AT_FDCWD, runner ? NULL : "/tmp/.hazmat-job.sh", sh_size, 0))) {
+        if (!read_line(line, sizeof line)) why = "truncated job";
+        else if (!number(line, &nfiles)) die("unknown job format");
+        for (unsigned long long i = 0; !why && i < nfiles; i++) {
+            if (!read_line(line, sizeof line)) why = "truncated job";
+            else if (!(space = strchr(line, ' ')) || (*space = 0, !number(line, &size)))
+                die("unknown job format");
+            else why = put(dir, space + 1, size, 1);
+        }
+    }
+    if (dir >= 0) close(dir);
+    as_program(0);
+    if (!why) return 0;
+    /* as stage.sh: what is left of the job stays unread, and the program does not run */
+    char text[128];
+    int n = snprintf(text, sizeof text, "hazmat-agent: %s\n", why);
+    say(2, text, (size_t)n);
+    return 125;
+}
+
+/* The program's run command, as stage.sh runs it: its env and args (quoted by the host, in
+ * /tmp/.hazmat-job.sh) sourced from fd 4, the file gone before the program starts, then `run`
+ * with the args; the shell replaces itself with the program. */
+static int run_program(const char *workdir, char *run) {
+    as_program(1); /* the file is the program's, in /tmp (sticky) */
+    job_fd = open("/tmp/.hazmat-job.sh", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (job_fd >= 0) unlink("/tmp/.hazmat-job.sh");
+    as_program(0);
+    char *argv[] = {"/bin/sh", "-c",
+                    "exec 3>&-; run=$1 job=$2; set --\n"
+                    "if [ -n \"$job\" ]; then . /proc/self/fd/4; exec 4<&-; fi\n"
+                    "eval \"$run \\\"\\$@\\\"\"",
+                    "run", run, job_fd >= 0 ? "1" : "", NULL};
+    pid_t pid = start(argv, program_in_fd, workdir, 0, 0);
+    if (job_fd >= 0) close(job_fd);
+    job_fd = -1;
+    return relay_until(pid);
+}
+
+/* The output files' records (collect.sh's), written by a fork of the agent that has taken the
+ * program's uid for good and forgotten the nonce, in the working directory, once nothing of
+ * the program's runs. A name that is not a regular file there (or cannot be opened) is
+ * `missing`; a file read short is padded, so that the records stay whole. */
+static void collect(const char *workdir, char *wants, const char *maxfile,
+                    const char *maxtotal, const char *maxown) {
+    pid_t pid = fork();
+    if (pid < 0) die("cannot start a process");
+    if (pid > 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return;
+    }
+    explicit_bzero(job_line, sizeof job_line);
+    explicit_bzero(nonce, sizeof nonce);
+    explicit_bzero(marker, sizeof marker);
+    explicit_bzero(buf, sizeof buf);
+    signal(SIGCHLD, SIG_DFL);
+    drop();
+    unsigned long long cap_file, total_cap, cap_own, total = 0;
+    if (!number(maxfile, &cap_file) || !number(maxtotal, &total_cap) || !number(maxown, &cap_own) ||
+        chdir(workdir) != 0)
+        _exit(125);
+    for (char *name = wants, *end; *name; name = end + 1) {
+        end = strchr(name, '\n');
+        *end = 0;
+        int own = name[0] == '/';
+        unsigned long long cap = own ? cap_own : cap_file;
+        struct stat st;
+        int fd = -1;
+        if (lstat(name, &st) == 0 && S_ISREG(st.st_mode))
+            fd = open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            fd = -1;
+        }
+        char head[MAX_LINE + 64];
+        unsigned long long size = fd >= 0 ? (unsigned long long)st.st_size : 0;
+        const char *kind = fd < 0                               ? "missing"
+                           : size > cap                         ? "too_large"
+                           : !own && total + size > total_cap ? "over_total"
+                                                                : "file";
+        int n = snprintf(head, sizeof head, "%s %llu %s\n", kind, size, name);
+        say(1, head, (size_t)n);
+        if (strcmp(kind, "file") == 0) {
+            if (!own) total += size;
+            for (unsigned long long left = size; left > 0;) {
+                ssize_t got = read(fd, buf, left < BUF ? (size_t)left : BUF);
+                if (got < 0 && errno == EINTR) continue;
+                if (got <= 0) { /* read short: the rest as zeros */
+                    memset(buf, 0, BUF);
+                    got = (ssize_t)(left < BUF ? left : BUF);
+                }
+                say(1, buf, (size_t)got);
+                left -= (unsigned long long)got;
+            }
+        }
+        if (fd >= 0) close(fd);
+    }
+    _exit(0);
+}
+
 int main(void) {
     const char *uid_text = need("HAZMAT_UID");
     unsigned long long asked = digits(uid_text) && strlen(uid_text) <= 10
@@ -232,7 +428,7 @@ int main(void) {
     uid = (unsigned)asked;
     char *workdir = strdup(need("HAZMAT_WORKDIR")), *build = strdup(need("HAZMAT_BUILD"));
     char *run = strdup(need("HAZMAT_RUN")), *warm = strdup(need("HAZMAT_WARM"));
-    char *stage = strdup(need("HAZMAT_STAGE")), *collect = strdup(need("HAZMAT_COLLECT"));
+    /* HAZMAT_STAGE and HAZMAT_COLLECT are the shell agent's scripts: this agent does both */
     char *setup = strdup(need("HAZMAT_PREPARE")), *egress = strdup(need("HAZMAT_EGRESS"));
     const char *drops[] = {"HAZMAT_UID", "HAZMAT_WORKDIR", "HAZMAT_BUILD", "HAZMAT_RUN",
                            "HAZMAT_WARM", "HAZMAT_STAGE", "HAZMAT_COLLECT", "HAZMAT_PREPARE",
@@ -252,7 +448,7 @@ int main(void) {
     if (*setup) {
         char *argv[] = {"/bin/sh", "-c", "cd /tmp && eval \"$1\"", "prepare", setup, NULL};
         int status;
-        waitpid(start(argv, -1, 1, 1), &status, 0);
+        waitpid(start(argv, -1, NULL, 1, 1), &status, 0);
     }
     if (*egress) {
         if (!on_path("socat")) die("the image has no socat: rebuild it (hazmat images build)");
@@ -261,7 +457,7 @@ int main(void) {
         snprintf(connect, sizeof connect, "UNIX-CONNECT:%s", egress);
         char *argv[] = {"/bin/sh", "-c", "exec socat \"$1\" \"$2\"", "relay", listen, connect,
                         NULL};
-        start(argv, -1, 1, 1);
+        start(argv, -1, NULL, 1, 1);
         int tries = 0;
         while (!relay_listening()) {
             if (++tries > 500) die("the network relay did not start");
@@ -272,6 +468,7 @@ int main(void) {
     /* the program's stdin: what follows the agent's part of the job, passed on by the agent */
     int program_in[2];
     if (pipe2(program_in, O_CLOEXEC) != 0) die("cannot make a pipe");
+    program_in_fd = program_in[0];
     feed = program_in[1];
     if (fcntl(feed, F_SETFL, O_NONBLOCK) != 0) die("cannot make a pipe");
     pid_t runner = 0;
@@ -280,7 +477,7 @@ int main(void) {
         setenv("HAZMAT_UNPACK", *build ? "0" : "1", 1);
         char *argv[] = {"/bin/sh", "-c", "cd \"$1\" || exit 125; unset OLDPWD; exec 3>&-; eval \"$2\"",
                         "warm", workdir, warm, NULL};
-        runner = start(argv, program_in[0], 0, 0);
+        runner = start(argv, program_in[0], NULL, 0, 0);
     } else {
         say(1, "hazmat-ready\n", 13);
     }
@@ -288,10 +485,10 @@ int main(void) {
      * clears its environment itself; the agent drops every HAZMAT_ variable before the job. */
     drop_hazmat_variables();
 
-    char line[MAX_LINE], nonce[MAX_LINE], maxfile[32], maxtotal[32], maxown[32];
-    if (!read_line(line, sizeof line)) die("no job on stdin");
+    char maxfile[32], maxtotal[32], maxown[32];
+    if (!read_line(job_line, sizeof job_line)) die("no job on stdin");
     char magic[16], version[16], nwant_text[32];
-    if (sscanf(line, "%15s %15s %31s %31s %4095s %31s %31s", magic, version, nwant_text,
+    if (sscanf(job_line, "%15s %15s %31s %31s %4095s %31s %31s", magic, version, nwant_text,
                maxfile, nonce, maxtotal, maxown) != 7 ||
         strcmp(magic, "hazmat") != 0 || strcmp(version, "7") != 0 || !digits(nwant_text) ||
         strlen(nwant_text) > 6)
@@ -312,30 +509,26 @@ int main(void) {
         wants[wants_len] = 0;
         if (name[0] != '/') callers = 1;
     }
-    char *stage_argv[] = {"/bin/sh", "-c", stage, "stage", workdir, runner ? "1" : "",
-                          build, run, "unpack", NULL};
     int rc = 0;
     if (!runner || *build) {
         /* the rest of the job is unpacked, built and (without a runner) run as the program */
-        rc = relay_until(start(stage_argv, program_in[0], 0, 0));
+        rc = unpack(workdir, runner != 0);
         if (*build) {
+            if (rc == 0) {
+                char *argv[] = {"/bin/sh", "-c", "exec 3>&-; eval \"$1\"", "build", build, NULL};
+                rc = relay_until(start(argv, -1, workdir, 0, 0));
+            }
             /* the host's compile budget ends here, and the program's own time limit starts;
              * the host sets the program's memory limit, then sends `go` and its stdin */
-            char built[MAX_LINE + 64];
-            int n = snprintf(built, sizeof built, "--hazmat-built-%s-- %d\n", nonce, rc);
-            say(1, built, (size_t)n);
+            int n = snprintf(marker, sizeof marker, "--hazmat-built-%s-- %d\n", nonce, rc);
+            say(1, marker, (size_t)n);
             if (rc == 0) {
                 char go[16];
                 if (!read_line(go, sizeof go) || strcmp(go, "go") != 0)
                     die("no go-ahead after the build");
             }
-            if (rc == 0 && !runner) {
-                stage_argv[5] = "";
-                stage_argv[6] = "";
-                stage_argv[8] = "run";
-                rc = relay_until(start(stage_argv, program_in[0], 0, 0));
-            }
         }
+        if (rc == 0 && !runner) rc = run_program(workdir, run);
     }
     if (runner && rc == 0) {
         if (kill(runner, SIGUSR2) != 0) die("the runner is gone");
@@ -346,8 +539,8 @@ int main(void) {
      * until the kernel has ended them and PID 1 has reaped them, so none outlives the result */
     kill(-1, SIGKILL);
     for (int i = 0; i < 10000 && kill(-1, 0) == 0; i++) {}
-    /* whether the files section is worth its processes: a file the caller asked for, or one
-     * of hazmat's own (an absolute name: the displays) that is there, tested as root without
+    /* whether the files section is worth its fork: a file the caller asked for, or one of
+     * hazmat's own (an absolute name: the displays) that is there, tested as root without
      * reading it */
     if (nwant > 0 && !callers) {
         for (char *name = wants; *name && !owns_there;) {
@@ -359,20 +552,10 @@ int main(void) {
             name = end + 1;
         }
     }
-    char marker[MAX_LINE + 64];
     if (nwant > 0 && (callers || owns_there)) {
         int n = snprintf(marker, sizeof marker, "--hazmat-files-%s--\n", nonce);
         say(1, marker, (size_t)n);
-        int names[2];
-        if (pipe2(names, O_CLOEXEC) != 0) die("cannot make a pipe");
-        char *argv[] = {"/bin/sh", "-c", collect, "collect", workdir, maxfile, maxtotal,
-                        maxown, NULL};
-        pid_t collector = start(argv, names[0], 0, 1);
-        close(names[0]);
-        say(names[1], wants, wants_len);
-        close(names[1]);
-        int status;
-        while (waitpid(collector, &status, 0) < 0 && errno == EINTR) {}
+        collect(workdir, wants, maxfile, maxtotal, maxown);
     }
     int n = snprintf(marker, sizeof marker, "--hazmat-end-%s-- %d\n", nonce, rc);
     say(1, marker, (size_t)n);
