@@ -15,8 +15,10 @@ step, runner start and run command, the last replacing itself with the program.
 It is built on this host with its C compiler (Debian's gcc, statically linked), once per
 source: the binary is kept in the OCI tier's folder under the source's digest, and each
 single-run sandbox of the tier gets it mounted read-only beside tini (`AGENT_PATH`), as the
-engine mounts tini. Without a C compiler the tier uses the shell agent, and `hazmat doctor`
-says so. Sessions and the Docker backend use the shell agents.
+engine mounts tini. The Docker backend mounts it too when its engine runs on this machine (the
+binary in this user's cache, `user_folder`); a remote engine cannot see the host's files, and
+an engine that cannot mount it (a confined one) makes the backend fall back. Without a C
+compiler both use the shell agent, and `hazmat doctor` says so. Sessions use the shell agents.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from hazmat.backends.agent.single import RELAY_PORT
 from hazmat.backends.inside import program
 
-__all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "why_not_compiled"]
+__all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "user_folder", "why_not_compiled"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,14 @@ _FLAGS = ("-static", "-O2", "-Wall", "-Werror", "-x", "c")
 _COMPILE_S = 120
 
 
+def user_folder() -> Path:
+    """Where the Docker backend keeps the binary: `$HAZMAT_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/hazmat` (~/.cache/hazmat)."""
+    if os.environ.get("HAZMAT_CACHE_DIR"):
+        return Path(os.environ["HAZMAT_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hazmat"
+
+
 def compiled_agent(folder: Path) -> Path | None:
     """The agent's binary for this source under `folder`/agent, built if it is not there;
     None when it cannot be built here (`why_not_compiled` says why)."""
@@ -51,7 +61,7 @@ def compiled_agent(folder: Path) -> Path | None:
 
 
 def why_not_compiled(folder: Path) -> str | None:
-    """Why the tier uses the shell agent, or None when the compiled one is ready."""
+    """Why single runs use the shell agent, or None when the compiled one is ready."""
     return _build(folder)[1]
 
 
@@ -90,5 +100,5 @@ def _build(folder: Path) -> tuple[Path | None, str | None]:
 
 
 def _without(why: str) -> tuple[None, str]:
-    log.warning("the OCI tier uses the shell agent: %s", why)
+    log.warning("single runs use the shell agent: %s", why)
     return None, why

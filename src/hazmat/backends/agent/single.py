@@ -73,9 +73,10 @@ The host stops reading at the end marker, takes its last reading of the containe
 removes the container; anything printed after the marker is discarded. The agent needs only
 `sh`, `setpriv`, `head`, `wc`, `mkdir`, `env` and `sed` (and `socat`, `grep` and `sleep` for
 a run with an allowlist), so it runs in any Debian-like image.
-The direct OCI tier's single runs get the same agent compiled (backends/agent/compiled.py):
-the same protocol, read in large reads, with the program's stdin passed on through a pipe, and
-the stage and collect scripts' work done in that one process (and a fork of it).
+Single runs on the OCI tier, and on the Docker backend with a local engine, get the same agent
+compiled (backends/agent/compiled.py): the same protocol, read in large reads, with the
+program's stdin passed on through a pipe, and the stage and collect scripts' work done in that
+one process (and a fork of it).
 The host still believes nothing it cannot check: time, output size and memory (OOM) are
 judged by the host and the engine, sizes and names in file records are checked again
 (`parse_files`), and any bytes give a result, never an exception.

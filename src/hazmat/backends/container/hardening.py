@@ -9,6 +9,7 @@ from typing import Any
 
 import docker.types
 
+from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.agent.runners import RUNNERS
 from hazmat.backends.agent.session_agent import SESSION_SCRIPT, session_environment
 from hazmat.backends.agent.single import AGENT_SCRIPT, COLLECT_SCRIPT, STAGE_SCRIPT
@@ -41,14 +42,21 @@ def heap_mb(memory_mb: int) -> int:
 
 
 def container_config(
-    spec: Spec, labels: dict[str, str], api_version: str, seccomp: SeccompProfile, uid: int
+    spec: Spec,
+    labels: dict[str, str],
+    api_version: str,
+    seccomp: SeccompProfile,
+    uid: int,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """The create_container arguments for `spec` with its program running as `uid`: every
-    hardening setting lives here."""
+    hardening setting lives here. `agent`: the compiled agent's binary on the engine's host,
+    mounted read-only and run in place of the shell agent (a single run only)."""
     lang = get_language(spec.language)
+    agent = agent if not spec.session else None
     return {
         "image": spec.image,
-        "command": agent_command(spec),
+        "command": [AGENT_PATH] if agent else agent_command(spec),
         "user": AGENT_USER,
         # the agent stays out of the working directory: it is the program's, mode 0700
         "working_dir": "/",
@@ -58,7 +66,7 @@ def container_config(
         "tty": False,
         "network_disabled": True,
         "labels": labels,
-        "host_config": _host_config(spec, lang, api_version, seccomp, uid),
+        "host_config": _host_config(spec, api_version, seccomp, uid, agent),
     }
 
 
@@ -98,8 +106,11 @@ def _kept_environment(spec: Spec, lang: Language) -> dict[str, str]:
 
 
 def _host_config(
-    spec: Spec, lang: Language, api_version: str, seccomp: SeccompProfile, uid: int
+    spec: Spec, api_version: str, seccomp: SeccompProfile, uid: int, agent: str | None
 ) -> dict[str, Any]:
+    binds = {spec.egress: {"bind": EGRESS_DIR, "mode": "ro"}} if spec.egress else {}
+    if agent:
+        binds[agent] = {"bind": AGENT_PATH, "mode": "ro"}
     config: dict[str, Any] = docker.types.HostConfig(
         version=api_version,
         read_only=True,
@@ -123,7 +134,7 @@ def _host_config(
         tmpfs=tmpfs_mounts(spec, WORKDIR, spec.exec_tmp, uid),
         log_config=docker.types.LogConfig(type="none"),
         runtime=spec.runtime.value,
-        binds={spec.egress: {"bind": EGRESS_DIR, "mode": "ro"}} if spec.egress else None,
+        binds=binds or None,
     )
     config["MaskedPaths"] = list(MASKED_PATHS)  # given at all, it replaces Docker's defaults
     return config

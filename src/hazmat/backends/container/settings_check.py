@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.base import Spec
 from hazmat.policy import Runtime
 
@@ -114,19 +115,23 @@ def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
 EGRESS_DIR = "/run/hazmat-egress"  # where a run's allowlist proxy socket appears
 
 
-def egress_mounts(spec: Spec) -> list[str]:
-    """The one mount a container may have: its run's proxy socket directory, read-only, as
-    the engine reports it (a mount destination and a bind)."""
-    if spec.egress is None:
-        return []
-    return sorted([EGRESS_DIR, f"{spec.egress}:{EGRESS_DIR}:ro"])
+def bind_mounts(spec: Spec, agent: str | None = None) -> list[str]:
+    """The only mounts a container may have, read-only, as the engine reports them (a mount
+    destination and a bind each): its run's proxy socket directory, and for a single run the
+    compiled agent's binary when the driver mounts it (`agent`, its path on the host)."""
+    mounts = [EGRESS_DIR, f"{spec.egress}:{EGRESS_DIR}:ro"] if spec.egress is not None else []
+    if agent is not None and not spec.session:
+        mounts += [AGENT_PATH, f"{agent}:{AGENT_PATH}:ro"]
+    return sorted(mounts)
 
 
-def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) -> dict[str, Any]:
+def expected(
+    spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None, agent: str | None = None
+) -> dict[str, Any]:
     """The settings the policy demands for a container of `spec` whose program runs as `uid`,
     worked out from the spec alone (not from the request sent to the engine, so a wrong
     request is caught too), and, given the security options of the seccomp profile in use,
-    that profile."""
+    that profile; `agent`: the compiled agent's binary the driver mounts (None: none)."""
 
     memory = spec.start_memory_mb * _MiB
     want: dict[str, Any] = {
@@ -155,7 +160,7 @@ def expected(spec: Spec, uid: int, seccomp_opts: Sequence[str] | None = None) ->
         "sysctls": {},
         "init": True,
         "oom_score_adj": 1000,
-        "mounts": egress_mounts(spec),
+        "mounts": bind_mounts(spec, agent),
         "apparmor_not_unconfined": True,
         "seccomp_not_unconfined": True,
     }

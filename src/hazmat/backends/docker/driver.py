@@ -15,6 +15,7 @@ import contextlib
 import logging
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ import docker.types
 import requests.exceptions
 
 from hazmat._exceptions import InfraError, SettingsMismatch
+from hazmat.backends.agent.compiled import AGENT_PATH, compiled_agent, user_folder
 from hazmat.backends.agent.runners import READY_LINE
 from hazmat.backends.base import Job, Spec
 from hazmat.backends.container.backend import READY_TIMEOUT_S, ContainerBackend
@@ -54,9 +56,9 @@ _MiB = 1024 * 1024
 # live container holding the same uid: one in 65536 per live container)
 UID_TRIES = 8
 # The create_container arguments for a spec, its labels, the engine's API version, the
-# seccomp profile and the program's uid (a test gives one that asks for more: the settings
-# check must notice)
-Config = Callable[[Spec, dict[str, str], str, SeccompProfile, int], dict[str, Any]]
+# seccomp profile, the program's uid and the compiled agent's binary to mount (None: the shell
+# agent) (a test gives one that asks for more: the settings check must notice)
+Config = Callable[[Spec, dict[str, str], str, SeccompProfile, int, str | None], dict[str, Any]]
 
 
 class DockerBackend(ContainerBackend):
@@ -69,8 +71,9 @@ class DockerBackend(ContainerBackend):
         seccomp: SeccompProfile | None = None,
         *,
         config: Config = container_config,
+        compiled: bool = True,
     ) -> None:
-        driver = DockerDriver(engine or Engine(), usable_profile(seccomp), config)
+        driver = DockerDriver(engine or Engine(), usable_profile(seccomp), config, compiled)
         super().__init__(driver)
         self.driver: DockerDriver = driver
 
@@ -85,13 +88,27 @@ class DockerBackend(ContainerBackend):
 
 
 class DockerDriver:
-    """Makes, checks and removes containers through the engine (`Driver`)."""
+    """Makes, checks and removes containers through the engine (`Driver`). A single run's
+    container gets the compiled agent (backends/agent/compiled.py) mounted when the engine runs
+    on this machine, `compiled` is asked and the host can build it; otherwise the shell agent."""
 
-    def __init__(self, engine: Engine, seccomp: SeccompProfile, config: Config) -> None:
+    def __init__(
+        self, engine: Engine, seccomp: SeccompProfile, config: Config, compiled: bool = True
+    ) -> None:
         self.engine = engine
         self.seccomp = seccomp
         self.config = config
         self.uids = Uids()
+        self.compiled = compiled and engine.local
+        self._lock = threading.Lock()
+
+    def agent(self) -> str | None:
+        """The compiled agent's binary on this host, mounted into single runs; None: the shell
+        agent (a remote engine, no C compiler here, or an engine that could not mount it)."""
+        if not self.compiled:
+            return None
+        binary = compiled_agent(user_folder())
+        return str(binary) if binary is not None else None
 
     @property
     def local(self) -> bool:
@@ -107,8 +124,31 @@ class DockerDriver:
         """Create, attach, start; wait until the agent is ready; check the settings.
 
         Raises `SettingsMismatch` (after removing the container) when the engine's settings
-        differ from the policy's, and `InfraError` when the container does not get ready.
+        differ from the policy's, and `InfraError` when the container does not get ready. An
+        engine that cannot mount or run the compiled agent (one confined to some folders) is
+        told once, in the log, and the shell agent runs from then on.
         """
+        agent = None if spec.session else self.agent()
+        try:
+            return self._start(spec, labels, expires, agent)
+        except SettingsMismatch:
+            raise
+        except InfraError as exc:
+            if agent is None or not _about_agent(str(exc), agent):
+                raise
+            with self._lock:
+                told, self.compiled = not self.compiled, False
+            if not told:
+                log.warning(
+                    "the engine cannot run the compiled agent %s; the shell one runs: %s",
+                    agent,
+                    exc,
+                )
+            return self._start(spec, labels, expires, None)
+
+    def _start(
+        self, spec: Spec, labels: dict[str, str], expires: float, agent: str | None
+    ) -> Started:
         api = self.engine.api
         self.engine.require_runtime(spec.runtime)
         token = secrets.token_hex(8)  # finds the container if create answers too late to say
@@ -117,7 +157,7 @@ class DockerDriver:
         uid: int | None = None
         attached: Any = None
         try:
-            cid, uid = self._create(spec, labels)
+            cid, uid = self._create(spec, labels, agent)
             with map_docker_errors(spec.image):
                 attached = api.attach_socket(
                     cid, {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
@@ -130,7 +170,7 @@ class DockerDriver:
                 raise InfraError(f"container {cid[:12]} did not get ready: {exc}") from None
             with map_docker_errors(spec.image):
                 inspected = api.inspect_container(cid)
-            problems = check(inspected, expected(spec, uid, self.seccomp.security_opt))
+            problems = check(inspected, expected(spec, uid, self.seccomp.security_opt, agent))
             if problems:
                 raise SettingsMismatch(
                     f"container {cid[:12]} differs from the policy: " + "; ".join(problems),
@@ -150,7 +190,7 @@ class DockerDriver:
                 self.uids.release(uid)
             raise
 
-    def _create(self, spec: Spec, labels: dict[str, str]) -> tuple[str, int]:
+    def _create(self, spec: Spec, labels: dict[str, str], agent: str | None) -> tuple[str, int]:
         """Create the container with a uid no other live container holds
         (backends/container/uids.py)."""
         api = self.engine.api
@@ -164,6 +204,7 @@ class DockerDriver:
                         api.api_version,
                         self.seccomp,
                         uid,
+                        agent,
                     )
                     cid = str(api.create_container(**config)["Id"])
                     try:
@@ -315,3 +356,9 @@ def _raw_socket(sock: Any) -> socket.socket:
     if not isinstance(raw, socket.socket):
         raise InfraError(f"unsupported attach socket type {type(raw).__name__}")
     return raw
+
+
+def _about_agent(error: str, agent: str) -> bool:
+    """Whether the engine's error is about the compiled agent's mount or its start: it names
+    the binary, on the host or in the container."""
+    return agent in error or AGENT_PATH in error
