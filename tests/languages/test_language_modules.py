@@ -8,8 +8,9 @@ import pytest
 
 from hazmat.assess import assessor
 from hazmat.assess.assessor import Assessor
+from hazmat.backends.agent.session_agent import HAZMAT_REPLS, kept_interpreter, session_environment
 from hazmat.images.recipes import RECIPES
-from hazmat.languages import LANGUAGES, get_language
+from hazmat.languages import LANGUAGES, Repl, get_language
 from hazmat.models import RiskLevel
 
 
@@ -26,6 +27,29 @@ def test_each_language_is_whole(name: str) -> None:
     assert lang.self_test is not None, f"{name} has no self_test"
     assert (lang.self_test.compile_error is not None) == bool(lang.build), name
     assert lang.hello and lang.analysers
+
+
+def test_what_a_session_keeps_is_the_languages_own_declaration() -> None:
+    """A session keeps an interpreter for the languages that declare a `Repl`, and for no other;
+    one that names hazmat's own gets that code, one that brings its own gets its own."""
+    kept = {name: kept_interpreter(lang) for name, lang in LANGUAGES.items()}
+    assert {name for name, what in kept.items() if what} == {
+        name for name, lang in LANGUAGES.items() if lang.repl
+    }
+    assert (kept["python"], kept["bash"], kept["javascript"]) == ("interpreter", "shell", None)
+    for lang in LANGUAGES.values():
+        if lang.repl is None:
+            continue
+        code = session_environment(lang, 256)["HAZMAT_REPL_CODE"]
+        if lang.repl.hazmat:
+            assert lang.repl.hazmat in HAZMAT_REPLS and not lang.repl.code
+            assert "/tmp/.hazmat-session/go" in code, lang.name
+        else:
+            assert code == lang.repl.code
+    with pytest.raises(ValueError, match="not both"):
+        Repl(command="x", code="y", hazmat="python")
+    with pytest.raises(ValueError, match="not both"):
+        Repl(command="x")
 
 
 def test_the_images_a_language_brings_are_built_from_its_packages() -> None:

@@ -75,8 +75,10 @@ class SelfTest:
 @dataclass(frozen=True)
 class Repl:
     """The interpreter a session keeps between calls, so that what one call defines is there for
-    the next (backends/agent/session_agent.py). Python's and Bash's are hazmat's own
-    (backends/inside/); a language that brings its own declares it here.
+    the next (backends/agent/session_agent.py). Its code is the language's own (`code`, as R's
+    session.R), or one of hazmat's interpreters, named by `hazmat` (backends/agent/
+    session_agent.py's `HAZMAT_REPLS`: Python's "python", Bash's "shell"), which live in
+    backends/inside/ and are filled in there.
 
     The session agent starts it once, as the session's uid, in the working directory, with
     `command` (a shell line: its code is "$3") and stdin from /dev/null. It then opens the FIFO
@@ -91,9 +93,14 @@ class Repl:
     up; between calls it must do nothing."""
 
     command: str
-    code: str
+    code: str = ""
     name: str = "interpreter"  # what the agent's notes call it when it ends
     signal: str = "INT"
+    hazmat: str = ""  # one of hazmat's own interpreters, in place of `code`
+
+    def __post_init__(self) -> None:
+        if bool(self.code) == bool(self.hazmat):
+            raise ValueError("a Repl has its own code or names one of hazmat's, not both")
 
 
 @dataclass(frozen=True)

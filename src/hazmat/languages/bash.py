@@ -1,7 +1,7 @@
 """Bash, with coreutils, grep, sed, awk and jq in its image."""
 
 
-from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, SelfTest
+from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, Repl, SelfTest
 
 LANGUAGE = Language(
     name="bash",
@@ -9,6 +9,13 @@ LANGUAGE = Language(
     source_name="main.sh",
     extensions=(".sh", ".bash"),
     run="exec bash main.sh",
+    # the shell a session keeps, like a terminal's (backends/agent/shell_session.py)
+    repl=Repl(
+        command='exec bash --norc --noprofile -c "$3" bash',
+        hazmat="shell",
+        name="shell",
+        signal="USR1",
+    ),
     aliases=("sh", "shell"),
     hello="echo 1",
     rank=4,

@@ -3,7 +3,7 @@ variables."""
 
 from types import MappingProxyType
 
-from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, SelfTest
+from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, Repl, SelfTest
 
 LANGUAGE = Language(
     name="python",
@@ -14,6 +14,8 @@ LANGUAGE = Language(
     runner="python",
     displays=True,
     entry="main.py",
+    # the interpreter a session keeps: its variables live on between calls, like a notebook's
+    repl=Repl(command='exec python3 -c "$3"', hazmat="python"),
     aliases=("py", "python3"),
     hello="print(1)",
     env=MappingProxyType({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}),

@@ -73,6 +73,8 @@ the program as `node main.js` would. If it is not there or not ready (it died), 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hazmat.backends.agent.runners import RUNNERS
 from hazmat.backends.agent.session_repl import REPL
 from hazmat.backends.agent.shell_session import shell_repl
@@ -118,6 +120,14 @@ JAVA_WARM = (
     " /tmp/.hazmat-session/start"
 )
 SESSION_SCRIPT = PROLOGUE + program("session.sh")
+
+# hazmat's own interpreters a language's Repl may name (languages/: `Repl.hazmat`), each its
+# code given the session's unpack script: Python's (session_repl.py) and Bash's shell
+# (shell_session.py)
+HAZMAT_REPLS: dict[str, Callable[[str], str]] = {
+    "python": lambda unpack: REPL,
+    "shell": lambda unpack: shell_repl(unpack, WORKDIR),
+}
 
 
 # One call's job (from the agent's job file, on stdin), read as the program's uid: the env
@@ -175,21 +185,13 @@ def session_environment(
             env |= {"HAZMAT_SESSION_WARM": JAVA_WARM, "HAZMAT_WARM_PLAIN": "1"}
     elif lang.runner == "node":  # the next call's node, started ahead (SESSION_SCRIPT)
         env["HAZMAT_SESSION_WARM"] = f"{RUNNERS['node'][0]} {lang.entry}"
-    elif lang.runner == "python":
-        env |= {"HAZMAT_REPL": 'exec python3 -c "$3"', "HAZMAT_REPL_CODE": REPL}
-    elif lang.repl:  # the interpreter the language brings (languages/: Repl)
+    elif lang.repl:  # the interpreter the language keeps (languages/: Repl)
+        own = HAZMAT_REPLS[lang.repl.hazmat](unpack) if lang.repl.hazmat else lang.repl.code
         env |= {
             "HAZMAT_REPL": lang.repl.command,
-            "HAZMAT_REPL_CODE": lang.repl.code,
+            "HAZMAT_REPL_CODE": own,
             "HAZMAT_REPL_NAME": lang.repl.name,
             "HAZMAT_REPL_SIGNAL": lang.repl.signal,
-        }
-    elif lang.name == "bash":  # a shell kept like a terminal's (shell_session.py)
-        env |= {
-            "HAZMAT_REPL": 'exec bash --norc --noprofile -c "$3" bash',
-            "HAZMAT_REPL_CODE": shell_repl(unpack, WORKDIR),
-            "HAZMAT_REPL_NAME": "shell",
-            "HAZMAT_REPL_SIGNAL": "USR1",
         }
     return env
 
@@ -198,11 +200,7 @@ def kept_interpreter(lang: Language) -> str | None:
     """What a session keeps of `lang` between calls, by the name the agent's notes give it
     (Python's interpreter, Bash's shell, a language's own Repl); None: nothing (each call is a
     new process)."""
-    if lang.runner == "python":
-        return "interpreter"
-    if lang.repl:
-        return lang.repl.name
-    return "shell" if lang.name == "bash" else None
+    return lang.repl.name if lang.repl else None
 
 
 def session_header(program: Program, mode: str, archive: bytes = b"") -> bytes:
