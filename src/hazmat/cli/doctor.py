@@ -82,6 +82,7 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(_policy_runtimes(chosen or Policy(), info.runtimes, chosen is None))
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
+    checks.append(_docker_agent_check(engine))
     from hazmat.backends.oci.prerequisites import choice
     from hazmat.cli.doctor_oci import oci_checks
 
@@ -90,6 +91,21 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(Check("backend", True, f"{tier.tier} ({tier.why})"))
     checks += oci_checks(engine, needed=backend == "oci")
     return checks
+
+
+def _docker_agent_check(engine: Engine) -> Check:
+    """Which agent the Docker backend's single runs get: the compiled one, mounted from this
+    user's cache when the engine runs here, or the shell agent (a warning only: it works)."""
+    from hazmat.backends.agent.compiled import compiled_agent, user_folder, why_not_compiled
+
+    name = "docker backend: agent"
+    if not engine.local:
+        return Check(name, True, "the shell agent (a remote engine cannot see this host's files)")
+    binary = compiled_agent(user_folder())
+    if binary is not None:
+        return Check(name, True, f"compiled, one process per run, mounted from {binary}")
+    why = why_not_compiled(user_folder()) or "?"
+    return Check(name, False, f"the shell agent runs: {why}", "apt install gcc", False)
 
 
 def _policy_runtimes(policy: Policy, known: frozenset[str], built_in: bool = True) -> Check:
