@@ -1,8 +1,10 @@
-"""The compiled agent of this tree against the one of an earlier commit, side by side in one
-run on the direct OCI tier (issue 64, item 4): every row is measured with both agents, in
-alternating rounds, each round on a fresh warm pool of its own.
+"""The compiled agent of this tree against another agent, side by side in one run (issue 64,
+item 4): on the direct OCI tier against the compiled agent of an earlier commit (`--baseline`),
+or on the Docker backend against the shell agent (`--tier docker`). Every row is measured with
+both agents, in alternating rounds, each round on a fresh warm pool of its own.
 
-Rows, under runc and runsc (the pool full before each timed call):
+Rows, under runc and runsc (the pool full before each timed call, so that a row measures the
+agent and not the pool's refill):
   - Python `print(1)`: a runner language, whose runner unpacks the job itself;
   - C with three input files (one in a folder) and two output files: the agent unpacks, builds,
     runs and collects (the path of a grader's submission);
@@ -10,14 +12,15 @@ Rows, under runc and runsc (the pool full before each timed call):
 and fresh single-use sandboxes per second, Python `print(1)`, 4 callers back to back.
 
     .venv/bin/python benchmarks/agent.py --baseline 3a0dd27 --runs 15 --seconds 15 --write
+    .venv/bin/python benchmarks/agent.py --tier docker --runs 15 --seconds 15 --write
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +32,7 @@ from docs_section import write_section
 from hazmat import ExecutionResult, Outcome, Sandbox
 from hazmat.backends.agent import compiled
 from hazmat.backends.agent.single import RELAY_PORT
+from hazmat.backends.docker.driver import DockerBackend
 from hazmat.backends.inside import fill
 from hazmat.backends.oci.driver import OciBackend
 from hazmat.backends.pool.warm import PoolBackend
@@ -53,10 +57,16 @@ int main(void) {
     return 0;
 }
 """
-C_FILES = {"data/in.txt": "hello\n", "notes.txt": "n" * 4000, "extra.bin": bytes(range(256))}
+C_FILES: dict[str, str | bytes] = {
+    "data/in.txt": "hello\n",
+    "notes.txt": "n" * 4000,
+    "extra.bin": bytes(range(256)),
+}
 
 
-def _calls(sandbox: Sandbox, runtime: str) -> dict[str, Callable[[], None]]:
+def _calls(sandbox: Sandbox, runtime: str) -> dict[str, tuple[str, Callable[[], None]]]:
+    """Each row's language and call."""
+
     def python() -> None:
         _expect(sandbox.run("print(1)", runtime=runtime), "1\n")
 
@@ -75,7 +85,11 @@ def _calls(sandbox: Sandbox, runtime: str) -> dict[str, Callable[[], None]]:
         )  # fmt: skip
         _expect(result, "hi a b c\n")
 
-    return {"Python `print(1)`": python, "C, 3 files in, 2 out": c, "Bash, env and args": bash}
+    return {
+        "Python `print(1)`": ("python", python),
+        "C, 3 files in, 2 out": ("c", c),
+        "Bash, env and args": ("bash", bash),
+    }
 
 
 def _expect(result: ExecutionResult, stdout: str) -> None:
@@ -97,10 +111,12 @@ def _source_at(commit: str) -> str:
     return fill(text, RELAY_PORT=str(RELAY_PORT), RELAY_HEX=f"{RELAY_PORT:04X}")
 
 
-def _median_ms(call: Callable[[], None], runs: int) -> list[float]:
+def _times_ms(call: Callable[[], None], runs: int, before: Callable[[], object]) -> list[float]:
+    """The ms of `runs` timed calls, after one untimed; `before` each (untimed)."""
     call()
     times = []
     for _ in range(runs):
+        before()
         began = time.perf_counter()
         call()
         times.append((time.perf_counter() - began) * 1000)
@@ -138,27 +154,32 @@ def _per_second(call: Callable[[], None], callers: int, seconds: float) -> float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="the commit whose agent.c to compare")
+    parser.add_argument("--tier", choices=("oci", "docker"), default="oci")
+    parser.add_argument("--baseline", help="oci: the commit whose agent.c to compare")
     parser.add_argument("--runs", type=int, default=15, help="timed calls per row and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=15.0, help="per throughput window")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
-    sources = {args.baseline: _source_at(args.baseline), "this tree": compiled.AGENT_SOURCE}
+    if args.tier == "oci" and not args.baseline:
+        parser.error("--baseline is needed on the OCI tier")
+    args.before = args.baseline if args.tier == "oci" else "shell agent"
+    variants = _variants(args.tier, args.before)
     times: dict[tuple[str, str, str], list[float]] = {}
     rates: dict[tuple[str, str], list[float]] = {}
     for round_ in range(args.rounds):
-        for name, source in sources.items():
-            _use(source)
+        for name, backend in variants.items():
             settings = PoolSettings(size=2, max_size=8, refill_concurrency=2, max_containers=32)
-            pool = PoolBackend(OciBackend(), settings)
-            with Sandbox(Policy(), backend=pool) as sandbox:  # type: ignore[arg-type]
+            pool = PoolBackend(backend(), settings)
+            with Sandbox(Policy(), backend=pool) as sandbox:
                 for runtime in RUNTIMES:
-                    for row, call in _calls(sandbox, runtime).items():
+                    for row, (language, call) in _calls(sandbox, runtime).items():
+                        spec = sandbox.warm(language, runtime=runtime)
+                        full = functools.partial(pool.wait_ready, spec, 2)
                         times.setdefault((row, runtime, name), []).extend(
-                            _median_ms(call, args.runs)
+                            _times_ms(call, args.runs, full)
                         )
-                    fresh = _calls(sandbox, runtime)["Python `print(1)`"]
+                    fresh = _calls(sandbox, runtime)["Python `print(1)`"][1]
                     rates.setdefault((runtime, name), []).append(
                         _per_second(fresh, 4, args.seconds)
                     )
@@ -166,7 +187,29 @@ def main() -> None:
     text = _table(args, times, rates)
     print(text)
     if args.write:
-        write_section("agent", "The compiled agent, before and after", text)
+        title = "The compiled agent, before and after"
+        if args.tier == "docker":
+            title = "The compiled agent on the Docker backend, against the shell agent"
+        write_section(f"agent-{args.tier}", title, text)
+
+
+def _variants(tier: str, before: str) -> dict[str, Callable[[], DockerBackend | OciBackend]]:
+    """The two agents, each as a backend that runs it from now on."""
+    if tier == "docker":
+        return {
+            before: lambda: DockerBackend(compiled=False),
+            "this tree": lambda: DockerBackend(compiled=True),
+        }
+    sources = {before: _source_at(before), "this tree": compiled.AGENT_SOURCE}
+
+    def oci(source: str) -> Callable[[], DockerBackend | OciBackend]:
+        def make() -> OciBackend:
+            _use(source)
+            return OciBackend()
+
+        return make
+
+    return {name: oci(source) for name, source in sources.items()}
 
 
 def _table(
@@ -174,12 +217,18 @@ def _table(
     times: dict[tuple[str, str, str], list[float]],
     rates: dict[tuple[str, str], list[float]],
 ) -> str:
-    before, after = args.baseline, "this tree"
+    before, after = args.before, "this tree"
+    how = f"--baseline {before}" if args.tier == "oci" else "--tier docker"
+    what = (
+        f"the direct OCI tier, the compiled agent of commit {before} against this tree's"
+        if args.tier == "oci"
+        else "the Docker backend (a local engine), the shell agent against this tree's compiled one"
+    )
     lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d} with `benchmarks/agent.py --baseline {before} "
-        f"--runs {args.runs} --rounds {args.rounds} --seconds {args.seconds:g}`: the direct OCI "
-        f"tier, the agent of commit {before} against this tree's, in alternating rounds; medians "
-        "of every timed call (ms, end to end through `Sandbox.run`), and of the rounds' rates.",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} with `benchmarks/agent.py {how} "
+        f"--runs {args.runs} --rounds {args.rounds} --seconds {args.seconds:g}`: {what}, in "
+        "alternating rounds; medians of every timed call (ms, end to end through `Sandbox.run`), "
+        "and of the rounds' rates.",
         "",
         f"| row | runtime | {before} | this tree | ratio |",
         "|---|---|--:|--:|--:|",
@@ -199,4 +248,4 @@ def _table(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

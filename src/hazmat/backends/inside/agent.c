@@ -296,10 +296,10 @@ static const char *put(int dir, const char *name, unsigned long long len, int fo
     return why;
 }
 
+/* a size or count of the job: 1 to 15 ASCII digits */
 static int number(const char *text, unsigned long long *value) {
-    char *end;
     if (!digits(text) || strlen(text) > 15) return 0;
-    *value = strtoull(text, &end, 10);
+    *value = strtoull(text, NULL, 10);
     return 1;
 }
 
