@@ -21,13 +21,13 @@ import argparse
 import functools
 import statistics
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from docs_section import write_section
+from tiers import flat_out
 
 from hazmat import ExecutionResult, Outcome, Sandbox
 from hazmat.backends.agent import compiled
@@ -123,35 +123,6 @@ def _times_ms(call: Callable[[], None], runs: int, before: Callable[[], object])
     return times
 
 
-def _per_second(call: Callable[[], None], callers: int, seconds: float) -> float:
-    count = [0]
-    lock = threading.Lock()
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                call()
-            except BaseException as exc:  # reported after the window
-                errors.append(exc)
-                return
-            with lock:
-                count[0] += 1
-
-    threads = [threading.Thread(target=loop) for _ in range(callers)]
-    began = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    stop.wait(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return count[0] / (time.perf_counter() - began)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tier", choices=("oci", "docker"), default="oci")
@@ -181,7 +152,7 @@ def main() -> None:
                         )
                     fresh = _calls(sandbox, runtime)["Python `print(1)`"][1]
                     rates.setdefault((runtime, name), []).append(
-                        _per_second(fresh, 4, args.seconds)
+                        flat_out(fresh, 4, args.seconds)[0]
                     )
             print(f"round {round_ + 1}/{args.rounds}: {name} done", flush=True)
     text = _table(args, times, rates)

@@ -147,7 +147,7 @@ def _busy_s() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def _flat_out(call: Callable[[], None], callers: int, seconds: float) -> tuple[float, float]:
+def flat_out(call: Callable[[], None], callers: int, seconds: float) -> tuple[float, float]:
     """(runs per second, the machine's busy CPU ms per run) of `callers` threads calling back
     to back for `seconds`."""
     count = [0]
@@ -192,7 +192,7 @@ def throughput(seconds: float) -> list[Rate]:
                 with Sandbox(Policy(), backend=pool) as sb:
                     call = hazmat_call(sb, runtime)
                     call()
-                    rate, cpu = _flat_out(call, callers, seconds)
+                    rate, cpu = flat_out(call, callers, seconds)
                     stats = pool.stats
                 hits = f"{stats.hits / max(1, stats.hits + stats.misses):.0%}"
                 rows.append(
@@ -203,7 +203,7 @@ def throughput(seconds: float) -> list[Rate]:
             ("epicbox 1.1.0", epicbox_call()),
             ("`docker run --rm`", plain_docker_run("python", "runc")),
         ):
-            rows.append((name, "runc", callers, *_flat_out(call, callers, seconds), ""))
+            rows.append((name, "runc", callers, *flat_out(call, callers, seconds), ""))
             print(rows[-1], flush=True)
     return rows
 

@@ -31,6 +31,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from hazmat._cache import cache_folder
 from hazmat.models import Finding, Severity
 
 __all__ = ["RULES_DIR", "Semgrep", "SemgrepReport"]
@@ -67,7 +68,7 @@ class Semgrep:
     ) -> None:
         self.binary = binary or _find_binary()
         self.rules_dir = rules_dir
-        self.cache_dir = cache_dir or _default_cache_dir()
+        self.cache_dir = cache_dir or cache_folder("semgrep")
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
 
@@ -310,10 +311,3 @@ def _find_binary() -> str | None:
         return str(beside)
     return shutil.which("semgrep")
 
-
-def _default_cache_dir() -> Path:
-    """$HAZMAT_CACHE_DIR/semgrep, else $XDG_CACHE_HOME/hazmat/semgrep (~/.cache/...)."""
-    if os.environ.get("HAZMAT_CACHE_DIR"):
-        return Path(os.environ["HAZMAT_CACHE_DIR"]) / "semgrep"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hazmat" / "semgrep"

@@ -96,15 +96,16 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
 def _docker_agent_check(engine: Engine) -> Check:
     """Which agent the Docker backend's single runs get: the compiled one, mounted from this
     user's cache when the engine runs here, or the shell agent (a warning only: it works)."""
-    from hazmat.backends.agent.compiled import compiled_agent, user_folder, why_not_compiled
+    from hazmat._cache import cache_folder
+    from hazmat.backends.agent.compiled import compiled_agent, why_not_compiled
 
     name = "docker backend: agent"
     if not engine.local:
         return Check(name, True, "the shell agent (a remote engine cannot see this host's files)")
-    binary = compiled_agent(user_folder())
+    binary = compiled_agent(cache_folder())
     if binary is not None:
         return Check(name, True, f"compiled, one process per run, mounted from {binary}")
-    why = why_not_compiled(user_folder()) or "?"
+    why = why_not_compiled(cache_folder()) or "?"
     return Check(name, False, f"the shell agent runs: {why}", "apt install gcc", False)
 
 

@@ -25,17 +25,17 @@ own with the index's hosts as its only network, through the allowlist proxy (haz
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hazmat._cache import cache_folder
 from hazmat._exceptions import quoted
 from hazmat.egress.rules import check_pattern
 
-__all__ = ["PackageSettings", "Source", "default_cache_dir", "parse_packages"]
+__all__ = ["PackageSettings", "Source", "parse_packages"]
 
 BOUNDS = {
     "max_mb": (1, 1024),
@@ -68,7 +68,7 @@ class PackageSettings:
     python: Source | None = None
     npm: Source | None = None
     ca_bundle: str | None = None
-    cache: str | None = None  # default: default_cache_dir()
+    cache: str | None = None  # default: hazmat's cache folder's packages/
     max_mb: int = 200
     max_packages: int = 30
     timeout_s: float = 120.0
@@ -86,15 +86,7 @@ class PackageSettings:
         return self.source(language) is not None and level in self.levels
 
     def cache_dir(self) -> Path:
-        return Path(self.cache) if self.cache else default_cache_dir()
-
-
-def default_cache_dir() -> Path:
-    """`$HAZMAT_CACHE_DIR/packages`, else `$XDG_CACHE_HOME/hazmat/packages` (~/.cache/...)."""
-    if os.environ.get("HAZMAT_CACHE_DIR"):
-        return Path(os.environ["HAZMAT_CACHE_DIR"]) / "packages"
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "hazmat" / "packages"
+        return Path(self.cache) if self.cache else cache_folder("packages")
 
 
 def parse_packages(data: object, level_names: Collection[str]) -> PackageSettings:

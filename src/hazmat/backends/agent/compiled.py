@@ -16,9 +16,10 @@ It is built on this host with its C compiler (Debian's gcc, statically linked), 
 source: the binary is kept in the OCI tier's folder under the source's digest, and each
 single-run sandbox of the tier gets it mounted read-only beside tini (`AGENT_PATH`), as the
 engine mounts tini. The Docker backend mounts it too when its engine runs on this machine (the
-binary in this user's cache, `user_folder`); a remote engine cannot see the host's files, and
-an engine that cannot mount it (a confined one) makes the backend fall back. Without a C
-compiler both use the shell agent, and `hazmat doctor` says so. Sessions use the shell agents.
+binary in this user's cache, `hazmat._cache.cache_folder`); a remote engine cannot see the
+host's files, and an engine that cannot mount it (a confined one) makes the backend fall back.
+Without a C compiler both use the shell agent, and `hazmat doctor` says so. Sessions use the
+shell agents.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 from hazmat.backends.agent.single import RELAY_PORT
 from hazmat.backends.inside import program
 
-__all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "user_folder", "why_not_compiled"]
+__all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "why_not_compiled"]
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,6 @@ AGENT_PATH = "/sbin/hazmat-agent"  # where a sandbox sees it (tini is /sbin/dock
 COMPILERS = ("gcc", "cc")
 _FLAGS = ("-static", "-O2", "-Wall", "-Werror", "-x", "c")
 _COMPILE_S = 120
-
-
-def user_folder() -> Path:
-    """Where the Docker backend keeps the binary: `$HAZMAT_CACHE_DIR`, else
-    `$XDG_CACHE_HOME/hazmat` (~/.cache/hazmat)."""
-    if os.environ.get("HAZMAT_CACHE_DIR"):
-        return Path(os.environ["HAZMAT_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hazmat"
 
 
 def compiled_agent(folder: Path) -> Path | None:

@@ -24,8 +24,9 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
+from hazmat._cache import cache_folder
 from hazmat._exceptions import InfraError, SettingsMismatch
-from hazmat.backends.agent.compiled import AGENT_PATH, compiled_agent, user_folder
+from hazmat.backends.agent.compiled import AGENT_PATH, compiled_agent
 from hazmat.backends.agent.runners import READY_LINE
 from hazmat.backends.base import Job, Spec
 from hazmat.backends.container.backend import READY_TIMEOUT_S, ContainerBackend
@@ -107,7 +108,7 @@ class DockerDriver:
         agent (a remote engine, no C compiler here, or an engine that could not mount it)."""
         if not self.compiled:
             return None
-        binary = compiled_agent(user_folder())
+        binary = compiled_agent(cache_folder())
         return str(binary) if binary is not None else None
 
     @property
