@@ -344,18 +344,19 @@ class PoolBackend(Backend, Generic[L]):
         return evicted
 
     def _start_one(self, spec: Spec) -> None:
-        """A background start. Whatever happens, the pending count is given back."""
+        """A background start. Whatever happens, the pending count is given back, in the same
+        step as a failure is counted (nobody sees the one without the other)."""
         lease: L | None = None
+        failure: Exception | None = None
         try:
             lease = self.leaser.start(spec, lifetime_s=self._lifetime(), pooled=True)
-        except SettingsMismatch as exc:
-            self._failed(spec, exc)
-            self._security_event(spec, exc)
         except Exception as exc:
-            self._failed(spec, exc)
+            failure = exc
         finally:
-            with self._cond:
+            with self._cond:  # a reentrant lock: _failed takes it too
                 self._pending[spec] -= 1
+                if failure is not None:
+                    self._failed(spec, failure)
                 if lease is not None:
                     self._failures.pop(spec, None)
                     self._counts["started"] += 1
@@ -363,6 +364,8 @@ class PoolBackend(Backend, Generic[L]):
                         self._ready.setdefault(spec, collections.deque()).append(lease)
                         lease = None
                 self._cond.notify_all()
+        if isinstance(failure, SettingsMismatch):
+            self._security_event(spec, failure)
         if lease is not None:  # made while closing
             self._discard_later(lease)
 
