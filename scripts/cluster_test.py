@@ -71,7 +71,7 @@ def make_jobs(count: int, seed: int) -> list[Job]:
             ["py", "py-slow", "js", "py-error", "py-timeout", "py-stream"],
             weights=[40, 20, 20, 8, 2, 10],
         )[0]
-        body: dict[str, Any] = {"session": tag, "timeout": 20}
+        body: dict[str, Any] = {"script": tag, "timeout": 20}
         if kind == "py":
             body |= {"code": f"print({i} * 2)"}
             expect: dict[str, Any] = {"outcome": "ok", "stdout": f"{i * 2}\n"}
@@ -370,13 +370,13 @@ def judge(jobs: list[Job], records: dict[str, list[dict[str, Any]]]) -> tuple[in
     started: dict[str, list[tuple[str, str, str]]] = collections.defaultdict(list)
     for worker, rows in records.items():
         for r in rows:
-            if r["kind"] == "run.started" and str(r["data"].get("session", "")).startswith("lab-"):
+            if r["kind"] == "run.started" and str(r["data"].get("script", "")).startswith("lab-"):
                 origin = r["data"]["origin"]
                 run, attempt = str(origin["run"]), str(origin["attempt"])
-                started[r["data"]["session"]].append((worker, run, attempt))
+                started[r["data"]["script"]].append((worker, run, attempt))
     completed = lost = duplicated = retried = 0
     for job in jobs:
-        tag = job.body["session"]
+        tag = job.body["script"]
         answer = job.answers[0] if job.answers else {}
         ok = all(answer.get(k) == v for k, v in job.expect.items())
         executions = started.get(tag, [])

@@ -87,7 +87,7 @@ def audit_records(audit_dir: Path) -> list[dict[str, Any]]:
 
 
 def finished_record(audit_dir: Path, name: str) -> dict[str, Any]:
-    """The run.finished record of the run started with session name `name`, once it is written
+    """The run.finished record of the run started with script name `name`, once it is written
     (a bounded wait on a condition: the run may still be ending when the caller has left)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -95,7 +95,7 @@ def finished_record(audit_dir: Path, name: str) -> dict[str, Any]:
         ids = {
             r["data"]["run"]
             for r in records
-            if r["kind"] == "run.started" and r["data"]["session"] == name
+            if r["kind"] == "run.started" and r["data"]["script"] == name
         }
         for r in records:
             if r["kind"] == "run.finished" and r["data"]["run"] in ids:

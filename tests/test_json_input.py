@@ -108,7 +108,7 @@ def test_a_batch_files_lines_are_decoded_within_the_same_bounds(
     [
         ({"code": SURROGATE}, "code holds a lone surrogate"),  # UnicodeEncodeError
         ({"stdin": SURROGATE}, "option 'stdin' holds a lone surrogate"),
-        ({"session": SURROGATE}, "option 'session' holds"),  # AuditError: cannot record
+        ({"script": SURROGATE}, "option 'script' holds"),  # AuditError: cannot record
         (
             {"caller": "a" + SURROGATE},
             "option 'caller' holds a lone surrogate (\\udc80 at character 1)",
@@ -131,10 +131,10 @@ def test_the_python_api_refuses_a_lone_surrogate_as_the_service_does(
     assert said in str(refused.value)
 
 
-@pytest.mark.parametrize("field", ["session", "caller"])
+@pytest.mark.parametrize("field", ["script", "caller"])
 def test_a_request_built_by_hand_is_checked_as_the_options_are(tmp_path: Path, field: str) -> None:
     """`Sandbox.execute` with an ExecutionRequest made in Python: a lone surrogate in its
-    session label or caller is the caller's InputError, never the audit log's AuditError."""
+    script name or caller is the caller's InputError, never the audit log's AuditError."""
     fields = {field: "s" + SURROGATE}
     request = ExecutionRequest("print(1)", "python", TrustLevel.UNTRUSTED, **fields)
     with Sandbox(backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:

@@ -208,8 +208,8 @@ def test_every_run_is_recorded_started_then_finished(tmp_path: Path) -> None:
 
     backend = RecordingBackend(report(stdout=b"out", exit_code=3))
     with Sandbox(Policy(), backend=backend, audit=AuditLog(tmp_path)) as sandbox:
-        sandbox.run("print(1)", caller="alice", session="s1", stdin="in", files={"d": "x"})
-        sandbox.run("print(2)\n", caller="alice", session="s1")  # diffed: the same caller
+        sandbox.run("print(1)", caller="alice", script="s1", stdin="in", files={"d": "x"})
+        sandbox.run("print(2)\n", caller="alice", script="s1")  # diffed: the same caller
         runs = [r for r in audit_records(sandbox) if r[0].startswith("run.")]
         sandbox.audit.close()
     assert [kind for kind, _ in runs] == ["run.started", "run.finished"] * 2

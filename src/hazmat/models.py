@@ -163,14 +163,16 @@ class ExecutionRequest:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the program's
     args: Sequence[str] = ()  # the program's command-line arguments (after the file name)
     caller: str | None = None  # who asked, as the caller names itself (recorded in the audit log)
-    session: str | None = None  # a session or script name; each run's code is diffed against
-    # the previous code of the same session in the audit log
+    # a script's name (the caller's word: `hazmat run` sends the file's path); the audit log
+    # diffs each run's code against the last of the same script from the same caller (was
+    # `session`, which also named a session's id: a session call's is in `origin`)
+    script: str | None = None
     override_reason: str | None = None  # lets code the policy blocks run; recorded
     image: str | None = None  # an image the trust level allows; None: the level's default
     module: str | None = None  # JavaScript/TypeScript: "esm" or "commonjs"; None: detected
     network: Sequence[str] | None = None  # hosts to reach (within the level's); None: the level's
-    # where the run came from beyond its caller, recorded with it: a cluster run's
-    # {"run": id, "worker": name, "attempt": n}
+    # where the run came from beyond its caller, recorded with it: a session's call's
+    # {"session": id}, a cluster run's {"run": id, "worker": name, "attempt": n}
     origin: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
     # Python: the formats matplotlib figures are shown in (displays.py); png, svg, pdf, jpeg
     figure_formats: Sequence[str] = ("png",)

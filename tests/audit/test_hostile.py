@@ -297,7 +297,7 @@ def test_io_errors_name_the_errno() -> None:
     assert "EIO" in io_message(OSError(errno.EIO, "Input/output error"))
 
 
-def test_the_session_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path: Path) -> None:
+def test_the_code_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path: Path) -> None:
     from hazmat.audit.run_records import _previous_from
 
     log = AuditLog(tmp_path / "log")
@@ -305,9 +305,10 @@ def test_the_session_diff_skips_a_partial_line_and_reads_a_bounded_tail(tmp_path
     log.append("run.started", {"session": "s2", "code": "x", "code_truncated": False})
     with current(tmp_path / "log").open("ab") as f:
         f.write(b'{"hash":"00","record":{"data":{"session":"s1","kind":"run.started"')
-    assert _previous_from(log, None, "s1") == "print(1)\n"  # no JSONDecodeError on the partial line
-    assert _previous_from(log, None, "nobody") is None
-    assert _previous_from(log, "tenant:other key:0", "s1") is None  # another caller's label
+    s1 = ("script", "s1")
+    assert _previous_from(log, None, s1) == "print(1)\n"  # no JSONDecodeError on the partial line
+    assert _previous_from(log, None, ("script", "nobody")) is None
+    assert _previous_from(log, "tenant:other key:0", s1) is None  # another caller's label
     log.close()
 
 

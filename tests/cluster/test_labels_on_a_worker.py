@@ -1,5 +1,5 @@
 """Nothing of one tenant reaches another through a label, on a cluster's worker too: two
-tenants' runs under one `session` label go through the worker, whose audit log diffs each
+tenants' runs under one `script` name go through the worker, whose audit log diffs each
 tenant's code against its own only (the service and the in-process app:
 tests/server/test_tenant_labels.py)."""
 
@@ -23,10 +23,10 @@ def test_one_label_from_two_tenants_through_a_worker(
     try:
         for key, code in (("untrusted", "print('acme 1')\n"), ("trusted", "print('trusty')\n")):
             with server.client(key) as client:
-                answer = client.post("/v1/runs", json={"code": code, "session": "main.py"})
+                answer = client.post("/v1/runs", json={"code": code, "script": "main.py"})
             assert answer.status_code == 200, answer.text
         with server.client("untrusted") as client:
-            client.post("/v1/runs", json={"code": "print('acme 2')\n", "session": "main.py"})
+            client.post("/v1/runs", json={"code": "print('acme 2')\n", "script": "main.py"})
     finally:
         stop_server(server)
         worker.terminate()

@@ -84,7 +84,7 @@ def test_a_worker_killed_mid_run_is_reported_and_its_run_never_runs_again(
     spin = "print('first', flush=True)\nwhile True:\n    pass\n"
     try:
         with server.client("trusted") as client:
-            body = {"code": spin, "timeout": 30, "session": "doomed"}
+            body = {"code": spin, "timeout": 30, "script": "doomed"}
             with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
                 lines = response.iter_lines()
                 assert next(lines) == "event: stdout"
@@ -105,7 +105,7 @@ def test_a_worker_killed_mid_run_is_reported_and_its_run_never_runs_again(
     finally:
         stop_server(server)
     records = audit_records(tmp_path / "audit-w1")
-    doomed = [r for r in records if r["kind"] == "run.started" and r["data"]["session"] == "doomed"]
+    doomed = [r for r in records if r["kind"] == "run.started" and r["data"]["script"] == "doomed"]
     assert len(doomed) == 1
 
 
@@ -139,19 +139,19 @@ def wait_for_event(client: Any, kind: str) -> dict[str, bytes]:
     raise AssertionError(f"no {kind!r} event within 60 s")
 
 
-def started_on(tmp: Path, names: list[str], session: str) -> str:
+def started_on(tmp: Path, names: list[str], script: str) -> str:
     """The worker whose audit log has the run's start (a bounded wait on a condition)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for name in names:
             folder = tmp / f"audit-{name}"
             if (folder / "origin").exists() and any(
-                r["kind"] == "run.started" and r["data"]["session"] == session
+                r["kind"] == "run.started" and r["data"]["script"] == script
                 for r in audit_records(folder)
             ):
                 return name
         time.sleep(0.1)
-    raise AssertionError(f"run {session} did not start within 60 s")
+    raise AssertionError(f"run {script} did not start within 60 s")
 
 
 def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
@@ -167,7 +167,7 @@ def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
             server.client("trusted") as client,
             anyio.from_thread.start_blocking_portal() as portal,
         ):
-            body = {"code": code, "timeout": 30, "session": "twice"}
+            body = {"code": code, "timeout": 30, "script": "twice"}
             answer = portal.start_task_soon(lambda: client.post("/v1/runs", json=body))
             first = started_on(tmp_path, ["w1", "w2"], "twice")
             workers[first].kill()
@@ -186,7 +186,7 @@ def test_with_retry_a_run_whose_worker_died_runs_again_on_another(
         name: [
             r["data"]["origin"]
             for r in audit_records(tmp_path / f"audit-{name}")
-            if r["kind"] == "run.started" and r["data"]["session"] == "twice"
+            if r["kind"] == "run.started" and r["data"]["script"] == "twice"
         ]
         for name in (first, other)
     }
@@ -207,7 +207,7 @@ def test_with_retry_a_streamed_run_says_retry_before_the_new_attempts_output(
     code = "import time\nprint('begun', flush=True)\ntime.sleep(2)\nprint('done')\n"
     try:
         with server.client("trusted") as client:
-            body = {"code": code, "timeout": 30, "session": "streamed"}
+            body = {"code": code, "timeout": 30, "script": "streamed"}
             with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
                 lines = response.iter_lines()
                 assert next(lines) == "event: stdout"

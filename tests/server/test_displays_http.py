@@ -43,7 +43,7 @@ def _sse(response: httpx.Response) -> list[tuple[str, Any]]:
 def test_a_streamed_run_sends_each_display_before_the_same_result(
     live_server: LiveServer,
 ) -> None:
-    body = {"code": CHART, "image": "python-data", "files": {"sales.csv": CSV}, "session": "chart"}
+    body = {"code": CHART, "image": "python-data", "files": {"sales.csv": CSV}, "script": "chart"}
     with (
         live_server.client() as client,
         client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response,

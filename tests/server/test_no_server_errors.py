@@ -209,7 +209,11 @@ def test_fuzz_the_consoles_ids_and_numbers(served: Served, segment: str, where: 
 
 
 @FUZZ
-@given(query=st.dictionaries(st.sampled_from(["outcome", "language", "tenant", "session"]), TEXT))
+@given(
+    query=st.dictionaries(
+        st.sampled_from(["outcome", "language", "tenant", "script", "session"]), TEXT
+    )
+)
 def test_fuzz_the_consoles_runs_filter(served: Served, query: dict[str, str]) -> None:
     client, headers, _ = served
     safe = {k: v.encode("utf-8", "surrogatepass").decode("latin-1") for k, v in query.items()}

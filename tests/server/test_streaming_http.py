@@ -78,7 +78,7 @@ def test_base64_output_streams_the_exact_bytes(live_server: LiveServer) -> None:
 
 def test_a_client_that_leaves_cancels_its_run(live_server: LiveServer) -> None:
     with live_server.client("trusted") as client:
-        body = {"code": SPIN_AFTER_FIRST, "timeout": 30, "session": "sse-leaver"}
+        body = {"code": SPIN_AFTER_FIRST, "timeout": 30, "script": "sse-leaver"}
         with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
             first = next(events(response))
             assert first == ("stdout", {"text": "first\n"})
@@ -89,7 +89,7 @@ def test_a_client_that_leaves_cancels_its_run(live_server: LiveServer) -> None:
 
 def test_a_streamed_run_holds_the_tenant_s_quota_until_it_ends(live_server: LiveServer) -> None:
     with live_server.client("tiny") as client:  # one run at a time
-        body = {"code": SPIN_AFTER_FIRST, "timeout": 30, "session": "sse-quota"}
+        body = {"code": SPIN_AFTER_FIRST, "timeout": 30, "script": "sse-quota"}
         with client.stream("POST", "/v1/runs", json=body, headers=EVENTS) as response:
             assert next(events(response))[0] == "stdout"  # the run is going, until we leave
             second = client.post("/v1/runs", json={"code": "print(2)"}, headers=EVENTS)

@@ -1,6 +1,6 @@
-"""Nothing of one tenant reaches another through a label: a run's `session` label is the
-caller's own word (`hazmat run FILE` sends the script's path; anyone may send another's session
-id), and the audit log's code diff, its records and the console's run page take it only with
+"""Nothing of one tenant reaches another through a label: a run's `script` name is the caller's
+own word (`hazmat run FILE` sends the script's path; anyone may send another's session id as
+one), and the audit log's code diff, its records and the console's run page take it only with
 the tenant's key. Two tenants and one label over HTTP (the app in process, on a backend that
 runs nothing) and over MCP (the SDK's client, a live service); the cluster's worker:
 tests/cluster/test_labels_on_a_worker.py."""
@@ -59,9 +59,9 @@ def run(served: Served, tenant: str, code: str, path: str = "/v1/runs", **more: 
 
 def test_one_script_path_from_two_tenants_over_http(served: Served) -> None:
     client, auth, audit = served
-    run(served, "alice", "print('alice secret 1')\n", session=LABEL)
-    bobs = run(served, "bob", "print('bob 1')\n", session=LABEL)
-    run(served, "alice", "print('alice 2')\n", session=LABEL)
+    run(served, "alice", "print('alice secret 1')\n", script=LABEL)
+    bobs = run(served, "bob", "print('bob 1')\n", script=LABEL)
+    run(served, "alice", "print('alice 2')\n", script=LABEL)
     records = started(audit)
     assert records["print('bob 1')\n"]["diff"] is None  # it was -<alice's code>+<bob's>
     alices = records["print('alice 2')\n"]["diff"]
@@ -71,22 +71,35 @@ def test_one_script_path_from_two_tenants_over_http(served: Served) -> None:
 
 
 def test_another_tenants_session_id_as_a_label_over_http(served: Served) -> None:
-    """With alice's open session id as his label, bob saw her session's code, and her next
-    call was diffed against his."""
+    """With alice's open session id as his script's name, bob saw her session's code, and her
+    next call was diffed against his (when both were one `session` label)."""
     client, auth, audit = served
     opened = client.post("/v1/sessions", json={"language": "python"}, headers=auth["alice"])
     sid = opened.json()["id"]
     run(served, "alice", "x = 'alice secret'\n", f"/v1/sessions/{sid}/runs")
-    run(served, "bob", "print('bob')\n", session=sid)
+    run(served, "bob", "print('bob')\n", script=sid)
     run(served, "alice", "print(x)\n", f"/v1/sessions/{sid}/runs")
     records = started(audit)
     assert records["print('bob')\n"]["diff"] is None
     assert "-x = 'alice secret'\n+print(x)" in records["print(x)\n"]["diff"]
 
 
+def test_the_bodys_former_field_session_names_a_script_and_both_at_once_are_refused(
+    served: Served,
+) -> None:
+    client, auth, audit = served
+    run(served, "alice", "print(1)\n", session=LABEL)
+    both = {"code": "print(2)\n", "session": LABEL, "script": LABEL}
+    refused = client.post("/v1/runs", json=both, headers=auth["alice"])
+    assert refused.status_code == 400, refused.text
+    assert "'script' and 'session' set one option" in refused.json()["error"]["message"]
+    assert started(audit)["print(1)\n"]["script"] == LABEL
+
+
 @pytest.mark.docker
 def test_another_tenants_session_id_as_a_label_over_mcp(live_server: LiveServer) -> None:
-    """Alice's session over MCP (the SDK's client); bob's run over HTTP under its id."""
+    """Alice's session over MCP (the SDK's client); bob's run over HTTP under its id, in the
+    body's former field `session` (still taken: it names a script)."""
     before = len(live_server.audit_records())
 
     async def calls() -> None:

@@ -55,7 +55,7 @@ def test_a_request_survives_the_queue_byte_for_byte() -> None:
         env={"A": "é"},
         args=("--x", "y z"),
         caller="tenant:acme key:1",
-        session="s",
+        script="s",
         network=("files.example.org",),
         origin={"run": "r1", "worker": "w1", "attempt": 2},
     )
@@ -72,7 +72,7 @@ def test_a_request_survives_the_queue_byte_for_byte() -> None:
         "env": {"A": "é"},
         "args": ["--x", "y z"],
         "caller": "tenant:acme key:1",
-        "session": "s",
+        "script": "s",
         "network": ["files.example.org"],
         "origin": {"run": "r1", "worker": "w1", "attempt": 2},
     }

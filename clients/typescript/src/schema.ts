@@ -319,7 +319,12 @@ export interface components {
              * @enum {string}
              */
             runtime?: "runc" | "runsc";
-            /** @description a script's name: the audit log diffs each run's code against the last of the same name */
+            /** @description a script's name: the audit log diffs each run's code against the last run of the same script from the same caller */
+            script?: string;
+            /**
+             * @deprecated
+             * @description the former name of script (until hazmat 1.0)
+             */
             session?: string;
             /** @description why code the policy blocks may run (recorded; at least 20 characters by default; over the API, a key allowed to override) */
             override_reason?: string;

@@ -20,7 +20,7 @@ from hazmat.policy import AuditSettings, Limits, Runtime
 
 __all__ = ["Applied", "Review", "RunRecorder"]
 
-_SESSIONS_REMEMBERED = 256
+_LINEAGES_REMEMBERED = 256
 
 
 @dataclass(frozen=True)
@@ -80,13 +80,13 @@ def _digest(data: bytes) -> dict[str, Any]:
 
 
 class RunRecorder:
-    """Writes the records of runs to an audit log; remembers each caller's last code under
-    each of its session labels."""
+    """Writes the records of runs to an audit log; remembers each caller's last code of each
+    of its scripts and sessions (`_lineage`)."""
 
     def __init__(self, log: AuditLog, settings: AuditSettings) -> None:
         self.log = log
         self.code_cap = settings.code_cap
-        self._last_code: OrderedDict[tuple[str | None, str], str] = OrderedDict()
+        self._last_code: OrderedDict[tuple[str | None, str, str], str] = OrderedDict()
         self._lock = threading.Lock()
 
     def started(
@@ -115,7 +115,7 @@ class RunRecorder:
                 "language": request.language,
                 "trust": request.trust.value,
                 "caller": request.caller,
-                "session": request.session,
+                "script": request.script,
                 "code_sha256": hashlib.sha256(code).hexdigest(),
                 "code_bytes": len(code),
                 "code": code[: self.code_cap].decode("utf-8", "replace"),
@@ -190,20 +190,21 @@ class RunRecorder:
         self.log.append(f"security.{kind}", dict(details))
 
     def _diff(self, request: ExecutionRequest) -> str | None:
-        """A unified diff against the previous code of the same session label from the same
-        caller, if there was one. A label is the caller's own word (a script's path, anyone's
-        session id): it is taken only with the caller (the service's: the tenant's key), so
-        one caller's code never shows in another's diff, nor theirs in its."""
-        if not request.session:
+        """A unified diff against the previous code of the same script, or the same session's
+        previous call, from the same caller, if there was one. A script's name is the caller's
+        own word (a path, anything): it is taken only with the caller (the service's: the
+        tenant's key), so one caller's code never shows in another's diff, nor theirs in its."""
+        lineage = _lineage(request)
+        if lineage is None:
             return None
-        mine = (request.caller, request.session)
+        mine = (request.caller, *lineage)
         with self._lock:
             previous = self._last_code.pop(mine, None)
             self._last_code[mine] = request.code
-            while len(self._last_code) > _SESSIONS_REMEMBERED:
+            while len(self._last_code) > _LINEAGES_REMEMBERED:
                 self._last_code.popitem(last=False)
         if previous is None:
-            previous = _previous_from(self.log, request.caller, request.session)
+            previous = _previous_from(self.log, request.caller, lineage)
         if previous is None:
             return None
         lines = difflib.unified_diff(
@@ -215,19 +216,28 @@ class RunRecorder:
         return "".join(lines)[: self.code_cap]
 
 
-_LOOK_BACK = 4 * 1024 * 1024  # bytes of the newest segment searched for a session's last code
+_LOOK_BACK = 4 * 1024 * 1024  # bytes of the newest segment searched for a script's last code
 _CHUNK = 256 * 1024
 
 
-def _previous_from(log: AuditLog, caller: str | None, session: str) -> str | None:
-    """The last complete code recorded for `session` by `caller` near the end of the newest
+def _lineage(request: ExecutionRequest) -> tuple[str, str] | None:
+    """The runs whose code is diffed one against the next: a script's (`("script", name)`)
+    or a session's calls (`("session", id)`); None for a run that is neither."""
+    if request.script:
+        return ("script", request.script)
+    session = request.origin.get("session")
+    return ("session", str(session)) if session else None
+
+
+def _previous_from(log: AuditLog, caller: str | None, lineage: tuple[str, str]) -> str | None:
+    """The last complete code recorded for `lineage` by `caller` near the end of the newest
     segment (other processes, such as earlier CLI invocations, may have run it). Reads
     backwards at most 4 MiB and parses only candidate lines; a partial line (a writer
     mid-append) is skipped."""
     segments = sorted((log.dir / "segments").glob("[0-9][0-9][0-9][0-9][0-9][0-9].jsonl"))
     if not segments:
         return None
-    needle = json.dumps(session)[1:-1].encode()
+    needle = json.dumps(lineage[1])[1:-1].encode()
     try:
         with segments[-1].open("rb") as f:
             size = end = f.seek(0, os.SEEK_END)
@@ -241,7 +251,7 @@ def _previous_from(log: AuditLog, caller: str | None, session: str) -> str | Non
                     cut = chunk.find(b"\n") + 1 or len(chunk)
                     carry, chunk = chunk[:cut], chunk[cut:]
                 for line in reversed(chunk.split(b"\n")):
-                    found = _session_code(line, needle, caller, session)
+                    found = _code_of(line, needle, caller, lineage)
                     if found is not None:
                         return found
     except OSError:
@@ -249,7 +259,9 @@ def _previous_from(log: AuditLog, caller: str | None, session: str) -> str | Non
     return None
 
 
-def _session_code(line: bytes, needle: bytes, caller: str | None, session: str) -> str | None:
+def _code_of(
+    line: bytes, needle: bytes, caller: str | None, lineage: tuple[str, str]
+) -> str | None:
     if b'"kind":"run.started"' not in line or needle not in line:
         return None
     try:
@@ -257,12 +269,24 @@ def _session_code(line: bytes, needle: bytes, caller: str | None, session: str) 
     except (ValueError, KeyError, TypeError):
         return None
     if (
-        data.get("session") == session
+        _recorded_in(data, lineage)
         and data.get("caller") == caller
         and not data.get("code_truncated")
     ):
         return str(data["code"])
     return None
+
+
+def _recorded_in(data: Mapping[str, Any], lineage: tuple[str, str]) -> bool:
+    """Whether a `run.started` record's run is of `lineage`. A record written before the
+    rename has one label, `session`, for a script's name and a session's id alike."""
+    kind, name = lineage
+    if "script" not in data and "session" in data:
+        return bool(data["session"] == name)
+    if kind == "script":
+        return data.get("script") == name
+    origin = data.get("origin")
+    return isinstance(origin, Mapping) and origin.get("session") == name
 
 
 def _displays(result: ExecutionResult) -> list[dict[str, Any]]:

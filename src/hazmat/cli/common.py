@@ -101,7 +101,7 @@ def _pairs(flag: str, pairs: list[str]) -> dict[str, str] | None:
 
 
 def program(args: argparse.Namespace) -> tuple[str | bytes, Language, str | None]:
-    """The code, its language and a session name (the script's path) from FILE or -c."""
+    """The code, its language and the script's name (its path) from FILE or -c."""
     if args.code is not None:
         return args.code, get_language(args.lang or "python"), None
     path = Path(args.program)

@@ -108,14 +108,14 @@ def _add_outputs(run: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from hazmat.cli import output_dir
 
-    # the session lets the audit log diff each run of a script against its last one
-    code, language, session = program(args)
+    # the script's name lets the audit log diff each run of it against its last one
+    code, language, script = program(args)
     inputs = _inputs(args)
     if args.output_file:
         output_dir.prepare(args.output_dir)
     if args.displays:
         output_dir.prepare(args.displays, "--displays")
-    options = {**inputs, **_options(args, session)}
+    options = {**inputs, **_options(args, script)}
     live = None if args.json else _Live()  # plain output is written as it comes
     here = args.local or args.policy or args.caller
     service = None if here else local_server.for_cli(local_server.say)
@@ -150,11 +150,11 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     return {"stdin": stdin, "files": files}
 
 
-def _options(args: argparse.Namespace, session: str | None) -> dict[str, Any]:
+def _options(args: argparse.Namespace, script: str | None) -> dict[str, Any]:
     """The rest of `Sandbox.run`'s keyword arguments (the service takes the same ones); the
     caller is the local run's own (a service sets it from its key)."""
     given = option_values(args, [name for name in options() if name != "caller"])
-    return given | {"session": session, "module": given.get("module") or _module_of(args)}
+    return given | {"script": script, "module": given.get("module") or _module_of(args)}
 
 
 def _module_of(args: argparse.Namespace) -> str | None:

@@ -62,6 +62,7 @@ __all__ = [
     "body_fields",
     "ceilings",
     "check_options",
+    "current_names",
     "from_request",
     "json_properties",
     "option",
@@ -114,6 +115,9 @@ class Option:
     binary: bool = False  # bytes on the wire: text under its name, base64 under <name>_base64
     keep_empty: bool = False  # an empty value is not the default (network=[]: no host at all)
     flag: Flag | None = None
+    # its name before a rename: still taken (`current_names`), with a DeprecationWarning in
+    # Python and `deprecated` in the API's schema, until hazmat 1.0
+    formerly: str | None = None
 
 
 def _mapping_of_bytes(files: Mapping[str, str | bytes]) -> Mapping[str, bytes]:
@@ -359,15 +363,16 @@ class RunOptions(TypedDict, total=False):
             convert=lambda origin: MappingProxyType(dict(origin)),
         ),
     ]
-    session: Annotated[
+    script: Annotated[
         str | None,
         Option(
-            "a script's name: the audit log diffs each run's code against the last of the "
-            "same name",
+            "a script's name: the audit log diffs each run's code against the last run of the "
+            "same script from the same caller",
             (str,),
             "a name (str)",
             _STR,
             frozenset({_RUN}),
+            formerly="session",
         ),
     ]
     override_reason: Annotated[
@@ -523,6 +528,56 @@ _SYNONYMS = {
 }
 
 
+@functools.cache
+def _former_names() -> Mapping[str, str]:
+    """Each renamed option's former name -> its name."""
+    return MappingProxyType(
+        {opt.formerly: name for name, opt in options().items() if opt.formerly}
+    )
+
+
+def current_names(given: Mapping[str, Any]) -> dict[str, Any]:
+    """`given` with each option's former name replaced by its name, with a DeprecationWarning
+    for each (shown at the first frame outside hazmat: the caller's); both names at once is an
+    `InputError`."""
+    formerly = _former_names()
+    current: dict[str, Any] = {}
+    for name, value in given.items():
+        new = formerly.get(name)
+        if new is None:
+            current[name] = value
+            continue
+        if new in given:
+            raise InputError(_both(new))
+        import warnings  # here: only a renamed option's caller pays for it
+
+        warnings.warn(
+            f"option {name!r} is renamed {new!r}; the old name goes in hazmat 1.0",
+            DeprecationWarning,
+            stacklevel=_callers_level(),
+        )
+        current[new] = value
+    return current
+
+
+def _callers_level() -> int:
+    """`warnings.warn`'s stacklevel for the first frame outside hazmat's modules."""
+    import sys
+    import types
+
+    frame: types.FrameType | None = sys._getframe(2)  # current_names's caller
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("hazmat."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _both(name: str) -> str:
+    return f"option {quoted(name)} is given twice: under its name and its former name " + quoted(
+        option(name).formerly or ""
+    )
+
+
 def check_options(given: Mapping[str, Any]) -> None:
     """Every option is one `Sandbox.run` knows, of a type it takes (None means the default),
     within its bounds."""
@@ -615,12 +670,15 @@ def plain(value: Any) -> Any:
 
 def body_fields(use: Use) -> dict[str, str]:
     """The API body's fields of the options a caller sets in `use` -> the option each sets
-    (`stdin` and `stdin_base64` both set `stdin`)."""
+    (`stdin` and `stdin_base64` both set `stdin`; `session`, `script`'s former name, sets
+    `script`)."""
     fields: dict[str, str] = {}
     for name in sorted(_names(use), key=list(options()).index):
         fields[name] = name
         if options()[name].binary:
             fields[f"{name}_base64"] = name
+        if options()[name].formerly:
+            fields[str(options()[name].formerly)] = name
     return fields
 
 
@@ -639,6 +697,12 @@ def json_properties(use: Use) -> dict[str, Any]:
         opt = options()[name]
         if field == name:
             properties[field] = {**opt.schema, **_bounds(opt), "description": opt.help}
+        elif field == opt.formerly:
+            properties[field] = {
+                **opt.schema,
+                "deprecated": True,
+                "description": f"the former name of {name} (until hazmat 1.0)",
+            }
         else:
             properties[field] = {
                 **opt.schema,

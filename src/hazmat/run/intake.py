@@ -24,7 +24,13 @@ from hazmat.egress.settings import narrowed
 from hazmat.json_input import check_text
 from hazmat.languages import get_language
 from hazmat.models import ExecutionRequest, check_code
-from hazmat.options import RunOptions, ceilings, check_options, to_request_fields
+from hazmat.options import (
+    RunOptions,
+    ceilings,
+    check_options,
+    current_names,
+    to_request_fields,
+)
 from hazmat.options.checks import (
     check_args,
     check_env,
@@ -60,8 +66,9 @@ def admit(
     wrong). What the request gets (its limits, image, runtime, hosts) is kept with it: its
     fields are copies nobody else holds (read-only mappings, tuples), so that check is its
     check for good against this policy; `check_request` checks any other request every time."""
-    check_options(given)
-    fields = to_request_fields(given)
+    named = current_names(given)
+    check_options(named)
+    fields = to_request_fields(named)
     fields.setdefault("trust", parse_trust(policy.default_trust))
     request = ExecutionRequest(
         code=check_code(code), language=get_language(language).name, **fields
@@ -119,7 +126,7 @@ def _check(policy: Policy, request: ExecutionRequest) -> Checked:
     check_env(request.env)
     check_args(request.args)
     check_env_args_size(request.env, request.args)
-    for name in ("caller", "session"):
+    for name in ("caller", "script"):
         value = getattr(request, name)
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be str, not {type(value).__name__}")

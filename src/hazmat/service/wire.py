@@ -57,7 +57,10 @@ __all__ = [
 def wire_fields(use: Use) -> dict[str, str | None]:
     """The body's fields of the options set in `use` (options/) -> the option each is
     (None: a `_base64` field, decoded here into its option)."""
-    return {field: name if field == name else None for field, name in body_fields(use).items()}
+    return {
+        field: None if field == f"{name}_base64" else name
+        for field, name in body_fields(use).items()
+    }
 
 
 # the API body's fields -> `Sandbox.run`'s option names (None: decoded here)
@@ -109,10 +112,15 @@ def options_from_wire(
     decoded. The options are checked by the sandbox's intake, as any caller's are."""
     language = check_fields(data, list(fields))
     options: dict[str, Any] = {}
+    set_by: dict[str, str] = {}
     for name, value in data.items():
         option = fields[name]
-        if option is not None:
-            options[option] = value
+        if option is None:
+            continue
+        if option in set_by:  # under its name and its former one
+            one, other = sorted((set_by[option], name))
+            raise InputError(f"fields {quoted(one)} and {quoted(other)} set one option: give one")
+        options[option], set_by[option] = value, name
     for name, opt in options_table().items():
         if opt.binary and f"{name}_base64" in data:
             options[name] = _decoded(data, name, opt.schema.get("type") == "object")

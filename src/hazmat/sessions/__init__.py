@@ -176,7 +176,9 @@ class Session(Closable):
         self.last_used = self.opened
         self._services = services
         self._backend = backend
-        self._fixed = {**fixed, "session": self.id, "network": []}
+        # each call's request says which session it is a call of (the audit log's record of
+        # it, the diff against the last call's code)
+        self._fixed = {**fixed, "origin": {"session": self.id}, "network": []}
         self._settings = settings
         self._on_end = on_end
         self._end_reported = False

@@ -105,7 +105,7 @@ class Console:
 
     async def runs(self, request: Request, key: Key) -> Response:
         runs = self.parts.recent.visible(key, key.operator)
-        asked = ("outcome", "language", "tenant", "session")
+        asked = ("outcome", "language", "tenant", "script", "session")
         wanted = {k: request.query_params.get(k, "") for k in asked}
         runs = [s for s in runs if _matches(s, wanted)]
         return self.page("runs.html", runs=runs[:200], wanted=wanted, key=key)
@@ -302,7 +302,8 @@ def _matches(seen: Seen, wanted: Mapping[str, str]) -> bool:
         "outcome": seen.result.outcome.value,
         "language": seen.result.language,
         "tenant": seen.tenant,
-        "session": seen.request.session or "",
+        "script": seen.request.script or "",
+        "session": str(seen.request.origin.get("session", "")),
     }
     return all(not value or have[name] == value for name, value in wanted.items())
 
