@@ -77,7 +77,7 @@ class Severity(enum.StrEnum):
 
 
 class RiskLevel(enum.StrEnum):
-    """The verdict of a static assessment, from the findings' score."""
+    """The level of a static assessment, from the findings' risk score."""
 
     LOW = "LOW"
     MEDIUM = "MEDIUM"
@@ -119,7 +119,7 @@ class Assessment:
     timed out, crashed or skipped the code; the level is then at least HIGH."""
 
     level: RiskLevel
-    score: int
+    risk_score: int  # the findings' weights added (assess/risk.py); not a grader's score
     complete: bool
     findings: Sequence[Finding]
     duration_ms: float
@@ -131,7 +131,8 @@ class Assessment:
     def to_dict(self) -> dict[str, Any]:
         return {
             "level": self.level.value,
-            "score": self.score,
+            "risk_score": self.risk_score,
+            "score": self.risk_score,  # its former name, until hazmat 1.0
             "complete": self.complete,
             "findings": [f.to_dict() for f in self.findings],
             "duration_ms": round(self.duration_ms, 3),
@@ -140,6 +141,18 @@ class Assessment:
             "problems": list(self.problems),
             "syntax_error": self.syntax_error,
         }
+
+    @property
+    def score(self) -> int:
+        """`risk_score`'s former name, until hazmat 1.0."""
+        import warnings
+
+        warnings.warn(
+            "Assessment.score is renamed Assessment.risk_score; the old name goes in hazmat 1.0",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.risk_score
 
 
 @dataclass(frozen=True)

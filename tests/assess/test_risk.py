@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hazmat.assess.risk import rate
 from hazmat.models import Finding, RiskLevel, Severity
 
@@ -28,8 +30,18 @@ def test_thresholds() -> None:
 def test_a_rule_counts_once_at_its_worst() -> None:
     repeated = [finding("a", Severity.MEDIUM, line=n) for n in range(1, 50)]
     assessment = rate(repeated, language="python", duration_ms=0, analyzers=[])
-    assert assessment.score == 4 and assessment.level is RiskLevel.MEDIUM
+    assert assessment.risk_score == 4 and assessment.level is RiskLevel.MEDIUM
     assert len(assessment.findings) == 49  # all are reported, each with its line
+
+
+def test_the_former_name_score_still_answers_with_a_warning_and_in_json() -> None:
+    """`Assessment.score` was renamed `risk_score` (a grader's score is another thing); the
+    old attribute and the JSON's old key stay until hazmat 1.0."""
+    assessment = rate([finding("a", Severity.HIGH)], language="go", duration_ms=0, analyzers=[])
+    with pytest.warns(DeprecationWarning, match="renamed Assessment.risk_score") as seen:
+        assert assessment.score == 10
+    assert seen[0].filename == __file__
+    assert assessment.to_dict()["risk_score"] == assessment.to_dict()["score"] == 10
 
 
 def test_identical_findings_are_reported_once() -> None:

@@ -297,7 +297,7 @@ def test_assess_prints_a_table_with_level_lines_and_rules(tmp_path: Path) -> Non
     result = hazmat("assess", str(program))
     assert result.exit_code == 0, result.stderr_bytes
     out = result.stdout_bytes.decode()
-    assert out.startswith("HIGH  score ")
+    assert out.startswith("HIGH  risk score ")
     assert "policy for untrusted: warn" in out
     assert any(line.split()[:3] == ["2", "high", "python-ast"] for line in out.splitlines())
     assert "import-subprocess" in out
@@ -309,7 +309,7 @@ def test_assess_json_has_the_documented_keys() -> None:
     )
     assert result.exit_code == 126, result.stderr_bytes  # the policy would block it
     data = json.loads(result.stdout_bytes)
-    assert {"level", "score", "complete", "findings", "duration_ms"} <= set(data)
+    assert {"level", "risk_score", "complete", "findings", "duration_ms"} <= set(data)
     assert data["level"] == "BLOCKED" and data["complete"] is True
     finding = data["findings"][0]
     assert {"rule", "source", "severity", "line", "message"} <= set(finding)

@@ -211,7 +211,7 @@ def test_assess_goes_through_it_and_says_what_assessing_here_says(env: dict[str,
     assert there.returncode == here.returncode, there.stderr
     assert "started a local server" in there.stderr and "started" not in here.stderr
     mine, theirs = json.loads(here.stdout), json.loads(there.stdout)
-    for field in ("level", "score", "decision", "trust", "complete"):
+    for field in ("level", "risk_score", "decision", "trust", "complete"):
         assert theirs[field] == mine[field], field
     assert {f["rule"] for f in theirs["findings"]} == {f["rule"] for f in mine["findings"]}
     plain = hazmat(env, "assess", "-c", code)

@@ -49,7 +49,7 @@ def decide(assessment: Assessment, settings: AssessSettings, override: str | Non
 
 def explain(assessment: Assessment) -> str:
     """One line: the level and the most severe findings."""
-    parts = [f"{assessment.level.value} (score {assessment.score})"]
+    parts = [f"{assessment.level.value} (risk score {assessment.risk_score})"]
     if not assessment.complete:
         parts.append("incomplete: " + "; ".join(assessment.problems))
     top = [f for f in assessment.findings if f.severity.rank >= 2][:3]

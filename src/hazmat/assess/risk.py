@@ -2,12 +2,13 @@
 
 Each distinct rule counts once per analyser, at its most severe finding: a program that calls
 `os.system` twenty times is no riskier than one that calls it once, while one that reaches for
-several different dangerous things is. Weights: low 1, medium 4, high 10, critical 40.
+several different dangerous things is. The weights added are the risk score: low 1, medium 4,
+high 10, critical 40.
 
-    any critical finding          -> BLOCKED
-    score >= 10                   -> HIGH
-    score >= 4, or a syntax error -> MEDIUM
-    otherwise                     -> LOW
+    any critical finding               -> BLOCKED
+    risk score >= 10                   -> HIGH
+    risk score >= 4, or a syntax error -> MEDIUM
+    otherwise                          -> LOW
 
 An incomplete assessment (an analyser failed, timed out, crashed or skipped the code) is at
 least HIGH: what was not looked at cannot be called safe.
@@ -65,7 +66,7 @@ def rate(
         level = RiskLevel.HIGH
     return Assessment(
         level=level,
-        score=total,
+        risk_score=total,
         complete=not problems,
         findings=tuple(ordered),
         duration_ms=duration_ms,

@@ -54,7 +54,7 @@ class Review:
         return {
             "assessment": {
                 "level": a.level.value,
-                "score": a.score,
+                "risk_score": a.risk_score,
                 "complete": a.complete,
                 "problems": list(a.problems),
                 "findings": [

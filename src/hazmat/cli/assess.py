@@ -84,7 +84,7 @@ def _remote(args: argparse.Namespace, code: str | bytes, language: str) -> dict[
 def _print_assessment(assessment: Assessment, decision: str, trust: str) -> None:
     state = "complete" if assessment.complete else "INCOMPLETE"
     print(
-        f"{assessment.level.value}  score {assessment.score}, {state}, "
+        f"{assessment.level.value}  risk score {assessment.risk_score}, {state}, "
         f"{assessment.duration_ms:.0f} ms ({', '.join(assessment.analyzers) or 'no analyser'}); "
         f"policy for {trust}: {decision}"
     )

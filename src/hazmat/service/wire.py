@@ -256,7 +256,8 @@ def _assessment(data: Mapping[str, Any] | None) -> Assessment | None:
         return None
     return Assessment(
         level=RiskLevel(data["level"]),
-        score=int(data["score"]),
+        # a service of before the rename sends only `score`
+        risk_score=int(data["risk_score"] if "risk_score" in data else data["score"]),
         complete=bool(data["complete"]),
         findings=tuple(_finding(f) for f in data["findings"]),
         duration_ms=float(data["duration_ms"]),
