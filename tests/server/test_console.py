@@ -105,6 +105,25 @@ def test_a_tenant_sees_its_own_runs_and_gets_404_for_anothers(
     assert theirs in only and mine not in only
 
 
+def test_runs_are_filtered_by_script_and_by_session_and_the_run_page_names_them(
+    console: Served,
+) -> None:
+    client, auth, _ = console
+    acme = auth["acme"]
+    scripted = client.post("/v1/runs", json={"code": "1", "script": "a.py"}, headers=acme)
+    sid = client.post("/v1/sessions", json={"language": "python"}, headers=acme).json()["id"]
+    called = client.post(f"/v1/sessions/{sid}/runs", json={"code": "2"}, headers=acme)
+    plain = play(client, acme)
+    one, two = scripted.json()["run_id"], called.json()["run_id"]
+    by_script = client.get("/console/f/runs?script=a.py", headers=acme).text
+    by_session = client.get(f"/console/f/runs?session={sid}", headers=acme).text
+    assert one in by_script and two not in by_script and plain not in by_script
+    assert two in by_session and one not in by_session and plain not in by_session
+    assert "script <code>a.py</code>" in client.get(f"/console/f/runs/{one}", headers=acme).text
+    page = client.get(f"/console/f/runs/{two}", headers=acme).text
+    assert f"session <code>{sid}</code>" in page and "script <code>" not in page
+
+
 def test_a_runs_page_shows_its_audit_records_and_gives_receipts_for_them_only(
     console: Served,
 ) -> None:
