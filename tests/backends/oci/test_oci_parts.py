@@ -397,8 +397,8 @@ def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_ag
 def test_the_compiled_agent_is_built_once_per_source_or_says_why_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Built with this host's gcc into the folder, under the source's digest; without a C
-    compiler, None and the reason (the shell agent runs)."""
+    """Built with this host's gcc into the folder, under the source's digest, and again if it
+    was removed since; without a C compiler, None and the reason (the shell agent runs)."""
     if not any(shutil.which(name) for name in compiled.COMPILERS):
         pytest.fail("no C compiler on this machine: `make test` installs gcc")
     compiled._build.cache_clear()
@@ -407,6 +407,8 @@ def test_the_compiled_agent_is_built_once_per_source_or_says_why_not(
     assert os.access(binary, os.X_OK) and compiled.why_not_compiled(tmp_path) is None
     said = subprocess.run([str(binary)], capture_output=True, env={}, check=False)
     assert said.returncode == 125 and b"hazmat-agent: no uid for the program" in said.stderr
+    shutil.rmtree(tmp_path / "agent")  # a cleared cache, under a process that built it before
+    assert compiled.compiled_agent(tmp_path) == binary and os.access(binary, os.X_OK)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     compiled._build.cache_clear()
     assert compiled.compiled_agent(tmp_path / "elsewhere") is None

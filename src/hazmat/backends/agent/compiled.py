@@ -48,9 +48,14 @@ _COMPILE_S = 120
 
 
 def compiled_agent(folder: Path) -> Path | None:
-    """The agent's binary for this source under `folder`/agent, built if it is not there;
-    None when it cannot be built here (`why_not_compiled` says why)."""
-    return _build(folder)[0]
+    """The agent's binary for this source under `folder`/agent, built if it is not there (also
+    when it was removed since: a cleared cache); None when it cannot be built here
+    (`why_not_compiled` says why)."""
+    binary = _build(folder)[0]
+    if binary is not None and not os.access(binary, os.X_OK):
+        _build.cache_clear()
+        binary = _build(folder)[0]
+    return binary
 
 
 def why_not_compiled(folder: Path) -> str | None:
