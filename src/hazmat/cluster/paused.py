@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hazmat._exceptions import SessionBusy
-from hazmat.cluster.keys import lua, patiently, paused_key
+from hazmat.cluster.keys import lua, lua_source, patiently, paused_key
 
 __all__ = ["CLAIM_S", "RedisShelf"]
 
@@ -27,10 +27,7 @@ __all__ = ["CLAIM_S", "RedisShelf"]
 CLAIM_S = 300
 
 # Deletes the claim only if it is still this resume's (an expired claim may be another's now).
-_RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
+_UNCLAIM = lua_source("unclaim.lua")
 
 
 class RedisShelf:
@@ -82,4 +79,4 @@ class RedisShelf:
         try:
             yield
         finally:
-            patiently(lambda: lua(self.redis, _RELEASE, [key], [token]))
+            patiently(lambda: lua(self.redis, _UNCLAIM, [key], [token]))
