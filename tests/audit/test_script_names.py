@@ -68,8 +68,8 @@ def test_a_sessions_calls_are_diffed_by_its_id_which_no_script_name_reaches(
             session.run("print(x)\n")
         sandbox.audit.close()
     first, named, second = started(tmp_path)
-    assert first["origin"] == {"session": session.id} and first["script"] is None
-    assert named["script"] == session.id and "origin" not in named and named["diff"] is None
+    assert first["session"] == session.id and first["script"] is None and "origin" not in first
+    assert named["script"] == session.id and named["session"] is None and named["diff"] is None
     assert "-x = 1\n+print(x)" in second["diff"] and "named like" not in second["diff"]
 
 

@@ -116,6 +116,8 @@ class RunRecorder:
                 "trust": request.trust.value,
                 "caller": request.caller,
                 "script": request.script,
+                # a session's call: the key every record of a session has (session.opened...)
+                "session": request.origin.get("session"),
                 "code_sha256": hashlib.sha256(code).hexdigest(),
                 "code_bytes": len(code),
                 "code": code[: self.code_cap].decode("utf-8", "replace"),
@@ -128,7 +130,7 @@ class RunRecorder:
                 "runtime": applied.runtime.value,
                 "image": applied.image,
                 "network": list(applied.network),
-                **({"origin": dict(request.origin)} if request.origin else {}),
+                **({"origin": origin} if (origin := _origin(request)) else {}),
                 **({"build_flags": list(request.build_flags)} if request.build_flags else {}),
                 **(review.to_record() if review else {}),
             },
@@ -278,15 +280,19 @@ def _code_of(
 
 
 def _recorded_in(data: Mapping[str, Any], lineage: tuple[str, str]) -> bool:
-    """Whether a `run.started` record's run is of `lineage`. A record written before the
-    rename has one label, `session`, for a script's name and a session's id alike."""
+    """Whether a `run.started` record's run is of `lineage` (its `script` or its `session`).
+    A record written before the rename has one label, `session`, for a script's name and a
+    session's id alike."""
     kind, name = lineage
-    if "script" not in data and "session" in data:
-        return bool(data["session"] == name)
-    if kind == "script":
-        return data.get("script") == name
-    origin = data.get("origin")
-    return isinstance(origin, Mapping) and origin.get("session") == name
+    if "script" not in data:
+        return bool(data.get("session") == name)
+    return bool(data.get(kind) == name)
+
+
+def _origin(request: ExecutionRequest) -> dict[str, Any]:
+    """Where the run came from, but its session (recorded as `session`, as a session's own
+    records have it): a cluster run's run, worker and attempt."""
+    return {key: value for key, value in request.origin.items() if key != "session"}
 
 
 def _displays(result: ExecutionResult) -> list[dict[str, Any]]:
