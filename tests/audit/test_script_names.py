@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hazmat import Sandbox
+from hazmat._exceptions import InputError
 from hazmat.audit.log import AuditLog
 from hazmat.policy import Policy
 from hazmat.testing import RecordingBackend
@@ -74,10 +77,6 @@ def test_a_sessions_calls_are_diffed_by_its_id_which_no_script_name_reaches(
 
 
 def test_the_former_name_session_still_names_a_script_with_a_warning(tmp_path: Path) -> None:
-    import pytest
-
-    from hazmat._exceptions import InputError
-
     with Sandbox(Policy(), backend=RecordingBackend(), audit=AuditLog(tmp_path)) as sandbox:
         with pytest.warns(DeprecationWarning, match="'session' is renamed 'script'") as seen:
             sandbox.run("print(1)\n", session=LABEL)  # type: ignore[call-arg]
