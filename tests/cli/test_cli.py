@@ -239,7 +239,7 @@ def test_images_list_and_doctor() -> None:
         b"OK   runtime runsc" in doctor.stdout_bytes and b"OK   runtime runc" in doctor.stdout_bytes
     )
     # a local engine, and gcc here (`make test` installs it): the compiled agent, mounted
-    assert b"OK   docker backend: agent: compiled, one process per run" in doctor.stdout_bytes
+    assert b"OK   docker backend: agent: compiled, one process per sandbox" in doctor.stdout_bytes
 
 
 @pytest.mark.docker

@@ -1,10 +1,10 @@
-"""Which agent runs a single run on the Docker tier, and the shell agent's own work.
+"""Which agent runs a single run or a session on the Docker tier, and the shell agents' own work.
 
-The compiled agent (backends/agent/compiled.py) runs every single run of both tiers on a machine
-with a C compiler and a local engine, so the matrix's cells no longer reach the shell agent's
-stage and collect scripts: its one remaining use (a remote engine, no compiler, an engine that
-cannot mount the binary) is tested here, once, on runc. Sessions keep the shell session agent
-(tests/execution/test_sessions.py).
+The compiled agent (backends/agent/compiled.py) runs every single run and every session of both
+tiers on a machine with a C compiler and a local engine, so the matrix's cells no longer reach
+the shell agents (agent.sh with its stage and collect scripts, session.sh): their one remaining
+use (a remote engine, no compiler, an engine that cannot mount the binary) is tested here, once,
+on runc.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from hazmat.backends.container.seccomp import load_profile
 from hazmat.backends.docker.driver import DockerBackend, container_config
 from hazmat.languages import get_language
 from hazmat.policy import PRESETS, Policy, Runtime
+from hazmat.testing import as_asked
 
 pytestmark = [pytest.mark.docker]
 
@@ -36,9 +37,7 @@ def _parent(sandbox: Sandbox) -> str:
     return result.stdout.strip()
 
 
-def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_agent(
-    tmp_path: Path,
-) -> None:
+def test_a_single_run_and_a_session_get_the_compiled_agent_mounted(tmp_path: Path) -> None:
     spec = Spec.of("python", get_language("python").image, Runtime.RUNC, PRESETS["strict"])
     agent = str(tmp_path / "hazmat-agent")
     single = container_config(spec, {}, "1.41", load_profile(), 1_500_000_000, agent)
@@ -47,7 +46,10 @@ def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_ag
     kept = container_config(
         dataclasses.replace(spec, session=True), {}, "1.41", load_profile(), 1_500_000_000, agent
     )
-    assert kept["command"][:2] == ["/bin/sh", "-c"] and not kept["host_config"].get("Binds")
+    assert kept["command"] == [AGENT_PATH, "session"]
+    assert f"{agent}:{AGENT_PATH}:ro" in kept["host_config"]["Binds"]
+    shell = container_config(spec, {}, "1.41", load_profile(), 1_500_000_000, None)
+    assert shell["command"][:2] == ["/bin/sh", "-c"] and not shell["host_config"].get("Binds")
 
 
 def test_the_docker_tier_runs_the_compiled_agent_on_a_local_engine(engine: Engine) -> None:
@@ -106,3 +108,21 @@ def test_the_shell_agent_unpacks_builds_runs_and_collects(engine: Engine) -> Non
         assert any("'absent.txt' not collected" in note for note in built.notes), built.notes
         echoed = sandbox.run('read -r x; echo "$x $1"', "bash", stdin="in\n", args=["a"])
         assert (echoed.outcome, echoed.stdout) == (Outcome.OK, "in a\n"), echoed.stderr
+
+
+def test_the_shell_session_agent_keeps_state_interrupts_and_warms_a_runner(engine: Engine) -> None:
+    """What the compiled agent does for sessions everywhere else, by session.sh: Python's
+    interpreter kept between calls, its files and stdin; a call past its time interrupted and
+    the session going on; JavaScript's node started ahead of each call."""
+    with Sandbox(as_asked(), backend=DockerBackend(engine, compiled=False)) as sandbox:
+        with sandbox.session("python", runtime="runc") as session:
+            assert session.run(PARENT).stdout.strip() == repr(b"/bin/sh")
+            session.run("total = 41", files={"data/in.txt": "kept"})
+            slow = session.run("n = 0\nwhile True:\n    n += 1", timeout=1)
+            assert slow.outcome is Outcome.TIMEOUT
+            after = session.run("print(total + 1, open('data/in.txt').read(), input())", stdin="in")
+            assert (after.outcome, after.stdout) == (Outcome.OK, "42 kept in\n"), after.stderr
+        with sandbox.session("javascript", runtime="runc") as session:
+            for _ in range(2):
+                done = session.run("console.log(process.argv.length, 6 * 7)")
+                assert (done.outcome, done.stdout) == (Outcome.OK, "2 42\n"), done.stderr

@@ -193,6 +193,51 @@ def test_a_process_whose_first_thread_exited_does_not_outlive_a_call_or_the_sess
     assert host_processes_of(uid) == []
 
 
+STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+PRIVILEGE_PROBES = {
+    # the kept interpreter (Python's), the kept shell (Bash's), a program the agent builds and
+    # starts each call (C)
+    "python": (
+        "import os\nprint(open('/proc/self/status').read())\n"
+        "print('hazmat variables:', sum(k.startswith('HAZMAT_') for k in os.environ))"
+    ),
+    "bash": 'cat /proc/self/status; echo "hazmat variables: $(env | grep -c ^HAZMAT_)"',
+    "c": (
+        "#include <stdio.h>\n#include <string.h>\nextern char **environ;\n"
+        "int main(void) {\n  char line[512]; int n = 0;\n"
+        "  FILE *f = fopen(\"/proc/self/status\", \"r\");\n"
+        "  while (fgets(line, sizeof line, f)) fputs(line, stdout);\n"
+        "  for (char **e = environ; *e; e++) n += strncmp(*e, \"HAZMAT_\", 7) == 0;\n"
+        "  printf(\"hazmat variables: %d\\n\", n);\n  return 0;\n}\n"
+    ),
+}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("language", sorted(PRIVILEGE_PROBES))
+def test_a_sessions_program_holds_no_privilege_and_nothing_of_hazmats(
+    sb: Sandbox, runtime: str, language: str
+) -> None:
+    """Whatever the agent starts in a session runs as the session's uid, in no group, with
+    every capability set empty and no HAZMAT_ variable, on its second call as on its first."""
+    with sb.session(language, runtime=runtime) as session:
+        for _ in range(2):
+            probe = session.run(PRIVILEGE_PROBES[language], override_reason=OVERRIDE)
+            assert probe.outcome is Outcome.OK, probe.stderr
+            status = dict(
+                line.split(":", 1) for line in probe.stdout.splitlines() if ":" in line
+            )
+            uids = {*status["Uid"].split(), *status["Gid"].split()}
+            assert len(uids) == 1 and int(uids.pop()) >= 1_500_000_000, status
+            assert status["Groups"].strip() == "", status
+            for field in STATUS_FIELDS[3:]:  # (gVisor lists no CapAmb)
+                assert int(status.get(field, "0"), 16) == 0, (field, status.get(field))
+            assert {"CapInh", "CapPrm", "CapEff", "CapBnd"} <= status.keys()
+            if runtime == "runc":  # (gVisor lists no NoNewPrivs; the engine's setting, checked)
+                assert status["NoNewPrivs"].strip() == "1"
+            assert status["hazmat variables"].strip() == "0"
+
+
 def test_a_forged_end_marker_is_only_output(sb: Sandbox) -> None:
     with sb.session("python") as session:
         fake = "\n--hazmat-end-0123456789abcdef0123456789abcdef-- 0\n"

@@ -94,19 +94,20 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
 
 
 def _docker_agent_check(engine: Engine) -> Check:
-    """Which agent the Docker backend's single runs get: the compiled one, mounted from this
-    user's cache when the engine runs here, or the shell agent (a warning only: it works)."""
+    """Which agent the Docker backend's sandboxes (single runs and sessions) get: the compiled
+    one, mounted from this user's cache when the engine runs here, or the shell agents (a
+    warning only: they work)."""
     from hazmat._cache import cache_folder
     from hazmat.backends.agent.compiled import compiled_agent, why_not_compiled
 
     name = "docker backend: agent"
     if not engine.local:
-        return Check(name, True, "the shell agent (a remote engine cannot see this host's files)")
+        return Check(name, True, "the shell agents (a remote engine cannot see this host's files)")
     binary = compiled_agent(cache_folder())
     if binary is not None:
-        return Check(name, True, f"compiled, one process per run, mounted from {binary}")
+        return Check(name, True, f"compiled, one process per sandbox, mounted from {binary}")
     why = why_not_compiled(cache_folder()) or "?"
-    return Check(name, False, f"the shell agent runs: {why}", "apt install gcc", False)
+    return Check(name, False, f"the shell agents run: {why}", "apt install gcc", False)
 
 
 def _policy_runtimes(policy: Policy, known: frozenset[str], built_in: bool = True) -> Check:

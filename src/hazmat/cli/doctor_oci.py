@@ -81,15 +81,15 @@ def oci_checks(engine: Engine, needed: bool) -> list[Check]:
 
 
 def _agent_check(folder: Path) -> Check:
-    """Which agent the tier's single runs get: the compiled one, built here once, or the shell
-    agent (a warning only: it works, a byte per read)."""
+    """Which agent the tier's sandboxes (single runs and sessions) get: the compiled one, built
+    here once, or the shell agents (a warning only: they work, a byte per read)."""
     from hazmat.backends.agent.compiled import compiled_agent, why_not_compiled
 
     binary = compiled_agent(folder)
     if binary is not None:
-        return Check("oci tier: agent", True, f"compiled, one process per run: {binary}")
+        return Check("oci tier: agent", True, f"compiled, one process per sandbox: {binary}")
     why = why_not_compiled(folder) or "?"
-    return Check("oci tier: agent", False, f"the shell agent runs: {why}", "apt install gcc", False)
+    return Check("oci tier: agent", False, f"the shell agents run: {why}", "apt install gcc", False)
 
 
 def _cgroup_check(needed: bool) -> Check:

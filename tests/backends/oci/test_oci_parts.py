@@ -376,9 +376,7 @@ def test_a_uid_claim_is_removed_only_by_the_sandbox_that_holds_it(tmp_path: Path
     _unclaim(claim, "hazmat-old")  # already gone: nothing to do
 
 
-def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_agent(
-    tmp_path: Path,
-) -> None:
+def test_a_single_run_and_a_session_get_the_compiled_agent_mounted(tmp_path: Path) -> None:
     agent = tmp_path / "hazmat-agent"
     agent.write_bytes(b"")
     parts = {"rootfs": tmp_path, "init": Path("/usr/bin/tini"), "cgroup": "/hazmat/x"}
@@ -388,8 +386,8 @@ def test_a_single_run_gets_the_compiled_agent_mounted_and_a_session_the_shell_ag
     assert mount["source"] == str(agent) and {"ro", "nosuid", "nodev"} <= set(mount["options"])
     session = dataclasses.replace(_spec(), session=True)
     kept = bundle_config(session, UID, annotations={}, seccomp=None, agent=agent, **parts)
-    assert kept["process"]["args"][-3:-1] == ["/bin/sh", "-c"]
-    assert not [m for m in kept["mounts"] if m["destination"] == AGENT_PATH]
+    assert kept["process"]["args"][-2:] == [AGENT_PATH, "session"]
+    assert [m["source"] for m in kept["mounts"] if m["destination"] == AGENT_PATH] == [str(agent)]
     shell = bundle_config(_spec(), UID, annotations={}, seccomp=None, agent=None, **parts)
     assert shell["process"]["args"][-3:-1] == ["/bin/sh", "-c"]
 

@@ -1,25 +1,27 @@
-"""The compiled agent: the single-run agent as one process (backends/inside/agent.c), for the
-direct OCI tier.
+"""The compiled agent: the single-run agent and the session agent as one process each
+(backends/inside/agent.c; a session's is `hazmat-agent session`), for both tiers.
 
-It speaks the protocol of backends/agent/single.py byte for byte, so the host cannot tell it
-from the shell agent; what it saves is on the sandbox's side. It reads the job from stdin in
-large reads and passes what follows its own part on to the program's stdin, a pipe it holds,
-where the shell reads a byte per system call (25-45 us each under gVisor's ptrace platform);
-it takes the program's uid itself, with no setpriv; and it does the stage and collect scripts'
-work itself: it writes the input files with the program's uid and gid as its effective ones
-(before anything of the program's has run) and reads the output files in a fork that has
-taken the program's uid for good and wiped the nonce, so no `head`, `wc` or shell runs per
-file. Only what is a shell command by nature runs in /bin/sh: the language's setup, build
-step, runner start and run command, the last replacing itself with the program.
+It speaks the protocols of backends/agent/single.py and session_agent.py byte for byte, so the host
+cannot tell it from the shell agents; what it saves is on the sandbox's side. It reads the job from
+stdin in large reads and passes what follows its own part on to the program's stdin, a pipe it
+holds, where the shell reads a byte per system call (25-45 us each under gVisor's ptrace platform);
+it takes the program's uid itself, with no setpriv; and it does the stage and collect scripts' work
+itself: it writes the input files with the program's uid and gid as its effective ones (before
+anything of the program's has run) and reads the output files in a fork that has taken the program's
+uid for good and wiped the nonce, so no `head`, `wc` or shell runs per file. Only what is a shell
+command by nature runs in /bin/sh: the language's setup, build step, runner start and run command,
+the last replacing itself with the program. A session's agent (session_agent.py says what a
+session's container does) does the same for each call, and reads the host's stop words itself while
+a call runs; a session's kept interpreter and warm runner, tar and a kept build's cleaning stay
+processes of the program's.
 
 It is built on this host with its C compiler (Debian's gcc, statically linked), once per
 source: the binary is kept in the OCI tier's folder under the source's digest, and each
-single-run sandbox of the tier gets it mounted read-only beside tini (`AGENT_PATH`), as the
+sandbox of the tier gets it mounted read-only beside tini (`AGENT_PATH`), as the
 engine mounts tini. The Docker backend mounts it too when its engine runs on this machine (the
 binary in this user's cache, `hazmat._cache.cache_folder`); a remote engine cannot see the
 host's files, and an engine that cannot mount it (a confined one) makes the backend fall back.
-Without a C compiler both use the shell agent, and `hazmat doctor` says so. Sessions use the
-shell agents.
+Without a C compiler both use the shell agents, and `hazmat doctor` says so.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def compiled_agent(folder: Path) -> Path | None:
 
 
 def why_not_compiled(folder: Path) -> str | None:
-    """Why single runs use the shell agent, or None when the compiled one is ready."""
+    """Why sandboxes use the shell agents, or None when the compiled one is ready."""
     return _build(folder)[1]
 
 
@@ -98,5 +100,5 @@ def _build(folder: Path) -> tuple[Path | None, str | None]:
 
 
 def _without(why: str) -> tuple[None, str]:
-    log.warning("single runs use the shell agent: %s", why)
+    log.warning("sandboxes use the shell agents: %s", why)
     return None, why

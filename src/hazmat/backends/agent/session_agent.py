@@ -1,5 +1,7 @@
-"""The session agent: the agent of a container kept for many calls (sessions/); its code is
-backends/inside/session.sh after the single-run agent's prologue.sh, and session_unpack.sh.
+"""The session agent: the agent of a container kept for many calls (sessions/). It is the
+compiled agent's session mode (`hazmat-agent session`, backends/inside/agent.c) where the
+compiled agent runs (backends/agent/compiled.py), else backends/inside/session.sh after the
+single-run agent's prologue.sh; both use session_unpack.sh for what needs tar, find or ipcrm.
 
 It keeps the single-run agent's rules (backends/agent/single.py): it runs as root inside the
 container with four capabilities, everything of the program's runs through `setpriv` as the
@@ -22,8 +24,9 @@ taken the call's last readings of CPU time and memory) before it does anything m
 the next call's runner, or a kept build's cleaning for its next test, is no part of the call.
 While a call runs (outside a kept build's container) the host may also say `interrupt\\n`, when
 the call's time is up or its caller cancelled it, and `kill\\n` when it has still not ended a
-grace period later (`SessionSettings.interrupt_grace_s`). A watcher, a subshell of the agent,
-reads the stream then: on `interrupt` it signals the kept interpreter (a KeyboardInterrupt in
+grace period later (`SessionSettings.interrupt_grace_s`). The agent reads the stream then too
+(the compiled one polls it while it waits for the call; session.sh has a watcher, a subshell,
+for it): on `interrupt` it signals the kept interpreter (a KeyboardInterrupt in
 Python's cell, a return from Bash's script) and kills every other process of the call; on
 `kill` the interpreter too. The call then ends as any other, and the session goes on.
 
@@ -45,13 +48,14 @@ variables were kept). A test's job is framed differently::
     <archive_size>\n<json_size> <sh_size>\n<json><sh><nfiles>\n<files as above>
     <stdin_size>\n<stdin><archive>
 
-Keeping the job in a file costs one process (`head`) per call; the program's files are
-unpacked from it as the program's uid (each process started in these containers costs about
-20 ms, so Python's interpreter unpacks the job itself). The working directory and /tmp are
-kept between calls (not between a kept build's tests); every process the call started is killed
-before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between
-calls; in a kept build's container all but PID 1 and the agent, at once), so nothing of one call
-runs into the next.
+The job is kept in a file (session.sh: one process, `head`, per call); the program's files are
+unpacked from it as the program's uid, by the compiled agent itself (with the program's uid and gid
+as its effective ones) or by session_unpack.sh (each process started in these containers costs about
+20 ms under gVisor, so Python's interpreter unpacks the job itself). The working directory and /tmp
+are kept between calls (not between a kept build's tests); every process the call started is killed
+before its end marker (all but PID 1, the agent and, for Python, the interpreter kept between calls;
+in a kept build's container all but PID 1 and the agent, at once), so nothing of one call runs into
+the next.
 
 Python keeps its variables: the agent starts an interpreter (`REPL`, as the session's uid) at
 container start and, for each call, writes the mode to a FIFO it holds open (/tmp/.hazmat-
@@ -167,6 +171,7 @@ def session_environment(
     unpack = fill(SESSION_UNPACK, SOURCES=sources)
     env = {
         "HAZMAT_UNPACK_SCRIPT": unpack,
+        "HAZMAT_SOURCES": " ".join(lang.source_names),  # the compiled agent's unpack's
         "HAZMAT_RUN": runs.get(lang.name, lang.run),
         "HAZMAT_BUILD": (
             f"rm -rf {BUILD}; mkdir -p {BUILD}; {build_command(lang, build_flags)}"

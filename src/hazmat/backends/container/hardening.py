@@ -51,12 +51,11 @@ def container_config(
 ) -> dict[str, Any]:
     """The create_container arguments for `spec` with its program running as `uid`: every
     hardening setting lives here. `agent`: the compiled agent's binary on the engine's host,
-    mounted read-only and run in place of the shell agent (a single run only)."""
+    mounted read-only and run in place of the shell agent."""
     lang = get_language(spec.language)
-    agent = agent if not spec.session else None
     return {
         "image": spec.image,
-        "command": [AGENT_PATH] if agent else agent_command(spec),
+        "command": agent_command(spec, compiled=agent is not None),
         "user": AGENT_USER,
         # the agent stays out of the working directory: it is the program's, mode 0700
         "working_dir": "/",
@@ -70,8 +69,11 @@ def container_config(
     }
 
 
-def agent_command(spec: Spec) -> list[str]:
-    """What the container starts (under its init): the agent, or a session's."""
+def agent_command(spec: Spec, compiled: bool) -> list[str]:
+    """What the container starts (under its init): the agent, or a session's; the compiled
+    one (mounted at AGENT_PATH) or the shell one."""
+    if compiled:
+        return [AGENT_PATH, "session"] if spec.session else [AGENT_PATH]
     return ["/bin/sh", "-c", SESSION_SCRIPT if spec.session else AGENT_SCRIPT]
 
 

@@ -117,10 +117,10 @@ EGRESS_DIR = "/run/hazmat-egress"  # where a run's allowlist proxy socket appear
 
 def bind_mounts(spec: Spec, agent: str | None = None) -> list[str]:
     """The only mounts a container may have, read-only, as the engine reports them (a mount
-    destination and a bind each): its run's proxy socket directory, and for a single run the
+    destination and a bind each): its run's proxy socket directory, and the
     compiled agent's binary when the driver mounts it (`agent`, its path on the host)."""
     mounts = [EGRESS_DIR, f"{spec.egress}:{EGRESS_DIR}:ro"] if spec.egress is not None else []
-    if agent is not None and not spec.session:
+    if agent is not None:
         mounts += [AGENT_PATH, f"{agent}:{AGENT_PATH}:ro"]
     return sorted(mounts)
 

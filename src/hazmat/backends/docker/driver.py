@@ -104,8 +104,8 @@ class DockerDriver:
         self._lock = threading.Lock()
 
     def agent(self) -> str | None:
-        """The compiled agent's binary on this host, mounted into single runs; None: the shell
-        agent (a remote engine, no C compiler here, or an engine that could not mount it)."""
+        """The compiled agent's binary on this host, mounted into every sandbox; None: the shell
+        agents (a remote engine, no C compiler here, or an engine that could not mount it)."""
         if not self.compiled:
             return None
         binary = compiled_agent(cache_folder())
@@ -127,9 +127,9 @@ class DockerDriver:
         Raises `SettingsMismatch` (after removing the container) when the engine's settings
         differ from the policy's, and `InfraError` when the container does not get ready. An
         engine that cannot mount or run the compiled agent (one confined to some folders) is
-        told once, in the log, and the shell agent runs from then on.
+        told once, in the log, and the shell agents run from then on.
         """
-        agent = None if spec.session else self.agent()
+        agent = self.agent()
         try:
             return self._start(spec, labels, expires, agent)
         except SettingsMismatch:

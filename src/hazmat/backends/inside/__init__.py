@@ -8,10 +8,12 @@ that hands it out under the name below:
     agent.sh            the single-run agent, after it        single.AGENT_SCRIPT
     stage.sh            unpack, build, run as the program     single.STAGE_SCRIPT
     collect.sh          the output files' records             single.COLLECT_SCRIPT
-    agent.c             the single-run agent, compiled (all   compiled.AGENT_SOURCE
-                        four above in one process)
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
-    session_unpack.sh   one call's job, unpacked              session_agent.SESSION_UNPACK
+    session_unpack.sh   one call's job, unpacked; a kept      session_agent.SESSION_UNPACK
+                        build's cleaning between tests
+    agent.c             both agents, compiled (the six        compiled.AGENT_SOURCE
+                        above; session_unpack.sh's modes
+                        clean, again and restore excepted)
     shell_session.bash  a Bash session's shell                shell_session.shell_repl
     python_display.py   the displays (both Pythons embed it)  python_parts.DISPLAY
     preload.py          an image's warm-up (both embed it)    python_parts.PRELOAD

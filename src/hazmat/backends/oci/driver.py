@@ -185,7 +185,7 @@ class OciDriver:
 
     def agent(self) -> Path | None:
         """The compiled agent, built for this host once (backends/agent/compiled.py); None: the
-        shell agent runs (no C compiler here)."""
+        shell agents run (no C compiler here)."""
         return compiled_agent(self.rootfs.tier_dir)
 
     def runtimes(self) -> set[str]:

@@ -57,8 +57,8 @@ def bundle_config(
     """The config.json of a sandbox for `spec` whose program runs as `uid`, over the
     prepared read-only `rootfs`, with the host's `init` (tini) as its first process, in the
     cgroup `cgroup`, with hazmat's seccomp profile `seccomp` (Docker's format) under runc.
-    With `agent` (the compiled agent on this host: backends/agent/compiled.py), a single run's
-    sandbox runs it, mounted read-only, in place of the shell agent; a session's never does."""
+    With `agent` (the compiled agent on this host: backends/agent/compiled.py), the sandbox runs
+    it, mounted read-only, in place of the shell agent."""
     lang = get_language(spec.language)
     caps = capabilities()
     memory = spec.start_memory_mb * _MiB
@@ -68,7 +68,7 @@ def bundle_config(
         "process": {
             "terminal": False,
             "user": {"uid": 0, "gid": 0},
-            "args": [INIT_PATH, "--", *_agent(spec, agent)],
+            "args": [INIT_PATH, "--", *agent_command(spec, compiled=agent is not None)],
             "env": [f"{key}={value}" for key, value in env.items()],
             "cwd": "/",
             "capabilities": {"bounding": caps, "effective": caps, "permitted": caps},
@@ -81,7 +81,7 @@ def bundle_config(
         },
         "root": {"path": str(rootfs), "readonly": True},
         "hostname": "sandbox",
-        "mounts": _mounts(spec, uid, spec.exec_tmp, init, _compiled(spec, agent)),
+        "mounts": _mounts(spec, uid, spec.exec_tmp, init, agent),
         "annotations": annotations,
         "linux": {
             "namespaces": [
@@ -107,13 +107,6 @@ def bundle_config(
         config["linux"]["seccomp"] = for_oci(seccomp, frozenset(caps))
     return config
 
-
-def _compiled(spec: Spec, agent: Path | None) -> Path | None:
-    return agent if agent is not None and not spec.session else None
-
-
-def _agent(spec: Spec, agent: Path | None) -> list[str]:
-    return [AGENT_PATH] if _compiled(spec, agent) is not None else agent_command(spec)
 
 
 def _mounts(
