@@ -149,6 +149,12 @@ static int status_of(int status) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* the SIGCHLD bytes on the pipe, read (the wake-up is taken) */
+static void drain_signals(void) {
+    char drain[64];
+    while (read(sig_r, drain, sizeof drain) > 0) {}
+}
+
 /* Pass what stdin brings on to the program's stdin until `pid` has ended; its status. */
 static int relay_until(pid_t pid) {
     for (;;) {
@@ -160,10 +166,7 @@ static int relay_until(pid_t pid) {
         if (in.taken < in.have && !feed_broken) fds[2].fd = feed;
         else if (!stdin_eof && !feed_broken) fds[1].fd = 0;
         if (poll(fds, 3, -1) < 0 && errno != EINTR) die("cannot wait");
-        if (fds[0].revents & POLLIN) {
-            char drain[64];
-            while (read(sig_r, drain, sizeof drain) > 0) {}
-        }
+        if (fds[0].revents & POLLIN) drain_signals();
         if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(0, in.buf, BUF);
             if (n > 0) {
@@ -545,11 +548,6 @@ static pid_t sh(int isolated, int from, const char *dir, const char *script, ...
     va_end(args);
     argv[k] = NULL;
     return start(argv, from, dir, 0, 0);
-}
-
-static void drain_signals(void) {
-    char drain[64];
-    while (read(sig_r, drain, sizeof drain) > 0) {}
 }
 
 /* a process's /proc stat line, or 0 */
