@@ -1,5 +1,6 @@
 """The compiled agent: the single-run agent and the session agent as one process each
-(backends/inside/agent.c; a session's is `hazmat-agent session`), for both tiers.
+(backends/inside/agent.c, and agent_session.c after it: `hazmat-agent session`), for both
+tiers.
 
 It speaks the protocols of backends/agent/single.py and session_agent.py byte for byte, so the host
 cannot tell it from the shell agents; what it saves is on the sandbox's side. It reads the job from
@@ -42,7 +43,10 @@ __all__ = ["AGENT_PATH", "AGENT_SOURCE", "compiled_agent", "why_not_compiled"]
 
 log = logging.getLogger(__name__)
 
-AGENT_SOURCE = program("agent.c", RELAY_PORT=str(RELAY_PORT), RELAY_HEX=f"{RELAY_PORT:04X}")
+# the single-run agent with its parts, then the session agent's loop over them
+AGENT_SOURCE = program(
+    "agent.c", RELAY_PORT=str(RELAY_PORT), RELAY_HEX=f"{RELAY_PORT:04X}"
+) + program("agent_session.c")
 AGENT_PATH = "/sbin/hazmat-agent"  # where a sandbox sees it (tini is /sbin/docker-init)
 COMPILERS = ("gcc", "cc")
 _FLAGS = ("-static", "-O2", "-Wall", "-Werror", "-x", "c")

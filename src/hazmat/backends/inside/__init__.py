@@ -11,9 +11,11 @@ that hands it out under the name below:
     session.sh          the session agent, after it           session_agent.SESSION_SCRIPT
     session_unpack.sh   one call's job, unpacked; a kept      session_agent.SESSION_UNPACK
                         build's cleaning between tests
-    agent.c             both agents, compiled (the six        compiled.AGENT_SOURCE
-                        above; session_unpack.sh's modes
-                        clean, again and restore excepted)
+    agent.c             the single-run agent, compiled (the   compiled.AGENT_SOURCE
+                        four above in one process)
+    agent_session.c     the session agent, compiled, after    compiled.AGENT_SOURCE
+                        it (session.sh, and session_unpack.sh
+                        but its modes clean, again, restore)
     shell_session.bash  a Bash session's shell                shell_session.shell_repl
     python_display.py   the displays (both Pythons embed it)  python_parts.DISPLAY
     preload.py          an image's warm-up (both embed it)    python_parts.PRELOAD
