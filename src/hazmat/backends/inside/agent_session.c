@@ -21,7 +21,8 @@ static char *iso_argv[16];          /* s_isolate's words, NULL-terminated */
 static int s_warmplain, s_kept, s_replsig;
 static pid_t repl_pid, warm_pid;    /* the kept interpreter, the next call's runner */
 static int go_fd = -1, done_fd = -1, ready_fd = -1, warm_ready;
-static int phase_run;               /* the call's own processes may run: a stop word acts */
+static int phase_run;               /* a call's own processes may run (not in a kept build's
+                                       container): the host's stop words are read and act */
 static int host_eof, host_unknown, host_next;  /* what the host said while the call ran */
 static int cleaned, dirty;          /* a kept build's places emptied for the next test; or not */
 static char word[64];               /* the host's word being read, across reads */
@@ -144,9 +145,9 @@ static int host_more(void) {
     }
 }
 
-/* Wait while a call runs: until `pid` ends (its status), or (pid 0) until a line comes on `fd`
- * (into `line`: 0; -1 when `fd` ended first). Outside a kept build the host's words are taken
- * meanwhile (session.sh's watcher). */
+/* Wait until `pid` ends (its status), or (pid 0) until a line comes on `fd` (into `line`: 0;
+ * -1 when `fd` ended first). While a call's own processes may run (outside a kept build) the
+ * host's words are taken meanwhile (session.sh's watcher); before and after, stdin is not read. */
 static int call_wait(pid_t pid, int fd, char *line, size_t size) {
     size_t len = 0;
     for (;;) {
@@ -156,7 +157,7 @@ static int call_wait(pid_t pid, int fd, char *line, size_t size) {
             if (got == pid) return status_of(status);
             if (got < 0 && errno != EINTR) die("lost a process");
         }
-        int watch = !s_kept && !host_eof && !host_unknown && !host_next;
+        int watch = phase_run && !host_eof && !host_unknown && !host_next;
         if (watch) {
             int said = host_words();
             if (said == W_NEXT) host_next = 1;
