@@ -49,16 +49,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     interface, cleanup between a grader's tests and a session's calls, CPU-time accounting).
     Elsewhere each test runs in one cell, chosen by a hash of its name and its other params, so
     that across a module every cell takes its share; `HAZMAT_TEST_MATRIX=full` runs every
-    cell of every test. The OCI tier's cells exist only in modules marked `oci`."""
+    cell of every test. The OCI tier's cells exist only in modules marked `oci`; `matrix(tiers=
+    (...))` keeps only the cells of the tiers named (where the others repeat one of them)."""
     full = os.environ.get("HAZMAT_TEST_MATRIX", "") == "full"
     groups: dict[tuple[str, str], list[pytest.Item]] = {}
     dropped: list[pytest.Item] = []
     for item in items:
         params = getattr(item, "callspec", None)
         params = params.params if params is not None else {}
-        if params.get("sandbox") == "oci" and item.get_closest_marker("oci") is None:
+        matrix = item.get_closest_marker("matrix")
+        tiers = matrix.kwargs.get("tiers") if matrix is not None and not full else None
+        if _tier_left_out(params.get("sandbox"), item.get_closest_marker("oci") is not None, tiers):
             dropped.append(item)
-        elif full or item.get_closest_marker("matrix") or not set(CELL_PARAMS) & set(params):
+        elif full or matrix is not None or not set(CELL_PARAMS) & set(params):
             continue
         else:
             rest = sorted((k, str(v)) for k, v in params.items() if k not in CELL_PARAMS)
@@ -71,6 +74,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         gone = set(map(id, dropped))
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if id(item) not in gone]
+
+
+def _tier_left_out(tier: str | None, oci_module: bool, tiers: tuple[str, ...] | None) -> bool:
+    """Whether a cell of `tier` is not run: the OCI tier's outside modules marked `oci`, and a
+    tier a `matrix(tiers=...)` marker does not name."""
+    if tier is None:
+        return False
+    return (tier == "oci" and not oci_module) or (tiers is not None and tier not in tiers)
 
 
 def _cell(item: pytest.Item) -> tuple[str, ...]:

@@ -10,7 +10,10 @@ from hazmat import Outcome, Sandbox
 from hazmat.images.recipes import RECIPES
 from hazmat.languages import LANGUAGES
 
-pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix]
+# Each tier that runs a language its own way: the Docker backend (its pool: the cold cell is the
+# same driver, agent and container, only not started ahead) and the direct OCI tier, under each
+# runtime. HAZMAT_TEST_MATRIX=full runs the cold cells too.
+pytestmark = [pytest.mark.docker, pytest.mark.oci, pytest.mark.matrix(tiers=("pool", "oci"))]
 
 # each language's own test (its module in languages/: `self_test`)
 TESTED = {name: lang.self_test for name, lang in LANGUAGES.items() if lang.self_test}
