@@ -1,13 +1,13 @@
 """The session agent: the agent of a container kept for many calls (sessions/). It is the
-compiled agent's session mode (`hazmat-agent session`, backends/inside/agent.c) where the
-compiled agent runs (backends/agent/compiled.py), else backends/inside/session.sh after the
+compiled agent's session mode (`hazmat-agent session`, backends/inside/agent_session.c) where
+the compiled agent runs (backends/agent/compiled.py), else backends/inside/session.sh after the
 single-run agent's prologue.sh; both use session_unpack.sh for what needs tar, find or ipcrm.
 
 It keeps the single-run agent's rules (backends/agent/single.py): it runs as root inside the
-container with four capabilities, everything of the program's runs through `setpriv` as the
-session's own uid with no capability, and only the agent reads each call's nonce, so only it can
-write the markers the host believes. What differs is that it loops: each call is one job on the
-attached stdin, and the stream stays open between calls::
+container with four capabilities, everything of the program's runs as the session's own uid with
+no capability (through `setpriv`, or the compiled agent's same steps), and only the agent reads
+each call's nonce, so only it can write the markers the host believes. What differs is that it
+loops: each call is one job on the attached stdin, and the stream stays open between calls::
 
     hazmat-session 5 <nwant> <max_file_bytes> <nonce> <size> <mode> <max_total_bytes> <own>\\n
     <name>\\n                                   one per output file the caller asked for (and
