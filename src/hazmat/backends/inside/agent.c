@@ -60,6 +60,19 @@ struct reader {
     size_t have, taken;
 };
 static struct reader in;            /* stdin */
+
+/* more of `r`'s file into its spent buffer: the bytes read, 0 at its end, -1 on an error */
+static ssize_t refill(struct reader *r) {
+    for (;;) {
+        ssize_t n = read(r->fd, r->buf, BUF);
+        if (n < 0 && errno == EINTR) continue;
+        if (n > 0) {
+            r->have = (size_t)n;
+            r->taken = 0;
+        }
+        return n;
+    }
+}
 /* what carries the nonce, wiped in the fork that reads the program's files */
 static char job_line[MAX_LINE], nonce[MAX_LINE], marker[MAX_LINE + 64];
 static char file_buf[BUF];          /* an output file's bytes, read in the collecting fork */
@@ -165,16 +178,10 @@ static int relay_until(pid_t pid) {
         else if (!stdin_eof && !feed_broken) fds[1].fd = 0;
         if (poll(fds, 3, -1) < 0 && errno != EINTR) die("cannot wait");
         if (fds[0].revents & POLLIN) drain_signals();
-        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(0, in.buf, BUF);
-            if (n > 0) {
-                in.have = (size_t)n;
-                in.taken = 0;
-            } else if (n == 0 || errno != EINTR) {
-                stdin_eof = 1;
-                close(feed);
-                feed = -1;
-            }
+        if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && refill(&in) <= 0) {
+            stdin_eof = 1;
+            close(feed);
+            feed = -1;
         }
         if (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)) {
             ssize_t n = write(feed, in.buf + in.taken, in.have - in.taken);
@@ -202,11 +209,7 @@ static int read_line(struct reader *r, char *line, size_t size) {
             if (len + 1 >= size) die("unknown job format");
             line[len++] = c;
         }
-        ssize_t n = read(r->fd, r->buf, BUF);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 0;
-        r->have = (size_t)n;
-        r->taken = 0;
+        if (refill(r) <= 0) return 0;
     }
 }
 
@@ -269,12 +272,9 @@ static void as_program(int on) {
 static const char *take(struct reader *r, int fd, unsigned long long len) {
     while (len > 0) {
         if (r->taken == r->have) {
-            ssize_t n = read(r->fd, r->buf, BUF);
-            if (n < 0 && errno == EINTR) continue;
+            ssize_t n = refill(r);
             if (n == 0 && len == ALL) return NULL;
             if (n <= 0) return "truncated job";
-            r->have = (size_t)n;
-            r->taken = 0;
         }
         size_t part = r->have - r->taken < len ? r->have - r->taken : (size_t)len;
         for (size_t done = 0; fd >= 0 && done < part;) {
@@ -289,21 +289,23 @@ static const char *take(struct reader *r, int fd, unsigned long long len) {
     return NULL;
 }
 
-/* `len` bytes of the job from `r` into the file `name` under `dir` (made, or emptied; removed
- * first when `folders`, with its folders made), or dropped when `name` is NULL. NULL, or why
- * not. */
+enum { PUT_FOLDERS = 1, PUT_REPLACE = 2 };
+
+/* `len` bytes of the job from `r` into the file `name` under `dir` (made, or emptied), or
+ * dropped when `name` is NULL; `how`: PUT_FOLDERS makes its folders, PUT_REPLACE removes what
+ * is there first (a link the program left is replaced, not followed). NULL, or why not. */
 static const char *put(struct reader *r, int dir, const char *name, unsigned long long len,
-                       int folders) {
+                       int how) {
     int fd = -1;
     if (name) {
         char path[MAX_LINE];
         snprintf(path, sizeof path, "%s", name);
-        for (char *slash = path; folders && (slash = strchr(slash + 1, '/'));) {
+        for (char *slash = path; (how & PUT_FOLDERS) && (slash = strchr(slash + 1, '/'));) {
             *slash = 0;
             if (mkdirat(dir, path, 0777) != 0 && errno != EEXIST) return "cannot make a folder";
             *slash = '/';
         }
-        if (folders) unlinkat(dir, name, 0); /* a link the program left is replaced, not followed */
+        if (how & PUT_REPLACE) unlinkat(dir, name, 0);
         fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0) return "cannot write input file";
     }
@@ -356,7 +358,7 @@ static int unpack(struct reader *r, const char *workdir, int runner, const char 
             if (!read_line(r, line, sizeof line)) why = "truncated job";
             else if (!(space = strchr(line, ' ')) || (*space = 0, !number(line, &size)))
                 die("unknown job format");
-            else why = put(r, dir, space + 1, size, 1);
+            else why = put(r, dir, space + 1, size, PUT_FOLDERS | PUT_REPLACE);
         }
         if (!why && sources) why = put(r, AT_FDCWD, "/tmp/.hazmat-stdin", ALL, 0);
     }
@@ -370,6 +372,22 @@ static int unpack(struct reader *r, const char *workdir, int runner, const char 
     return 125;
 }
 
+/* /bin/sh -c `script` with $0 and its args (`args`, NULL-terminated) under `prefix` (NULL, or
+ * NULL-terminated words: a kept build's test's namespaces under gVisor), as the program, fd 0
+ * from `from` (-1: /dev/null), in `dir` (NULL: /) */
+static pid_t shell(char *const *prefix, int from, const char *dir, const char *script,
+                   char *const *args) {
+    char *argv[40];
+    int k = 0;
+    for (int i = 0; prefix && prefix[i] && k < 16; i++) argv[k++] = prefix[i];
+    argv[k++] = "/bin/sh";
+    argv[k++] = "-c";
+    argv[k++] = (char *)script;
+    for (int i = 0; args[i] && k < 39; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    return start(argv, from, dir, 0, 0);
+}
+
 /* The program's run command, as stage.sh runs it: its env and args (quoted by the host, in
  * /tmp/.hazmat-job.sh) sourced from fd 4, the file gone before the program starts, then `run`
  * with the args; the shell replaces itself with the program. Its stdin from `from`; under
@@ -379,16 +397,12 @@ static pid_t start_program(const char *workdir, char *run, int from, char *const
     job_fd = open("/tmp/.hazmat-job.sh", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (job_fd >= 0) unlink("/tmp/.hazmat-job.sh");
     as_program(0);
-    char *argv[24];
-    int k = 0;
-    for (; prefix && prefix[k] && k < 16; k++) argv[k] = prefix[k];
-    char *rest[] = {"/bin/sh", "-c",
-                    "exec 3>&-; run=$1 job=$2; set --\n"
-                    "if [ -n \"$job\" ]; then . /proc/self/fd/4; exec 4<&-; fi\n"
-                    "eval \"$run \\\"\\$@\\\"\"",
-                    "run", run, job_fd >= 0 ? "1" : "", NULL};
-    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) argv[k++] = rest[i];
-    pid_t pid = start(argv, from, workdir, 0, 0);
+    char *args[] = {"run", run, job_fd >= 0 ? "1" : "", NULL};
+    pid_t pid = shell(prefix, from, workdir,
+                      "exec 3>&-; run=$1 job=$2; set --\n"
+                      "if [ -n \"$job\" ]; then . /proc/self/fd/4; exec 4<&-; fi\n"
+                      "eval \"$run \\\"\\$@\\\"\"",
+                      args);
     if (job_fd >= 0) close(job_fd);
     job_fd = -1;
     return pid;

@@ -29,21 +29,17 @@ static char word[64];               /* the host's word being read, across reads 
 static size_t word_len;
 static int word_long;
 
-/* /bin/sh -c `script` with $0 and its args (NULL-terminated), as the program, fd 0 from `from`
- * (-1: /dev/null), in `dir` (NULL: /); under the kept build's namespaces when `isolated` */
+/* agent.c's shell(), its args given in place (NULL-terminated); under the kept build's
+ * namespaces when `isolated` */
 static pid_t sh(int isolated, int from, const char *dir, const char *script, ...) {
-    char *argv[32];
+    char *args[24];
     int k = 0;
-    for (int i = 0; isolated && iso_argv[i]; i++) argv[k++] = iso_argv[i];
-    argv[k++] = "/bin/sh";
-    argv[k++] = "-c";
-    argv[k++] = (char *)script;
-    va_list args;
-    va_start(args, script);
-    for (char *arg; k < 31 && (arg = va_arg(args, char *));) argv[k++] = arg;
-    va_end(args);
-    argv[k] = NULL;
-    return start(argv, from, dir, 0, 0);
+    va_list list;
+    va_start(list, script);
+    for (char *arg; k < 23 && (arg = va_arg(list, char *));) args[k++] = arg;
+    va_end(list);
+    args[k] = NULL;
+    return shell(isolated ? iso_argv : NULL, from, dir, script, args);
 }
 
 /* a process's /proc stat line, or 0 */
@@ -133,18 +129,6 @@ static int host_words(void) {
     return W_NONE;
 }
 
-/* more of stdin into its spent buffer; 0 at its end */
-static int host_more(void) {
-    for (;;) {
-        ssize_t n = read(0, in.buf, BUF);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 0;
-        in.have = (size_t)n;
-        in.taken = 0;
-        return 1;
-    }
-}
-
 /* Wait until `pid` ends (its status), or (pid 0) until a line comes on `fd` (into `line`: 0;
  * -1 when `fd` ended first). While a call's own processes may run (outside a kept build) the
  * host's words are taken meanwhile (session.sh's watcher); before and after, stdin is not read. */
@@ -168,7 +152,7 @@ static int call_wait(pid_t pid, int fd, char *line, size_t size) {
                                 {pid > 0 ? -1 : fd, POLLIN, 0}};
         if (poll(fds, 3, -1) < 0 && errno != EINTR) die("cannot wait");
         if (fds[0].revents & POLLIN) drain_signals();
-        if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && !host_more()) host_eof = 1;
+        if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && refill(&in) <= 0) host_eof = 1;
         if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
             char c;
             ssize_t n = read(fd, &c, 1);
@@ -383,11 +367,11 @@ static int run_again(int *unclean) {
 /* a call's mode run, files or build: unpacked by the agent, built, archived, run */
 static int run_call(const char *mode) {
     int is_run = strcmp(mode, "run") == 0, is_build = strcmp(mode, "build") == 0;
-    struct reader *job = calloc(1, sizeof *job);
-    if (!job || (job->fd = open(JOB, O_RDONLY | O_CLOEXEC)) < 0) die("cannot read the job");
-    int rc = unpack(job, s_workdir, 0, s_sources);
-    close(job->fd);
-    free(job);
+    static struct reader job;
+    job.have = job.taken = 0;
+    if ((job.fd = open(JOB, O_RDONLY | O_CLOEXEC)) < 0) die("cannot read the job");
+    int rc = unpack(&job, s_workdir, 0, s_sources);
+    close(job.fd);
     if (rc == 0 && (is_run || is_build) && *s_build) {
         rc = wait_for(sh(0, -1, s_workdir, "exec 3>&-; eval \"$1\"", "build", s_build, NULL));
         int n = snprintf(marker, sizeof marker, "--hazmat-built-%s-- %d\n", nonce, rc);
@@ -416,7 +400,7 @@ static void wait_next(void) {
         int said = host_words();
         if (said == W_NEXT) return;
         if (said == W_UNKNOWN) die("unknown job format");
-        if (host_eof || !host_more()) exit(0);
+        if (host_eof || refill(&in) <= 0) exit(0);
     }
 }
 
