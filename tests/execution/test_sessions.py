@@ -630,12 +630,28 @@ def test_arun_keeps_state_too(sb: Sandbox) -> None:
     assert asyncio.run(calls()) == ["42\n", "3\n"]
 
 
-def test_a_call_over_the_output_limit_ends_the_session(sb: Sandbox, engine: Engine) -> None:
-    session = sb.session("python")
-    cid = session._backend.container_id
-    loud = session.run("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
-    assert loud.outcome is Outcome.OUTPUT_LIMIT
-    assert any("the session ended: the call went over the output limit" in n for n in loud.notes)
-    assert cid not in session_containers(engine)
-    with pytest.raises(SessionClosed, match="output limit"):
-        session.run("print(1)")
+FLOODS = {  # what defines x = 41, floods stdout, then uses x
+    "python": ("x = 41", "import sys\nwhile True:\n    sys.stdout.write('x' * 99999)", "x + 1"),
+    "bash": ("x=41", "yes", "echo $((x + 1))"),
+}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("language", sorted(FLOODS))
+def test_a_call_over_the_output_limit_is_stopped_and_the_session_goes_on(
+    sb: Sandbox, engine: Engine, runtime: str, language: str
+) -> None:
+    define, flood, use = FLOODS[language]
+    with sb.session(language, runtime=runtime) as session:
+        cid = session._backend.container_id
+        session.run(define)
+        loud = session.run(flood)
+        assert loud.outcome is Outcome.OUTPUT_LIMIT and loud.truncated
+        assert any(
+            "wrote more than its output limit" in n and "still open, with its variables" in n
+            for n in loud.notes
+        ), loud.notes
+        assert session.run(use).stdout == "42\n"  # the interpreter (or shell) kept
+        assert cid in session_containers(engine)
+
+

@@ -356,12 +356,15 @@ def test_the_programs_time_limit_starts_after_the_build() -> None:
     assert (capture.build_status, bytes(capture.stdout)) == (0, b"running")
 
 
-def _agent_that_stops_on(word: bytes | None, nonce: str) -> Callable[[socket.socket], None]:
-    """A session's agent: runs until the host says `word` (None: never), then ends the call
-    on both streams; it records every word it was told."""
+def _agent_that_stops_on(
+    word: bytes | None, nonce: str, output: bytes = b"working"
+) -> Callable[[socket.socket], None]:
+    """A session's agent: its program writes `output` and runs until the host says `word`
+    (None: never), writing `output` once more as it stops; then it ends the call on both
+    streams."""
 
     def container(s: socket.socket) -> None:
-        s.sendall(frame(1, b"working"))
+        s.sendall(frame(1, output))
         heard = b""
         while word is None or word not in heard:
             chunk = s.recv(1024)
@@ -369,18 +372,21 @@ def _agent_that_stops_on(word: bytes | None, nonce: str) -> Callable[[socket.soc
                 return
             heard += chunk
         end = end_marker(nonce) + b"130\n"
-        s.sendall(frame(1, end) + frame(2, end))
+        s.sendall(frame(1, output) + frame(1, end) + frame(2, end))
         s.recv(1024)  # the host's next, or the end of the stream
 
     return container
 
 
 def _session_call(
-    word: bytes | None, watch: Watch | None = None, timeout_s: float = 0.2
+    word: bytes | None,
+    watch: Watch | None = None,
+    timeout_s: float = 0.2,
+    output: bytes = b"working",
 ) -> tuple[Capture, list[str]]:
     nonce = "ba" * 16
     stops: list[str] = []
-    sock, thread = far_end(_agent_that_stops_on(word, nonce))
+    sock, thread = far_end(_agent_that_stops_on(word, nonce, output))
     exchange = Exchange(
         b"",
         timeout_s=timeout_s,
@@ -405,7 +411,14 @@ def test_a_session_call_past_its_time_is_interrupted_not_killed() -> None:
     capture, stops = _session_call(b"interrupt\n")
     assert capture.timed_out and capture.told == b"interrupt\n"
     assert capture.end_status == 130 and not stops
-    assert bytes(capture.stdout) == b"working"
+    assert bytes(capture.stdout) == b"workingworking"
+
+
+def test_a_session_call_over_its_output_cap_is_interrupted_and_what_follows_is_cut() -> None:
+    capture, stops = _session_call(b"interrupt\n", timeout_s=60, output=b"x" * 1500)
+    assert capture.output_exceeded and capture.told == b"interrupt\n"
+    assert not capture.timed_out and capture.end_status == 130 and not stops
+    assert bytes(capture.stdout) == b"x" * 1000  # the cap's, the end marker found after it
 
 
 def test_a_session_call_that_ignores_its_interrupt_is_told_to_end_then_killed() -> None:

@@ -250,13 +250,13 @@ class ContainerBackend(Backend):
         """One call of a session (backends/kept/session.py): send `data` without closing the
         stream, read until this call's end marker. Returns the report and the bytes read past
         it (the start of the next frame) for the next call, or None when the stream did not
-        reach the end marker (the sandbox is gone or was killed: running out of output kills
-        it, as for a single run). With `grace_s` a call past its time, or cancelled, is asked
-        to stop (the agent's `STOP_WORDS`, `grace_s` apart) and the container is killed only
-        if it has not ended `grace_s` after the last; without it (a kept build's test) it is
-        killed at once. With `ready` (a kept build's test) the agent says when the test is
-        unpacked and waits for the host's go: the program's time starts there, and its
-        unpacking has a budget of its own (`UNPACK_S`)."""
+        reach the end marker (the sandbox is gone or was killed). With `grace_s` a call past
+        its time or its output cap, or cancelled, is asked to stop (the agent's `STOP_WORDS`,
+        `grace_s` apart) and the container is killed only if it has not ended `grace_s` after
+        the last; without it (a kept build's test) it is killed at once, and so is one past
+        its output cap, as a single run is. With `ready` (a kept build's test) the agent says
+        when the test is unpacked and waits for the host's go: the program's time starts
+        there, and its unpacking has a budget of its own (`UNPACK_S`)."""
         if ready:
             return self._run(started, job, data, True, pending, b"go\n", prelude=True)
         return self._run(started, job, data, keep=True, pending=pending, grace_s=grace_s)
@@ -315,11 +315,14 @@ class ContainerBackend(Backend):
                     started.sock.shutdown(socket.SHUT_RDWR)
         if killer.is_alive():
             killer.join(timeout=30)
-        # the call ended by itself, or once told to (a session's, past its time or cancelled)
-        kept = capture.end_status is not None and (
-            not capture.timed_out or capture.told is not None
+        # the call ended by itself, or once told to (a session's, past its time or its output
+        # cap, or cancelled); outside a session the output cap stops the container
+        kept = (
+            capture.end_status is not None
+            and (not capture.timed_out or capture.told is not None)
+            and (grace_s is not None or not capture.output_exceeded)
         )
-        if keep and kept and not capture.output_exceeded:
+        if keep and kept:
             # a session's agent does nothing after a call (a kept build's: the next test's
             # places emptied and its runner started) until the call's last readings, above,
             # are taken: they count the call alone
@@ -327,7 +330,7 @@ class ContainerBackend(Backend):
                 started.sock.sendall(NEXT)
         exit_code: int | None = capture.end_status
         engine_oom = False
-        if not kept or capture.output_exceeded:
+        if not kept:
             exit_code, engine_oom = self.driver.final_state(started, job)
         base = monitor.baseline if monitor is not None else None
         files, notes = self._files(capture, job)
@@ -366,7 +369,7 @@ class ContainerBackend(Backend):
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
             held_after_build=capture.held_after_build,
         )
-        return report, capture.rest if kept and not capture.output_exceeded else None
+        return report, capture.rest if kept else None
 
     def _pump(  # noqa: PLR0917 (one call's parts, from _run alone)
         self,

@@ -83,6 +83,9 @@ class _Demux:
         self.end_at: dict[int, int] = {}
         self.status: dict[int, int] = {}
         self.slack = len(marker or b"") + 2 * (len(end or b"") + 8) + len(built or b"") + 8
+        # a session's call (one with stop words) over its output cap is told to stop, as at its
+        # time limit, and its container kept; elsewhere the cap stops the container
+        self.told_at_cap = bool(exchange.stop_words)
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -192,7 +195,10 @@ class _Demux:
 
     @property
     def must_stop(self) -> bool:
-        return self.capture.output_exceeded or self.capture.files_exceeded
+        """Whether the container must be stopped now: a cap passed that no stop word answers
+        (the output files' always; the output's outside a session)."""
+        c = self.capture
+        return c.files_exceeded or (c.output_exceeded and not self.told_at_cap)
 
     @property
     def ended(self) -> bool:
@@ -213,9 +219,10 @@ class Exchange:
     `Capture.rest`) is read first: the stream stays framed across calls. While the program
     runs (after the build, if any), `check()` is called every `check_s`: a reason to stop it
     ends the run as its time limit would, with `Capture.stopped_by` saying why. With
-    `stop_words` (a session's call) the run's end, at its limit or on a cancel, is asked for
-    rather than forced: the first word is sent, then, each `grace_s` later while the end has
-    not come, the next; only once they are all spent is the container killed."""
+    `stop_words` (a session's call) the run's end, at its time or output limit or on a cancel,
+    is asked for rather than forced: the first word is sent, then, each `grace_s` later while
+    the end has not come, the next; only once they are all spent is the container killed.
+    Output past the cap meanwhile is read and dropped."""
 
     payload: bytes
     timeout_s: float
@@ -342,9 +349,11 @@ class _Pump:
             if reason is not None:
                 capture.timed_out, capture.stopped_by = True, reason
                 due = True
+        # a session's call over its output cap: told to stop at once, what comes meanwhile cut
+        capped = capture.output_exceeded and capture.told is None
         if self.demux.must_stop:
             pass
-        elif (due or asked) and self.words:
+        elif (due or asked or capped) and self.words:
             self._tell(now)
             return
         elif not (due or (capture.cancelled and not self.ex.stop_words)):

@@ -181,18 +181,25 @@ def _kept(spec: Spec) -> Spec:
 
 
 def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
-    """A call told to stop (past its time, or cancelled) that did: a note on what the session
-    kept, for the model or person who reads the result."""
-    if report.told is None:
+    """A call told to stop (past its time or its output cap, or cancelled) that did, or that
+    ended by itself past its output cap: a note on what the session kept, for the model or
+    person who reads the result."""
+    if report.told is None and not report.output_exceeded:
         return report
-    if report.cancelled and not report.timed_out:
+    if report.output_exceeded:
+        why = f" wrote more than its output limit of {job.limits.output_bytes:,} bytes"
+    elif report.cancelled and not report.timed_out:
         why = " was cancelled"
     elif report.compile_timed_out:
         why = f"'s build ran past its time limit of {job.limits.compile_timeout_s:g} s"
     else:
         why = f" ran past its time limit of {job.limits.timeout_s:g} s"
     kept = kept_interpreter(job.language)
-    if kept is None:
+    if report.told is None:  # it ended by itself, its output cut at the cap
+        what = "its output was cut there; the session is still open, with its " + (
+            "variables and files" if kept else "files"
+        )
+    elif kept is None:
         what = "its processes were ended; the session is still open, with its files"
     elif report.told == "interrupt":
         what = "it was interrupted; the session is still open, with its variables and files"
@@ -202,11 +209,11 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
             f"ended, the {kept} too; the session is still open with its files, but its "
             "variables are gone"
         )
-    advice = (
-        " To get further, make the work faster or split it into shorter calls."
-        if report.timed_out
-        else ""
-    )
+    advice = ""
+    if report.output_exceeded:
+        advice = " Print less: a summary, or the first lines; write the rest to a file."
+    elif report.timed_out:
+        advice = " To get further, make the work faster or split it into shorter calls."
     note = f"The call{why}: {what}.{advice}"
     return dataclasses.replace(report, notes=(*report.notes, note))
 
