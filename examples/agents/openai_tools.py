@@ -99,10 +99,15 @@ def main() -> None:
                     ],
                 }
             )
+            shown = []  # tool messages hold text only: the turn's images follow them
             for call in message.tool_calls:
                 output = tools.handle(call.function.name, call.function.arguments)
                 print(f"{call.function.name}: {output.text}")
                 messages.append(output.openai_message(call.id))
+                images = output.openai_images_message()
+                if images is not None:
+                    shown.append(images)
+            messages += shown
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""hazmat as the tools of a model's function calling: the schemas OpenAI's and Anthropic's APIs
-take, and a handler that runs each tool call in one hazmat session (docs/api.md, "Tools for
-function calling"; examples/agents/).
+"""hazmat as the tools of a model's function calling: the schemas OpenAI's (Chat Completions
+and Responses, in strict mode) and Anthropic's APIs take, and a handler that runs each tool
+call in one hazmat session (docs/api.md, "Tools for function calling"; examples/agents/).
 
     with hazmat.Sandbox() as sandbox, CodeTools(sandbox, image="python-data") as tools:
         response = client.chat.completions.create(..., tools=tools.openai())
@@ -8,53 +8,43 @@ function calling"; examples/agents/).
             output = tools.handle(call.function.name, call.function.arguments)
             messages.append(output.openai_message(call.id))
 
-The session opens at the first call and keeps its variables and files between calls, as a
-notebook does; if it ends (its idle time, or a call that would not stop), the next call opens a
-new one and says so. A tool call never raises: a bad name or argument, a refused or failed run
-comes back as a result the model reads (`is_error`), written for it to act on.
+The tools speak the session's language: `run_code`'s description says, from the language's
+module (languages/), what a session keeps between calls (Python's variables, Bash's shell, R's
+workspace; in the other languages only files), how a value is shown and what a program looks
+like. The session opens at the first call; if it ends (its idle time, or a call that would not
+stop), the next call opens a new one and says so. A tool call never raises: a bad name or
+argument, a refused or failed run comes back as a result the model reads (`is_error`), written
+for it to act on. Images the code shows go with the result where the API takes them
+(Anthropic's tool results, the Responses API's function outputs); Chat Completions' tool
+messages hold text only, so `ToolOutput.openai_images_message()` carries them in a message of
+their own.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hazmat._closing import Closable
 from hazmat._exceptions import HazmatError, InputError, SessionClosed
 from hazmat.json_input import loads
+from hazmat.languages import IMAGE_VERSION, Language, get_language
 from hazmat.models import ExecutionResult
 from hazmat.policy import parse_trust
+from hazmat.run.image_choice import allowed_images, resolve_image
 from hazmat.sandbox import Sandbox
 from hazmat.sessions import Session
 
-__all__ = ["CodeTools", "ToolOutput", "summary"]
+__all__ = ["CodeTools", "Tool", "ToolOutput", "run_code_tool", "strict", "summary"]
+
+# a tool: its name, its description and the JSON Schema of its arguments (what the model reads)
+Tool = tuple[str, str, dict[str, Any]]
 
 _NAME = {"type": "string", "description": "a file name, relative to the working directory"}
-# (name, description, JSON schema of the arguments): what the model reads
-TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    (
-        "run_code",
-        "Run code in a sandbox with no network. Variables (Python) and files persist between "
-        "calls, as in a notebook; the value of a final expression is printed, and charts and "
-        "tables come back as images and text. Returns stdout, stderr, the outcome and, on "
-        "failure, the error and the exception.",
-        {
-            "type": "object",
-            "properties": {
-                "code": {"type": "string", "description": "the code to run"},
-                "timeout": {
-                    "type": "number",
-                    "description": "seconds it may run (the policy's limit at most); past it "
-                    "the call is interrupted and the session kept",
-                },
-            },
-            "required": ["code"],
-            "additionalProperties": False,
-        },
-    ),
+_FILE_TOOLS: tuple[Tool, ...] = (
     (
         "write_file",
         "Write a text file into the sandbox's working directory, for later code to read.",
@@ -81,7 +71,7 @@ TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 # offered only where the policy lets the tools' session install (policy/packages.py)
-INSTALL = (
+INSTALL: Tool = (
     "install_packages",
     "Install packages, with their dependencies, from the service's package index into the "
     "sandbox, for later code to import: use it when an import fails because a module is not "
@@ -100,7 +90,68 @@ INSTALL = (
         "additionalProperties": False,
     },
 )
-_TYPES = {"string": str, "array": list}
+
+
+def run_code_tool(lang: Language, images: Sequence[str] = ()) -> Tool:
+    """`run_code` as a model reads it for `lang` (its words: languages/), with an `image`
+    parameter when the caller may choose among `images` (short names, the default first)."""
+    kept = (
+        f"the session keeps its files and {lang.keeps}"
+        if lang.keeps
+        else "the session keeps its files only: each call runs as a new program, so give it "
+        "everything it needs (or write it to a file first)"
+    )
+    text = (
+        f"Run {lang.title} code in a sandbox with no network. Between calls {kept}. Print "
+        "what you need to see"
+        + (f"; {lang.shows}" if lang.shows else "")
+        + f". A program that prints 1:\n{lang.hello.strip()}\nReturns stdout, stderr, the "
+        "outcome and, on failure, the error and the exception it ended with."
+    )
+    properties: dict[str, Any] = {
+        "code": {"type": "string", "description": f"the {lang.title} code to run"},
+        "timeout": {
+            "type": "number",
+            "description": "seconds it may run (the policy's limit at most); past it the call "
+            "is interrupted and the session kept",
+        },
+    }
+    if len(images) > 1:
+        properties["image"] = {
+            "type": "string",
+            "enum": list(images),
+            "description": f"the image to run in ({images[0]} by default); each image has a "
+            "session of its own, so the variables and files of calls in one are not in "
+            "another. A module that fails to import is in another image when the error says so",
+        }
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "required": ["code"],
+        "additionalProperties": False,
+    }
+    return ("run_code", text, schema)
+
+
+def strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` as OpenAI's strict mode takes it: every property required, those that were
+    optional nullable (null means left out), no other property allowed."""
+    optional = set(schema["properties"]) - set(schema["required"])
+    properties = {
+        name: _nullable(prop) if name in optional else dict(prop)
+        for name, prop in schema["properties"].items()
+    }
+    return {**schema, "properties": properties, "required": list(properties)}
+
+
+def _nullable(prop: Mapping[str, Any]) -> dict[str, Any]:
+    nullable = {**prop, "type": [prop["type"], "null"]}
+    if "enum" in prop:
+        nullable["enum"] = [*prop["enum"], None]
+    return nullable
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "array": list, "number": (int, float)}
 
 _IMAGES = ("image/png", "image/jpeg", "image/gif")
 
@@ -128,9 +179,33 @@ class ToolOutput:
     is_error: bool = False
 
     def openai_message(self, call_id: str) -> dict[str, Any]:
-        """The `tool` message for OpenAI's chat completions (its content is text only: the
-        images' types are in the text)."""
+        """The `tool` message for OpenAI's chat completions. Its content is text only (the
+        images' types are in the text): send `openai_images_message()` after the call's tool
+        messages for the model to see them."""
         return {"role": "tool", "tool_call_id": call_id, "content": self.text}
+
+    def openai_images_message(self) -> dict[str, Any] | None:
+        """The images as a `user` message of OpenAI's chat completions (data URLs), to send
+        after the turn's `tool` messages, which cannot hold images; None without images."""
+        if not self.images:
+            return None
+        parts: list[dict[str, Any]] = [{"type": "text", "text": "The images the code showed:"}]
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+            for mime, data in self.images
+        ]
+        return {"role": "user", "content": parts}
+
+    def responses_item(self, call_id: str) -> dict[str, Any]:
+        """The `function_call_output` input item for OpenAI's Responses API: the text, and
+        the images with it (as data URLs) when the code showed any."""
+        output: str | list[dict[str, Any]] = self.text
+        if self.images:
+            output = [{"type": "input_text", "text": self.text}] + [
+                {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
+                for mime, data in self.images
+            ]
+        return {"type": "function_call_output", "call_id": call_id, "output": output}
 
     def anthropic_block(self, tool_use_id: str) -> dict[str, Any]:
         """The `tool_result` content block for Anthropic's messages, images included."""
@@ -144,8 +219,11 @@ class ToolOutput:
 
 
 class CodeTools(Closable):
-    """The tools over one session of `sandbox` (opened at the first call, in `language` and
-    `image`, at `trust`); `close()` ends it."""
+    """The tools over a session of `sandbox` in `language` (opened at the first call, in
+    `image`, at `trust`); `close()` ends it. Where the trust level allows the language more
+    than one image, `run_code` takes `image`, and each image has a session of its own (the
+    last one named is where the file tools act). An unknown language raises
+    `UnknownLanguage` here."""
 
     def __init__(
         self,
@@ -156,26 +234,47 @@ class CodeTools(Closable):
         trust: str | None = None,
     ) -> None:
         self.sandbox = sandbox
-        self.language = language
-        self.image = image
+        self.lang = get_language(language)
+        self.language = self.lang.name
         self.trust = trust
-        self._session: Session | None = None
+        policy = sandbox.policy
+        self.level = parse_trust(trust if trust is not None else policy.default_trust)
+        self.image = _short(resolve_image(policy, self.level, self.lang, image))
+        self._current = self.image  # the image the last run_code named: the file tools' too
+        self._sessions: dict[str, Session] = {}
 
     @property
-    def tools(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
-        """The tools offered: `install_packages` too where the policy lets the session's
-        trust level install (`packages` in the policy)."""
-        policy = self.sandbox.policy
-        level = parse_trust(self.trust if self.trust is not None else policy.default_trust)
-        installs = policy.packages.allows(level.value, self.language)
-        return (*TOOLS, INSTALL) if installs else TOOLS
+    def images(self) -> tuple[str, ...]:
+        """The images `run_code` may name, the tools' own first."""
+        allowed = allowed_images(self.sandbox.policy, self.level, self.lang)
+        return tuple(dict.fromkeys([self.image, *map(_short, allowed)]))
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools offered: `run_code` in the language's words, the file tools, and
+        `install_packages` where the policy lets the session's trust level install
+        (`packages` in the policy)."""
+        installs = self.sandbox.policy.packages.allows(self.level.value, self.language)
+        run = run_code_tool(self.lang, self.images)
+        return (run, *_FILE_TOOLS, INSTALL) if installs else (run, *_FILE_TOOLS)
 
     def openai(self) -> list[dict[str, Any]]:
-        """The `tools` for OpenAI's chat completions (function calling)."""
+        """The `tools` for OpenAI's chat completions (function calling), in strict mode: the
+        Responses API's, each inside a `function` of its own."""
+        return [
+            {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}
+            for tool in self.responses()
+        ]
+
+    def responses(self) -> list[dict[str, Any]]:
+        """The `tools` for OpenAI's Responses API (function tools, in strict mode)."""
         return [
             {
                 "type": "function",
-                "function": {"name": name, "description": text, "parameters": schema},
+                "name": name,
+                "description": text,
+                "parameters": strict(schema),
+                "strict": True,
             }
             for name, text, schema in self.tools
         ]
@@ -189,7 +288,8 @@ class CodeTools(Closable):
 
     def handle(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutput:
         """Run one tool call: `arguments` as the model gave them (OpenAI's JSON text, or
-        Anthropic's object)."""
+        Anthropic's object; a null is an optional argument left out, as strict mode sends
+        it)."""
         try:  # a model's JSON, decoded within bounds (json_input.py): never a RecursionError
             given = (
                 loads(arguments, "the JSON")
@@ -204,41 +304,31 @@ class CodeTools(Closable):
         if name not in known:
             return _refused(f"there is no tool {name!r}; the tools are: {', '.join(known)}")
         schema = known[name]
-        properties = schema["properties"]
-        missing = [
-            key
-            for key in schema["required"]
-            if not isinstance(given.get(key), _TYPES[properties[key]["type"]])
-        ]
-        unknown = sorted(set(given) - set(properties))
-        if missing or unknown:
-            wrong = missing or unknown
-            kind = properties[wrong[0]]["type"] if missing else ""
-            what = (
-                f"needs {'a list' if kind == 'array' else 'a string'}"
-                if missing
-                else "has no argument"
-            )
-            return _refused(f"{name} {what} {wrong[0]!r}; its arguments: {', '.join(properties)}")
+        required = schema["required"]
+        given = {k: v for k, v in given.items() if v is not None or k in required}
+        wrong = _wrong_argument(name, schema, given)
+        if wrong:
+            return _refused(wrong)
         try:
             return self._call(name, given)
         except HazmatError as exc:
             return _refused(str(exc))
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            session.close()
 
     def _call(self, name: str, given: dict[str, Any]) -> ToolOutput:
-        """The call in the session; once more in a new one if the session had ended (a call
-        to an ended session runs nothing)."""
-        renewed = self._renew()
+        """The call in its image's session; once more in a new one if the session had ended
+        (a call to an ended session runs nothing)."""
+        if name == "run_code" and given.get("image"):
+            self._current = given["image"]
+        renewed = self._renew(self._current)
         try:
             return self._in(self._open(), name, given, renewed)
         except SessionClosed:
-            renewed = self._renew(force=True)
+            renewed = self._renew(self._current, force=True)
             return self._in(self._open(), name, given, renewed)
 
     def _in(
@@ -265,7 +355,7 @@ class CodeTools(Closable):
                 body = {"name": given["name"], "base64": base64.b64encode(data).decode("ascii")}
             return ToolOutput(json.dumps(body | note))
         timeout = given.get("timeout")
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        if timeout is not None:
             result = session.run(given["code"], timeout=float(timeout))
         else:
             result = session.run(given["code"])
@@ -278,20 +368,48 @@ class CodeTools(Closable):
         # a program that failed is a result like any other: the model reads its outcome
         return ToolOutput(json.dumps(summary(result) | note), images)
 
-    def _renew(self, force: bool = False) -> str | None:
-        """Drop a session that has ended (or, `force`, the one just found ended): why it
-        ended, for the note of the call that opens the next."""
-        session = self._session
+    def _renew(self, image: str, force: bool = False) -> str | None:
+        """Drop `image`'s session if it has ended (or, `force`, the one just found ended):
+        why it ended, for the note of the call that opens the next."""
+        session = self._sessions.get(image)
         if session is None or (session.ended is None and not force):
             return None
-        self._session = None
+        del self._sessions[image]
         return session.ended or "it ended"
 
     def _open(self) -> Session:
-        """The session, opened now if there is none."""
-        if self._session is None:
-            self._session = self.sandbox.session(self.language, image=self.image, trust=self.trust)
-        return self._session
+        """The current image's session, opened now if there is none."""
+        session = self._sessions.get(self._current)
+        if session is None:
+            session = self.sandbox.session(self.language, image=self._current, trust=self.trust)
+            self._sessions[self._current] = session
+        return session
+
+
+def _short(ref: str) -> str:
+    """An image's name as a caller gives it: hazmat's own by its short name (`python-data`),
+    any other by its reference."""
+    name, _, tag = ref.removeprefix("hazmat/").partition(":")
+    return name if ref.startswith("hazmat/") and tag == IMAGE_VERSION else ref
+
+
+def _wrong_argument(name: str, schema: Mapping[str, Any], given: Mapping[str, Any]) -> str:
+    """What is wrong with a tool's arguments (the first thing), or "" when nothing is."""
+    properties = schema["properties"]
+    unknown = sorted(set(given) - set(properties))
+    if unknown:
+        return f"{name} has no argument {unknown[0]!r}; its arguments: {', '.join(properties)}"
+    for key, prop in properties.items():
+        if key not in given and key not in schema["required"]:
+            continue
+        value = given.get(key)
+        kind = prop["type"]
+        if not isinstance(value, _TYPES[kind]) or isinstance(value, bool):
+            noun = {"array": "a list", "number": "a number"}.get(kind, "a string")
+            return f"{name} needs {noun} {key!r}; its arguments: {', '.join(properties)}"
+        if "enum" in prop and value not in prop["enum"]:
+            return f"{name}'s {key} is one of {', '.join(map(str, prop['enum']))}, not {value!r}"
+    return ""
 
 
 def _refused(message: str) -> ToolOutput:

@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from hazmat import Sandbox
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.tools import CodeTools
+
 pytestmark = pytest.mark.docker
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "agents"
@@ -44,3 +49,27 @@ def test_the_anthropic_loop_survives_a_call_past_its_time() -> None:
     assert any("still open, with its variables" in n for n in stopped["notes"])  # type: ignore[attr-defined]
     assert said(after)["stdout"] == "81\n"  # the variables outlived the interrupted call
     assert answer == "The sum is 285 and the largest square 81."
+
+
+@pytest.mark.parametrize(
+    ("language", "define", "use", "kept"),
+    [
+        ("python", "x = 41", "x + 1", "42\n"),
+        ("bash", "x=41", "echo $((x + 1))", "42\n"),
+        ("javascript", "var x = 41", "console.log(typeof x)", "undefined\n"),
+    ],
+)
+def test_a_session_keeps_what_run_codes_description_says(
+    engine: Engine, language: str, define: str, use: str, kept: str
+) -> None:
+    with Sandbox(backend=DockerBackend(engine)) as sandbox, CodeTools(sandbox, language) as tools:
+        said = tools.anthropic()[0]["description"]
+        assert ("keeps its files only" in said) is (kept == "undefined\n")
+        tools.handle("run_code", {"code": define})
+        assert json.loads(tools.handle("run_code", {"code": use}).text)["stdout"] == kept
+        if language != "python":
+            return
+        data = tools.handle("run_code", {"code": "import pandas\nx", "image": "python-data"})
+        assert json.loads(data.text)["outcome"] == "error"  # its own session: no x there
+        back = tools.handle("run_code", {"code": use, "image": "python"})
+        assert json.loads(back.text)["stdout"] == kept  # the first session, as it was

@@ -150,6 +150,12 @@ class Language:
     # backends/'s)
     repl: Repl | None = None
     self_test: SelfTest | None = None  # every language has one (tests/languages/ checks)
+    # What a model reads of it in the tools' descriptions (hazmat.tools, server/mcp_tools.py):
+    # its name as people write it; with a `repl`, what a session keeps between calls beside
+    # its files; with `displays`, how its program shows charts and rich values
+    title: str = ""
+    keeps: str = ""
+    shows: str = ""
 
     @property
     def source_names(self) -> tuple[str, ...]:

@@ -31,4 +31,8 @@ LANGUAGE = Language(
         greet='read -r who\necho "hello $who"\n',
         streams='echo out\necho err >&2\nexit 3\n',
     ),
+    title="Bash",
+    keeps=(
+        "the shell's variables, functions, aliases and current directory, as in a terminal"
+    ),
 )

@@ -32,4 +32,5 @@ LANGUAGE = Language(
         ),
         compile_error=('int main(void) { return undefined_name; }\n', 'undefined_name'),
     ),
+    title="C",
 )

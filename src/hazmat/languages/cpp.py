@@ -33,4 +33,5 @@ LANGUAGE = Language(
         ),
         compile_error=('int main() { std::vector<int> v; }\n', 'vector'),
     ),
+    title="C++",
 )

@@ -57,4 +57,5 @@ LANGUAGE = Language(
         ),
         compile_error=('package main\n\nfunc main() { undefined_name() }\n', 'undefined'),
     ),
+    title="Go",
 )

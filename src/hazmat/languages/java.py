@@ -75,4 +75,5 @@ LANGUAGE = Language(
             "illegal start of expression",
         ),
     ),
+    title="Java",
 )

@@ -26,4 +26,9 @@ LANGUAGE = Language(
         ),
         streams="console.log('out'); console.error('err'); process.exit(3);\n",
     ),
+    title="JavaScript (Node.js)",
+    shows=(
+        "display(value) shows an image (a Buffer holding a PNG), text or JSON, "
+        "display.html(s) HTML"
+    ),
 )

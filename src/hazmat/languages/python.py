@@ -27,4 +27,13 @@ LANGUAGE = Language(
         greet="import sys\nprint('hello', sys.stdin.read().strip())\n",
         streams="import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n",
     ),
+    title="Python 3",
+    keeps=(
+        "its variables, functions and imports, as in a notebook; the value of a final "
+        "expression is printed"
+    ),
+    shows=(
+        "matplotlib figures, a final DataFrame and display(obj) come back as images and "
+        "text"
+    ),
 )

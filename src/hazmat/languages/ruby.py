@@ -22,4 +22,5 @@ LANGUAGE = Language(
         greet='puts "hello #{$stdin.gets.strip}"\n',
         streams='puts "out"\n$stderr.puts "err"\nexit 3\n',
     ),
+    title="Ruby",
 )

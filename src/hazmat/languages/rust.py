@@ -28,4 +28,5 @@ LANGUAGE = Language(
         streams='fn main() { println!("out"); eprintln!("err"); std::process::exit(3); }\n',
         compile_error=('fn main() { let x: i32 = "s"; }\n', 'mismatched types'),
     ),
+    title="Rust",
 )

@@ -35,4 +35,9 @@ LANGUAGE = Language(
         streams="console.log('out'); console.error('err'); process.exit(3 as number);\n",
         compile_error=('const x: number = ;\n', 'main.ts'),
     ),
+    title="TypeScript (Node.js)",
+    shows=(
+        "display(value) shows an image (a Buffer holding a PNG), text or JSON, "
+        "display.html(s) HTML"
+    ),
 )

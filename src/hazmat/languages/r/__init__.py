@@ -57,4 +57,12 @@ LANGUAGE = Language(
         greet='cat(sprintf("hello %s\\n", readLines(file("stdin"), n = 1)))\n',
         streams='cat("out\\n")\nmessage("err")\nquit(status = 3)\n',
     ),
+    title="R",
+    keeps=(
+        "its workspace (variables and functions), as in an R console; visible values are "
+        "printed as R prints them"
+    ),
+    shows=(
+        "plots come back as PNG images"
+    ),
 )
