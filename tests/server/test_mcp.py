@@ -34,7 +34,8 @@ def test_tools_run_code_in_every_language(tmp_path: Path) -> None:
     calls.append(("run_code", {"code": "import time\ntime.sleep(5)\n", "timeout": 0.5}))
     calls.append(("assess_code", {"code": "import os\nos.system('id')\n"}))
     tools, answers = anyio.run(session_calls, tmp_path, key, calls)
-    assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
+    names = {tool.name for tool in tools.tools}
+    assert {"run_code", "assess_code"} <= names and "install_packages" not in names
     for answer in answers[:4]:
         assert not answer.is_error, answer.content
         result = answer.structured_content
@@ -97,7 +98,9 @@ def test_tools_over_streamable_http(live_server: LiveServer) -> None:
         ("assess_code", {"code": "print(1)"}),
     ]
     tools, answers = anyio.run(over_http, live_server.url, live_server.keys["untrusted"], calls)
-    assert {"run_code", "assess_code"} <= {tool.name for tool in tools.tools}
+    names = {tool.name for tool in tools.tools}
+    # the request's key found for the listing too: its level installs nothing here
+    assert {"run_code", "assess_code"} <= names and "install_packages" not in names
     assert [a.structured_content["stdout"] for a in answers[:2]] == ["42\n", "42\n"]
     assert answers[2].structured_content["decision"] == "run"
     callers = [

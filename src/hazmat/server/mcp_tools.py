@@ -68,7 +68,28 @@ INSTRUCTIONS = (
 )
 
 
-KeyOf = Callable[[Context | None], Key]
+class Asked(typing.Protocol):
+    """What `KeyOf` reads of a call: its request's context (a tool's `Context` has it)."""
+
+    @property
+    def request_context(self) -> Any: ...
+
+
+KeyOf = Callable[[Asked | None], Key]
+
+
+def _sessions_keep() -> str:
+    """What a session keeps between calls in each language, from the languages' own words
+    (languages/), for the session tools' descriptions."""
+    kept = "".join(f"\n- {lang.title}: {lang.keeps}" for lang in LANGUAGES.values() if lang.keeps)
+    others = ", ".join(lang.title for lang in LANGUAGES.values() if not lang.keeps)
+    return (
+        f"Between calls a session keeps its files, and what its language keeps:{kept}\n- "
+        f"{others}: nothing more (each call runs as a new program)."
+    )
+
+
+SESSIONS_KEEP = _sessions_keep()
 
 # the tools' parameters, each with what the model reads about it in the tool's schema
 Code = Annotated[str, Field(description="the program's source code")]
@@ -98,11 +119,18 @@ def build_mcp(
     from hazmat import __version__
 
     tools = _Tools(sandbox, key_of, quotas, execute, owners or SessionOwners(sandbox))
-    mcp = MCPServer("hazmat", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    mcp = MCPServer(
+        "hazmat",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        middleware=[_listed_for_the_caller(sandbox, key_of)],
+    )
     changes = ToolAnnotations(read_only_hint=False, open_world_hint=False)
     mcp.tool(annotations=changes)(_told(tools.run_code, Use.RUN))
-    mcp.tool(annotations=changes)(_told(tools.open_session, Use.OPEN))
-    mcp.tool(annotations=changes)(_told(tools.run_in_session, Use.CALL))
+    for in_session, use in ((tools.open_session, Use.OPEN), (tools.run_in_session, Use.CALL)):
+        said = f"{inspect.getdoc(in_session)}\n\n{SESSIONS_KEEP}"
+        mcp.tool(annotations=changes, description=said)(_told(in_session, use))
     for tool in (
         tools.upload_files,
         tools.pause_session,
@@ -166,6 +194,38 @@ def _with_options(told: Tool, tool: Tool, use: Use) -> None:
     )
 
 
+class _Asked:
+    """A request's context where a tool's `Context` is expected: what `KeyOf` reads of it."""
+
+    def __init__(self, request_context: Any) -> None:
+        self.request_context = request_context
+
+
+def _listed_for_the_caller(sandbox: Sandbox, key_of: KeyOf) -> Any:
+    """The SDK's middleware (`MCPServer(middleware=...)`, provisional in 2.x: its tests say
+    if it changes) that lists the tools the caller's key can use: `install_packages` only
+    where the policy lets the key's trust level install in some language. A call of an
+    unlisted tool still gets the tool's own sentence."""
+    policy = sandbox.policy
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "tools/list" or not isinstance(result, dict):
+            return result
+        try:
+            key = key_of(_Asked(ctx))
+        except HazmatError:
+            return result  # the call of any tool says why the key is refused
+        level = getattr(key, "trust", None)
+        if level is not None and not any(
+            policy.packages.allows(level.value, name) for name in LANGUAGES
+        ):
+            result["tools"] = [t for t in result["tools"] if t.get("name") != "install_packages"]
+        return result
+
+    return middleware
+
+
 def streamable_http(mcp: MCPServer) -> ASGIApp:
     """`mcp` over streamable HTTP, as an ASGI app for one route (`hazmat serve` mounts it at
     `/mcp`, behind its key check; its lifespan runs `mcp.session_manager.run()`). The SDK's own
@@ -227,9 +287,8 @@ class _Tools:
     async def open_session(
         self, language: LanguageName = "python", ctx: Context | None = None, **given: Any
     ) -> dict[str, Any]:
-        """Open a session: a container kept between calls to run_in_session, which share its
-        files (and, for Python, its variables, like a notebook) until close_session or until
-        it expires. Returns its id and when it expires."""
+        """Open a session: a container kept between calls to run_in_session until
+        close_session or until it expires. Returns its id and when it expires."""
         key = self.key_of(ctx)
         data = _body("", given) | {"language": language}
         _, language, options = run_arguments(data, key, self.sandbox.policy)
@@ -245,10 +304,10 @@ class _Tools:
         ctx: Context | None = None,
         **given: Any,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        """Run code in an open session (see open_session); the value of a final Python
-        expression is printed (and a table or chart comes back as a display, as from
-        run_code). A call that runs out of time is interrupted (Python: KeyboardInterrupt in
-        the cell) and the session keeps its variables and files; the result's notes say so."""
+        """Run code in an open session (see open_session), in its language; charts and
+        tables come back as displays, as from run_code. A call that runs out of time is
+        interrupted (Python: KeyboardInterrupt in the cell) and the session keeps what it
+        kept before; the result's notes say so."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
         code, _, options = run_arguments(_body(code, given), key, self.sandbox.policy)
