@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,41 @@ def test_a_results_file_is_never_overwritten_without_resume(tmp_path: Path) -> N
     with pytest.raises(InputError, match="--resume"):
         ResultFile(out)
     assert out.read_text() == '{"id": "t0"}\n'
+
+
+def test_a_second_batch_on_the_same_results_is_refused_while_the_first_writes(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "results.jsonl"
+    with ResultFile(out) as first:
+        first.write({"id": "t0", "verdict": "accepted"})
+        for resume in (False, True):
+            with pytest.raises(InputError, match="another batch is writing its results to"):
+                ResultFile(out, resume=resume)
+    with ResultFile(out, resume=True) as after:  # the lock goes with the first batch
+        assert after.done == {"t0"}
+
+
+def test_ctrl_c_says_how_many_were_graded_and_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hazmat.cli.batch as batch_command
+
+    def one_then_ctrl_c(*args: object) -> Iterator[dict[str, object]]:
+        yield {"id": "one", "verdict": "accepted"}
+        raise KeyboardInterrupt
+
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [{"id": i, "language": "python", "code": "x = 1", "check": "1"} for i in "ab"]
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    monkeypatch.setattr(batch_command, "_grading", one_then_ctrl_c)
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", str(tasks), "-o", str(out), "--local", "--no-progress"]) == 130
+    assert capsys.readouterr().err == (
+        f"hazmat: stopped: 1 of 2 tasks graded and written to {out}; the same command with "
+        "--resume grades the other 1\n"
+    )
+    assert out.read_text() == '{"id":"one","verdict":"accepted"}\n'
 
 
 def test_resume_cuts_a_partial_last_line_and_knows_the_finished_ids(tmp_path: Path) -> None:

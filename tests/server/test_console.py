@@ -200,7 +200,7 @@ def test_a_form_over_the_keys_cap_is_413(
         "/console/f/audit/check", content=b"receipt=" + b"x" * 2000, headers=auth["tiny"] | FORM
     )
     assert answer.status_code == 413
-    assert "this key&#39;s cap is 1024" in answer.text
+    assert "this key&#39;s cap is 1,024 bytes" in answer.text
 
 
 def test_only_an_operator_verifies_the_log_and_its_sign_in_is_audited(

@@ -141,7 +141,8 @@ def test_a_chunked_body_over_the_cap_is_refused(live_server: LiveServer) -> None
     with live_server.client("tiny") as client:
         answer = client.post("/v1/runs", content=chunks())
     assert answer.status_code == 413
-    assert "over this key's cap of 2048" in answer.json()["error"]["message"]
+    said = answer.json()["error"]["message"]
+    assert "this key's cap is 2,048 bytes (its quota max_request_bytes" in said
 
 
 def test_over_quota_is_429_with_retry_after(live_server: LiveServer) -> None:

@@ -94,14 +94,18 @@ def _batch(args: argparse.Namespace) -> int:
         todo = [(task, raw) for task, raw in entries if task.id not in out.done]
         counts: Counter[str] = Counter()
         started = time.monotonic()
-        with contextlib.ExitStack() as stack:
-            waiting: list[Callable[[], int]] = []
-            results = _grading(args, chosen, todo, stack, waiting) if todo else iter(())
-            with _Bar(len(todo), args.no_progress, waiting[0] if waiting else None) as bar:
-                for line in results:
-                    out.write(line)
-                    counts[str(line.get("verdict"))] += 1
-                    bar.advance(counts)
+        try:
+            with contextlib.ExitStack() as stack:
+                waiting: list[Callable[[], int]] = []
+                results = _grading(args, chosen, todo, stack, waiting) if todo else iter(())
+                with _Bar(len(todo), args.no_progress, waiting[0] if waiting else None) as bar:
+                    for line in results:
+                        out.write(line)
+                        counts[str(line.get("verdict"))] += 1
+                        bar.advance(counts)
+        except KeyboardInterrupt:
+            _stopped(out.regular, sum(counts.values()), len(todo), args.output)
+            raise
         _summary(len(entries) - len(todo), counts, time.monotonic() - started)
     return 0
 
@@ -191,6 +195,14 @@ def _check_all(chosen: Any, tasks: list[Any], options: dict[str, Any]) -> None:
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise InputError("tasks that cannot run: " + "; ".join(problems[:5]) + more)
+
+
+def _stopped(resumable: bool, done: int, todo: int, output: Any) -> None:
+    """What a batch stopped by Ctrl-C did, and how to go on."""
+    said = f"hazmat: stopped: {done} of {todo} tasks graded and written to {output}"
+    if resumable:
+        said += f"; the same command with --resume grades the other {todo - done}"
+    print(said, file=sys.stderr)
 
 
 def _summary(skipped: int, counts: Counter[str], seconds: float) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import stat
@@ -98,6 +99,8 @@ class ResultFile(Closable):
         try:
             seen = os.fstat(self._fd)
             self.regular = stat.S_ISREG(seen.st_mode)
+            if self.regular:
+                _hold(self._fd, path)
             if self.regular and seen.st_size and not resume:
                 raise InputError(
                     f"{path} already has results: give --resume to carry on with the tasks "
@@ -137,6 +140,18 @@ class ResultFile(Closable):
                 os.close(self._fd)
                 self._fd = -1
 
+
+
+def _hold(fd: int, path: Path) -> None:
+    """Hold the results file for this batch alone (an advisory lock, released when it closes):
+    two batches on one file, one of them resuming, would both grade the tasks it lacks."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise InputError(
+            f"another batch is writing its results to {path}: wait for it to end (then "
+            "--resume carries on with the tasks it did not grade), or give another output file"
+        ) from None
 
 
 def _open_output(path: Path, say: Callable[[str], None]) -> int:

@@ -207,28 +207,31 @@ def request_limits(policy: Policy, request: ExecutionRequest) -> Limits:
 
 
 def _check_sizes(request: ExecutionRequest, source_names: tuple[str, ...], limits: Limits) -> None:
+    """Each input within the level's limits; a refusal names the policy key that sets it."""
+    level = request.trust.value
+
+    def key(name: str) -> str:
+        limit = getattr(limits, name)
+        return f"trust level {level!r}'s limit is {limit:,} (policy key trust.{level}.{name})"
+
     code_size = len(request.code.encode())
     if code_size > limits.max_code_bytes:
-        raise InputTooLarge(
-            f"code is {code_size} bytes; the limit for trust level "
-            f"{request.trust.value!r} is {limits.max_code_bytes}"
-        )
+        raise InputTooLarge(f"code is {code_size:,} bytes; {key('max_code_bytes')}")
     if len(request.files) > limits.max_files or len(request.output_files) > limits.max_files:
-        raise InputTooLarge(f"at most {limits.max_files} input or output files per run")
+        raise InputTooLarge(f"too many input or output files for one run; {key('max_files')}")
     for name, data in request.files.items():
         if name in source_names:
             raise InputError(f"file name {quoted(name)} is taken by the program's source file")
         if len(data) > limits.max_file_bytes:
             raise InputTooLarge(
-                f"file {quoted(name)} is {len(data)} bytes; the limit is {limits.max_file_bytes}"
+                f"file {quoted(name)} is {len(data):,} bytes; {key('max_file_bytes')}"
             )
     if len(request.stdin) > limits.max_file_bytes:
-        raise InputTooLarge(
-            f"stdin is {len(request.stdin)} bytes; the limit is {limits.max_file_bytes}"
-        )
+        raise InputTooLarge(f"stdin is {len(request.stdin):,} bytes; {key('max_file_bytes')}")
     total = code_size + sum(len(d) for d in request.files.values())
     if total > limits.tmpfs_mb * 1024 * 1024:
         raise InputTooLarge(
-            f"code and files come to {total} bytes, more than the {limits.tmpfs_mb} MB "
-            "working directory"
+            f"code and files come to {total:,} bytes, more than the working directory's "
+            f"{limits.tmpfs_mb} MB; trust level {level!r}'s tmpfs_mb (policy key "
+            f"trust.{level}.tmpfs_mb)"
         )

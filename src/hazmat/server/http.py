@@ -404,6 +404,13 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else None
 
 
+def _cap_is(cap: int) -> str:
+    return (
+        f"this key's cap is {cap:,} bytes (its quota max_request_bytes: hazmat keys create "
+        "--max-request-mb)"
+    )
+
+
 async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -> bytes:
     """The body, never more than `cap` bytes of it in memory, all of it within `timeout_s`."""
     length = request.headers.get("content-length")
@@ -412,13 +419,13 @@ async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -
             raise InputError("Content-Length is not a number")
         if len(length) > 18 or int(length) > cap:  # int() of 4,301 digits is an error
             shown = length if len(length) <= 18 else f"a {len(length)}-digit number of"
-            raise InputTooLarge(f"the request body is {shown} bytes; this key's cap is {cap}")
+            raise InputTooLarge(f"the request body is {shown} bytes; {_cap_is(cap)}")
     chunks, total = [], 0
     with anyio.move_on_after(timeout_s) as deadline:
         async for chunk in request.stream():
             total += len(chunk)
             if total > cap:
-                raise InputTooLarge(f"the request body is over this key's cap of {cap} bytes")
+                raise InputTooLarge(f"the request body is over the cap; {_cap_is(cap)}")
             chunks.append(chunk)
     if deadline.cancelled_caught:
         raise RequestTimeout(f"the request body did not arrive within {timeout_s:g} s")
