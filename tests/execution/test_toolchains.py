@@ -15,6 +15,7 @@ from probes import run
 from hazmat import Outcome, Sandbox, parse_policy
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.languages import LANGUAGES
 from hazmat.testing import as_asked
 
 pytestmark = pytest.mark.docker
@@ -451,3 +452,21 @@ def test_the_warm_javac_is_gone_before_the_program_runs(sandbox: Sandbox, runtim
     )
     result = sandbox.run(code, "java", runtime=runtime)
     assert (result.outcome, result.stdout) == (Outcome.OK, "0 false\n"), result
+
+
+RUNTIME_OOM = {  # the runtime raises its own out-of-memory error, before any kernel limit
+    "python": "x = bytearray(1 << 50)\n",
+    "java": "public class Main {\n    public static void main(String[] a) {\n"
+    "        long[] x = new long[Integer.MAX_VALUE - 8];\n        System.out.println(x.length);\n"
+    "    }\n}\n",
+}
+
+
+@pytest.mark.parametrize("language", sorted(RUNTIME_OOM))
+def test_a_runtimes_out_of_memory_error_is_the_memory_limit(
+    sandbox: Sandbox, runtime: str, language: str
+) -> None:
+    result = run(sandbox, runtime, RUNTIME_OOM[language], language=language)
+    assert result.outcome is Outcome.MEMORY_LIMIT, result
+    said = LANGUAGES[language].out_of_memory[0]
+    assert result.error is not None and "ran out of memory" in result.error and said in result.error

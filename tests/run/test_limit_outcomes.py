@@ -11,6 +11,7 @@ import pytest
 
 from hazmat import Sandbox
 from hazmat.backends.base import RUNSC_MEMORY_MB, Spec
+from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.policy import PRESETS, Runtime
 from hazmat.run.results import derive_outcome, limit_notes, memory_message
@@ -89,3 +90,31 @@ def test_a_memory_kill_names_the_build_only_when_no_program_started(
         result = sb.run("int main(void) { return 0; }", "c", trust="unknown")
     assert result.outcome is Outcome.MEMORY_LIMIT
     assert result.error is not None and result.error.startswith(said), result.error
+
+
+@pytest.mark.parametrize(
+    "language", sorted(name for name, lang in LANGUAGES.items() if lang.out_of_memory)
+)
+def test_a_runtimes_own_out_of_memory_error_is_the_memory_limit(language: str) -> None:
+    """Judges call a JVM's OutOfMemoryError (Python's MemoryError, V8's heap, ...) a memory
+    limit, not a runtime error: the program failed because its memory ran out."""
+    lang = LANGUAGES[language]
+    said = f"some output\n{lang.out_of_memory[0]}: the runtime's words\n  at its stack\n".encode()
+    assert derive_outcome(report(exit_code=1, stderr=said), lang) is Outcome.MEMORY_LIMIT
+    assert derive_outcome(report(exit_code=134, stderr=said), lang) is Outcome.MEMORY_LIMIT
+    assert derive_outcome(report(exit_code=0, stderr=said), lang) is Outcome.OK  # it coped
+    assert derive_outcome(report(exit_code=1, stderr=b"ValueError\n"), lang) is Outcome.ERROR
+    assert derive_outcome(report(exit_code=1, stderr=said)) is Outcome.ERROR  # no language
+    built = report(exit_code=1, build_status=1, stderr=said)  # the compiler's, not the program's
+    assert derive_outcome(built, lang) is Outcome.COMPILE_ERROR
+
+
+def test_the_sentence_quotes_the_runtimes_words() -> None:
+    said = b'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n\tat Main\n'
+    backend = RecordingBackend(report(exit_code=1, stderr=said))
+    result = Sandbox(backend=backend).run("class Main {}", "java")
+    assert result.outcome is Outcome.MEMORY_LIMIT and result.exit_code == 137  # the outcome's
+    assert result.error == (
+        "the program ran out of memory (its memory limit is 256 MB) and failed with status 1: "
+        'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space'
+    )

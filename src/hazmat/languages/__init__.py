@@ -156,6 +156,10 @@ class Language:
     title: str = ""
     keeps: str = ""
     shows: str = ""
+    # What its runtime writes on stderr when the program runs out of memory by itself (an
+    # error it raises or an abort, not the kernel's kill): a failed run that says it is
+    # memory_limit, as judges call a JVM's OutOfMemoryError (run/results.py)
+    out_of_memory: tuple[str, ...] = ()
 
     @property
     def source_names(self) -> tuple[str, ...]:

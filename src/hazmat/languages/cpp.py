@@ -34,4 +34,5 @@ LANGUAGE = Language(
         compile_error=('int main() { std::vector<int> v; }\n', 'vector'),
     ),
     title="C++",
+    out_of_memory=("std::bad_alloc",),
 )

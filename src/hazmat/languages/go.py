@@ -58,4 +58,5 @@ LANGUAGE = Language(
         compile_error=('package main\n\nfunc main() { undefined_name() }\n', 'undefined'),
     ),
     title="Go",
+    out_of_memory=("fatal error: runtime: out of memory",),
 )

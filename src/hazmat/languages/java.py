@@ -76,4 +76,5 @@ LANGUAGE = Language(
         ),
     ),
     title="Java",
+    out_of_memory=("java.lang.OutOfMemoryError",),
 )

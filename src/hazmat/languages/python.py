@@ -36,4 +36,5 @@ LANGUAGE = Language(
         "matplotlib figures, a final DataFrame and display(obj) come back as images and "
         "text"
     ),
+    out_of_memory=("MemoryError",),
 )

@@ -23,4 +23,5 @@ LANGUAGE = Language(
         streams='puts "out"\n$stderr.puts "err"\nexit 3\n',
     ),
     title="Ruby",
+    out_of_memory=("NoMemoryError", "failed to allocate memory"),
 )

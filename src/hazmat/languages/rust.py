@@ -29,4 +29,5 @@ LANGUAGE = Language(
         compile_error=('fn main() { let x: i32 = "s"; }\n', 'mismatched types'),
     ),
     title="Rust",
+    out_of_memory=("memory allocation of",),
 )

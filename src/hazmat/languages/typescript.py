@@ -40,4 +40,5 @@ LANGUAGE = Language(
         "display(value) shows an image (a Buffer holding a PNG), text or JSON, "
         "display.html(s) HTML"
     ),
+    out_of_memory=("JavaScript heap out of memory",),
 )

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from hazmat.backends.base import RunReport
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import parse_displays
-from hazmat.languages import get_language
+from hazmat.languages import Language, get_language
 from hazmat.models import Assessment, ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, Limits, Runtime
 from hazmat.run.missing_package import missing_package_note
@@ -26,6 +26,7 @@ from hazmat.run.program_error import program_exception
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
 _TAIL_CHARS = 200
+_OOM_TAIL_BYTES = 16 * 1024  # where a runtime's out-of-memory error is looked for: the end
 # runtimes' footers and hints, never the cause: Node's version, Rust's backtrace hint, a
 # shell's word for a process a signal ended (the status already names the signal)
 _FOOTER = re.compile(
@@ -62,8 +63,9 @@ class Plan:
     installs: bool = False  # a session's call where the session may install packages
 
 
-def derive_outcome(report: RunReport) -> Outcome:
-    """The outcome, from the facts the host and the engine observed, most decisive first."""
+def derive_outcome(report: RunReport, lang: Language | None = None) -> Outcome:
+    """The outcome, from the facts the host and the engine observed, most decisive first;
+    with `lang`, a failed run whose runtime says it ran out of memory is `memory_limit`."""
     if report.cancelled:
         return Outcome.CANCELLED
     if report.timed_out and report.stopped_by == "busy":
@@ -82,6 +84,8 @@ def derive_outcome(report: RunReport) -> Outcome:
         return Outcome.MEMORY_LIMIT  # the build left more in use than the program may have
     if report.oom_killed and (not _exited_itself(report) or _build_failed(report)):
         return Outcome.MEMORY_LIMIT  # the program's, or the compiler's (its build then failed)
+    if lang is not None and out_of_memory_line(lang, report) is not None:
+        return Outcome.MEMORY_LIMIT  # its runtime's own error: Java's OutOfMemoryError, ...
     if report.pids_refused and report.exit_code != 0:
         return Outcome.PIDS_LIMIT
     if _build_failed(report):
@@ -89,6 +93,18 @@ def derive_outcome(report: RunReport) -> Outcome:
     if report.exit_code == 0:
         return Outcome.OK
     return Outcome.ERROR
+
+
+def out_of_memory_line(lang: Language, report: RunReport) -> str | None:
+    """The line of a failed program's stderr in which its runtime says it ran out of memory
+    (`Language.out_of_memory`, among its last lines), or None."""
+    if not lang.out_of_memory or report.exit_code in (None, 0) or _build_failed(report):
+        return None
+    lines = report.stderr[-_OOM_TAIL_BYTES:].decode("utf-8", "replace").splitlines()
+    for line in reversed(lines):
+        if any(said in line for said in lang.out_of_memory):
+            return line.strip()[:_TAIL_CHARS]
+    return None
 
 
 def _build_failed(report: RunReport) -> bool:
@@ -223,6 +239,17 @@ def memory_message(report: RunReport, limits: Limits) -> str | None:
     )
 
 
+def _runtime_oom(lang: Language, report: RunReport, limits: Limits) -> str | None:
+    """The sentence for a program whose runtime ran out of memory and said so."""
+    said = out_of_memory_line(lang, report)
+    if said is None or report.oom_killed:
+        return None
+    return (
+        f"the program ran out of memory (its memory limit is {limits.memory_mb} MB) and "
+        f"failed with status {report.exit_code}: {said}"
+    )
+
+
 def _signal_note(exit_code: int | None) -> str:
     """` (SIGSEGV)` for a status of 128 + a signal's number: how a shell reports a process
     that a signal ended (a C program's segmentation fault, an abort)."""
@@ -264,7 +291,8 @@ def _with_message(lines: list[str], at: int) -> str:
 
 def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> ExecutionResult:
     """The result of a run that happened."""
-    outcome = derive_outcome(report)
+    lang = get_language(plan.request.language)
+    outcome = derive_outcome(report, lang)
     stderr = report.stderr.decode("utf-8", "replace")
     stopped = outcome.exit_status
     exit_code = report.exit_code if stopped is None else stopped
@@ -288,7 +316,11 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         trust=plan.request.trust,
         container_id=report.container_id,
         files=MappingProxyType(dict(report.files)),
-        error=(None if outcome is not Outcome.MEMORY_LIMIT else memory_message(report, limits))
+        error=(
+            None
+            if outcome is not Outcome.MEMORY_LIMIT
+            else memory_message(report, limits) or _runtime_oom(lang, report, limits)
+        )
         or time_message(report, plan.limits)
         or explain(
             outcome,

@@ -65,4 +65,5 @@ LANGUAGE = Language(
     shows=(
         "plots come back as PNG images"
     ),
+    out_of_memory=("cannot allocate vector of size",),
 )
