@@ -159,7 +159,7 @@ def test_subtasks_and_a_testlib_checker_through_sandbox_map(engine: Engine, runt
     line = results["judged"]
     assert [(t["verdict"], t["score"]) for t in line["tests"]] == [
         ("accepted", 1),
-        ("wrong_answer", 0.5),
+        ("partially_correct", 0.5),
         ("wrong_answer", 0),
     ]
     assert line["tests"][1]["message"] == "partly right (0.5 of the test): points 0.5 one off: 7"

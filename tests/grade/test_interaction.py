@@ -167,7 +167,7 @@ CRASHED = {"exit_code": 1, "stderr": b"EOFError\n"}
         (CRASHED, {"exit_code": 1, "stderr": b"wrong answer 5\n"}, ("wrong_answer", None)),
         # and a crash the interactor did not see
         (CRASHED, {"exit_code": 0, "stderr": b"ok\n"}, ("runtime_error", None)),
-        (OK, {"exit_code": 7, "stderr": b"points 0.5 close\n"}, ("wrong_answer", None)),
+        (OK, {"exit_code": 7, "stderr": b"points 0.5 close\n"}, ("partially_correct", None)),
     ],
 )
 def test_the_verdict_comes_from_both_runs_in_a_fixed_order(

@@ -354,7 +354,7 @@ def test_testlib_exit_codes_are_verdicts_and_quitp_points_are_shares(
         ("wrong_answer", 0.0, "wrong output format Unexpected end of file"),
         ("wrong_answer", 0.0, "wrong output format Extra information in the output file"),
         ("wrong_answer", 0.0, "unexpected eof"),
-        ("wrong_answer", 0.25, "partly right (0.25 of the test): points 0.25 close enough"),
+        ("partially_correct", 0.25, "partly right (0.25 of the test): points 0.25 close enough"),
         ("accepted", 1.0, None),
         ("accepted", 1.0, None),
         ("infra_error", 0.0, "the checker failed: FAIL answer is wrong itself"),

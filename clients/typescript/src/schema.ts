@@ -641,7 +641,7 @@ export interface components {
         TaskResult: {
             id: string;
             /** @enum {unknown} */
-            verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
+            verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
             /** @description points / max_points */
             score: number;
             /** @description with groups, the points earned; else the test cases' scores added */
@@ -654,7 +654,7 @@ export interface components {
                  * @description accepted, the first failed test's verdict, or skipped (a group it needs failed)
                  * @enum {unknown}
                  */
-                verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
                 points: number;
                 max_points: number;
                 passed: number;
@@ -680,7 +680,7 @@ export interface components {
             memory_bytes?: number | null;
             tests: {
                 /** @enum {unknown} */
-                verdict: "accepted" | "wrong_answer" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
                 /** @description 1 accepted, 0 not; a testlib checker's points between */
                 score?: number;
                 group?: string;

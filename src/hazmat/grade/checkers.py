@@ -8,9 +8,10 @@ the program's arguments:
 - testlib's (`testlib`; Polygon, Codeforces): `input output answer`, as testlib.h's
   `registerTestlibCmd` reads them. Its exit codes judge: 0 (`_ok`) accepts; 1 (`_wa`), 2
   (`_pe`), 4 (`_dirt`) and 8 (`_unexpected_eof`) are `wrong_answer`; 7 (`_points`, from
-  `quitp`) gives the test the share it names, from 0 to 1 (accepted at 1, else `wrong_answer`
-  with the share); 3 (`_fail`) and anything else are the checker's own failure. The message is
-  the first line testlib writes to stderr (`wrong answer expected 3, found 4`).
+  `quitp`) gives the test the share it names, from 0 to 1 (`accepted` at 1, `wrong_answer`
+  at 0, `partially_correct` with the share between); 3 (`_fail`) and anything else are the
+  checker's own failure. The message is the first line testlib writes to stderr (`wrong
+  answer expected 3, found 4`).
 
 A checker that runs out of time or memory is the checker's failure too, never the
 submission's, and so is one that crashes: testlib's codes count only when the checker chose
@@ -169,7 +170,9 @@ def testlib_judged(run: ExecutionResult, role: str = "the checker") -> Judged:
             return Judged("infra_error", f"{role} failed: no points in {said!r}")
         if share >= 1:
             return Judged("accepted", None, 1.0)
-        return Judged("wrong_answer", f"partly right ({share:g} of the test): {said}", share)
+        if share <= 0:
+            return Judged("wrong_answer", f"no points (0 of the test): {said}", 0.0)
+        return Judged("partially_correct", f"partly right ({share:g} of the test): {said}", share)
     if kind == "fail":
         return Judged("infra_error", f"{role} failed: {said or 'FAIL'}")
     if status is not None:

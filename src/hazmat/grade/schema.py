@@ -31,6 +31,9 @@ __all__ = [
 VERDICTS = (
     "accepted",
     "wrong_answer",
+    # a checker's share of the test between 0 and 1 (testlib's quitp): CMS's and IOI's
+    # "partially correct"
+    "partially_correct",
     "runtime_error",
     "time_limit",
     "memory_limit",
