@@ -108,9 +108,10 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-TOOLS = {"run_code", "assess_code", "open_session", "run_in_session", "upload_files",
-         "download_files", "install_packages", "pause_session", "resume_session",
-         "close_session"}
+from hazmat.cli.mcp import TOOLS as NAMED
+
+# every tool `hazmat mcp --help` names but install_packages: the built-in policy has no index
+TOOLS = set(NAMED) - {"install_packages"}
 
 
 async def check(url: str, key: str, mode: str) -> None:
