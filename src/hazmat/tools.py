@@ -23,6 +23,7 @@ their own.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -249,11 +250,11 @@ class CodeTools(Closable):
         allowed = allowed_images(self.sandbox.policy, self.level, self.lang)
         return tuple(dict.fromkeys([self.image, *map(_short, allowed)]))
 
-    @property
+    @functools.cached_property
     def tools(self) -> tuple[Tool, ...]:
         """The tools offered: `run_code` in the language's words, the file tools, and
         `install_packages` where the policy lets the session's trust level install
-        (`packages` in the policy)."""
+        (`packages` in the policy). Made once: the policy and the level are the tools'."""
         installs = self.sandbox.policy.packages.allows(self.level.value, self.language)
         run = run_code_tool(self.lang, self.images)
         return (run, *_FILE_TOOLS, INSTALL) if installs else (run, *_FILE_TOOLS)

@@ -26,6 +26,7 @@ import os
 import threading
 import typing
 from collections.abc import Awaitable, Callable, Mapping
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import anyio.from_thread
@@ -194,13 +195,6 @@ def _with_options(told: Tool, tool: Tool, use: Use) -> None:
     )
 
 
-class _Asked:
-    """A request's context where a tool's `Context` is expected: what `KeyOf` reads of it."""
-
-    def __init__(self, request_context: Any) -> None:
-        self.request_context = request_context
-
-
 def _listed_for_the_caller(sandbox: Sandbox, key_of: KeyOf) -> Any:
     """The SDK's middleware (`MCPServer(middleware=...)`, provisional in 2.x: its tests say
     if it changes) that lists the tools the caller's key can use: `install_packages` only
@@ -213,13 +207,10 @@ def _listed_for_the_caller(sandbox: Sandbox, key_of: KeyOf) -> Any:
         if ctx.method != "tools/list" or not isinstance(result, dict):
             return result
         try:
-            key = key_of(_Asked(ctx))
+            level = key_of(SimpleNamespace(request_context=ctx)).trust
         except HazmatError:
             return result  # the call of any tool says why the key is refused
-        level = getattr(key, "trust", None)
-        if level is not None and not any(
-            policy.packages.allows(level.value, name) for name in LANGUAGES
-        ):
+        if not any(policy.packages.allows(level.value, name) for name in LANGUAGES):
             result["tools"] = [t for t in result["tools"] if t.get("name") != "install_packages"]
         return result
 
