@@ -9,6 +9,10 @@ SEMGREP := semgrep>=1.100,<2
 PY := $(VENV)/bin/python
 HAZMAT := $(VENV)/bin/hazmat
 PYTEST_ARGS ?=
+# `make test`'s workers (pytest-xdist), each given whole test files (module fixtures, such as
+# a test's own images, are made once): the suite on the engine keeps one core of these
+# machines busy, two keep both (the suite's time: .ci/run's phase table)
+TEST_JOBS ?= 2
 
 .PHONY: setup venv engine images browser demo test test-fresh check check-install cluster-test \
 	lint typecheck unit doctor clean v2-test
@@ -66,7 +70,7 @@ unit: venv
 check: lint typecheck unit
 
 test: setup browser lint typecheck
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # What CI runs (.ci/run): a Docker engine of its own with nothing left over, the images built
 # there (or loaded from the cache by recipe digest), `make test` and `make cluster-test`, the

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hazmat import Sandbox
+from hazmat._exceptions import EngineUnavailable
 from hazmat.backends.base import Backend
 from hazmat.backends.container.engine import Engine, missing_image_message
 from hazmat.backends.docker.driver import LABEL, DockerBackend
@@ -50,7 +51,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Elsewhere each test runs in one cell, chosen by a hash of its name and its other params, so
     that across a module every cell takes its share; `HAZMAT_TEST_MATRIX=full` runs every
     cell of every test. The OCI tier's cells exist only in modules marked `oci`; `matrix(tiers=
-    (...))` keeps only the cells of the tiers named (where the others repeat one of them)."""
+    (...))` keeps only the cells of the tiers named (where the others repeat one of them); a test
+    marked `one_cell` in a `matrix` module runs in one cell, as outside one (what it tests, such
+    as a language's module system, depends on neither the tier nor the runtime)."""
     full = os.environ.get("HAZMAT_TEST_MATRIX", "") == "full"
     groups: dict[tuple[str, str], list[pytest.Item]] = {}
     dropped: list[pytest.Item] = []
@@ -61,7 +64,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tiers = matrix.kwargs.get("tiers") if matrix is not None and not full else None
         if _tier_left_out(params.get("sandbox"), item.get_closest_marker("oci") is not None, tiers):
             dropped.append(item)
-        elif full or matrix is not None or not set(CELL_PARAMS) & set(params):
+        elif (
+            full
+            or (matrix is not None and item.get_closest_marker("one_cell") is None)
+            or not set(CELL_PARAMS) & set(params)
+        ):
             continue
         else:
             rest = sorted((k, str(v)) for k, v in params.items() if k not in CELL_PARAMS)
@@ -111,18 +118,48 @@ def _oci_sandboxes() -> list[dict[str, Any]]:
         backend.engine.close()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_containers_left(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail the session if any hazmat-labelled container is left on the engine, but those of
-    hazmat processes that held containers before it began (a user's own local server, which
-    keeps its pool until it stops: cli/local_server.py)."""
-    uses_docker = any(item.get_closest_marker("docker") for item in request.session.items)
-    found = (lambda: _labelled_containers() + _oci_sandboxes()) if uses_docker else list
-    before = {_owner(c) for c in found()}
-    yield
-    if uses_docker:
-        left = [c["Id"][:12] for c in found() if _owner(c) not in before]
-        assert not left, f"hazmat containers left on the engine: {left}"
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The hazmat containers already on the engine, in the process that runs the whole session
+    (not in a worker of `-n`: the check is over every worker's tests, after they all end)."""
+    if _leftover_check(session.config):
+        session.config.stash[_BEFORE] = {_owner(c) for c in _hazmat_sandboxes()}
+
+
+@pytest.hookimpl(tryfirst=True)  # before the terminal's summary, so that it is said there
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the session if any hazmat container or OCI sandbox is left, but those of hazmat
+    processes that held some before it began (a user's own local server, which keeps its pool
+    until it stops: cli/local_server.py)."""
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    left = [c["Id"][:12] for c in _hazmat_sandboxes() if _owner(c) not in before]
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", f"hazmat containers left on the engine: {left}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BEFORE = pytest.StashKey[set[str]]()
+
+
+def _leftover_check(config: pytest.Config) -> bool:
+    """Whether this process checks for leftovers: the session's own (not a worker of `-n`), where
+    tests on the engine may run (not `-m "not docker"`) and the engine answers (tests marked
+    `docker` fail by themselves when it does not)."""
+    if hasattr(config, "workerinput") or config.option.markexpr.replace(" ", "") == "notdocker":
+        return False
+    try:
+        _hazmat_sandboxes()
+    except EngineUnavailable:  # nothing of hazmat's can be on it
+        return False
+    return True
+
+
+def _hazmat_sandboxes() -> list[dict[str, Any]]:
+    return _labelled_containers() + _oci_sandboxes()
 
 
 @pytest.fixture(scope="session")

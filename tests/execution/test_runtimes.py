@@ -108,6 +108,7 @@ MODULES = {
 }
 
 
+@pytest.mark.one_cell  # how a language loads modules is the image's, not the tier's
 @pytest.mark.parametrize("case", sorted(MODULES))
 def test_module_systems(sandbox: Sandbox, runtime: str, case: str) -> None:
     language, code, module, expected = MODULES[case]
