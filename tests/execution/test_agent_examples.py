@@ -73,3 +73,27 @@ def test_a_session_keeps_what_run_codes_description_says(
         assert json.loads(data.text)["outcome"] == "error"  # its own session: no x there
         back = tools.handle("run_code", {"code": use, "image": "python"})
         assert json.loads(back.text)["stdout"] == kept  # the first session, as it was
+
+
+def test_a_print_loop_is_shown_to_the_model_in_part_and_read_back_whole(engine: Engine) -> None:
+    # the 308 KB print loop of the agents' issue, at the level whose output cap holds it whole
+    loop = "for n in range(20_000):\n    print(f'{n:05d} ' + 'x' * 8)\n"
+    with (
+        Sandbox(backend=DockerBackend(engine)) as sandbox,
+        CodeTools(sandbox, trust="unknown") as tools,
+    ):
+        output = tools.handle("run_code", {"code": loop})
+        stdout = json.loads(output.text)["stdout"]
+        name = stdout.split("is the file ", 1)[1].split(":", 1)[0]
+        parts, offset = [], 0
+        while offset is not None:
+            part = json.loads(tools.handle("read_file", {"name": name, "offset": offset}).text)
+            parts.append(part["text"])
+            offset = part["next_offset"]
+        listed = json.loads(tools.handle("run_code", {"code": "import os\nos.listdir('.')"}).text)
+    whole = "".join(f"{n:05d} {'x' * 8}\n" for n in range(20_000))
+    assert len(whole) == 300_000 and len(output.text) < 20 * 1024  # JSON: \n is two bytes
+    assert stdout.startswith("00000 x") and stdout.endswith("19999 xxxxxxxx\n")
+    assert "lines) of stdout cut here" in stdout
+    assert "".join(parts) == whole
+    assert ".hazmat" in listed["stdout"]  # the kept output, under a folder of its own

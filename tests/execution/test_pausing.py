@@ -65,6 +65,11 @@ def test_a_paused_session_comes_back_after_a_restart(
             "print(sorted(os.listdir('.')), 'twice' in globals())"
         )
         assert result.stdout == "45 kept a note\nTrue\n['data', 'main.py', 'notes.txt'] False\n"
+        forgotten = resumed.run("print(twice(2))")  # a bare NameError, but for its note
+        assert forgotten.exception is not None and forgotten.exception.name == "NameError"
+        assert "'twice' was not kept when this session was paused (defined in the session" in (
+            " ".join(forgotten.notes)
+        )
         again = resumed.pause()  # and once more
         resumed_twice = restarted.resume_session(again.id)
         assert resumed_twice.run("print(name)").stdout == "kept\n"

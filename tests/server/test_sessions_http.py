@@ -274,10 +274,21 @@ def test_mcp_tools_take_what_http_takes_and_files_come_back_as_resources(
                     "install_packages", {"session_id": sid, "packages": ["seaborn"]}
                 ),
             ]
+            # 100,000 bytes of output: a head and a tail for the model, the rest kept in a file
+            loop = "for n in range(1000):\n    print(f'{n:04d}' + 'y' * 95)"
+            long = await client.call_tool("run_in_session", {"session_id": sid, "code": loop})
+            kept = long.structured_content["stdout"].split("is the file ", 1)[1].split(":")[0]
+            part = {"session_id": sid, "names": [kept], "offset": 50_000, "length": 100}
+            answers += [long, await client.call_tool("download_files", part)]
             await client.call_tool("close_session", {"session_id": sid})
             return answers
 
-    uploaded, ran, failed, downloaded, missing, refused = anyio.run(scenario)
+    uploaded, ran, failed, downloaded, missing, refused, long, part = anyio.run(scenario)
+    said = long.structured_content["stdout"]
+    assert len(said) < 17_000 and said.startswith("0000y")
+    assert said.endswith("0999" + "y" * 95 + "\n")
+    assert "of stdout cut here" in said and "read it in parts with download_files" in said
+    assert part.content[0].resource.text == "0500" + "y" * 95 + "\n"  # that part alone
     assert uploaded.structured_content == {"uploaded": ["blob.bin", "note.txt"]}
     assert ran.structured_content["stdout"] == "hi ['a', 'b'] hello 258\n", ran.content
     assert failed.structured_content["exception"]["name"] == "ZeroDivisionError"

@@ -189,7 +189,7 @@ def test_files_go_in_and_come_out(tools: CodeTools, backend: RecordingBackend) -
     assert mode == "files" and job.program.files["notes.txt"] == b"hello"
     backend.answer = lambda job: report(files={"notes.txt": b"\xff\xfe"})
     read = json.loads(tools.handle("read_file", {"name": "notes.txt"}).text)
-    assert read == {"name": "notes.txt", "base64": "//4="}
+    assert read == {"name": "notes.txt", "size": 2, "base64": "//4="}
 
 
 def test_a_session_that_ended_is_replaced_and_the_model_is_told(

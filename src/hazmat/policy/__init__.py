@@ -104,6 +104,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "nofile": (16, 1_048_576),
     "max_displays": (0, 1000),
     "max_display_bytes": (0, 1024 * MiB),
+    "shown_output_bytes": (256, 1024 * MiB),
 }
 
 
@@ -133,6 +134,9 @@ class Limits:
     # the CPUs a run on the CPU clock gets (a grader's test): a whole one, so that its own
     # wall-clock time is close to its CPU time; a task may ask for less, never more
     measured_cpus: float = 1.0
+    # what a model is shown of each output stream (hazmat.tools, MCP): its head and tail, with
+    # a marker saying what was cut and where the whole stream is (tools/shown.py)
+    shown_output_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

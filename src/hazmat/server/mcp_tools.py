@@ -57,7 +57,7 @@ from hazmat.server.session_routes import SessionOwners
 from hazmat.service.protocols import OpenSession
 from hazmat.service.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
-from hazmat.tools import summary
+from hazmat.tools.shown import Keep, keeper, summary
 from hazmat.watch import Watch
 
 __all__ = ["build_mcp", "serve_stdio", "streamable_http", "tool_result"]
@@ -306,7 +306,8 @@ class _Tools:
         prepared = session.request(code, **options)
         with self.quotas.admit(key.tenant, key.quotas):
             result = await self.execute(prepared, session, progress(ctx))
-        return tool_result(result)
+            # an output stream cut for the model is kept whole as a file of the session
+            return await anyio.to_thread.run_sync(lambda: tool_result(result, keeper(session)))
 
     async def upload_files(
         self,
@@ -335,15 +336,24 @@ class _Tools:
             list[str],
             Field(description="the files to fetch, by name relative to the working directory"),
         ],
+        offset: Annotated[
+            int, Field(ge=0, description="each file from this byte on (a long one in parts)")
+        ] = 0,
+        length: Annotated[
+            int | None, Field(ge=1, description="at most this many bytes of each file")
+        ] = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Fetch files from a session's working directory: each comes back as a resource
         (text when it is UTF-8, else a base64 blob), and all of them in 'files_base64'. A
-        file that is not there is an error naming it."""
+        file that is not there is an error naming it. With `offset` and `length`, that part
+        of each file: how a model reads a long output a call kept in a file."""
         key = self.key_of(ctx)
         session = self.book.get(session_id, key)
         with self.quotas.admit(key.tenant, key.quotas):
             got = await anyio.to_thread.run_sync(lambda: session.download(names))
+        end = None if length is None else offset + length
+        got = {name: data[offset:end] for name, data in got.items()}
         encoded = {name: base64.b64encode(data).decode("ascii") for name, data in got.items()}
         content = [_file_resource(session_id, name, data) for name, data in got.items()]
         return CallToolResult(content=list(content), structured_content={"files_base64": encoded})
@@ -508,10 +518,11 @@ _STREAMS = ("stdout", "stderr")
 PROGRESS_SEND_S = 5.0
 
 
-def tool_result(result: ExecutionResult) -> CallToolResult:
-    """A run as a tool's result: the summary (as text and as structured content), then each
-    display, an image as MCP's `ImageContent` and anything else as text."""
-    said = summary(result)
+def tool_result(result: ExecutionResult, keep: Keep | None = None) -> CallToolResult:
+    """A run as a tool's result: the summary (as text and as structured content; a stream cut
+    for the model kept whole by `keep`: tools/shown.py), then each display, an image as MCP's
+    `ImageContent` and anything else as text."""
+    said = summary(result, keep, reader="download_files")
     content: list[TextContent | ImageContent] = [
         TextContent(type="text", text=json.dumps(said, indent=2))
     ]

@@ -38,6 +38,7 @@ from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_tr
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.intake import admit
 from hazmat.sessions.book import SessionBook
+from hazmat.sessions.pausing import with_lost_note
 from hazmat.watch import OnOutput, Watch
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ class Session(Closable):
         self._touch()
         result = self._services.pipeline.execute_in(request, self._backend, on_output)
         self._after_call()
-        return result
+        return with_lost_note(result, self.resumed)
 
     async def arun(
         self,

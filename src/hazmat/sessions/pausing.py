@@ -18,16 +18,19 @@ besides the working directory survives: /tmp, processes, open files and sockets 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from hazmat._exceptions import InfraError
 from hazmat.backends.base import Program, RunReport, Spec
+from hazmat.models import ExecutionResult
 from hazmat.sessions.store import Paused
 
-__all__ = ["SAVE_FILE", "Pausable", "pause", "restore"]
+__all__ = ["SAVE_FILE", "Pausable", "pause", "restore", "with_lost_note"]
 
 SAVE_FILE = "/tmp/.hazmat-save.tar"  # where the agent leaves the archive (a file of hazmat's)
 MiB = 1024 * 1024
@@ -104,6 +107,24 @@ def restore(session: Pausable, paused: Paused, archive: bytes) -> dict[str, Any]
         "loaded": [str(name) for name in said.get("loaded", ())],
         "lost": {**paused.lost, **{str(k): str(v) for k, v in dict(said.get("lost", {})).items()}},
     }
+
+
+def with_lost_note(result: ExecutionResult, resumed: Mapping[str, Any] | None) -> ExecutionResult:
+    """`result`, with a note when the call failed on a name the pause could not keep (a
+    Python `NameError` for a function defined in the session, say): which, and why."""
+    lost: Mapping[str, str] = (resumed or {}).get("lost") or {}
+    exception = result.exception
+    if not lost or exception is None or exception.name not in ("NameError", "UnboundLocalError"):
+        return result
+    named = re.search(r"'([^']+)'", exception.value)
+    if named is None or named.group(1) not in lost:
+        return result
+    name = named.group(1)
+    note = (
+        f"{name!r} was not kept when this session was paused ({lost[name]}): run the code that "
+        "defined it again"
+    )
+    return dataclasses.replace(result, notes=[*result.notes, note])
 
 
 def _report(stdout: bytes) -> dict[str, Any]:

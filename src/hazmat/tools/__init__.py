@@ -33,11 +33,11 @@ from hazmat._closing import Closable
 from hazmat._exceptions import HazmatError, InputError, SessionClosed
 from hazmat.json_input import loads
 from hazmat.languages import IMAGE_VERSION, Language, get_language
-from hazmat.models import ExecutionResult
 from hazmat.policy import parse_trust
 from hazmat.run.image_choice import allowed_images, resolve_image
 from hazmat.sandbox import Sandbox
 from hazmat.sessions import Session
+from hazmat.tools.shown import keeper, summary
 
 __all__ = ["CodeTools", "Tool", "ToolOutput", "run_code_tool", "strict", "summary"]
 
@@ -61,10 +61,19 @@ _FILE_TOOLS: tuple[Tool, ...] = (
     ),
     (
         "read_file",
-        "Read a file from the sandbox's working directory (text; base64 if it is not UTF-8).",
+        "Read a file from the sandbox's working directory (text; base64 if it is not UTF-8), "
+        "or the part of it that starts at byte `offset`: a long file comes in parts, each "
+        "answer saying its size and the offset where the next part starts.",
         {
             "type": "object",
-            "properties": {"name": _NAME},
+            "properties": {
+                "name": _NAME,
+                "offset": {"type": "integer", "description": "the first byte to read (0)"},
+                "length": {
+                    "type": "integer",
+                    "description": "the most bytes to read (at most the tools' part size)",
+                },
+            },
             "required": ["name"],
             "additionalProperties": False,
         },
@@ -152,22 +161,14 @@ def _nullable(prop: Mapping[str, Any]) -> dict[str, Any]:
     return nullable
 
 
-_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "array": list, "number": (int, float)}
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "array": list,
+    "number": (int, float),
+    "integer": int,
+}
 
 _IMAGES = ("image/png", "image/jpeg", "image/gif")
-
-
-def summary(result: ExecutionResult) -> dict[str, Any]:
-    """What a run's result says to a model: the output and why it ended, not the engine's
-    details (also MCP's tool result: server/mcp_tools.py)."""
-    full = result.to_dict()
-    names = ("outcome", "exit_code", "stdout", "stderr", "error", "exception", "notes")
-    said: dict[str, Any] = {name: full[name] for name in names}
-    said["duration_ms"] = full["duration_ms"]
-    said["files"] = full["files"]
-    said["risk"] = (full.get("assessment") or {}).get("level")
-    said["displays"] = [{"types": list(d), "text": d.get("text/plain")} for d in result.displays]
-    return said
 
 
 @dataclass(frozen=True)
@@ -350,11 +351,7 @@ class CodeTools(Closable):
             return ToolOutput(json.dumps({"installed": installed, "note": done.note} | note))
         if name == "read_file":
             data = session.download([given["name"]])[given["name"]]
-            try:
-                body = {"name": given["name"], "text": data.decode("utf-8")}
-            except UnicodeDecodeError:
-                body = {"name": given["name"], "base64": base64.b64encode(data).decode("ascii")}
-            return ToolOutput(json.dumps(body | note))
+            return ToolOutput(json.dumps(self._part(given, data) | note))
         timeout = given.get("timeout")
         if timeout is not None:
             result = session.run(given["code"], timeout=float(timeout))
@@ -367,7 +364,26 @@ class CodeTools(Closable):
             if mime in _IMAGES and isinstance(data, bytes)
         )
         # a program that failed is a result like any other: the model reads its outcome
-        return ToolOutput(json.dumps(summary(result) | note), images)
+        return ToolOutput(json.dumps(summary(result, keeper(session)) | note), images)
+
+    def _part(self, given: Mapping[str, Any], data: bytes) -> dict[str, Any]:
+        """A file as `read_file` answers: the part asked for (`offset`, `length`), at most
+        the level's `shown_output_bytes`, with where the next part starts."""
+        most = self.sandbox.policy.settings(self.level).limits.shown_output_bytes
+        offset = given.get("offset", 0)
+        length = min(given.get("length", most), most)
+        if offset < 0 or length < 1:
+            raise InputError("read_file's offset is 0 or more and its length 1 or more")
+        part = data[offset : offset + length]
+        body: dict[str, Any] = {"name": given["name"], "size": len(data)}
+        if len(part) < len(data):  # a part: where it starts, and where the next one does
+            end = offset + len(part)
+            body |= {"offset": offset, "next_offset": end if end < len(data) else None}
+        try:
+            body["text"] = part.decode("utf-8")
+        except UnicodeDecodeError:
+            body["base64"] = base64.b64encode(part).decode("ascii")
+        return body
 
     def _renew(self, image: str, force: bool = False) -> str | None:
         """Drop `image`'s session if it has ended (or, `force`, the one just found ended):
@@ -406,7 +422,9 @@ def _wrong_argument(name: str, schema: Mapping[str, Any], given: Mapping[str, An
         value = given.get(key)
         kind = prop["type"]
         if not isinstance(value, _TYPES[kind]) or isinstance(value, bool):
-            noun = {"array": "a list", "number": "a number"}.get(kind, "a string")
+            noun = {"array": "a list", "number": "a number", "integer": "a whole number"}.get(
+                kind, "a string"
+            )
             return f"{name} needs {noun} {key!r}; its arguments: {', '.join(properties)}"
         if "enum" in prop and value not in prop["enum"]:
             return f"{name}'s {key} is one of {', '.join(map(str, prop['enum']))}, not {value!r}"
