@@ -270,6 +270,10 @@ class ExecutionResult:
     # the audit log's id of this run: its run.started (or run.blocked) and run.finished records
     # carry it as `run`; None when it was not recorded (a result made by hand)
     run_id: str | None = None
+    # what ended a run on the CPU clock that timed out: `cpu` (its CPU-time limit) or `idle`
+    # (the wall-clock backstop of a program that sleeps or waits: a judge's idleness limit);
+    # None for any other run
+    stopped_by: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -321,6 +325,7 @@ class ExecutionResult:
             "exception": self.exception.to_dict() if self.exception else None,
             "build_flags": list(self.build_flags),
             "run_id": self.run_id,
+            "stopped_by": self.stopped_by,
         }
 
 

@@ -2,7 +2,7 @@
 limits outlast the submission's, and their crashes are `infra_error`, never a testlib code.
 Without an engine: the guard line, the limits' arithmetic, a crash's verdict, the grace after
 the submission ends. On the real engine (one cell): an idle or computing submission beside an
-interactor is `time_limit` whatever its timeout; crashing interactors and checkers are
+interactor is `idleness_limit` or `time_limit` whatever its timeout; crashing interactors and checkers are
 `infra_error`; a deliberate exit still judges."""
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def interactive(task_id: str, code: str, **more: object) -> dict[str, object]:
 
 
 @pytest.mark.docker
-def test_a_submission_that_idles_or_computes_beside_an_interactor_is_time_limit(
+def test_a_submission_that_idles_or_computes_beside_an_interactor_is_idleness_or_time_limit(
     short_level: Sandbox,
 ) -> None:
     """The interactor ran on the wall clock at the level's 2 s; a submission asking all 2 s
@@ -248,9 +248,8 @@ def test_a_submission_that_idles_or_computes_beside_an_interactor_is_time_limit(
     ]
     found = {r.id: r for r in short_level.map(tasks, jobs=1, trust="unknown", runtime="runc")}
     said = {name: (r.verdict, r.tests[0].message) for name, r in found.items()}
-    assert [found[name].verdict for name in ("idle", "compute", "stretched")] == [
-        "time_limit"
-    ] * 3, said
+    verdicts = [found[name].verdict for name in ("idle", "compute", "stretched")]
+    assert verdicts == ["idleness_limit", "time_limit", "idleness_limit"], said
     assert found["right"].verdict == "accepted", said
 
 

@@ -163,6 +163,8 @@ CRASHED = {"exit_code": 1, "stderr": b"EOFError\n"}
         (OK, {"exit_code": 124, "timed_out": True}, ("infra_error", None)),
         # then the submission's own limits, whatever the interactor made of its silence
         (IDLE, {"exit_code": 8, "stderr": b"unexpected eof\n"}, ("time_limit", None)),
+        # on the CPU clock, a program stopped as idle: a judge's idleness limit
+        (IDLE | {"stopped_by": "idle"}, {"exit_code": 8}, ("idleness_limit", None)),
         # then the interactor's word, before a crash that followed it
         (CRASHED, {"exit_code": 1, "stderr": b"wrong answer 5\n"}, ("wrong_answer", None)),
         # and a crash the interactor did not see

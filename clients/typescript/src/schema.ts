@@ -371,6 +371,11 @@ export interface components {
             build_flags?: string[];
             /** @description the audit log's id of the run: its run.* records carry it as `run` */
             run_id?: string | null;
+            /**
+             * @description what ended a run on the cpu clock that timed out: cpu (its CPU-time limit) or idle (the wall-clock backstop of a program that sleeps or waits: a grader's idleness_limit); null for any other run
+             * @enum {string|null}
+             */
+            stopped_by?: "cpu" | "idle" | null;
             language: string;
             /** @enum {string} */
             trust?: "untrusted" | "unknown" | "trusted";
@@ -641,7 +646,7 @@ export interface components {
         TaskResult: {
             id: string;
             /** @enum {unknown} */
-            verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
+            verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "idleness_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error";
             /** @description points / max_points */
             score: number;
             /** @description with groups, the points earned; else the test cases' scores added */
@@ -654,7 +659,7 @@ export interface components {
                  * @description accepted, the first failed test's verdict, or skipped (a group it needs failed)
                  * @enum {unknown}
                  */
-                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "idleness_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
                 points: number;
                 max_points: number;
                 passed: number;
@@ -680,7 +685,7 @@ export interface components {
             memory_bytes?: number | null;
             tests: {
                 /** @enum {unknown} */
-                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
+                verdict: "accepted" | "wrong_answer" | "partially_correct" | "runtime_error" | "time_limit" | "idleness_limit" | "memory_limit" | "output_limit" | "compile_error" | "blocked" | "infra_error" | "skipped";
                 /** @description 1 accepted, 0 not; a testlib checker's points between */
                 score?: number;
                 group?: string;

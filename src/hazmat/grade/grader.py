@@ -4,7 +4,7 @@ Every run goes through the pipeline (`Sandbox.execute_in`), so it is assessed, d
 hardened, verified and audited like any other. A task's test cases share a kept build
 (backends/kept/kept_build.py): the submission is built once, and each test case runs as a fresh
 process from the state right after the build. A test case's verdict comes from its run's
-outcome (`VERDICT_OF`) and, for a run that ended `ok`, from its stdout against the expected
+outcome (`verdict_of`) and, for a run that ended `ok`, from its stdout against the expected
 output (compare.py) or from a checker program (checkers.py), which runs in a sandbox too. A
 compile error or a blocked submission ends the task at its first test (the others would get
 the same). The task's verdict is `accepted` when every test case is, else that of its first
@@ -29,7 +29,7 @@ from hazmat.grade.interaction import interact, run_interactor, verdict
 from hazmat.grade.scoring import NOT_FAILED, GroupResult, order, scored, skipped_because
 from hazmat.grade.task_runs import check_task
 from hazmat.grade.tasks import Task, TestCase
-from hazmat.grade.verdicts import VERDICT_OF
+from hazmat.grade.verdicts import VERDICT_OF, verdict_of
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
 
@@ -285,7 +285,7 @@ class Grader:
         return self.sandbox.execute_in(request, kept_build)
 
     def _judge(self, case: TestCase, run: ExecutionResult, checkers: Checkers) -> TestResult:
-        verdict, message, score = VERDICT_OF[run.outcome], run.error, None
+        verdict, message, score = verdict_of(run), run.error, None
         if verdict == "accepted" and case.comparator.program:
             judged = checkers.judge(case.comparator, case, run.stdout)
             verdict, message, score = judged.verdict, judged.message, judged.score
@@ -299,7 +299,7 @@ class Grader:
         status judges it; a failed check (any non-zero status) is `wrong_answer`."""
         options = task_runs.with_check_options(task, self.options)
         run = self.sandbox.run(task_runs.with_check(task), task.language, **options)
-        verdict = VERDICT_OF[run.outcome]
+        verdict = verdict_of(run)
         if verdict == "runtime_error":
             verdict = "wrong_answer"
         return TaskResult(task.id, (_measured(verdict, run.error, run),), 1, run.compile_ms)

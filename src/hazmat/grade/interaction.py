@@ -43,7 +43,7 @@ from typing import Any
 from hazmat.grade.checkers import Judged, RunningSandbox, testlib_judged
 from hazmat.grade.harness import MARGIN_S, as_judge, guarded, harness_timeout, marked
 from hazmat.grade.tasks import Interactor
-from hazmat.grade.verdicts import VERDICT_OF
+from hazmat.grade.verdicts import verdict_of
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock
 from hazmat.run.intake import Checked, for_harness
@@ -244,14 +244,14 @@ def _close_after(watch: Watch, pipe: _Pipe) -> None:
 def verdict(program: ExecutionResult, interactor: ExecutionResult) -> Judged:
     """The test's verdict from both runs (the module's order)."""
     if program.outcome in _ENDS:
-        return Judged(VERDICT_OF[program.outcome], program.error)
+        return Judged(verdict_of(program), program.error)
     said = testlib_judged(interactor, "the interactor")
     if said.verdict == "infra_error":
         return said
     if program.outcome in _LIMITS or (
         said.verdict == "accepted" and program.outcome is not Outcome.OK
     ):
-        return Judged(VERDICT_OF[program.outcome], program.error)
+        return Judged(verdict_of(program), program.error)
     if program.outcome is not Outcome.OK:  # no share for a program that crashed
         return Judged(said.verdict, said.message)
     return said

@@ -36,6 +36,9 @@ VERDICTS = (
     "partially_correct",
     "runtime_error",
     "time_limit",
+    # a program on the CPU clock stopped as idle: it slept or waited for input past the
+    # wall-clock backstop (Codeforces' "idleness limit exceeded")
+    "idleness_limit",
     "memory_limit",
     "output_limit",
     "compile_error",

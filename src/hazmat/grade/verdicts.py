@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hazmat.models import Outcome
+from hazmat.models import ExecutionResult, Outcome
 
-__all__ = ["VERDICT_OF"]
+__all__ = ["VERDICT_OF", "verdict_of"]
 
 VERDICT_OF: Mapping[Outcome, str] = {
     Outcome.OK: "accepted",  # until its output is judged
@@ -21,3 +21,12 @@ VERDICT_OF: Mapping[Outcome, str] = {
     Outcome.INFRA_ERROR: "infra_error",
     Outcome.CANCELLED: "infra_error",
 }
+
+
+def verdict_of(run: ExecutionResult) -> str:
+    """A run's verdict before its output is judged: `VERDICT_OF` its outcome, but
+    `idleness_limit` for a program stopped as idle on the CPU clock (it slept or waited for
+    input past the wall-clock backstop: Codeforces' "idleness limit exceeded")."""
+    if run.outcome is Outcome.TIMEOUT and run.stopped_by == "idle":
+        return "idleness_limit"
+    return VERDICT_OF[run.outcome]

@@ -347,6 +347,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         clock=plan.request.clock or Clock.WALL,
         build_flags=tuple(plan.request.build_flags),
         program_ms=report.program_ms,
+        stopped_by=report.stopped_by if outcome is Outcome.TIMEOUT else None,
         exception=program_exception(plan.request.language, stderr)
         if outcome is not Outcome.OK
         else None,

@@ -101,6 +101,13 @@ _RUN_RESULT = {
             "type": ["string", "null"],
             "description": "the audit log's id of the run: its run.* records carry it as `run`",
         },
+        "stopped_by": {
+            "type": ["string", "null"],
+            "enum": ["cpu", "idle", None],
+            "description": "what ended a run on the cpu clock that timed out: cpu (its CPU-time "
+            "limit) or idle (the wall-clock backstop of a program that sleeps or waits: a "
+            "grader's idleness_limit); null for any other run",
+        },
         "language": _STR,
         "trust": _TRUST,
         "container_id": {"type": ["string", "null"]},

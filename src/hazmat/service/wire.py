@@ -222,6 +222,7 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
             exception=_exception(data.get("exception")),
             build_flags=tuple(str(f) for f in data.get("build_flags") or ()),
             run_id=None if data.get("run_id") is None else str(data["run_id"]),
+            stopped_by=data.get("stopped_by"),
             connections=tuple(dict(c) for c in data.get("connections") or ()),
             displays=tuple(
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))
