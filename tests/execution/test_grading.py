@@ -131,6 +131,7 @@ def test_a_stopped_batch_resumes_without_losing_or_repeating_a_task(
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "no result in 300 s"
             time.sleep(0.05)
+        at_signal = lines_in(out)
         first.send_signal(stop)
         _, stderr = first.communicate(timeout=120)
     finally:
@@ -140,6 +141,10 @@ def test_a_stopped_batch_resumes_without_losing_or_repeating_a_task(
     assert first.returncode == (-signal.SIGKILL if stop is signal.SIGKILL else 130), stderr
     before = results(out)  # complete lines only, each id once
     assert 2 <= len(before) < len(SLOW)
+    if stop is signal.SIGINT:  # no task starts, and those running end and are written
+        assert "hazmat: stopping: no task starts now" in stderr
+        assert len(before) > at_signal, stderr
+        assert f"stopped: {len(before)} of {len(SLOW)} tasks graded and written" in stderr
     refused = batch(*args)  # without --resume the results are never overwritten
     assert refused.returncode == 2 and "--resume" in refused.stderr
     again = batch(*args, "--resume")

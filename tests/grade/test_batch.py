@@ -383,3 +383,27 @@ def test_the_command_streams_its_lines_to_stdout(tmp_path: Path) -> None:
     [line] = done.stdout.splitlines()
     assert json.loads(line)["verdict"] == "accepted"
     assert "hazmat: graded 1 tasks" in done.stderr
+
+
+def test_the_first_ctrl_c_lets_the_running_tasks_end_and_the_second_stops_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import os
+    import signal
+    import threading
+
+    from hazmat.cli.batch import _draining_on_ctrl_c
+
+    stop = threading.Event()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt), _draining_on_ctrl_c(stop):
+            os.kill(os.getpid(), signal.SIGINT)  # the first: said, and the grading drains
+            assert stop.is_set() and "no task starts now" in capsys.readouterr().err
+            os.kill(os.getpid(), signal.SIGINT)  # the second: at once
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's: left as it is
+        with _draining_on_ctrl_c(threading.Event()):
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

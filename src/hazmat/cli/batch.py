@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -94,20 +96,52 @@ def _batch(args: argparse.Namespace) -> int:
         todo = [(task, raw) for task, raw in entries if task.id not in out.done]
         counts: Counter[str] = Counter()
         started = time.monotonic()
+        stop = threading.Event()  # the first Ctrl-C: no task starts, the running ones end
         try:
             with contextlib.ExitStack() as stack:
                 waiting: list[Callable[[], int]] = []
-                results = _grading(args, chosen, todo, stack, waiting) if todo else iter(())
+                results = _grading(args, chosen, todo, stack, waiting, stop) if todo else iter(())
                 with _Bar(len(todo), args.no_progress, waiting[0] if waiting else None) as bar:
                     for line in results:
                         out.write(line)
                         counts[str(line.get("verdict"))] += 1
                         bar.advance(counts)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a Ctrl-C the grading cannot drain, or the second one
             _stopped(out.regular, sum(counts.values()), len(todo), args.output)
             raise
+        if stop.is_set() and sum(counts.values()) < len(todo):
+            _stopped(out.regular, sum(counts.values()), len(todo), args.output)
+            return 130
         _summary(len(entries) - len(todo), counts, time.monotonic() - started)
     return 0
+
+
+@contextlib.contextmanager
+def _draining_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
+    """While the block runs, the first Ctrl-C sets `stop` (no task starts; those running end
+    within their limits and are written) and the next one interrupts at once. Only where
+    Ctrl-C is Python's own (not ignored, as in a background job) and in the main thread."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def first(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        stop.set()
+        print(
+            "\nhazmat: stopping: no task starts now; the running ones end within their "
+            "limits and are written (Ctrl-C again stops at once, without them)",
+            file=sys.stderr,
+        )
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _grading(
@@ -116,11 +150,13 @@ def _grading(
     todo: list[tuple[Any, Any]],
     stack: Any,
     waiting: list[Callable[[], int]],
+    stop: threading.Event,
 ) -> Iterator[dict[str, Any]]:
     """The result lines of `todo`, every task checked first: graded by the service if there is
     one (the user's local server, kept warm), else in this process, where `waiting` gets how
-    to count the programs waiting for a core. Nothing has run yet when this returns; `stack`
-    ends the grading (a batch left early is cancelled)."""
+    to count the programs waiting for a core and `stop`, once set, starts no more tasks.
+    Nothing has run yet when this returns; `stack` ends the grading (a batch left early is
+    cancelled)."""
     from hazmat import Sandbox
     from hazmat.cli import local_server
     from hazmat.cli.batch_remote import RemoteBatch
@@ -160,7 +196,8 @@ def _grading(
     waiting.append(sandbox.backend.waiting_for_core)
     _say_cores(min(args.jobs, len(todo)), sandbox.backend.resources().cpus)
     grader = Grader(sandbox, fresh=args.fresh, **options)
-    return (result.to_dict() for result in grade_many(grader, tasks, args.jobs))
+    stack.enter_context(_draining_on_ctrl_c(stop))  # a service's batch is cancelled instead
+    return (result.to_dict() for result in grade_many(grader, tasks, args.jobs, stop))
 
 
 def _say_cores(jobs: int, cores: int | None) -> None:

@@ -35,11 +35,12 @@ __all__ = ["ResultFile", "grade_many"]
 
 
 def grade_many(
-    grader: Grader, tasks: Iterable[Task], jobs: int = 4
+    grader: Grader, tasks: Iterable[Task], jobs: int = 4, stop: threading.Event | None = None
 ) -> Generator[TaskResult, None, None]:
-    """Grade `tasks` with `jobs` threads; yield each result as it finishes. Closing the
-    iterator early (or an exception in the caller) cancels the tasks not yet started and
-    waits for the running ones."""
+    """Grade `tasks` with `jobs` threads; yield each result as it finishes. Once `stop` is
+    set no task starts, and the results of those already started are still yielded (`hazmat
+    batch`'s first Ctrl-C). Closing the iterator early (or an exception in the caller) cancels
+    the tasks not yet started and waits for the running ones, whose results are lost."""
     if jobs < 1:
         raise InputError(f"jobs must be at least 1, not {jobs}")
     pending = iter(tasks)
@@ -49,10 +50,13 @@ def grade_many(
             _top_up(pool, grader, pending, running, 2 * jobs)
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
+                if stop is not None and stop.is_set():  # the queued ones never start
+                    running -= {future for future in running if future.cancel()}
                 for future in done:
                     running.discard(future)
                     yield future.result()
-                _top_up(pool, grader, pending, running, 2 * jobs)
+                if stop is None or not stop.is_set():
+                    _top_up(pool, grader, pending, running, 2 * jobs)
         finally:
             for future in running:
                 future.cancel()

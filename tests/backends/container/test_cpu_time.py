@@ -4,6 +4,7 @@ cgroup files in a temporary tree, and the cores a measured program holds
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -125,16 +126,18 @@ def test_no_more_holders_than_cores_in_one_process() -> None:
     assert sorted(inside) == [0, 1, 2] and cores.waiting == 0
 
 
-def test_a_core_another_process_holds_is_not_taken(tmp_path: Path) -> None:
-    holder = subprocess.Popen(
+def test_a_core_another_process_holds_is_not_taken_and_the_wait_says_whose(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    holder = subprocess.Popen(  # another hazmat process, holding the one core
         [
             sys.executable,
             "-c",
-            "import fcntl, os, sys\n"
-            f"fd = os.open({str(tmp_path / 'core-0')!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-            "print('held', flush=True)\n"
-            "sys.stdin.read()\n",
+            "import sys\n"
+            "from hazmat.backends.container.cores import Cores\n"
+            f"with Cores(1, __import__('pathlib').Path({str(tmp_path)!r})).hold():\n"
+            "    print('held', flush=True)\n"
+            "    sys.stdin.read()\n",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -143,21 +146,37 @@ def test_a_core_another_process_holds_is_not_taken(tmp_path: Path) -> None:
     assert holder.stdout is not None and holder.stdin is not None
     assert holder.stdout.readline() == "held\n"
     cores = Cores(1, tmp_path)
-    got = threading.Event()
+    got, said = threading.Event(), threading.Event()
+
+    class Told(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting for a core" in record.getMessage():
+                said.set()
 
     def take() -> None:
         with cores.hold():
             got.set()
 
+    told = Told()
+    logging.getLogger("hazmat.backends.container.cores").addHandler(told)
     thread = threading.Thread(target=take)
-    thread.start()
-    assert _eventually(lambda: cores.waiting == 1)  # it waits for the lock, not for us
-    assert not got.is_set(), "took the core another process holds"
-    holder.stdin.close()  # the holder ends; the kernel lets its lock go
-    holder.wait(10)
-    holder.stdout.close()
-    assert got.wait(10)
-    thread.join(10)
+    try:
+        with caplog.at_level(logging.WARNING, "hazmat.backends.container.cores"):
+            thread.start()
+            assert _eventually(lambda: cores.waiting == 1)  # it waits for the lock, not for us
+            assert said.wait(10), "the wait was not said"
+            assert not got.is_set(), "took the core another process holds"
+            holder.stdin.close()  # the holder ends; the kernel lets its lock go
+            holder.wait(10)
+            holder.stdout.close()
+            assert got.wait(10)
+            thread.join(10)
+    finally:
+        logging.getLogger("hazmat.backends.container.cores").removeHandler(told)
+    waited, freed = (r.getMessage() for r in caplog.records)
+    assert f"core lock(s) in {tmp_path} are held by this user's other hazmat processes" in waited
+    assert f"(pid {holder.pid} ({Path(sys.executable).name} -c " in waited
+    assert freed.startswith("a core is free after ")
 
 
 def test_a_folder_that_is_not_usable_counts_this_process_only(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ __all__ = ["Cores", "cores_folder"]
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.01  # how often a waiter looks for a core another process released
+_SAY_AFTER_S = 1.0  # a wait this long is said (a log line naming the holders), once per wait
 
 
 def cores_folder() -> Path:
@@ -78,12 +80,29 @@ class Cores:
         if self.folder is None:
             return None
         wake = threading.Event()
+        began = time.monotonic()
+        said = False
         while True:
             for number in range(self.count):
                 fd = _try_lock(self.folder / f"core-{number}")
                 if fd is not None:
+                    if said:
+                        log.warning("a core is free after %.1f s", time.monotonic() - began)
                     return fd
+            if not said and time.monotonic() - began >= _SAY_AFTER_S:
+                said = True
+                log.warning("%s", held_by_others(self.folder, self.count))
             wake.wait(_POLL_S)
+
+
+def held_by_others(folder: Path, count: int) -> str:
+    """Whose core locks a run waits for: the processes holding the `count` in `folder`."""
+    holders = sorted({_holder(folder / f"core-{n}") for n in range(count)})
+    return (
+        f"waiting for a core: the {count} core lock(s) in {folder} are held by this user's "
+        f"other hazmat processes ({', '.join(holders)}), which measure their own runs on the "
+        "CPU clock; this run starts when one of them ends"
+    )
 
 
 def _try_lock(path: Path) -> int | None:
@@ -97,7 +116,25 @@ def _try_lock(path: Path) -> int | None:
     except BlockingIOError:
         os.close(fd)
         return None
+    try:  # who holds it, for a waiter to say (`held_by_others`)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
     return fd
+
+
+def _holder(path: Path) -> str:
+    """The process that wrote its id into a core's lock file: `pid 1234 (hazmat serve)`."""
+    try:
+        pid = int(path.read_text().strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return "a process that did not say"
+    if pid == os.getpid():
+        return f"pid {pid} (this process)"
+    words = [Path(arg.decode(errors="replace")).name for arg in argv[:3] if arg]
+    return f"pid {pid} ({' '.join(words)})"
 
 
 def _usable(folder: Path) -> Path | None:
