@@ -117,7 +117,7 @@ class _Run:
     def __call__(self, want: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
         job = _job(self.settings, self.source, self.session, want, self.egress)
         job = dataclasses.replace(job, limits=job.limits.clamped(self.backend.resources()))
-        return _sent(self.backend.execute(job), self.settings)
+        return _sent(self.backend.execute(job), self.settings, self.source)
 
 
 def _lacking(plan: list[dict[str, Any]], sent: dict[str, bytes], cache: FileCache) -> list[str]:
@@ -168,11 +168,19 @@ def _job(
     return Job(language, session.image, limits, session.runtime, session.trust, program, egress)
 
 
-def _sent(report: RunReport, settings: PackageSettings) -> tuple[list[Any], dict[str, bytes]]:
+def _sent(
+    report: RunReport, settings: PackageSettings, source: Source
+) -> tuple[list[Any], dict[str, bytes]]:
     if report.timed_out:
         raise InfraError(
             f"the package index did not answer in time ({settings.timeout_s:g} s, policy "
             "packages.timeout_s); try again, or ask for fewer packages"
+        )
+    unreachable = _unreachable(report)
+    if unreachable is not None:  # the service's index, not the caller's requirements
+        raise InfraError(
+            f"the package index at {source.url} did not answer ({unreachable}); nothing was "
+            "installed: the service's operator can check that the index is reachable"
         )
     if report.exit_code in (3, 4, 5):
         raise (InstallRefused if report.exit_code == 4 else InputError)(_says(report))
@@ -228,6 +236,22 @@ def _read(archive: tarfile.TarFile, members: dict[str, tarfile.TarInfo], name: s
     if stream is None:
         raise InfraError(f"the package download's archive lacks {name!r}")
     return stream.read()
+
+
+# what pip (its retries) and npm (its error codes) say when the index cannot be reached
+_NO_ANSWER = re.compile(
+    r"Retrying \(Retry\(.*\)\) after connection broken by '?(?P<pip>[A-Za-z]+Error)"
+    r"|npm error code (?P<npm>ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN)"
+)
+
+
+def _unreachable(report: RunReport) -> str | None:
+    """How the download failed to reach the index (pip's `ProxyError`, npm's
+    `ECONNREFUSED`), when that is why it failed; None otherwise."""
+    if report.exit_code == 0:
+        return None
+    found = _NO_ANSWER.search(report.stderr.decode(errors="replace"))
+    return None if found is None else found.group("pip") or found.group("npm")
 
 
 def _says(report: RunReport) -> str:
