@@ -26,7 +26,6 @@ import base64
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hazmat._closing import Closable
@@ -37,7 +36,7 @@ from hazmat.policy import parse_trust
 from hazmat.run.image_choice import allowed_images, resolve_image
 from hazmat.sandbox import Sandbox
 from hazmat.sessions import Session
-from hazmat.tools.shown import keeper, summary
+from hazmat.tools.shown import ToolOutput, keeper, summary
 
 __all__ = ["CodeTools", "Tool", "ToolOutput", "run_code_tool", "strict", "summary"]
 
@@ -169,55 +168,6 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 _IMAGES = ("image/png", "image/jpeg", "image/gif")
-
-
-@dataclass(frozen=True)
-class ToolOutput:
-    """One tool call's answer: `text` (JSON, for the model), `images` shown by the code
-    (`(mime type, base64)`), and whether the call failed (`is_error`)."""
-
-    text: str
-    images: tuple[tuple[str, str], ...] = ()
-    is_error: bool = False
-
-    def openai_message(self, call_id: str) -> dict[str, Any]:
-        """The `tool` message for OpenAI's chat completions. Its content is text only (the
-        images' types are in the text): send `openai_images_message()` after the call's tool
-        messages for the model to see them."""
-        return {"role": "tool", "tool_call_id": call_id, "content": self.text}
-
-    def openai_images_message(self) -> dict[str, Any] | None:
-        """The images as a `user` message of OpenAI's chat completions (data URLs), to send
-        after the turn's `tool` messages, which cannot hold images; None without images."""
-        if not self.images:
-            return None
-        parts: list[dict[str, Any]] = [{"type": "text", "text": "The images the code showed:"}]
-        parts += [
-            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-            for mime, data in self.images
-        ]
-        return {"role": "user", "content": parts}
-
-    def responses_item(self, call_id: str) -> dict[str, Any]:
-        """The `function_call_output` input item for OpenAI's Responses API: the text, and
-        the images with it (as data URLs) when the code showed any."""
-        output: str | list[dict[str, Any]] = self.text
-        if self.images:
-            output = [{"type": "input_text", "text": self.text}] + [
-                {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
-                for mime, data in self.images
-            ]
-        return {"type": "function_call_output", "call_id": call_id, "output": output}
-
-    def anthropic_block(self, tool_use_id: str) -> dict[str, Any]:
-        """The `tool_result` content block for Anthropic's messages, images included."""
-        content: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
-        content += [
-            {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
-            for mime, data in self.images
-        ]
-        block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
-        return block | ({"is_error": True} if self.is_error else {})
 
 
 class CodeTools(Closable):

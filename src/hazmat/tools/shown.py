@@ -7,18 +7,20 @@ where the whole stream is: in a session, a file in its working directory (`OUTPU
 that the model reads in parts (the tools' `read_file`, MCP's `download_files`, each with
 `offset` and `length`); outside one, nowhere the model can reach, and the marker says so. The
 whole stream, up to the level's output cap, stays in the result for the program that called.
+`ToolOutput` is a tool call's answer in the shapes the model vendors' APIs take.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hazmat._exceptions import HazmatError
 from hazmat.models import ExecutionResult
 
-__all__ = ["OUTPUT_FOLDER", "Keep", "head_and_tail", "keeper", "summary"]
+__all__ = ["OUTPUT_FOLDER", "Keep", "ToolOutput", "head_and_tail", "keeper", "summary"]
 
 # where a session keeps a call's whole output stream when its model was shown a part
 OUTPUT_FOLDER = ".hazmat/output"
@@ -26,7 +28,6 @@ OUTPUT_FOLDER = ".hazmat/output"
 # keeps a stream's whole bytes where the model can read them: the file's name (a session's
 # working directory), or None where nothing can be kept; `(file name, bytes)`
 Keep = Callable[[str, bytes], str | None]
-
 
 
 class Uploads(Protocol):
@@ -112,3 +113,52 @@ def _sized(
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """One tool call's answer: `text` (JSON, for the model), `images` shown by the code
+    (`(mime type, base64)`), and whether the call failed (`is_error`)."""
+
+    text: str
+    images: tuple[tuple[str, str], ...] = ()
+    is_error: bool = False
+
+    def openai_message(self, call_id: str) -> dict[str, Any]:
+        """The `tool` message for OpenAI's chat completions. Its content is text only (the
+        images' types are in the text): send `openai_images_message()` after the call's tool
+        messages for the model to see them."""
+        return {"role": "tool", "tool_call_id": call_id, "content": self.text}
+
+    def openai_images_message(self) -> dict[str, Any] | None:
+        """The images as a `user` message of OpenAI's chat completions (data URLs), to send
+        after the turn's `tool` messages, which cannot hold images; None without images."""
+        if not self.images:
+            return None
+        parts: list[dict[str, Any]] = [{"type": "text", "text": "The images the code showed:"}]
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+            for mime, data in self.images
+        ]
+        return {"role": "user", "content": parts}
+
+    def responses_item(self, call_id: str) -> dict[str, Any]:
+        """The `function_call_output` input item for OpenAI's Responses API: the text, and
+        the images with it (as data URLs) when the code showed any."""
+        output: str | list[dict[str, Any]] = self.text
+        if self.images:
+            output = [{"type": "input_text", "text": self.text}] + [
+                {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
+                for mime, data in self.images
+            ]
+        return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+    def anthropic_block(self, tool_use_id: str) -> dict[str, Any]:
+        """The `tool_result` content block for Anthropic's messages, images included."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
+        content += [
+            {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+            for mime, data in self.images
+        ]
+        block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+        return block | ({"is_error": True} if self.is_error else {})
