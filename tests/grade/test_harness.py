@@ -2,8 +2,8 @@
 limits outlast the submission's, and their crashes are `infra_error`, never a testlib code.
 Without an engine: the guard line, the limits' arithmetic, a crash's verdict, the grace after
 the submission ends. On the real engine (one cell): an idle or computing submission beside an
-interactor is `idleness_limit` or `time_limit` whatever its timeout; crashing interactors and checkers are
-`infra_error`; a deliberate exit still judges."""
+interactor is `idleness_limit` or `time_limit` whatever its timeout; crashing interactors and
+checkers are `infra_error`; a deliberate exit still judges."""
 
 from __future__ import annotations
 
