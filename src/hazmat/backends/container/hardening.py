@@ -104,7 +104,10 @@ def environment(spec: Spec, lang: Language, uid: int) -> dict[str, str]:
 def _kept_environment(spec: Spec, lang: Language) -> dict[str, str]:
     isolate = spec.kept_build and spec.runtime is Runtime.RUNSC
     heap = heap_mb(spec.memory_mb)
-    return session_environment(lang, heap, spec.kept_build, isolate, spec.build_flags)
+    env = session_environment(lang, heap, spec.kept_build, isolate, spec.build_flags)
+    if lang.repl is not None and lang.repl.hazmat == "python" and not spec.kept_build:
+        env["HAZMAT_MEMORY_MB"] = str(spec.memory_mb)  # its address space (inside/repl.py)
+    return env
 
 
 def _host_config(

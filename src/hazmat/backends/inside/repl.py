@@ -6,6 +6,30 @@ del _hazmat_preload
 from .python_display import _hazmat_displays  # @DISPLAY@
 _begin, _end, _final = _hazmat_displays()
 del _hazmat_displays
+def _limit_memory(mb):
+    # The session's memory limit as the interpreter's address space (backends/kept/
+    # session.py): what it maps now, plus what is left of the limit beyond what it holds now,
+    # less a margin for the kernel's own memory for it. An allocation past it is a MemoryError
+    # in the call, which the session outlives with its variables, under runc and gVisor alike
+    # (gVisor has no OOM killer of its own: the host's would end the whole sandbox). The soft
+    # limit only: a program that needs more address space than memory (a JVM it starts) may
+    # raise it. Two malloc arenas, so that threads do not each reserve one (64 MB apiece).
+    import ctypes, resource
+    try:
+        ctypes.CDLL(None).mallopt(-8, 2)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
+    with open("/proc/self/status") as f:
+        status = dict(line.split(":", 1) for line in f if ":" in line)
+    size, held = (int(status[k].split()[0]) * 1024 for k in ("VmSize", "VmRSS"))
+    budget = size + max(0, (mb - 16) * 2**20 - held)
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        budget = min(budget, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (budget, hard))
+if os.environ.get("HAZMAT_MEMORY_MB", "").isdigit():
+    _limit_memory(int(os.environ["HAZMAT_MEMORY_MB"]))
+del _limit_memory
 _go = open("/tmp/.hazmat-session/go", "rb", buffering=0)
 _done = os.open("/tmp/.hazmat-session/done", os.O_WRONLY)
 for _name in [k for k in os.environ if k.startswith("HAZMAT_")]:

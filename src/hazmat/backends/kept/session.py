@@ -185,7 +185,7 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
     ended by itself past its output cap: a note on what the session kept, for the model or
     person who reads the result."""
     if report.told is None and not report.output_exceeded:
-        return report
+        return _out_of_memory_note(report, job)
     if report.output_exceeded:
         why = f" wrote more than its output limit of {job.limits.output_bytes:,} bytes"
     elif report.cancelled and not report.timed_out:
@@ -215,6 +215,24 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
     elif report.timed_out:
         advice = " To get further, make the work faster or split it into shorter calls."
     note = f"The call{why}: {what}.{advice}"
+    return dataclasses.replace(report, notes=(*report.notes, note))
+
+
+def _out_of_memory_note(report: RunReport, job: Job) -> RunReport:
+    """A call of a kept interpreter that ran out of memory by itself (Python's MemoryError at
+    the interpreter's address space, backends/inside/repl.py): the note that the session goes
+    on, with its variables."""
+    lang = job.language
+    tail = report.stderr[-16384:]
+    if report.exit_code == 0 or not any(m.encode() in tail for m in lang.out_of_memory):
+        return report
+    if kept_interpreter(lang) is None:
+        return report
+    note = (
+        f"The call ran out of memory (the session's limit is {job.limits.memory_mb} MB): it "
+        "ended with the error above; the session is still open, with its variables and files. "
+        "Free what you no longer need (del), or work on the data in smaller parts."
+    )
     return dataclasses.replace(report, notes=(*report.notes, note))
 
 
