@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 
 .PHONY: setup venv engine images browser demo test test-fresh check check-install cluster-test \
-	lint typecheck unit doctor clean v2-test
+	lint typecheck unit doctor clean v2-test ts-client
 
 setup: venv engine images
 
@@ -99,6 +99,14 @@ doctor: venv engine
 # leaves their junit XML and the console's log in /tmp/hazmat-lab. Not part of `make test`.
 v2-test: venv engine
 	VENV=$(VENV) bash scripts/lab/run-lab.sh
+
+# The TypeScript client (clients/typescript/) as a package a project installs by its path:
+# build/hazmat-client-<version>.tgz (npm ci from its lock file, its build, npm pack). Needs npm
+# (scripts/ensure-engine.sh installs Debian's).
+ts-client:
+	mkdir -p build
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run build && \
+		npm pack --pack-destination ../../build
 
 clean:
 	rm -rf $(VENV) $(SEMGREP_VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -357,7 +357,26 @@ export interface components {
             clock?: "wall" | "cpu";
             /** @description the program's own wall-clock time, after any build */
             program_ms?: number | null;
-            limits?: Record<string, never>;
+            /** @description the limits the run really had (docs/policy.md, Limits) */
+            limits?: {
+                memory_mb?: number;
+                cpus?: number;
+                pids?: number;
+                timeout_s?: number;
+                output_bytes?: number;
+                tmpfs_mb?: number;
+                max_code_bytes?: number;
+                max_file_bytes?: number;
+                max_files?: number;
+                nofile?: number;
+                max_download_bytes?: number;
+                compile_timeout_s?: number;
+                compile_memory_mb?: number;
+                max_displays?: number;
+                max_display_bytes?: number;
+                measured_cpus?: number;
+                shown_output_bytes?: number;
+            };
             runtime?: string;
             /** @description why runtime is stronger than the level or the caller asked: the assessment picked it (the policy's assess.runtime_for) */
             runtime_reason?: string | null;
@@ -393,7 +412,9 @@ export interface components {
                 traceback: string;
             } | null;
             notes?: string[];
-            assessment?: Record<string, never> | null;
+            assessment?: {
+                [key: string]: unknown;
+            } | null;
             decision?: string | null;
             override_reason?: string | null;
             peak_memory_bytes?: number | null;
@@ -401,7 +422,22 @@ export interface components {
             pooled?: boolean | null;
             settings_mismatch?: string[];
             compile_ms?: number | null;
-            connections?: Record<string, never>[];
+            /** @description every connection the program asked the allowlist proxy for */
+            connections?: {
+                /** @description as the program asked it */
+                host: string;
+                port: number | null;
+                allowed: boolean;
+                /** @description why it was refused; empty if allowed */
+                reason: string;
+                /** @description the address connected to */
+                address?: string | null;
+                /** @description bytes the program sent upstream */
+                sent?: number;
+                /** @description bytes it received */
+                received?: number;
+                duration_ms?: number;
+            }[];
             /** @description what a Python program showed, in order: each a MIME type -> data object (image/png, image/svg+xml, text/html, text/plain, ...); binary types as base64 */
             displays?: {
                 [key: string]: string;
@@ -459,7 +495,9 @@ export interface components {
             /** @description the cluster worker the session lives on (hazmat serve --redis) */
             worker?: string;
             /** @description a resumed session: {paused_at, archive_bytes, loaded, lost} */
-            resumed?: Record<string, never>;
+            resumed?: {
+                [key: string]: unknown;
+            };
         };
         SessionRun: {
             code: string;
@@ -508,7 +546,9 @@ export interface components {
             expires_at: number;
             archive_bytes?: number;
             /** @description Python: {saved: [names], lost: {name: why}} */
-            variables: Record<string, never>;
+            variables: {
+                [key: string]: unknown;
+            };
         };
         SessionFiles: {
             files?: {
@@ -540,7 +580,21 @@ export interface components {
             }[];
             duration_ms: number;
             /** @description what the download connected to, through the allowlist proxy */
-            connections: Record<string, never>[];
+            connections: {
+                /** @description as the program asked it */
+                host: string;
+                port: number | null;
+                allowed: boolean;
+                /** @description why it was refused; empty if allowed */
+                reason: string;
+                /** @description the address connected to */
+                address?: string | null;
+                /** @description bytes the program sent upstream */
+                sent?: number;
+                /** @description bytes it received */
+                received?: number;
+                duration_ms?: number;
+            }[];
             /** @description one sentence on what to do next */
             note: string;
         };
@@ -854,7 +908,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The request is wrong (the message says how) */
@@ -937,7 +993,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The request is wrong (the message says how) */
@@ -1248,7 +1306,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The request is wrong (the message says how) */
@@ -1464,7 +1524,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The request is wrong (the message says how) */
@@ -1571,7 +1633,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description The request is wrong (the message says how) */
@@ -2429,7 +2493,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hazmat.languages import LANGUAGES
 from hazmat.models import Outcome
 from hazmat.options import Use, json_properties
+from hazmat.policy import Limits
 from hazmat.server.openapi_batches import BATCH_PATHS, BATCH_SCHEMAS
 from hazmat.server.openapi_sessions import (
+    CONNECTION,
     DISPLAYS,
     OUTPUT_PARAMETER,
     SESSION_PATHS,
@@ -82,7 +85,11 @@ _RUN_RESULT = {
             "type": ["number", "null"],
             "description": "the program's own wall-clock time, after any build",
         },
-        "limits": {"type": "object"},
+        "limits": {
+            "type": "object",
+            "description": "the limits the run really had (docs/policy.md, Limits)",
+            "properties": {f.name: {"type": "number"} for f in dataclasses.fields(Limits)},
+        },
         "runtime": _STR,
         "runtime_reason": {
             "type": ["string", "null"],
@@ -132,7 +139,11 @@ _RUN_RESULT = {
         "pooled": {"type": ["boolean", "null"]},
         "settings_mismatch": _STRINGS,
         "compile_ms": _NULLABLE_NUMBER,
-        "connections": {"type": "array", "items": {"type": "object"}},
+        "connections": {
+            "type": "array",
+            "description": "every connection the program asked the allowlist proxy for",
+            "items": CONNECTION,
+        },
         "displays": DISPLAYS,
     },
 }
@@ -236,6 +247,25 @@ OPENAPI: dict[str, Any] = {
         },
     },
 }
+
+
+def _open_objects(node: Any) -> None:
+    """Every object schema that names neither its properties nor what else it may hold says
+    that it may hold anything (`additionalProperties: true`): a generated client types it as
+    any object (openapi-typescript's `{[key: string]: unknown}`), not as one with no keys."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+        if is_object and not {"properties", "additionalProperties", "$ref"} & set(node):
+            node["additionalProperties"] = True
+        for value in node.values():
+            _open_objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            _open_objects(value)
+
+
+_open_objects(OPENAPI)
 
 
 if __name__ == "__main__":  # python -m hazmat.server.openapi > docs/openapi.json

@@ -7,6 +7,22 @@ from typing import Any
 
 from hazmat.options import Use, json_properties
 
+# one connection through the allowlist proxy, as a result lists it (egress/proxy.py)
+CONNECTION: dict[str, Any] = {
+    "type": "object",
+    "required": ["host", "port", "allowed", "reason"],
+    "properties": {
+        "host": {"type": "string", "description": "as the program asked it"},
+        "port": {"type": ["integer", "null"]},
+        "allowed": {"type": "boolean"},
+        "reason": {"type": "string", "description": "why it was refused; empty if allowed"},
+        "address": {"type": ["string", "null"], "description": "the address connected to"},
+        "sent": {"type": "integer", "description": "bytes the program sent upstream"},
+        "received": {"type": "integer", "description": "bytes it received"},
+        "duration_ms": {"type": "number"},
+    },
+}
+
 __all__ = [
     "DISPLAYS",
     "OUTPUT_PARAMETER",
@@ -195,7 +211,7 @@ SESSION_SCHEMAS: dict[str, Any] = {
             "connections": {
                 "type": "array",
                 "description": "what the download connected to, through the allowlist proxy",
-                "items": {"type": "object"},
+                "items": CONNECTION,
             },
             "note": {"type": "string", "description": "one sentence on what to do next"},
         },
