@@ -170,6 +170,16 @@ class Language:
         """The source file's name for a module system (None: the language's default)."""
         return self.module_sources.get(module or "", self.source_name)
 
+    def out_of_memory_line(self, stderr: bytes) -> str | None:
+        """The line of `stderr`'s end (its last 16 KiB) in which the runtime says the program
+        ran out of memory (`out_of_memory`), the last such; None when none says so."""
+        if not self.out_of_memory:
+            return None
+        for line in reversed(stderr[-16384:].decode("utf-8", "replace").splitlines()):
+            if any(said in line for said in self.out_of_memory):
+                return line.strip()
+        return None
+
 
 def _found() -> Mapping[str, Language]:
     """Every module of this package that holds a `LANGUAGE`, in their ranks."""

@@ -26,7 +26,6 @@ from hazmat.run.program_error import program_exception
 __all__ = ["Plan", "blocked_result", "derive_outcome", "explain", "infra_result", "report_result"]
 
 _TAIL_CHARS = 200
-_OOM_TAIL_BYTES = 16 * 1024  # where a runtime's out-of-memory error is looked for: the end
 # runtimes' footers and hints, never the cause: Node's version, Rust's backtrace hint, a
 # shell's word for a process a signal ended (the status already names the signal)
 _FOOTER = re.compile(
@@ -98,13 +97,10 @@ def derive_outcome(report: RunReport, lang: Language | None = None) -> Outcome:
 def out_of_memory_line(lang: Language, report: RunReport) -> str | None:
     """The line of a failed program's stderr in which its runtime says it ran out of memory
     (`Language.out_of_memory`, among its last lines), or None."""
-    if not lang.out_of_memory or report.exit_code in (None, 0) or _build_failed(report):
+    if report.exit_code in (None, 0) or _build_failed(report):
         return None
-    lines = report.stderr[-_OOM_TAIL_BYTES:].decode("utf-8", "replace").splitlines()
-    for line in reversed(lines):
-        if any(said in line for said in lang.out_of_memory):
-            return line.strip()[:_TAIL_CHARS]
-    return None
+    said = lang.out_of_memory_line(report.stderr)
+    return None if said is None else said[:_TAIL_CHARS]
 
 
 def _build_failed(report: RunReport) -> bool:

@@ -223,10 +223,9 @@ def _out_of_memory_note(report: RunReport, job: Job) -> RunReport:
     the interpreter's address space, backends/inside/repl.py): the note that the session goes
     on, with its variables."""
     lang = job.language
-    tail = report.stderr[-16384:]
-    if report.exit_code == 0 or not any(m.encode() in tail for m in lang.out_of_memory):
+    if report.exit_code == 0 or kept_interpreter(lang) is None:
         return report
-    if kept_interpreter(lang) is None:
+    if lang.out_of_memory_line(report.stderr) is None:
         return report
     note = (
         f"The call ran out of memory (the session's limit is {job.limits.memory_mb} MB): it "
