@@ -83,6 +83,7 @@ def test_each_side_hears_the_other_and_the_transcript_keeps_the_order() -> None:
     )
     assert (exchange.program, exchange.interactor) == ("program's result", "interactor's result")
     assert heard == {"program": [b"n=3\n", b"got it\n", b""], "interactor": [b"answer 3\n"]}
+    assert exchange.interactor_first  # the program read its EOF: the interactor ended first
     assert exchange.transcript.to_list() == [
         {"from": "interactor", "text": "n=3\n"},
         {"from": "program", "text": "answer 3\n"},
@@ -114,6 +115,20 @@ def test_both_start_together_and_a_flood_after_the_interactor_ended_is_dropped()
     shown = exchange.transcript.to_list()
     assert shown[-1] == {"from": "hazmat", "text": "(cut at 4000 bytes)"}
     assert sum(len(e["text"]) for e in shown[:-1]) == 4000
+
+
+def test_a_program_that_ends_first_is_not_waiting_on_the_interactor() -> None:
+    def interactor(watch: Watch, read: Callable[[], bytes]) -> bytes:
+        return read() + read()  # its line, then the EOF of the program's end
+
+    def program(watch: Watch, read: Callable[[], bytes]) -> None:
+        watch.write("stdout", b"! 7\n")
+
+    exchange = interact(
+        cast(Callable[[Watch], ExecutionResult], fake_run(program)),
+        cast(Callable[[Watch], ExecutionResult], fake_run(interactor)),
+    )
+    assert exchange.interactor == b"! 7\n" and not exchange.interactor_first
 
 
 def test_an_error_on_the_interactors_side_is_raised_on_the_callers() -> None:
@@ -181,6 +196,19 @@ def test_the_verdict_comes_from_both_runs_in_a_fixed_order(
         assert judged.message == expected[1]
     if expected[0] == "infra_error":
         assert judged.message is not None and judged.message.startswith("the interactor failed")
+
+
+def test_a_program_idle_after_the_interactor_rejected_and_ended_gets_the_rejection() -> None:
+    """Whether the program sees its stdin close before its idle backstop is the machine's
+    load; which of the two ended the exchange is not (interaction.py's `interactor_first`)."""
+    idle = result(exit_code=124, timed_out=True, stopped_by="idle")
+    rejected = result(exit_code=1, stderr=b"wrong answer more than 30 questions\n")
+    accepted = result(exit_code=0, stderr=b"ok 7 in 3 questions\n")
+    assert verdict(idle, rejected, interactor_first=True).verdict == "wrong_answer"
+    # the program idled first, and the interactor's "unexpected eof" came after it was stopped
+    assert verdict(idle, rejected).verdict == "idleness_limit"
+    # the interactor accepted and closed its side; a program that waits on after that idles
+    assert verdict(idle, accepted, interactor_first=True).verdict == "idleness_limit"
 
 
 def interactive(**extra: object) -> dict[str, object]:

@@ -263,7 +263,7 @@ class Grader:
                 watch,
             ),
         )
-        judged = verdict(exchange.program, exchange.interactor)
+        judged = verdict(exchange.program, exchange.interactor, exchange.interactor_first)
         if judged.verdict == "accepted" and case.comparator.program:
             # Polygon's way: a checker judges what the interactor wrote to its output file
             log = exchange.interactor.files.get("output", b"").decode("utf-8", "replace")

@@ -24,7 +24,9 @@ The verdict, in this order (each depends only on the two runs, not on which ende
 1. the submission was blocked or did not build: that verdict;
 2. the interactor failed (testlib's `_fail`, a crash, its own limits): `infra_error`;
 3. the submission passed its own time, memory or output limit: that verdict (a submission
-   waiting for input that never comes is `time_limit`, the idle case of the CPU clock);
+   waiting for input that never comes is `idleness_limit`, the idle case of the CPU clock), but
+   for one stopped as idle after the interactor had rejected the exchange and ended: it waited
+   on nothing, and the rejection (4) is the verdict;
 4. the interactor rejected the exchange (`_wa`, `_pe`, an unexpected end, `quitp` below 1):
    `wrong_answer`, with the interactor's message;
 5. the submission exited non-zero: `runtime_error`;
@@ -109,6 +111,9 @@ class Interaction:
     program: ExecutionResult
     interactor: ExecutionResult
     transcript: Transcript
+    # the interactor's output had ended when the program's did: it ended the exchange, and a
+    # program still waiting on it after that waited on nothing (`verdict`)
+    interactor_first: bool = False
 
 
 class _Pipe:
@@ -189,10 +194,15 @@ def interact(
     interactor_watch = Watch(relay("interactor", to_program), feed=to_interactor.read, gate=gate)
     # a side's end closes the other's stdin as soon as its pump is done (all of its output
     # handed over), not once its whole run has returned (the engine's checks, the audit)
+    first: list[bool] = []  # whether the interactor's output had ended when the program's did
     helpers = [
-        threading.Thread(target=_close_after, args=(w, p), daemon=True)
-        for w, p in ((program_watch, to_interactor), (interactor_watch, to_program))
+        threading.Thread(
+            target=_close_after, args=(program_watch, to_interactor, interactor_watch, first)
+        ),
+        threading.Thread(target=_close_after, args=(interactor_watch, to_program)),
     ]
+    for helper in helpers:
+        helper.daemon = True
     helpers.append(
         threading.Thread(
             target=_open_when_ready, args=(gate, program_watch, interactor_watch), daemon=True
@@ -227,7 +237,7 @@ def interact(
             helper.join()
     if isinstance(done[0], BaseException):
         raise done[0]
-    return Interaction(program, done[0], transcript)
+    return Interaction(program, done[0], transcript, bool(first and first[0]))
 
 
 def _open_when_ready(gate: threading.Event, *watches: Watch) -> None:
@@ -236,17 +246,31 @@ def _open_when_ready(gate: threading.Event, *watches: Watch) -> None:
     gate.set()
 
 
-def _close_after(watch: Watch, pipe: _Pipe) -> None:
+def _close_after(
+    watch: Watch, pipe: _Pipe, other: Watch | None = None, first: list[bool] | None = None
+) -> None:
+    """Once `watch`'s output has ended, close `pipe` (the other side's stdin); with `other`,
+    note in `first` whether its output had ended before."""
     watch.ended.wait()
+    if other is not None and first is not None:
+        first.append(other.ended.is_set())
     pipe.end_writing()
 
 
-def verdict(program: ExecutionResult, interactor: ExecutionResult) -> Judged:
-    """The test's verdict from both runs (the module's order)."""
+def verdict(
+    program: ExecutionResult, interactor: ExecutionResult, interactor_first: bool = False
+) -> Judged:
+    """The test's verdict from both runs (the module's order). A program stopped as idle after
+    the interactor had ended the exchange by rejecting it (`interactor_first`) waited on
+    nothing: the rejection is the verdict, as it is when the program sees its stdin close and
+    ends, whichever comes first on a busy machine."""
     if program.outcome in _ENDS:
         return Judged(verdict_of(program), program.error)
     said = testlib_judged(interactor, "the interactor")
     if said.verdict == "infra_error":
+        return said
+    idle = program.outcome is Outcome.TIMEOUT and program.stopped_by == "idle"
+    if idle and interactor_first and said.verdict != "accepted":
         return said
     if program.outcome in _LIMITS or (
         said.verdict == "accepted" and program.outcome is not Outcome.OK
