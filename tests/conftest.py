@@ -121,8 +121,14 @@ def _oci_sandboxes() -> list[dict[str, Any]]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The hazmat containers already on the engine, in the process that runs the whole session
     (not in a worker of `-n`: the check is over every worker's tests, after they all end)."""
-    if _leftover_check(session.config):
-        session.config.stash[_BEFORE] = {_owner(c) for c in _hazmat_sandboxes()}
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.markexpr.replace(" ", "") == "notdocker":
+        return  # a worker of `-n`, or no test on the engine (`-m "not docker"`)
+    try:
+        found = _hazmat_sandboxes()
+    except EngineUnavailable:  # nothing of hazmat's can be on it; tests marked docker fail
+        return
+    config.stash[_BEFORE] = {_owner(c) for c in found}
 
 
 @pytest.hookimpl(tryfirst=True)  # before the terminal's summary, so that it is said there
@@ -143,19 +149,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 _BEFORE = pytest.StashKey[set[str]]()
-
-
-def _leftover_check(config: pytest.Config) -> bool:
-    """Whether this process checks for leftovers: the session's own (not a worker of `-n`), where
-    tests on the engine may run (not `-m "not docker"`) and the engine answers (tests marked
-    `docker` fail by themselves when it does not)."""
-    if hasattr(config, "workerinput") or config.option.markexpr.replace(" ", "") == "notdocker":
-        return False
-    try:
-        _hazmat_sandboxes()
-    except EngineUnavailable:  # nothing of hazmat's can be on it
-        return False
-    return True
 
 
 def _hazmat_sandboxes() -> list[dict[str, Any]]:

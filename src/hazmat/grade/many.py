@@ -50,12 +50,13 @@ def grade_many(
             _top_up(pool, grader, pending, running, 2 * jobs)
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
-                if stop is not None and stop.is_set():  # the queued ones never start
+                stopping = stop is not None and stop.is_set()
+                if stopping:  # the queued ones never start
                     running -= {future for future in running if future.cancel()}
                 for future in done:
                     running.discard(future)
                     yield future.result()
-                if stop is None or not stop.is_set():
+                if not stopping:
                     _top_up(pool, grader, pending, running, 2 * jobs)
         finally:
             for future in running:

@@ -91,11 +91,11 @@ class Cores:
                     return fd
             if not said and time.monotonic() - began >= _SAY_AFTER_S:
                 said = True
-                log.warning("%s", held_by_others(self.folder, self.count))
+                log.warning("%s", _held_by_others(self.folder, self.count))
             wake.wait(_POLL_S)
 
 
-def held_by_others(folder: Path, count: int) -> str:
+def _held_by_others(folder: Path, count: int) -> str:
     """Whose core locks a run waits for: the processes holding the `count` in `folder`."""
     holders = sorted({_holder(folder / f"core-{n}") for n in range(count)})
     return (
@@ -116,7 +116,7 @@ def _try_lock(path: Path) -> int | None:
     except BlockingIOError:
         os.close(fd)
         return None
-    try:  # who holds it, for a waiter to say (`held_by_others`)
+    try:  # who holds it, for a waiter to say (`_held_by_others`)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except OSError:
