@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Unpack
 from hazmat._closing import Closable
 from hazmat._exceptions import (
     ClosedError,
-    HazmatError,
     InfraError,
     SessionClosed,
     SettingsMismatch,
@@ -57,6 +56,7 @@ from hazmat.run.results import Plan, blocked_result, infra_result, report_result
 from hazmat.run.routing import route, session_refusal
 from hazmat.sessions import Fixed, Services, Session, open_session
 from hazmat.sessions.book import SessionBook
+from hazmat.sessions.forking import reinstall
 from hazmat.sessions.pausing import restore
 from hazmat.sessions.store import Paused, SessionStore, default_store_dir
 from hazmat.watch import OnOutput, Watch, as_watch
@@ -166,9 +166,7 @@ class Sandbox(Closable):
         directory (and, for Python, the interpreter's variables) until it is closed or
         expires (the policy's `sessions` section). Use it as a context manager, or close it.
         Each call is assessed and recorded like any run (sessions/)."""
-        self._check_open()
-        fixed = Fixed(language, trust, runtime, image, caller)
-        return open_session(self.sessions, self._services(), fixed)
+        return self._open_session(Fixed(language, trust, runtime, image, caller))
 
     def resume_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """A paused session (`Session.pause`) in a new hardened container, with the same id,
@@ -187,8 +185,9 @@ class Sandbox(Closable):
             session = open_session(self.sessions, self._services(), fixed, paused.id)
             try:
                 # its packages first: the variables loaded next may be of their types
-                again = _reinstall(session, paused.packages)
-                session.resumed = {**restore(session, paused, archive), **again}
+                again = reinstall(session, paused.packages)
+                kept = {"paused_at": round(paused.paused_at, 3), "archive_bytes": len(archive)}
+                session.resumed = {**kept, **restore(session, archive, paused.lost), **again}
             except BaseException:
                 session.end("its resume failed")
                 raise
@@ -198,7 +197,14 @@ class Sandbox(Closable):
 
     def _services(self) -> Services:
         """What a session it opens is given (sessions/: `Services`)."""
-        return Services(self, self._recorder, self._keep_paused, self._install_packages)
+        return Services(
+            self, self._recorder, self._keep_paused, self._install_packages, self._open_session
+        )
+
+    def _open_session(self, fixed: Fixed) -> Session:
+        """A session opened as `session()` opens one (a fork's: sessions/forking.py)."""
+        self._check_open()
+        return open_session(self.sessions, self._services(), fixed)
 
     def _keep_paused(self, paused: Paused, archive: bytes) -> None:
         """Keep a pausing session in the store, and record it (its archive by digest); the
@@ -515,19 +521,6 @@ class Sandbox(Closable):
         if self._owns_audit:
             self.audit.close()
 
-
-
-def _reinstall(session: Session, packages: Sequence[str]) -> dict[str, Any]:
-    """Install a resumed session's packages again (from the host's cache, where it still has
-    them); what `session.resumed` says of them. A resume does not fail for them: the session
-    comes back, and says which could not be installed and why."""
-    if not packages:
-        return {}
-    try:
-        session.install(packages)
-    except HazmatError as exc:
-        return {"packages": [], "packages_lost": {"*": str(exc)}}
-    return {"packages": list(packages)}
 
 
 def default_tier(policy: Policy) -> ContainerBackend:

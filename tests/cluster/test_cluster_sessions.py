@@ -1,7 +1,7 @@
 """Sessions across hosts (cluster/remote_sessions.py): with `hazmat serve --redis` a session
 opens on a worker placed by load, every call of it goes there (its state lives there), and a
 worker lost mid-session ends its sessions with an error that names it, the call running then
-included, while the other workers' sessions go on."""
+included, while the other workers' sessions go on; a session forked there lives there too."""
 
 from __future__ import annotations
 
@@ -45,6 +45,15 @@ def test_sessions_spread_over_the_workers_and_a_lost_worker_ends_its_own(
                 assert {r["data"]["session"] for r in records if r["kind"] == "run.started"} == {
                     sid
                 }
+            # a fork lives on its source's worker, where the state is, and goes on apart
+            forked = client.post(f"/v1/sessions/{on['w2']}/fork", json={"n": 1})
+            assert forked.status_code == 201, forked.text
+            (fork,) = forked.json()["sessions"]
+            assert (fork["worker"], fork["forked"]["loaded"]) == ("w2", ["n"])
+            code = "n += 1\nprint(n, open('note.txt').read())"
+            ran = client.post(f"/v1/sessions/{fork['id']}/runs", json={"code": code})
+            assert ran.json()["stdout"] == "22 w2\n", ran.text
+            assert client.delete(f"/v1/sessions/{fork['id']}").status_code == 200
             # w1 dies while a call of its session runs: that call and every later one say so
             at = f"/v1/sessions/{on['w1']}"
             body = {"code": SPIN, "timeout": 15}

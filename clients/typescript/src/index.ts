@@ -14,6 +14,8 @@ export type SessionRequest = Schemas['SessionRequest'];
 export type SessionInfo = Schemas['Session'];
 export type SessionRun = Schemas['SessionRun'];
 export type PausedSession = Schemas['PausedSession'];
+export type ForkRequest = Schemas['ForkRequest'];
+export type ForkedSessions = Schemas['ForkedSessions'];
 export type Installed = Schemas['Installed'];
 export type ErrorBody = Schemas['Error'];
 export type { components, paths } from './schema.js';
@@ -207,6 +209,13 @@ export class Session {
   /** Pause it: its files (and Python's variables) are kept, its sandbox removed. */
   pause(): Promise<PausedSession> {
     return this.client.call('POST', `${this.at}/pause`);
+  }
+
+  /** `n` new sessions, each a new sandbox with this one's files and (Python) variables as
+   * they are now (each one's `info.forked` says which came back); this one goes on. */
+  async fork(n = 1): Promise<Session[]> {
+    const answer = await this.client.call<ForkedSessions>('POST', `${this.at}/fork`, { n });
+    return answer.sessions.map((info) => new Session(this.client, info));
   }
 
   /** Close it and remove its sandbox. */

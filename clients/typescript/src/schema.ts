@@ -153,6 +153,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork an open session into n new ones, each a new container with its files and (Python) the variables that can be saved, as they are now; the session goes on. Each counts as an open session of the tenant (429 past its cap) */
+        post: operations["forkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session}/resume": {
         parameters: {
             query?: never;
@@ -498,6 +517,20 @@ export interface components {
             resumed?: {
                 [key: string]: unknown;
             };
+            /** @description a fork: {from (the source's id), archive_bytes, loaded, lost} */
+            forked?: {
+                [key: string]: unknown;
+            };
+        };
+        ForkRequest: {
+            /**
+             * @description how many new sessions, at most the policy's sessions.max_open
+             * @default 1
+             */
+            n?: number;
+        };
+        ForkedSessions: {
+            sessions: components["schemas"]["Session"][];
         };
         SessionRun: {
             code: string;
@@ -1846,6 +1879,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PausedSession"];
+                };
+            };
+            /** @description The request is wrong (the message says how) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or one the service does not know or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not ask for this (trust, runtime, override) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No open session of this tenant has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body did not arrive within the service's body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The session has ended (closed, expired, a call would not stop) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, the code or a file is over its cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the tenant's quota or its most sessions; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The engine, the audit log or the sandbox is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    forkSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ForkRequest"];
+            };
+        };
+        responses: {
+            /** @description The new sessions */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForkedSessions"];
                 };
             };
             /** @description The request is wrong (the message says how) */

@@ -41,7 +41,7 @@ describe('a live hazmat serve', { skip: live ? false : 'HAZMAT_URL and HAZMAT_AP
     await assert.rejects(stranger.run({ code: '1' }), { status: 401, type: 'AccessDenied' });
   });
 
-  it('keeps a session between calls, with its files, past a call that runs out of time', async () => {
+  it('keeps a session between calls, with its files, past a call that runs out of time, and forks it', async () => {
     const session = await client.openSession({ language: 'python' });
     try {
       await session.run({ code: 'x = 41' });
@@ -57,6 +57,13 @@ describe('a live hazmat serve', { skip: live ? false : 'HAZMAT_URL and HAZMAT_AP
       const slow = await session.run({ code: 'while True:\n    pass', timeout: 1 });
       assert.equal(slow.outcome, 'timeout');
       assert.equal((await session.run({ code: 'print(x)' })).stdout, '41\n');
+      // a fork: a new session from this one's state, which goes on apart
+      const [fork] = await session.fork(1);
+      assert.equal(fork.info.forked?.from, session.id);
+      await fork.run({ code: 'x = 0' });
+      assert.equal((await fork.run({ code: "print(x, open('note.txt').read())" })).stdout, '0 hi\n');
+      assert.equal((await session.run({ code: 'print(x)' })).stdout, '41\n');
+      await fork.close();
       // the service's built-in policy installs nothing: refused, saying what to use instead
       await assert.rejects(session.install(['seaborn==0.13.2']), (error: unknown) => {
         assert.ok(error instanceof HazmatError);

@@ -23,6 +23,7 @@ TOOLS = (
     "install_packages",
     "pause_session",
     "resume_session",
+    "fork_session",
     "close_session",
 )
 

@@ -66,6 +66,11 @@ class RemoteSession:
         self._ended: str | None = None
 
     @property
+    def fixed(self) -> dict[str, Any]:
+        """What it was asked for when it opened: trust, runtime, image, caller."""
+        return {k: self._fixed.get(k) for k in ("trust", "runtime", "image", "caller")}
+
+    @property
     def trust(self) -> str:
         return str(self._info["trust"])
 
@@ -82,7 +87,7 @@ class RemoteSession:
         check_call_options(options)
         self.check_open()
         fixed: dict[str, Any] = {
-            **{k: self._fixed.get(k) for k in ("trust", "runtime", "image", "caller")},
+            **self.fixed,
             "session": self.id,
             "network": [],
         }
@@ -121,6 +126,11 @@ class RemoteSession:
         paused = Paused.from_dict(self._book.call(self, body)["paused"])
         self.end("it was paused")
         return paused
+
+    def fork(self, n: int = 1) -> list[RemoteSession]:
+        """`n` new sessions from this one's state, on its worker (where the state is)."""
+        answer = self._book.call(self, {"op": "fork", "session": self.id, "n": n})
+        return self._book.held(self, answer["forks"])
 
     def close(self) -> None:
         """End it on its worker; safe to call more than once, and on a session whose worker
@@ -240,6 +250,15 @@ class ClusterSessions:
             raise SessionClosed(f"session {session.id} has ended: {session.ended}") from None
         session.answered(answer.get("info"))
         return answer
+
+    def held(self, source: RemoteSession, infos: list[dict[str, Any]]) -> list[RemoteSession]:
+        """Sessions a call of `source` opened on its worker (a fork's), now in this book."""
+        placed = Placement(source.worker, source.epoch)
+        fixed = {**source.fixed, "owner": source.owner}
+        forks = [RemoteSession(self, placed, info, fixed) for info in infos]
+        with self._lock:
+            self._open.update((session.id, session) for session in forks)
+        return forks
 
     def _placed(
         self, placed: Placement, body: dict[str, Any], fixed: dict[str, Any]

@@ -25,7 +25,7 @@ from hazmat.watch import Watch
 
 __all__ = ["OPS", "SessionCalls"]
 
-OPS = ("open", "resume", "run", "upload", "download", "install", "pause", "close")
+OPS = ("open", "resume", "run", "upload", "download", "install", "pause", "fork", "close")
 
 
 class SessionCalls:
@@ -43,6 +43,7 @@ class SessionCalls:
             "download": self._download,
             "install": self._install,
             "pause": self._pause,
+            "fork": self._fork,
             "close": self._close,
         }
 
@@ -132,6 +133,11 @@ class SessionCalls:
     def _pause(self, body: Mapping[str, Any], watch: Watch) -> dict[str, Any]:
         paused = self._session(body).pause(owner=body.get("owner"))
         return {"paused": paused.as_dict()}
+
+    def _fork(self, body: Mapping[str, Any], watch: Watch) -> dict[str, Any]:
+        session = self._session(body)
+        forks = session.fork(body.get("n"))  # type: ignore[arg-type]  # checked there
+        return {"forks": [fork.info() for fork in forks], "info": session.info()}
 
     def _close(self, body: Mapping[str, Any], watch: Watch) -> dict[str, Any]:
         session = self._session(body)

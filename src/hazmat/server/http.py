@@ -133,6 +133,7 @@ def _session_routes(service: _Service) -> list[Route]:
         Route(f"{at}/packages", service.endpoint("session_runs", s.install), methods=["POST"]),
         Route(f"{at}/pause", service.endpoint("sessions", s.pause), methods=["POST"]),
         Route(f"{at}/resume", service.endpoint("sessions", s.resume), methods=["POST"]),
+        Route(f"{at}/fork", service.endpoint("sessions", s.fork), methods=["POST"]),
     ]
 
 

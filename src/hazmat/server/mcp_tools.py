@@ -4,14 +4,14 @@ stdio for an assistant that starts `hazmat mcp` itself, and over streamable HTTP
 
 The tools are thin over the same calls as the HTTP API: `run_code` (assess, decide, execute,
 verify, audit), `assess_code`, and `open_session`, `run_in_session`, `upload_files`,
-`download_files`, `pause_session`, `resume_session`, `close_session` (a container kept between
-calls, owned by the tenant that opened it). Every parameter is described for the model that
-reads the tools' schemas; a run's tools take what `/v1/runs` takes for a program (stdin, files
-as text or base64, output files, env, args, figure formats), and a downloaded file comes back
-as an MCP resource (text when it is UTF-8, else a base64 blob). Every call finds its key
-again (stdio: the process's `HAZMAT_API_KEY`; HTTP: the request's `Authorization: Bearer`), so
-a revoked key stops the next call; runs get that key's trust level, quotas and caller, exactly
-as over HTTP.
+`download_files`, `pause_session`, `resume_session`, `fork_session`, `close_session` (a
+container kept between calls, owned by the tenant that opened it). Every parameter is
+described for the model that reads the tools' schemas; a run's tools take what `/v1/runs`
+takes for a program (stdin, files as text or base64, output files, env, args, figure formats),
+and a downloaded file comes back as an MCP resource (text when it is UTF-8, else a base64
+blob). Every call finds its key again (stdio: the process's `HAZMAT_API_KEY`; HTTP: the
+request's `Authorization: Bearer`), so a revoked key stops the next call; runs get that key's
+trust level, quotas and caller, exactly as over HTTP.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import CALL_OPTIONS, Use, body_fields, json_properties, option
 from hazmat.sandbox import Sandbox
 from hazmat.server.fields import run_arguments
-from hazmat.server.session_routes import SessionOwners
+from hazmat.server.session_routes import SessionOwners, fork_admitted
 from hazmat.service.protocols import OpenSession
 from hazmat.service.quotas import QUOTA_BOUNDS, QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
@@ -101,6 +101,7 @@ _CALL = json_properties(Use.CALL)  # a session's upload takes a call's files
 Files = Annotated[Any, WithJsonSchema(_CALL["files"])]
 FilesBase64 = Annotated[Any, WithJsonSchema(_CALL["files_base64"])]
 SessionId = Annotated[str, Field(description="the session's id, from open_session")]
+ForkCount = Annotated[int, Field(description="how many new sessions (1 by default)", ge=1)]
 
 
 Execute = Callable[[ExecutionRequest, OpenSession | None, Watch | None], Awaitable[ExecutionResult]]
@@ -136,6 +137,7 @@ def build_mcp(
         tools.upload_files,
         tools.pause_session,
         tools.resume_session,
+        tools.fork_session,
         tools.close_session,
     ):
         mcp.tool(annotations=changes)(_told(tool))
@@ -407,6 +409,21 @@ class _Tools:
         with self.quotas.admit(key.tenant, key.quotas):
             session = await anyio.to_thread.run_sync(self.book.resume, session_id, key)
         return session.info()
+
+    async def fork_session(
+        self,
+        session_id: SessionId,
+        n: ForkCount = 1,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Fork a session into n new ones, to try several continuations from one state: each
+        is a new container with the session's files and, for Python, the variables that can
+        be saved, as they are now (each new session's `forked` says which came back); the
+        session itself goes on. Each new session counts as one open session of yours.
+        Returns them; call run_in_session with each one's id."""
+        key = self.key_of(ctx)
+        forks = await fork_admitted(self.book, self.quotas, key, session_id, n)
+        return {"sessions": [fork.info() for fork in forks]}
 
     async def close_session(
         self,

@@ -130,7 +130,28 @@ SESSION_SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "description": "a resumed session: {paused_at, archive_bytes, loaded, lost}",
             },
+            "forked": {
+                "type": "object",
+                "description": "a fork: {from (the source's id), archive_bytes, loaded, lost}",
+            },
         },
+    },
+    "ForkRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "n": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "how many new sessions, at most the policy's sessions.max_open",
+            }
+        },
+    },
+    "ForkedSessions": {
+        "type": "object",
+        "required": ["sessions"],
+        "properties": {"sessions": {"type": "array", "items": _ref("Session")}},
     },
     "SessionRun": {
         "type": "object",
@@ -310,6 +331,18 @@ SESSION_PATHS: dict[str, Any] = {
             "operationId": "pauseSession",
             "security": _AUTH,
             "responses": {"200": _json(_ref("PausedSession"), "What was kept"), **_ERRORS},
+        },
+    },
+    "/v1/sessions/{session}/fork": {
+        "parameters": [_ID],
+        "post": {
+            "summary": "Fork an open session into n new ones, each a new container with its "
+            "files and (Python) the variables that can be saved, as they are now; the session "
+            "goes on. Each counts as an open session of the tenant (429 past its cap)",
+            "operationId": "forkSession",
+            "security": _AUTH,
+            "requestBody": {**_body(_ref("ForkRequest")), "required": False},
+            "responses": {"201": _json(_ref("ForkedSessions"), "The new sessions"), **_ERRORS},
         },
     },
     "/v1/sessions/{session}/resume": {

@@ -10,6 +10,7 @@ the engine runs in a worker thread.
 from __future__ import annotations
 
 import base64
+import contextlib
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,7 @@ from hazmat.service.tenant_keys import Key
 from hazmat.service.wire import check_fields, wire_fields
 from hazmat.sessions import Session
 from hazmat.sessions.book import SLOT_RETRY_S
+from hazmat.sessions.forking import check_count
 from hazmat.sessions.store import Paused
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "LocalSessions",
     "SessionOwners",
     "SessionRoutes",
+    "fork_admitted",
 ]
 
 OPEN_FIELDS = ("language", *wire_fields(Use.OPEN))
@@ -92,18 +95,20 @@ class SessionOwners:
         self._opening: Counter[str] = Counter()  # tenant -> sessions whose container starts
         self._lock = threading.Lock()
 
-    def check_room(self, key: Key) -> None:
-        """Raise `QuotaExceeded` (429) if `key`'s tenant holds or is opening its most
-        sessions: its key's concurrent-runs quota."""
+    def check_room(self, key: Key, more: int = 1) -> None:
+        """Raise `QuotaExceeded` (429) if `key`'s tenant, holding and opening what it does,
+        has no room for `more` sessions: its key's concurrent-runs quota."""
         with self._lock:
-            self._check_room(key)
+            self._check_room(key, more)
 
-    def _check_room(self, key: Key) -> None:
+    def _check_room(self, key: Key, more: int = 1) -> None:
         held = len(self._mine(key)) + self._opening[key.tenant]
-        if held >= key.quotas.concurrent:
+        if held + more > key.quotas.concurrent:
+            room = max(0, key.quotas.concurrent - held)
             raise QuotaExceeded(
-                f"tenant {key.tenant!r} has {held} sessions open or opening, its key's most "
-                "(its concurrent-runs quota); close one first",
+                f"tenant {key.tenant!r} has {held} sessions open or opening and asks for "
+                f"{more} more; its key's most is {key.quotas.concurrent} (its concurrent-runs "
+                f"quota), room for {room}: close one first",
                 retry_after_s=SLOT_RETRY_S,
             )
 
@@ -140,29 +145,38 @@ class SessionOwners:
         )
         return self._opened(key, lambda: self.book.resume(sid, key.tenant))
 
+    def fork(self, sid: str, key: Key, n: int) -> list[OpenSession]:
+        """Fork the tenant's open session `sid` into `n` new ones of the same tenant, each
+        counted against its cap (blocking)."""
+        source = self.get(sid, key)
+        return self._opened_all(key, lambda: list(source.fork(n)), n)
+
     def paused(self, sid: str, key: Key) -> dict[str, Any]:
         """What the tenant's paused session `sid` is (404 if there is none)."""
         store = self.sandbox.session_store
         return store.info(sid, key.tenant).info(store.keep_s)
 
     def _opened(self, key: Key, start: Callable[[], OpenSession]) -> OpenSession:
+        return self._opened_all(key, lambda: [start()], 1)[0]
+
+    def _opened_all(
+        self, key: Key, start: Callable[[], list[OpenSession]], count: int
+    ) -> list[OpenSession]:
         with self._lock:
-            self._check_room(key)
-            self._opening[key.tenant] += 1
+            self._check_room(key, count)
+            self._opening[key.tenant] += count
         try:
-            session = start()
-        except BaseException:
+            sessions = start()
+        finally:
             with self._lock:
-                self._opening[key.tenant] -= 1
-            raise
+                self._opening[key.tenant] -= count
         with self._lock:
-            self._opening[key.tenant] -= 1
-            self._owner[session.id] = key.tenant
+            self._owner.update((session.id, key.tenant) for session in sessions)
             if len(self._owner) > OWNERS_KEPT:  # forget the oldest ended sessions
                 live = {s.id for s in self.book.all()}
                 for sid in [sid for sid in self._owner if sid not in live][: OWNERS_KEPT // 2]:
                     del self._owner[sid]
-        return session
+        return sessions
 
     def mine(self, key: Key) -> list[OpenSession]:
         with self._lock:
@@ -185,6 +199,22 @@ class SessionOwners:
         if owner != key.tenant:
             raise SessionNotFound(f"no open session {quoted(sid)}")
         return self.book.get(sid)
+
+
+async def fork_admitted(
+    owners: SessionOwners, quotas: QuotaBook, key: Key, sid: str, n: object
+) -> list[OpenSession]:
+    """Fork the tenant's session `sid` into `n`, checked first (`n` from 1 to the policy's
+    `sessions.max_open`, the session the tenant's, room for `n` more under its cap) and
+    counted as `n` container starts by its quotas, like `n` opens (the HTTP route and the MCP
+    tool)."""
+    count = check_count(n, owners.sandbox.policy.sessions.max_open)
+    owners.get(sid, key)  # 404 or 410 before anything is counted
+    owners.check_room(key, count)
+    with contextlib.ExitStack() as admitted:
+        for _ in range(count):
+            admitted.enter_context(quotas.admit(key.tenant, key.quotas))
+        return await anyio.to_thread.run_sync(owners.fork, sid, key, count)
 
 
 class SessionRoutes:
@@ -247,6 +277,15 @@ class SessionRoutes:
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like an open
             session = await anyio.to_thread.run_sync(self.owners.resume, sid, key)
         return JSONResponse(session.info(), status_code=201)
+
+    async def fork(self, request: Request, key: Key) -> Response:
+        sid = str(request.path_params["session"])
+        body = await self.body(request, key.quotas.max_request_bytes)
+        data = parse_body(body) if body.strip() else {}  # no body: one fork
+        if set(data) - {"n"}:
+            raise InputError("give 'n' (only): how many sessions to fork, 1 by default")
+        forks = await fork_admitted(self.owners, self.quotas, key, sid, data.get("n", 1))
+        return JSONResponse({"sessions": [fork.info() for fork in forks]}, status_code=201)
 
     async def close(self, request: Request, key: Key) -> Response:
         session = self._get(request, key)

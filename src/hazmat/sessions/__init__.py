@@ -38,6 +38,7 @@ from hazmat.policy import Policy, Runtime, SessionSettings, TrustLevel, parse_tr
 from hazmat.run.image_choice import resolve_image
 from hazmat.run.intake import admit
 from hazmat.sessions.book import SessionBook
+from hazmat.sessions.forking import fork
 from hazmat.sessions.pausing import with_lost_note
 from hazmat.watch import OnOutput, Watch
 
@@ -71,13 +72,15 @@ class Pipeline(Protocol):
 class Services:
     """What the sandbox that opens a session gives it: the pipeline its calls go through, the
     audit log's recorder (the session's opening, its files, its end), where a pause is kept
-    (`keep_paused`), and how a package is installed (`install`). Given, so that nothing
-    below `Sandbox` calls back into its public face."""
+    (`keep_paused`), how a package is installed (`install`) and how another session is
+    opened (`open`: a fork's). Given, so that nothing below `Sandbox` calls back into its
+    public face."""
 
     pipeline: Pipeline
     recorder: RunRecorder
     keep_paused: Callable[[Paused, bytes], None]
     install: Callable[[Target, object], Installed]
+    open: Callable[[Fixed], Session]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +190,8 @@ class Session(Closable):
         self.calls = 0
         # a resumed session: when it was paused, and which variables came back (pausing.py)
         self.resumed: dict[str, Any] | None = None
+        # a fork: the session it was forked from, and which variables came back (forking.py)
+        self.forked: dict[str, Any] | None = None
         self.owner: str | None = None  # a service's tenant, whose pause this is (on_idle)
         # Python's requirements installed (in /tmp, which a pause does not keep): a resume
         # installs them again (npm's are in the working directory, which it keeps)
@@ -233,6 +238,8 @@ class Session(Closable):
         self._touch()
         result = self._services.pipeline.execute_in(request, self._backend, on_output)
         self._after_call()
+        if self.forked is not None:
+            return with_lost_note(result, self.forked, "forked")
         return with_lost_note(result, self.resumed)
 
     async def arun(
@@ -292,6 +299,17 @@ class Session(Closable):
 
         return pause(self, owner if owner is not None else self.owner, self._services.keep_paused)
 
+    def fork(self, n: int = 1) -> list[Session]:
+        """`n` new sessions, each in a fresh hardened container with this session's language,
+        trust, runtime, image and owner, its working directory and, for Python, what can be
+        pickled of its variables as they are now (each fork's `forked` says which came back);
+        this session goes on. Each counts against `sessions.max_open`; `n` is 1 to it. If
+        one fork cannot be opened, none is left open (sessions/forking.py)."""
+        self._check_open()
+        services = self._services
+        most = services.pipeline.policy.sessions.max_open
+        return fork(self, n, services.open, services.recorder, most)
+
     def agent_call(self, program: Program, mode: str, timeout_s: float | None = None) -> RunReport:
         """One call of the session agent that is not a program of the caller's: `files`,
         `save`, `restore` (backends/agent/session_agent.py), or hazmat's own program in the
@@ -326,6 +344,7 @@ class Session(Closable):
             "lifetime_s": self._settings.lifetime_s,
             "cpu_s": self._settings.cpu_s,
             **({"resumed": self.resumed} if self.resumed is not None else {}),
+            **({"forked": self.forked} if self.forked is not None else {}),
         }
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ from hazmat.backends.base import Program, RunReport, Spec
 from hazmat.models import ExecutionResult
 from hazmat.sessions.store import Paused
 
-__all__ = ["SAVE_FILE", "Pausable", "pause", "restore", "with_lost_note"]
+__all__ = ["SAVE_FILE", "Pausable", "pause", "restore", "save", "with_lost_note"]
 
 SAVE_FILE = "/tmp/.hazmat-save.tar"  # where the agent leaves the archive (a file of hazmat's)
 MiB = 1024 * 1024
@@ -55,8 +55,11 @@ class Pausable(Protocol):
     def end(self, why: str, now: bool = False) -> None: ...
 
 
-def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], None]) -> Paused:
-    """Save the session, hand it to `keep` (the sandbox's store), then end it."""
+def save(session: Pausable, what: str) -> tuple[bytes, dict[str, Any]]:
+    """The session's working directory as a tar archive made inside the sandbox, with (Python)
+    its picklable variables in it; and the interpreter's report (`saved`, `lost`). The session
+    goes on as it was: the agent removes what the save left in it. `what` ("paused",
+    "forked") is said in the error if it fails."""
     cap = session.spec.tmpfs_mb * MiB  # the archive is written to /tmp, a tmpfs of this size
     program = Program(
         files={},
@@ -70,8 +73,17 @@ def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], 
     archive = report.files.get(SAVE_FILE)
     if archive is None or report.exit_code != 0:
         why = "; ".join([*report.notes, report.stderr.decode("utf-8", "replace").strip()])
-        raise InfraError(f"session {session.id} could not be paused: {why or 'no archive'}")
+        raise InfraError(f"session {session.id} could not be {what}: {why or 'no archive'}")
     said = _report(report.stdout)
+    return archive, {
+        "saved": tuple(str(name) for name in said.get("saved", ())),
+        "lost": {str(k): str(v) for k, v in dict(said.get("lost", {})).items()},
+    }
+
+
+def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], None]) -> Paused:
+    """Save the session, hand it to `keep` (the sandbox's store), then end it."""
+    archive, said = save(session, "paused")
     fixed = session.fixed
     paused = Paused(
         id=session.id,
@@ -83,8 +95,8 @@ def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], 
         owner=owner,
         paused_at=time.time(),
         archive_bytes=len(archive),
-        saved=tuple(str(name) for name in said.get("saved", ())),
-        lost={str(k): str(v) for k, v in dict(said.get("lost", {})).items()},
+        saved=said["saved"],
+        lost=said["lost"],
         packages=tuple(session.installed),
     )
     keep(paused, archive)
@@ -92,27 +104,29 @@ def pause(session: Pausable, owner: str | None, keep: Callable[[Paused, bytes], 
     return paused
 
 
-def restore(session: Pausable, paused: Paused, archive: bytes) -> dict[str, Any]:
-    """Unpack a paused session's archive into the new session's container and (Python) load
-    its variables; returns what the session's `resumed` says."""
+def restore(session: Pausable, archive: bytes, lost: Mapping[str, str]) -> dict[str, Any]:
+    """Unpack a saved working directory (`save`) into the new session's container and (Python)
+    load its variables; which came back (`loaded`), and which did not, with `lost` (what the
+    save could not keep) and why."""
     program = Program(files={}, want=(), stdin=archive, max_file_bytes=1)
     report = session.agent_call(program, "restore")
     if report.exit_code != 0:
         why = report.stderr.decode("utf-8", "replace").strip() or "; ".join(report.notes)
-        raise InfraError(f"session {paused.id} could not be restored: {why}")
+        raise InfraError(f"session {session.id} could not be restored: {why}")
     said = _report(report.stdout)
     return {
-        "paused_at": round(paused.paused_at, 3),
-        "archive_bytes": paused.archive_bytes,
         "loaded": [str(name) for name in said.get("loaded", ())],
-        "lost": {**paused.lost, **{str(k): str(v) for k, v in dict(said.get("lost", {})).items()}},
+        "lost": {**lost, **{str(k): str(v) for k, v in dict(said.get("lost", {})).items()}},
     }
 
 
-def with_lost_note(result: ExecutionResult, resumed: Mapping[str, Any] | None) -> ExecutionResult:
-    """`result`, with a note when the call failed on a name the pause could not keep (a
-    Python `NameError` for a function defined in the session, say): which, and why."""
-    lost: Mapping[str, str] = (resumed or {}).get("lost") or {}
+def with_lost_note(
+    result: ExecutionResult, restored: Mapping[str, Any] | None, how: str = "paused"
+) -> ExecutionResult:
+    """`result`, with a note when the call failed on a name the pause or fork (`how`) could
+    not keep (a Python `NameError` for a function defined in the session, say): which, and
+    why. `restored` is the session's `resumed` or `forked`."""
+    lost: Mapping[str, str] = (restored or {}).get("lost") or {}
     exception = result.exception
     if not lost or exception is None or exception.name not in ("NameError", "UnboundLocalError"):
         return result
@@ -121,7 +135,7 @@ def with_lost_note(result: ExecutionResult, resumed: Mapping[str, Any] | None) -
         return result
     name = named.group(1)
     note = (
-        f"{name!r} was not kept when this session was paused ({lost[name]}): run the code that "
+        f"{name!r} was not kept when this session was {how} ({lost[name]}): run the code that "
         "defined it again"
     )
     return dataclasses.replace(result, notes=[*result.notes, note])

@@ -510,7 +510,9 @@ static int session(void) {
             say(1, marker, (size_t)n);
         }
         if (rc == 0 && strcmp(mode, "save") == 0)
-            rc = wait_for(sh(0, -1, NULL, "exec tar -cf /tmp/.hazmat-save.tar -C \"$1\" .",
+            rc = wait_for(sh(0, -1, NULL,
+                             "tar -cf /tmp/.hazmat-save.tar -C \"$1\" . &&"
+                             " exec rm -f -- \"$1/.hazmat-variables\"",
                              "save", s_workdir, NULL));
         if (rc == 0 && restore && *s_repl) rc = repl_call("load");
         if (truncate(JOB, 0) != 0) die("cannot empty the job");
@@ -528,6 +530,9 @@ static int session(void) {
         free(wants);
         if (!s_kept) {
             wait_next();
+            /* the save's archive, taken by the host: the session may go on (a fork) */
+            if (strcmp(mode, "save") == 0)
+                wait_for(sh(0, -1, NULL, "exec rm -f /tmp/.hazmat-save.tar", "unsave", NULL));
             if (!warm_pid) start_warm();
         } else {
             char next[16];

@@ -11,9 +11,10 @@ collect=$HAZMAT_COLLECT
 archive='cd / && w=${1#/} && set -- "$w" && if [ -d tmp/.hazmat-build ]; then
     set -- "$w" tmp/.hazmat-build; fi && exec tar -cf "$w/.hazmat-build.tar" \
     --exclude="$w/.hazmat-build.tar" "$@"'
-# a pause (mode save): the working directory, for the host to keep and send back on resume
-# (mode restore: unpacked from the job as the program's uid, by the unpack script)
-save='exec tar -cf /tmp/.hazmat-save.tar -C "$1" .'
+# a pause or a fork (mode save): the working directory, for the host to keep and send back
+# (mode restore: unpacked from the job as the program's uid, by the unpack script); the
+# variables the interpreter saved into it are removed once archived (a fork's source goes on)
+save='tar -cf /tmp/.hazmat-save.tar -C "$1" . && exec rm -f -- "$1/.hazmat-variables"'
 setup=${HAZMAT_PREPARE:-}
 repl=${HAZMAT_REPL:-}
 replcode=${HAZMAT_REPL_CODE:-}
@@ -353,6 +354,9 @@ while IFS=' ' read -r magic version nwant maxfile nonce size mode maxtotal maxow
         IFS= read -r next || exit 0
     fi
     [ "$next" = next ] || die "unknown job format"
+    if [ "$mode" = save ]; then  # its archive, taken by the host: the session may go on (a fork)
+        setpriv $drop -- rm -f /tmp/.hazmat-save.tar </dev/null
+    fi
     if [ -z "$kept_build" ]; then
         [ -n "$warmpid" ] || start_warm
     elif [ "$mode" = again ] && [ -z "$dirty" ]; then
