@@ -194,10 +194,11 @@ def interact(
     interactor_watch = Watch(relay("interactor", to_program), feed=to_interactor.read, gate=gate)
     # a side's end closes the other's stdin as soon as its pump is done (all of its output
     # handed over), not once its whole run has returned (the engine's checks, the audit)
-    first: list[bool] = []  # whether the interactor's output had ended when the program's did
+    interactor_first = threading.Event()  # its output had ended when the program's did
     helpers = [
         threading.Thread(
-            target=_close_after, args=(program_watch, to_interactor, interactor_watch, first)
+            target=_close_after,
+            args=(program_watch, to_interactor, interactor_watch, interactor_first),
         ),
         threading.Thread(target=_close_after, args=(interactor_watch, to_program)),
     ]
@@ -237,7 +238,7 @@ def interact(
             helper.join()
     if isinstance(done[0], BaseException):
         raise done[0]
-    return Interaction(program, done[0], transcript, bool(first and first[0]))
+    return Interaction(program, done[0], transcript, interactor_first.is_set())
 
 
 def _open_when_ready(gate: threading.Event, *watches: Watch) -> None:
@@ -247,13 +248,16 @@ def _open_when_ready(gate: threading.Event, *watches: Watch) -> None:
 
 
 def _close_after(
-    watch: Watch, pipe: _Pipe, other: Watch | None = None, first: list[bool] | None = None
+    watch: Watch,
+    pipe: _Pipe,
+    other: Watch | None = None,
+    other_first: threading.Event | None = None,
 ) -> None:
     """Once `watch`'s output has ended, close `pipe` (the other side's stdin); with `other`,
-    note in `first` whether its output had ended before."""
+    set `other_first` if its output had ended before."""
     watch.ended.wait()
-    if other is not None and first is not None:
-        first.append(other.ended.is_set())
+    if other is not None and other_first is not None and other.ended.is_set():
+        other_first.set()
     pipe.end_writing()
 
 
