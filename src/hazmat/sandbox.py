@@ -115,7 +115,8 @@ class Sandbox(Closable):
             assessor = Assessor()
         self.assessor = assessor
         self.assessor.start()
-        self._gates = Gates(egress, policy.reachable)  # the proxy, made when a run needs it
+        # the proxy, made when a run needs it
+        self._gates = Gates(egress, policy.reachable, policy.packages.trial_origins())
         self._late = LateSemgrep(self.assessor, self._recorder)
         self.builds = BuildCache()  # kept builds of the same source share it (build_cache.py)
         self.sessions: SessionBook[Session] = SessionBook(policy.sessions)

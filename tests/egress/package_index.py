@@ -202,7 +202,11 @@ def serve_hostile(directory: Path) -> tuple[Index, http.server.HTTPServer]:
     return Index(url, ca_pem, requests), server
 
 
-def serve(directory: Path, host: str = "api.mirror.test") -> tuple[Index, http.server.HTTPServer]:
+def serve(
+    directory: Path, host: str = "api.mirror.test", trial: bool = False
+) -> tuple[Index, http.server.HTTPServer]:
+    """The index over TLS as `host`, or with `trial` over plain HTTP as `localhost` (a trial
+    index on loopback: policy packages.trial_index)."""
     routes: Routes = {}
     html = {"Content-Type": "text/html"}
     # as PyPI serves its files: they never change
@@ -225,6 +229,6 @@ def serve(directory: Path, host: str = "api.mirror.test") -> tuple[Index, http.s
         routes[f"/simple/{project}/"] = (html, page)
         routes[f"/files/{name}"] = (files, data)
         routes[f"/files/{name}.metadata"] = (files, metadata)
-    server, ca_pem, requests = https_server(directory, routes)
-    url = f"https://{host}:{server.server_address[1]}/simple/"
-    return Index(url, ca_pem, requests), server
+    server, ca_pem, requests = https_server(directory, routes, plain=trial)
+    where = "http://localhost" if trial else f"https://{host}"
+    return Index(f"{where}:{server.server_address[1]}/simple/", ca_pem, requests), server

@@ -142,6 +142,34 @@ def test_a_resumed_session_gets_its_packages_back_before_its_variables(
         assert used.stdout == "3 42\n", used.stderr
 
 
+def test_a_trial_index_on_loopback_over_plain_http(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`packages.trial_index`: the proxy of a Sandbox made by the policy alone (no test
+    resolver) forwards pip's plain requests to the index on the host's loopback."""
+    (tmp_path / "index").mkdir()
+    served, server = serve(tmp_path / "index", trial=True)
+    packages = {
+        "levels": ["unknown"],
+        "trial_index": True,
+        "python": {"index": served.url},
+        "cache": str(tmp_path / "cache"),
+    }
+    policy = as_asked(parse_policy({"packages": packages}))
+    try:
+        with (
+            Sandbox(policy, backend=DockerBackend(engine)) as sandbox,
+            sandbox.session("python", trust="unknown", runtime="runc") as session,
+        ):
+            done = session.install(["hazmat-probe-pure==1.0"])
+            assert list(done.requested) == ["hazmat-probe-pure==1.0"]
+            assert session.run(USE).stdout == "42 10\n"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert served.requests["/simple/hazmat-probe-pure/"] >= 1
+
+
 def test_what_the_index_does_not_have_is_said_with_pip_s_words(
     installing: tuple[Sandbox, Path],
 ) -> None:

@@ -139,11 +139,12 @@ Routes = dict[str, tuple[dict[str, str], bytes]]  # path -> (headers, body)
 
 
 def https_server(
-    directory: Path, routes: Routes
+    directory: Path, routes: Routes, plain: bool = False
 ) -> tuple[http.server.HTTPServer, bytes, Counter[str]]:
     """An HTTP server over TLS on 127.0.0.2 (a port of its own) with a CA made for it, that
     answers a GET of each path in `routes` (read at each request: it may be filled once the
-    port is known) and 404 otherwise: the server, the CA, and each path's GETs so far."""
+    port is known) and 404 otherwise: the server, the CA, and each path's GETs so far. With
+    `plain`, plain HTTP on 127.0.0.1 (a trial index on loopback)."""
     ca_pem, cert, key = certificates(directory)
     requests: Counter[str] = Counter()
 
@@ -161,10 +162,11 @@ def https_server(
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1" if plain else "127.0.0.2", 0), Handler)
+    if not plain:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, ca_pem, requests
 

@@ -80,6 +80,8 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     for runtime in Runtime:
         checks.append(_runtime_check(engine, runtime, info.runtimes, usable))
     checks.append(_policy_runtimes(chosen or Policy(), info.runtimes, chosen is None))
+    trial = _trial_index(chosen or Policy())
+    checks += [trial] if trial is not None else []
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
     checks.append(_docker_agent_check(engine))
@@ -91,6 +93,24 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(Check("backend", True, f"{tier.tier} ({tier.why})"))
     checks += oci_checks(engine, needed=backend == "oci")
     return checks
+
+
+def _trial_index(policy: Policy) -> Check | None:
+    """A warning while the policy's packages take a trial index on loopback (packages.
+    trial_index): fine on one's own machine, never on a service others use."""
+    settings = policy.packages
+    trials = [s.url for s in (settings.python, settings.npm) if s is not None and s.on_trial]
+    if not trials:
+        return None
+    return Check(
+        "trial index",
+        False,
+        f"packages.trial_index is on: downloads' sandboxes reach {', '.join(trials)} on this "
+        "machine's loopback over plain HTTP (the proxy forwards to that port and no other)",
+        "for a trial on your own machine only: name an https:// index and leave "
+        "packages.trial_index off on a service others use",
+        needed=False,
+    )
 
 
 def _docker_agent_check(engine: Engine) -> Check:

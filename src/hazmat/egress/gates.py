@@ -13,15 +13,21 @@ from hazmat.egress.rules import Network
 
 
 class Gates:
-    def __init__(self, proxy: EgressProxy | None = None, reachable: Sequence[Network] = ()) -> None:
+    def __init__(
+        self,
+        proxy: EgressProxy | None = None,
+        reachable: Sequence[Network] = (),
+        trial: Sequence[tuple[str, int]] = (),
+    ) -> None:
         self._proxy = proxy
         self._reachable = tuple(reachable)  # the policy's egress.reachable
+        self._trial = tuple(trial)  # its trial indexes' origins (packages.trial_index)
         self._lock = threading.Lock()
 
     def proxy(self) -> EgressProxy:
         with self._lock:
             if self._proxy is None:
-                self._proxy = EgressProxy(reachable=self._reachable)
+                self._proxy = EgressProxy(reachable=self._reachable, trial=self._trial)
             return self._proxy
 
     def open(self, allow: Sequence[str], ports: Sequence[int]) -> Gate | None:

@@ -34,10 +34,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hazmat.egress.rules import Address, Network, Refused, check_address, check_host, matches
+from hazmat.egress.rules import (
+    Address,
+    Network,
+    Refused,
+    check_address,
+    check_host,
+    matches,
+)
 from hazmat.egress.tls import MAX_HELLO, server_name
+from hazmat.egress.trial import loopback_address, parse_forward
 
-__all__ = ["SOCKET_NAME", "Connection", "EgressProxy", "Gate", "parse_connect", "proxy_env"]
+__all__ = [
+    "SOCKET_NAME",
+    "Connection",
+    "EgressProxy",
+    "Gate",
+    "parse_connect",
+    "proxy_env",
+]
 
 SOCKET_NAME = "proxy.sock"
 HEAD_LIMIT = 8192
@@ -123,7 +138,9 @@ class Gate:
 
 class EgressProxy:
     """The proxy for one Sandbox. `resolver` and `reachable` exist for tests and for
-    operators with an internal mirror on a private address; leave them alone otherwise."""
+    operators with an internal mirror on a private address; leave them alone otherwise.
+    `trial`: the origins (host, port) of the policy's trial indexes on loopback, to which
+    it forwards plain HTTP (`parse_forward`); none by default."""
 
     def __init__(
         self,
@@ -131,8 +148,10 @@ class EgressProxy:
         *,
         resolver: Resolver | None = None,
         reachable: Sequence[Network] = (),
+        trial: Sequence[tuple[str, int]] = (),
     ) -> None:
         self.root = root
+        self.trial = frozenset(trial)
         self.resolver = resolver or _resolve
         self.reachable = tuple(reachable)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -263,6 +282,9 @@ class EgressProxy:
                 raise Refused("the request head is over 8 KiB") from None
             except asyncio.IncompleteReadError:
                 raise Refused("the request ended before its head did") from None
+        if self.trial and not head.startswith(b"CONNECT "):
+            await self._forward(gate, head, reader, writer, state)
+            return
         raw_host, port = parse_connect(head)
         state["host"], state["port"] = raw_host[:255], port
         host = check_host(raw_host)
@@ -277,6 +299,27 @@ class EgressProxy:
         hello = await self._hello(reader, host)
         upstream_reader, upstream_writer = await self._connect(addresses, port, state)
         upstream_writer.write(hello)
+        await _relay(reader, writer, upstream_reader, upstream_writer, state)
+
+    async def _forward(
+        self,
+        gate: Gate,
+        head: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        state: dict[str, Any],
+    ) -> None:
+        """A plain HTTP request for a trial index on loopback: to its loopback address (the
+        name mapped here, never resolved), and nowhere else."""
+        host, port, rewritten = parse_forward(head, self.trial)
+        state["host"], state["port"] = host, port
+        if not matches(host, gate.allow):
+            raise Refused("the host is not on the allowlist")
+        if port not in gate.ports:
+            raise Refused(f"port {port} is not allowed (allowed: {list(gate.ports)})")
+        address = ipaddress.ip_address(loopback_address(host))
+        upstream_reader, upstream_writer = await self._connect([address], port, state)
+        upstream_writer.write(rewritten)
         await _relay(reader, writer, upstream_reader, upstream_writer, state)
 
     async def _addresses(self, host: str, port: int) -> list[Address]:

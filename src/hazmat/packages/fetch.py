@@ -16,6 +16,7 @@ import io
 import json
 import re
 import tarfile
+import urllib.parse
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -147,6 +148,8 @@ def _job(
     files = {language.source_name: inside, "want.json": json.dumps(want).encode()}
     env = {**proxy_env(RELAY_PORT)}
     env["PIP_INDEX_URL" if python else "npm_config_registry"] = source.url
+    if python and source.on_trial:  # pip takes an http:// index only from a host it is told
+        env["PIP_TRUSTED_HOST"] = urllib.parse.urlsplit(source.url).netloc
     if settings.ca_bundle:
         try:
             files[CA_PATH] = Path(settings.ca_bundle).read_bytes()

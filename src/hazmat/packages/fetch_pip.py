@@ -14,7 +14,8 @@ refuses the install) before the thing guarded happens:
 - no requirement is a URL or a path, neither one asked nor one that a package's metadata names
   (`Requires-Dist: x @ https://...`);
 - no source distribution's metadata is prepared (the step that calls a build backend);
-- pip fetches only https wheels whose SHA-256 the index lists.
+- pip fetches only https wheels whose SHA-256 the index lists (http ones only from a trial
+  index on the host's loopback, which the policy names: fetch.py).
 """
 
 import hashlib
@@ -82,7 +83,7 @@ def guard_pip() -> None:
 
     def wheel_only(self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
         link = req.link
-        if link is None or link.scheme != "https" or not link.is_wheel or not listed(link):
+        if link is None or not secure(link) or not link.is_wheel or not listed(link):
             refuse(f"{str(link)[:300]} is not a wheel whose SHA-256 the index lists: not fetched")
         return prepare_one(self, req, *args, **kwargs)
 
@@ -92,6 +93,14 @@ def guard_pip() -> None:
     RequirementPreparer.prepare_linked_requirement = wheel_only  # type: ignore[method-assign]
     # pip's user agent asks rustc for its version: a program; answer as where there is none
     session.user_agent = lambda: "pip/hazmat"
+
+
+def secure(link: Any) -> bool:
+    """Whether `link` is https, or http from the trial index on loopback the host named
+    (`PIP_TRUSTED_HOST`: policy packages.trial_index) and nowhere else."""
+    trial = os.environ.get("PIP_TRUSTED_HOST")
+    scheme, netloc = str(link.scheme), str(link.netloc)
+    return scheme == "https" or (scheme == "http" and trial == netloc)
 
 
 def listed(link: Any) -> str:
