@@ -394,7 +394,8 @@ class Sandbox(Closable):
             plan = dataclasses.replace(plan, installs=True)  # a session that may install
         settings = self.policy.settings(request.trust)
         reason, allow = checked.override_reason, checked.network
-        gate = self._gates.open(allow, settings.network.ports)
+        secrets = self.policy.secrets_for(request.trust, allow)
+        gate = self._gates.open(allow, settings.network.ports, secrets)
         job = job_for(plan, gate, watch)
         backend.prepare(job)
         try:

@@ -195,3 +195,46 @@ def start_servers(directory: Path) -> tuple[dict[str, TLSServer], list[socket.so
         servers[address] = TLSServer(address, listener.getsockname()[1], ca_pem, handled)
         listeners.append(listener)
     return servers, listeners
+
+
+@dataclass
+class EchoServer:
+    """An HTTPS server on 127.0.0.2 (the names of `certificates`) that answers each request
+    with its head as the body and its Authorization in an `X-Echo` header; `/redirect` sends
+    the client to `https://other.test:<port>/` instead. `seen` holds every request's head."""
+
+    port: int
+    ca_pem: bytes
+    seen: list[str]
+    server: http.server.HTTPServer
+
+
+def echo_server(directory: Path) -> EchoServer:
+    ca_pem, cert, key = certificates(directory)
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            head = f"{self.requestline}\r\n{self.headers}"
+            seen.append(head)
+            port = self.server.server_address[1]
+            body = head.encode()
+            self.send_response(302 if self.path == "/redirect" else 200)
+            if self.path == "/redirect":
+                self.send_header("Location", f"https://other.test:{port}/")
+            self.send_header("X-Echo", self.headers.get("Authorization", "-"))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return EchoServer(server.server_address[1], ca_pem, seen, server)

@@ -456,6 +456,8 @@ export interface components {
                 /** @description bytes it received */
                 received?: number;
                 duration_ms?: number;
+                /** @description the name of the policy's secret the proxy added (never its value) */
+                secret?: string;
             }[];
             /** @description what a Python program showed, in order: each a MIME type -> data object (image/png, image/svg+xml, text/html, text/plain, ...); binary types as base64 */
             displays?: {
@@ -627,6 +629,8 @@ export interface components {
                 /** @description bytes it received */
                 received?: number;
                 duration_ms?: number;
+                /** @description the name of the policy's secret the proxy added (never its value) */
+                secret?: string;
             }[];
             /** @description one sentence on what to do next */
             note: string;

@@ -82,6 +82,7 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(_policy_runtimes(chosen or Policy(), info.runtimes, chosen is None))
     trial = _trial_index(chosen or Policy())
     checks += [trial] if trial is not None else []
+    checks += _secrets_check(chosen or Policy())
     checks.append(_monitoring_check())
     checks.append(_leftovers(engine))
     checks.append(_docker_agent_check(engine))
@@ -93,6 +94,27 @@ def run_checks(engine: Engine | None = None, chosen: Policy | None = None) -> li
     checks.append(Check("backend", True, f"{tier.tier} ({tier.why})"))
     checks += oci_checks(engine, needed=backend == "oci")
     return checks
+
+
+def _secrets_check(policy: Policy) -> list[Check]:
+    """Whether each of the policy's secrets (egress.secrets) has its value in hazmat's
+    environment: a run that would get one that has not fails."""
+    if not policy.secrets:
+        return []
+    unset = [s for s in policy.secrets if not os.environ.get(s.from_env)]
+    named = ", ".join(f"{s.name} ({s.host}, from {s.from_env})" for s in policy.secrets)
+    if not unset:
+        return [Check("secrets", True, f"each has its value: {named}")]
+    missing = ", ".join(s.from_env for s in unset)
+    return [
+        Check(
+            "secrets",
+            False,
+            f"not set in this process's environment: {missing}; runs that would get them fail",
+            f"set {missing} in the environment of the hazmat process that runs them "
+            "(`hazmat serve`, the local server, your program)",
+        )
+    ]
 
 
 def _trial_index(policy: Policy) -> Check | None:

@@ -10,6 +10,7 @@ from typing import Any
 from hazmat._exceptions import InfraError
 from hazmat.egress.proxy import EgressProxy, Gate
 from hazmat.egress.rules import Network
+from hazmat.egress.secrets import Secret
 
 
 class Gates:
@@ -30,12 +31,16 @@ class Gates:
                 self._proxy = EgressProxy(reachable=self._reachable, trial=self._trial)
             return self._proxy
 
-    def open(self, allow: Sequence[str], ports: Sequence[int]) -> Gate | None:
-        """A gate for a run allowed to reach `allow` on `ports`; None when the list is empty."""
+    def open(
+        self, allow: Sequence[str], ports: Sequence[int], secrets: Sequence[Secret] = ()
+    ) -> Gate | None:
+        """A gate for a run allowed to reach `allow` on `ports`, with `secrets` (the policy's
+        for it: their values are read now); None when the list is empty."""
         if not allow:
             return None
+        held = [secret.held() for secret in secrets]
         try:
-            return self.proxy().open(allow, ports)
+            return self.proxy().open(allow, ports, held)
         except OSError as exc:
             raise InfraError(f"cannot open the allowlist proxy's socket: {exc}") from exc
 

@@ -27,6 +27,7 @@ import os
 import secrets
 import shutil
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hazmat.egress.authority import Authority, host_bundle
+from hazmat.egress.intercept import exchange, upstream_context
 from hazmat.egress.rules import (
     Address,
     Network,
@@ -42,10 +45,12 @@ from hazmat.egress.rules import (
     check_host,
     matches,
 )
+from hazmat.egress.secrets import HeldSecret
 from hazmat.egress.tls import MAX_HELLO, server_name
 from hazmat.egress.trial import loopback_address, parse_forward
 
 __all__ = [
+    "CA_FILE",
     "SOCKET_NAME",
     "Connection",
     "EgressProxy",
@@ -55,6 +60,10 @@ __all__ = [
 ]
 
 SOCKET_NAME = "proxy.sock"
+CA_FILE = "ca.pem"  # beside it, for a run with secrets: the host's CAs and the proxy's own
+EGRESS_DIR = "/run/hazmat-egress"  # where the gate's folder is in the container
+_CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                 "PIP_CERT", "npm_config_cafile")  # fmt: skip
 HEAD_LIMIT = 8192
 STEP_TIMEOUT_S = 10.0
 Resolver = Callable[[str, int], Sequence[str]]
@@ -72,6 +81,7 @@ class Connection:
     sent: int = 0  # bytes from the program upstream, after the ClientHello was checked
     received: int = 0
     duration_ms: float = 0.0
+    secret: str | None = None  # the name of the secret the proxy added (egress/secrets.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,14 +93,19 @@ class Connection:
             "sent": self.sent,
             "received": self.received,
             "duration_ms": round(self.duration_ms, 3),
+            **({"secret": self.secret} if self.secret else {}),
         }
 
 
-def proxy_env(port: int) -> dict[str, str]:
+def proxy_env(port: int, secrets: bool = False) -> dict[str, str]:
     """What the program's environment gets for a run with an allowlist: the relay's address
-    under every name the common clients read (curl, Python, pip, npm, Go)."""
+    under every name the common clients read (curl, Python, pip, npm, Go); with `secrets`,
+    the CA bundle that holds the proxy's own CA (its gate's CA_FILE) under theirs too."""
     url = f"http://127.0.0.1:{port}"
+    bundle = f"{EGRESS_DIR}/{CA_FILE}"
+    trust = {name: bundle for name in _CA_VARIABLES} if secrets else {}
     return {
+        **trust,
         "HTTPS_PROXY": url,
         "https_proxy": url,
         "HTTP_PROXY": url,
@@ -133,6 +148,7 @@ class Gate:
     ports: tuple[int, ...]
     connections: list[Connection] = field(default_factory=list)
     server: asyncio.AbstractServer | None = None
+    secrets: dict[str, HeldSecret] = field(default_factory=dict)  # by host
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -149,8 +165,11 @@ class EgressProxy:
         resolver: Resolver | None = None,
         reachable: Sequence[Network] = (),
         trial: Sequence[tuple[str, int]] = (),
+        upstream_ca: str | None = None,
     ) -> None:
         self.root = root
+        self._upstream_ca = upstream_ca  # tests: their hosts' CA (else the system's)
+        self._authority: Authority | None = None
         self.trial = frozenset(trial)
         self.resolver = resolver or _resolve
         self.reachable = tuple(reachable)
@@ -158,17 +177,30 @@ class EgressProxy:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def open(self, allow: Sequence[str], ports: Sequence[int]) -> Gate:
+    def open(
+        self, allow: Sequence[str], ports: Sequence[int], held: Sequence[HeldSecret] = ()
+    ) -> Gate:
+        """A gate for a run allowed `allow` on `ports`; with `held`, the secrets the proxy adds
+        to its requests to their hosts (and their CA bundle in the gate's folder)."""
         directory = self.root / secrets.token_hex(8)
         directory.mkdir(parents=True, mode=0o755)
         directory.chmod(0o755)
-        gate = Gate(directory, tuple(allow), tuple(ports))
+        gate = Gate(directory, tuple(allow), tuple(ports), secrets={s.host: s for s in held})
         try:
+            if held:
+                (directory / CA_FILE).write_bytes(host_bundle() + self.authority().pem)
             self._call(self._listen(gate))
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         return gate
+
+    def authority(self) -> Authority:
+        """The proxy's own CA, made when a gate first holds a secret."""
+        with self._lock:
+            if self._authority is None:
+                self._authority = Authority()
+            return self._authority
 
     def close_gate(self, gate: Gate) -> list[Connection]:
         """Stop taking connections, end the open ones, remove the socket; the connections."""
@@ -235,6 +267,7 @@ class EgressProxy:
             "sent": 0,
             "received": 0,
             "answered": False,
+            "secret": None,
         }
         allowed, reason = False, ""
         try:
@@ -265,6 +298,7 @@ class EgressProxy:
                     state["sent"],
                     state["received"],
                     (time.monotonic() - began) * 1000,
+                    state["secret"],
                 )
             )
 
@@ -297,6 +331,16 @@ class EgressProxy:
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         state["answered"] = True
         hello = await self._hello(reader, host)
+        held = gate.secrets.get(host)
+        if held is not None:  # the proxy ends this TLS itself, to add the secret
+            context = upstream_context(self._upstream_ca)
+            upstream = await self._connect(addresses, port, state, (context, host))
+            try:
+                client = (reader, writer, hello)
+                await exchange(self.authority().context(host), client, upstream, held, port, state)
+            finally:
+                upstream[1].close()
+            return
         upstream_reader, upstream_writer = await self._connect(addresses, port, state)
         upstream_writer.write(hello)
         await _relay(reader, writer, upstream_reader, upstream_writer, state)
@@ -358,13 +402,22 @@ class EgressProxy:
                 return data
 
     async def _connect(
-        self, addresses: list[Address], port: int, state: dict[str, Any]
+        self,
+        addresses: list[Address],
+        port: int,
+        state: dict[str, Any],
+        tls: tuple[ssl.SSLContext, str] | None = None,
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the first of `addresses` that answers; with `tls`, over TLS that
+        checks the host's certificate for the name given."""
         failure: Exception | None = None
+        context, name = tls if tls is not None else (None, None)
         for address in addresses:
             try:
                 async with asyncio.timeout(STEP_TIMEOUT_S):
-                    pair = await asyncio.open_connection(str(address), port)
+                    pair = await asyncio.open_connection(
+                        str(address), port, ssl=context, server_hostname=name
+                    )
                 state["address"] = str(address)
                 return pair
             except (OSError, TimeoutError) as exc:

@@ -28,13 +28,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from hazmat._exceptions import InputError, PolicyError, quoted
-from hazmat.egress.rules import Network
+from hazmat.egress.rules import Network, matches
+from hazmat.egress.secrets import Secret
 from hazmat.egress.settings import NetworkSettings
 from hazmat.policy.build_flags import DEFAULT_BUILD_FLAGS, check_allowlist
 from hazmat.policy.packages import PackageSettings
@@ -458,6 +459,8 @@ class Policy:
     backend: str = "auto"
     # which sessions may install packages, from which index (policy/packages.py)
     packages: PackageSettings = field(default_factory=PackageSettings)
+    # secrets the allowlist proxy adds to requests for their hosts (`egress.secrets`)
+    secrets: tuple[Secret, ...] = ()
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -472,6 +475,12 @@ class Policy:
 
     def settings(self, trust: TrustLevel | str) -> TrustSettings:
         return self.levels[parse_trust(trust)]
+
+    def secrets_for(self, trust: TrustLevel | str, allow: Sequence[str]) -> list[Secret]:
+        """The secrets a run at `trust` with the allowlist `allow` gets: its level's, for a
+        host on its list (egress/secrets.py)."""
+        level = parse_trust(trust).value
+        return [s for s in self.secrets if level in s.levels and matches(s.host, allow)]
 
     def longest_run_s(self) -> float:
         """The longest a run may take under this policy: a timeout plus its compile budget."""

@@ -14,6 +14,7 @@ import yaml
 
 from hazmat._exceptions import HazmatError, PolicyError, quoted
 from hazmat.egress.rules import Network
+from hazmat.egress.secrets import Secret, parse_secrets
 from hazmat.egress.settings import parse_network, parse_reachable
 from hazmat.languages import get_language
 from hazmat.policy import (
@@ -87,6 +88,7 @@ def parse_policy(data: object, source: str = "<policy>") -> Policy:
         pool=_parse_pool(top.get("pool", {}), source),
         sessions=_parse_sessions(top.get("sessions", {}), source),
         reachable=_parse_egress(top.get("egress", {}), source),
+        secrets=_parse_secrets(top.get("egress", {}), source),
         backend=_parse_backend(top.get("backend", "auto"), source),
         packages=_parse_packages(top.get("packages", {}), source),
     )
@@ -102,11 +104,19 @@ def _parse_backend(value: object, source: str) -> str:
 
 def _parse_egress(data: object, source: str) -> tuple[Network, ...]:
     values = _mapping(data, source, "egress")
-    _no_unknown_keys(values, {"reachable"}, source, "egress")
+    _no_unknown_keys(values, {"reachable", "secrets"}, source, "egress")
     try:
         return parse_reachable(values.get("reachable", []))
     except ValueError as exc:
         raise PolicyError(f"{source}: egress.reachable{exc}") from None
+
+
+def _parse_secrets(data: object, source: str) -> tuple[Secret, ...]:
+    values = _mapping(data, source, "egress")
+    try:
+        return parse_secrets(values.get("secrets", {}), [level.value for level in TrustLevel])
+    except ValueError as exc:
+        raise PolicyError(f"{source}: egress.secrets{exc}") from None
 
 
 def _parse_packages(data: object, source: str) -> PackageSettings:

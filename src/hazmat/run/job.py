@@ -29,7 +29,7 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         stdin=request.stdin,
         max_file_bytes=plan.limits.max_file_bytes,
         max_total_bytes=plan.limits.max_download_bytes,
-        env={**(proxy_env(RELAY_PORT) if gate else {}), **request.env},
+        env={**(proxy_env(RELAY_PORT, bool(gate.secrets)) if gate else {}), **request.env},
         args=tuple(request.args),
         displays=_displays(lang, plan.limits, request.figure_formats),
     )

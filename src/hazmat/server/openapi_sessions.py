@@ -20,6 +20,10 @@ CONNECTION: dict[str, Any] = {
         "sent": {"type": "integer", "description": "bytes the program sent upstream"},
         "received": {"type": "integer", "description": "bytes it received"},
         "duration_ms": {"type": "number"},
+        "secret": {
+            "type": "string",
+            "description": "the name of the policy's secret the proxy added (never its value)",
+        },
     },
 }
 

@@ -18,14 +18,13 @@ from hazmat.backends.container.seccomp import SeccompProfile
 from hazmat.backends.container.settings_check import (
     AGENT_CAPS,
     AGENT_USER,
-    EGRESS_DIR,
     MASKED_PATHS,
     WORKDIR,
     host_pids_limit,
     tmpfs_mounts,
     ulimits,
 )
-from hazmat.egress.proxy import SOCKET_NAME
+from hazmat.egress.proxy import EGRESS_DIR, SOCKET_NAME
 from hazmat.languages import Language, get_language
 from hazmat.policy import Runtime
 from hazmat.policy.build_flags import build_command

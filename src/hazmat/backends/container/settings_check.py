@@ -17,6 +17,7 @@ from typing import Any
 
 from hazmat.backends.agent.compiled import AGENT_PATH
 from hazmat.backends.base import Spec
+from hazmat.egress.proxy import EGRESS_DIR  # where a run's proxy socket appears
 from hazmat.policy import Runtime
 
 __all__ = [
@@ -112,7 +113,6 @@ def ulimits(spec: Spec) -> list[tuple[str, int, int]]:
     ]
 
 
-EGRESS_DIR = "/run/hazmat-egress"  # where a run's allowlist proxy socket appears
 
 
 def bind_mounts(spec: Spec, agent: str | None = None) -> list[str]:

@@ -19,7 +19,6 @@ from hazmat.backends.container.hardening import agent_command, environment
 from hazmat.backends.container.seccomp import for_oci
 from hazmat.backends.container.settings_check import (
     AGENT_CAPS,
-    EGRESS_DIR,
     MASKED_PATHS,
     READONLY_PATHS,
     WORKDIR,
@@ -27,6 +26,7 @@ from hazmat.backends.container.settings_check import (
     tmpfs_mounts,
     ulimits,
 )
+from hazmat.egress.proxy import EGRESS_DIR
 from hazmat.languages import get_language
 from hazmat.policy import Runtime
 

@@ -1,0 +1,87 @@
+"""A secret that never enters the sandbox, end to end on the real engine (both tiers, runc and
+runsc): a program given nothing but the allowlist reaches an HTTPS host through the proxy with
+its clients' default trust (the CA bundle hazmat names in SSL_CERT_FILE), the host gets the
+secret, and the program sees neither it in its environment nor its echo in the answer. The
+run's audit records name the secret, never its value."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tls_servers import EchoServer, echo_server
+
+from hazmat import Outcome, Sandbox
+from hazmat.audit.log import AuditLog
+from hazmat.backends.base import Backend
+from hazmat.backends.container.engine import Engine
+from hazmat.backends.docker.driver import DockerBackend
+from hazmat.backends.oci.driver import OciBackend
+from hazmat.egress.proxy import EgressProxy
+from hazmat.policy.file import parse_policy
+from hazmat.testing import audit_records
+
+pytestmark = pytest.mark.docker
+
+TOKEN = "the-sandbox-never-sees-this-4242"
+PROGRAM = """\
+import os, urllib.request
+print(any("TOKEN" in v or "4242" in v for v in os.environ.values()))
+answer = urllib.request.urlopen("https://allowed.test:PORT/echo", timeout=20)
+print(answer.headers["X-Echo"])
+print("4242" in answer.read().decode())
+"""
+
+
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoServer]:
+    served = echo_server(tmp_path_factory.mktemp("echo"))
+    yield served
+    served.server.shutdown()
+    served.server.server_close()
+
+
+@pytest.mark.parametrize("tier", ["docker", "oci"])
+def test_the_host_gets_the_secret_and_the_program_never_sees_it(
+    engine: Engine,
+    echo: EchoServer,
+    runtime: str,
+    tier: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HAZMAT_TEST_SECRET", TOKEN)
+    network = {"allow": ["allowed.test"], "ports": [echo.port]}
+    secret = {"host": "allowed.test", "from_env": "HAZMAT_TEST_SECRET", "levels": ["unknown"]}
+    policy = parse_policy(
+        {
+            "trust": {"unknown": {"network": network}},
+            "egress": {"secrets": {"echo-token": {**secret, "format": "Bearer {value}"}}},
+        }
+    )
+    (tmp_path / "ca.pem").write_bytes(echo.ca_pem)
+    proxy = EgressProxy(
+        tmp_path / "egress",
+        resolver=lambda host, _: ["127.0.0.2"],
+        reachable=[ipaddress.ip_network("127.0.0.2/32")],
+        upstream_ca=str(tmp_path / "ca.pem"),
+    )
+    backend: Backend = DockerBackend(engine) if tier == "docker" else OciBackend(engine)
+    echo.seen.clear()
+    audit = AuditLog(tmp_path / "audit")
+    with Sandbox(policy, backend=backend, egress=proxy, audit=audit) as sandbox:
+        code = PROGRAM.replace("PORT", str(echo.port))
+        result = sandbox.run(code, "python", trust="unknown", runtime=runtime)
+        records = audit_records(sandbox)
+    assert result.outcome is Outcome.OK, result.stderr
+    hidden = "*" * len(f"Bearer {TOKEN}")
+    assert result.stdout == f"False\n{hidden}\nFalse\n"
+    (seen,) = echo.seen
+    assert f"Authorization: Bearer {TOKEN}" in seen
+    (connection,) = result.connections
+    assert connection["secret"] == "echo-token" and connection["allowed"] is True
+    logged = [data for kind, data in records if kind == "run.connection"]
+    assert logged[-1]["secret"] == "echo-token"
+    assert TOKEN not in repr(records) and TOKEN not in repr(result.to_dict())
