@@ -4,6 +4,7 @@ streamable HTTP and over stdio (`hazmat mcp`). Used by tests/server and tests/cl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -12,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,8 +240,9 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
             stop_server(server)
 
 
-async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
-    """MCP over streamable HTTP at `url`/mcp with the SDK's own client: (tools, answers)."""
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, key: str) -> AsyncIterator[Any]:
+    """The MCP SDK's own client session over streamable HTTP at `url`/mcp, initialized."""
     import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -252,6 +254,12 @@ async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]])
         ClientSession(read, write) as session,
     ):
         await session.initialize()
+        yield session
+
+
+async def over_http(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """MCP over streamable HTTP at `url`/mcp with the SDK's own client: (tools, answers)."""
+    async with mcp_client(url, key) as session:
         tools = await session.list_tools()
         return tools, [await session.call_tool(name, args) for name, args in calls]
 

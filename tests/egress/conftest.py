@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from tls_servers import TLSServer, connect_through, start_servers
+from tls_servers import EchoServer, TLSServer, connect_through, echo_server, start_servers
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +19,12 @@ def tls_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 @pytest.fixture
 def connect() -> Callable[..., object]:
     return connect_through
+
+
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoServer]:
+    """An HTTPS server that echoes each request (tls_servers.echo_server)."""
+    served = echo_server(tmp_path_factory.mktemp("echo"))
+    yield served
+    served.server.shutdown()
+    served.server.server_close()

@@ -7,11 +7,10 @@ run's audit records name the secret, never its value."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tls_servers import EchoServer, echo_server
+from tls_servers import EchoServer
 
 from hazmat import Outcome, Sandbox
 from hazmat.audit.log import AuditLog
@@ -33,14 +32,6 @@ answer = urllib.request.urlopen("https://allowed.test:PORT/echo", timeout=20)
 print(answer.headers["X-Echo"])
 print("4242" in answer.read().decode())
 """
-
-
-@pytest.fixture(scope="module")
-def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoServer]:
-    served = echo_server(tmp_path_factory.mktemp("echo"))
-    yield served
-    served.server.shutdown()
-    served.server.server_close()
 
 
 @pytest.mark.parametrize("tier", ["docker", "oci"])

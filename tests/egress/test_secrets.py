@@ -9,17 +9,18 @@ tests/egress/test_sandbox_egress.py."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tls_servers import EchoServer, connect_through, echo_server
+from tls_servers import EchoServer, connect_through
 
 from hazmat import InfraError, PolicyError
 from hazmat.egress.intercept import Scrubber
-from hazmat.egress.proxy import CA_FILE, SOCKET_NAME, EgressProxy, Gate, proxy_env
+from hazmat.egress.proxy import CA_FILE, SOCKET_NAME, Connection, EgressProxy, Gate, proxy_env
 from hazmat.egress.secrets import HeldSecret, Secret
 from hazmat.policy.file import parse_policy
 
@@ -27,29 +28,35 @@ TOKEN = "s3cr3t-t0ken-for-the-tests"
 HOSTS = {"allowed.test": ["127.0.0.2"], "other.test": ["127.0.0.2"], "rebound.test": ["10.9.8.7"]}
 BEARER = f"Bearer {TOKEN}".encode()
 SECRET = HeldSecret("github", "allowed.test", "Authorization", BEARER, (BEARER, TOKEN.encode()))
+BOTH = ["allowed.test", "other.test"]
 REBOUND = HeldSecret("rebound", "rebound.test", "X-Key", TOKEN.encode(), (TOKEN.encode(),))
 
 
-@pytest.fixture(scope="module")
-def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoServer]:
-    served = echo_server(tmp_path_factory.mktemp("echo"))
-    yield served
-    served.server.shutdown()
-    served.server.server_close()
-
-
-def _proxy(tmp_path: Path, echo: EchoServer, trusted: bool = True) -> EgressProxy:
+@contextlib.contextmanager
+def _opened(
+    tmp_path: Path, echo: EchoServer, allow: list[str], held: list[HeldSecret], trusted: bool = True
+) -> Iterator[tuple[Gate, list[Connection]]]:
+    """A gate of a proxy whose hosts all resolve as HOSTS says and that trusts the echo
+    server's CA (unless not `trusted`); the gate's connections, once it is closed."""
     ca = tmp_path / "upstream-ca.pem"
     ca.write_bytes(echo.ca_pem)
-    return EgressProxy(
+    proxy = EgressProxy(
         tmp_path / "egress",
         resolver=lambda host, _: HOSTS[host],
         reachable=[ipaddress.ip_network("127.0.0.2/32")],
         upstream_ca=str(ca) if trusted else None,
     )
+    echo.seen.clear()
+    gate = proxy.open(allow, [echo.port], held)
+    connections: list[Connection] = []
+    try:
+        yield gate, connections
+    finally:
+        connections += proxy.close_gate(gate)
+        proxy.close()
 
 
-def _get(gate: Gate, proxy: EgressProxy, host: str, port: int, head: str) -> bytes:
+def _get(gate: Gate, host: str, port: int, head: str) -> bytes:
     """A GET through the gate as a program would send it: CONNECT, then TLS trusting the
     gate's CA bundle (as SSL_CERT_FILE tells the program's clients), then the request."""
     sock, answer = connect_through(gate.directory / SOCKET_NAME, f"{host}:{port}")
@@ -66,18 +73,12 @@ def _get(gate: Gate, proxy: EgressProxy, host: str, port: int, head: str) -> byt
 def test_the_secret_goes_to_its_host_and_its_echo_comes_back_hidden(
     tmp_path: Path, echo: EchoServer
 ) -> None:
-    echo.seen.clear()
-    proxy = _proxy(tmp_path, echo)
-    gate = proxy.open(["allowed.test", "other.test"], [echo.port], [SECRET])
-    try:
+    with _opened(tmp_path, echo, BOTH, [SECRET]) as (gate, connections):
         head = (
             f"GET /x HTTP/1.1\r\nHost: allowed.test:{echo.port}\r\n"
             "Authorization: Bearer the-program-s-own\r\nAccept-Encoding: gzip\r\n\r\n"
         )
-        answer = _get(gate, proxy, "allowed.test", echo.port, head)
-    finally:
-        connections = proxy.close_gate(gate)
-        proxy.close()
+        answer = _get(gate, "allowed.test", echo.port, head)
     (seen,) = echo.seen
     assert f"Authorization: Bearer {TOKEN}" in seen and "the-program-s-own" not in seen
     assert "accept-encoding: identity" in seen.lower()
@@ -92,10 +93,7 @@ def test_the_secret_goes_to_its_host_and_its_echo_comes_back_hidden(
 def test_never_to_another_host_nor_a_second_host_behind_the_same_address(
     tmp_path: Path, echo: EchoServer
 ) -> None:
-    echo.seen.clear()
-    proxy = _proxy(tmp_path, echo)
-    gate = proxy.open(["allowed.test", "other.test"], [echo.port], [SECRET])
-    try:
+    with _opened(tmp_path, echo, BOTH, [SECRET]) as (gate, connections):
         # other.test: its own tunnel, not ended by the proxy: its certificate is the host's
         sock, _ = connect_through(gate.directory / SOCKET_NAME, f"other.test:{echo.port}")
         context = ssl.create_default_context(cadata=echo.ca_pem.decode())
@@ -106,12 +104,9 @@ def test_never_to_another_host_nor_a_second_host_behind_the_same_address(
                 pass
         # other.test named inside allowed.test's tunnel: refused, said in the tunnel
         head = f"GET / HTTP/1.1\r\nHost: other.test:{echo.port}\r\n\r\n"
-        refused = _get(gate, proxy, "allowed.test", echo.port, head)
+        refused = _get(gate, "allowed.test", echo.port, head)
         absolute = f"GET https://other.test:{echo.port}/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
-        refused_too = _get(gate, proxy, "allowed.test", echo.port, absolute)
-    finally:
-        connections = proxy.close_gate(gate)
-        proxy.close()
+        refused_too = _get(gate, "allowed.test", echo.port, absolute)
     assert len(echo.seen) == 1 and "Authorization" not in echo.seen[0]
     assert refused.startswith(b"HTTP/1.1 403") and b"is not the tunnel's host" in refused
     assert refused_too.startswith(b"HTTP/1.1 403") and b"must name a path" in refused_too
@@ -125,15 +120,9 @@ def test_never_to_another_host_nor_a_second_host_behind_the_same_address(
 def test_a_redirect_is_the_program_s_to_follow_without_the_secret(
     tmp_path: Path, echo: EchoServer
 ) -> None:
-    echo.seen.clear()
-    proxy = _proxy(tmp_path, echo)
-    gate = proxy.open(["allowed.test", "other.test"], [echo.port], [SECRET])
-    try:
+    with _opened(tmp_path, echo, BOTH, [SECRET]) as (gate, _):
         head = f"GET /redirect HTTP/1.1\r\nHost: allowed.test:{echo.port}\r\n\r\n"
-        answer = _get(gate, proxy, "allowed.test", echo.port, head)
-    finally:
-        proxy.close_gate(gate)
-        proxy.close()
+        answer = _get(gate, "allowed.test", echo.port, head)
     assert answer.startswith(b"HTTP/1.1 302")
     assert f"location: https://other.test:{echo.port}/".encode() in answer
     assert len(echo.seen) == 1  # the proxy followed nothing
@@ -142,10 +131,9 @@ def test_a_redirect_is_the_program_s_to_follow_without_the_secret(
 def test_no_secret_to_a_host_whose_certificate_fails_or_that_resolves_privately(
     tmp_path: Path, echo: EchoServer
 ) -> None:
-    echo.seen.clear()
-    proxy = _proxy(tmp_path, echo, trusted=False)  # the system's CAs know no test CA
-    gate = proxy.open(["allowed.test", "rebound.test"], [echo.port], [SECRET, REBOUND])
-    try:
+    allow = ["allowed.test", "rebound.test"]
+    # the system's CAs know no test CA: the host's certificate fails
+    with _opened(tmp_path, echo, allow, [SECRET, REBOUND], trusted=False) as (gate, connections):
         sock, _ = connect_through(gate.directory / SOCKET_NAME, f"allowed.test:{echo.port}")
         context = ssl.create_default_context(cafile=str(gate.directory / CA_FILE))
         with sock, pytest.raises((ssl.SSLError, OSError)), context.wrap_socket(
@@ -155,9 +143,6 @@ def test_no_secret_to_a_host_whose_certificate_fails_or_that_resolves_privately(
             assert tls.recv(65536)  # the proxy closes: nothing was sent upstream
         other, rebound = connect_through(gate.directory / SOCKET_NAME, f"rebound.test:{echo.port}")
         other.close()
-    finally:
-        connections = proxy.close_gate(gate)
-        proxy.close()
     assert echo.seen == []
     assert "SSLCertVerificationError" in connections[0].reason, connections[0]
     assert rebound.startswith(b"HTTP/1.1 403") and b"not a public address" in rebound
@@ -225,15 +210,13 @@ def test_a_run_with_secrets_is_told_where_the_ca_is_and_nothing_else() -> None:
 
 
 def test_the_ca_bundle_holds_the_proxy_s_ca_and_no_key(tmp_path: Path, echo: EchoServer) -> None:
-    proxy = _proxy(tmp_path, echo)
-    gate = proxy.open(["allowed.test"], [echo.port], [SECRET])
-    try:
+    with _opened(tmp_path, echo, ["allowed.test"], [SECRET]) as (gate, _):
         bundle = (gate.directory / CA_FILE).read_bytes()
-        assert proxy.authority().pem in bundle and b"PRIVATE KEY" not in bundle
+        assert b"BEGIN CERTIFICATE" in bundle and b"PRIVATE KEY" not in bundle
+        # the proxy's CA is in it: a client that trusts the bundle alone reaches the host
+        head = f"GET / HTTP/1.1\r\nHost: allowed.test:{echo.port}\r\n\r\n"
+        assert _get(gate, "allowed.test", echo.port, head).startswith(b"HTTP/1.1 200")
         assert sorted(p.name for p in gate.directory.iterdir()) == [CA_FILE, SOCKET_NAME]
-    finally:
-        proxy.close_gate(gate)
-        proxy.close()
 
 
 def test_the_doctor_says_which_secret_has_no_value(monkeypatch: pytest.MonkeyPatch) -> None:

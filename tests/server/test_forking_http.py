@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from server_helpers import LiveServer, http_client, start_server, stop_server
+from server_helpers import LiveServer, http_client, mcp_client, start_server, stop_server
 
 pytestmark = pytest.mark.docker
 
@@ -58,17 +58,7 @@ def _fork_over_http(server: LiveServer) -> None:
 
 
 async def _fork_over_mcp(url: str, key: str) -> list[Any]:
-    import httpx2
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {key}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=180) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with mcp_client(url, key) as session:
         listed = await session.list_tools()
         sid = (await session.call_tool("open_session", {})).structured_content["id"]
         await session.call_tool("run_in_session", {"session_id": sid, "code": "n = 7"})
