@@ -34,7 +34,7 @@ __all__ = ["Scrubber", "exchange", "upstream_context"]
 STEP_TIMEOUT_S = 10.0
 CHUNK = 65536
 _DROPPED = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization",
-                      b"te", b"upgrade", b"accept-encoding"})  # fmt: skip
+                      b"te", b"upgrade", b"accept-encoding", b"expect"})  # fmt: skip
 
 
 def upstream_context(cafile: str | None = None) -> ssl.SSLContext:
@@ -194,9 +194,8 @@ async def _answer(
         if isinstance(event, h11.Response):
             headers = [(n, scrub.whole(v)) for n, v in event.headers if n.lower() not in _DROPPED]
             headers.append((b"connection", b"close"))
-            answer = h11.Response(
-                status_code=event.status_code, headers=headers, reason=event.reason
-            )
+            reason = scrub.whole(event.reason)
+            answer = h11.Response(status_code=event.status_code, headers=headers, reason=reason)
             await tls.write(ours.send(answer) or b"")
         elif isinstance(event, h11.Data):
             await tls.write(ours.send(h11.Data(data=scrub.part(event.data))) or b"")
