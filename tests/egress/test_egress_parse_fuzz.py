@@ -1,6 +1,7 @@
 """The proxy's parsers see bytes a hostile program chose: whatever they get, they answer with
 a value or `Refused`, never another exception. Seeded random inputs and mutations of real
-requests and real ClientHellos (deterministic: the same cases every run)."""
+requests, real ClientHellos and a trial index's plain requests (deterministic: the same cases
+every run)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from hazmat.egress.proxy import parse_connect
 from hazmat.egress.rules import Refused, check_host
 from hazmat.egress.tls import server_name
+from hazmat.egress.trial import parse_forward
 
 CASES = 3000
 
@@ -106,3 +108,26 @@ def test_mutated_connect_requests_give_host_and_port_or_refused() -> None:
             check_host(host)
         except Refused:
             continue
+
+
+def test_mutated_plain_requests_for_a_trial_index_give_its_origin_or_refused() -> None:
+    rng = random.Random(17)
+    trial = {("localhost", 8080), ("127.0.0.1", 3141)}
+    seeds = [
+        b"GET http://localhost:8080/simple/six/ HTTP/1.1\r\nHost: localhost:8080\r\n"
+        b"Accept: text/html\r\nProxy-Authorization: Basic eA==\r\n\r\n",
+        b"HEAD http://127.0.0.1:3141/root/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        b"GET http://localhost:8080/?a=1&b=%20 HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+    ]
+    for _ in range(CASES):
+        data = _mutate(rng, rng.choice(seeds))
+        try:
+            host, port, rewritten = parse_forward(data, trial)
+        except Refused:
+            continue
+        assert (host, port) in trial
+        line, _, rest = rewritten.partition(b"\r\n")
+        assert line.split(b" ")[1].startswith(b"/") and rewritten.endswith(b"\r\n\r\n")
+        names = [h.split(b":", 1)[0].strip().lower() for h in rest.split(b"\r\n") if h]
+        assert b"proxy-authorization" not in names and names.count(b"host") == 1
+        assert not any(b in rewritten for b in (b"\0", b"\r\r", b"\n\n")) and b"\r" not in line

@@ -107,6 +107,7 @@ def test_a_plain_request_is_rewritten_for_the_index() -> None:
         (b"GET http://localhost:8080/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", "no body"),
         (b"GET http://localhost:8080/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "no body"),
         (b"GET http://localhost:8080/\0 HTTP/1.1\r\n\r\n", "NUL"),
+        (b"GET http://localhost:8080/ HTTP/1.1\r\nA: b\rProxy-Authorization: x\r\n\r\n", "bare CR"),
         (b"GET http://localhost:8080/\xff HTTP/1.1\r\n\r\n", "not ASCII"),
         (b"GET http://localhost:port/ HTTP/1.1\r\n\r\n", "not a URL"),
     ],

@@ -6,6 +6,7 @@ origin's loopback address, and refuses every other plain request (egress/proxy.p
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Collection
 
@@ -13,6 +14,7 @@ from hazmat.egress.rules import Refused
 
 __all__ = ["LOOPBACK_NAMES", "loopback_address", "parse_forward"]
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # all but a header value's tab
 # a loopback name mapped here, never resolved
 LOOPBACK_NAMES = {"localhost": "127.0.0.1"}
 _HOP_BY_HOP = frozenset(
@@ -38,6 +40,9 @@ def parse_forward(head: bytes, trial: Collection[tuple[str, int]]) -> tuple[str,
         line, _, rest = head.decode("ascii").partition("\r\n")
     except UnicodeDecodeError:
         raise Refused("the request is not ASCII") from None
+    lines = [line, *rest.removesuffix("\r\n\r\n").split("\r\n")]
+    if any(_CONTROL.search(each) for each in lines):
+        raise Refused("a control character in the request (a bare CR or LF, say)")
     parts = line.split(" ")
     if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
         raise Refused("not an HTTP/1.x request line")
@@ -54,7 +59,7 @@ def parse_forward(head: bytes, trial: Collection[tuple[str, int]]) -> tuple[str,
     if origin not in trial:
         raise Refused("plain HTTP is proxied only to the policy's trial index")
     kept = []
-    for header in rest.removesuffix("\r\n\r\n").split("\r\n"):
+    for header in lines[1:]:
         if header[:1] in (" ", "\t"):
             raise Refused("a folded header line")
         name, _, value = header.partition(":")
