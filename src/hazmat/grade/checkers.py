@@ -43,11 +43,12 @@ from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.options import RunOptions
 from hazmat.watch import OnOutput, Watch
 
-__all__ = ["TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox", "judges_options"]
+__all__ = ["TESTLIB_EOF", "TESTLIB_EXIT", "Checkers", "Judged", "RunningSandbox", "judges_options"]
 
 # testlib.h's exit codes (its OK_EXIT_CODE ... UNEXPECTED_EOF_EXIT_CODE, without CONTESTER or
 # EJUDGE defined), and what each makes of the test
 TESTLIB_EXIT = {0: "ok", 1: "wa", 2: "pe", 3: "fail", 4: "dirt", 7: "points", 8: "unexpected_eof"}
+TESTLIB_EOF = 8  # its input ended where it expected more (testlib's `_unexpected_eof`)
 _SAID = 240  # characters of a checker's message kept
 
 

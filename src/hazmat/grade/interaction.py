@@ -26,7 +26,9 @@ The verdict, in this order (each depends only on the two runs, not on which ende
 3. the submission passed its own time, memory or output limit: that verdict (a submission
    waiting for input that never comes is `idleness_limit`, the idle case of the CPU clock), but
    for one stopped as idle after the interactor had rejected the exchange and ended: it waited
-   on nothing, and the rejection (4) is the verdict;
+   on nothing, and the rejection (4) is the verdict. The interactor ended it when it rejected
+   what it read (not the end of its input: testlib's `_unexpected_eof`, which is what a
+   program stopped mid-exchange leaves it), however late its end is seen;
 4. the interactor rejected the exchange (`_wa`, `_pe`, an unexpected end, `quitp` below 1):
    `wrong_answer`, with the interactor's message;
 5. the submission exited non-zero: `runtime_error`;
@@ -42,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hazmat.grade.checkers import Judged, RunningSandbox, testlib_judged
+from hazmat.grade.checkers import TESTLIB_EOF, Judged, RunningSandbox, testlib_judged
 from hazmat.grade.harness import MARGIN_S, as_judge, guarded, harness_timeout, marked
 from hazmat.grade.tasks import Interactor
 from hazmat.grade.verdicts import verdict_of
@@ -265,16 +267,22 @@ def verdict(
     program: ExecutionResult, interactor: ExecutionResult, interactor_first: bool = False
 ) -> Judged:
     """The test's verdict from both runs (the module's order). A program stopped as idle after
-    the interactor had ended the exchange by rejecting it (`interactor_first`) waited on
-    nothing: the rejection is the verdict, as it is when the program sees its stdin close and
-    ends, whichever comes first on a busy machine."""
+    the interactor had ended the exchange by rejecting it waited on nothing: the rejection is
+    the verdict, as it is when the program sees its stdin close and ends, whichever comes
+    first on a busy machine. That the interactor ended it is read from what it said (a
+    rejection of what it read, not testlib's `_unexpected_eof`), not only from which side's
+    end was seen first (`interactor_first`), which a loaded machine can delay past the
+    program's idle backstop."""
     if program.outcome in _ENDS:
         return Judged(verdict_of(program), program.error)
     said = testlib_judged(interactor, "the interactor")
     if said.verdict == "infra_error":
         return said
     idle = program.outcome is Outcome.TIMEOUT and program.stopped_by == "idle"
-    if idle and interactor_first and said.verdict != "accepted":
+    # the interactor ended the exchange itself: it was seen to end first, or it rejected what
+    # it read (anything but the end of its input, which a program stopped mid-exchange leaves)
+    decided = interactor_first or interactor.exit_code != TESTLIB_EOF
+    if idle and decided and said.verdict != "accepted":
         return said
     if program.outcome in _LIMITS or (
         said.verdict == "accepted" and program.outcome is not Outcome.OK
