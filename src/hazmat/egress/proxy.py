@@ -169,7 +169,8 @@ class EgressProxy:
     ) -> None:
         self.root = root
         self._upstream_ca = upstream_ca  # tests: their hosts' CA (else the system's)
-        self._authority: Authority | None = None
+        # made once, when a gate first holds a secret: the CA, the runs' bundle, the upstream check
+        self._trust: tuple[Authority, bytes, ssl.SSLContext] | None = None
         self.trial = frozenset(trial)
         self.resolver = resolver or _resolve
         self.reachable = tuple(reachable)
@@ -188,7 +189,7 @@ class EgressProxy:
         gate = Gate(directory, tuple(allow), tuple(ports), secrets={s.host: s for s in held})
         try:
             if held:
-                (directory / CA_FILE).write_bytes(host_bundle() + self.authority().pem)
+                (directory / CA_FILE).write_bytes(self._trusted()[1])
             self._call(self._listen(gate))
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -197,10 +198,17 @@ class EgressProxy:
 
     def authority(self) -> Authority:
         """The proxy's own CA, made when a gate first holds a secret."""
+        return self._trusted()[0]
+
+    def _trusted(self) -> tuple[Authority, bytes, ssl.SSLContext]:
+        """The CA, the bundle a run with secrets trusts (the host's CAs and it) and the
+        context that checks a secret's host: each made once (files read, CAs loaded)."""
         with self._lock:
-            if self._authority is None:
-                self._authority = Authority()
-            return self._authority
+            if self._trust is None:
+                authority = Authority()
+                upstream = upstream_context(self._upstream_ca)
+                self._trust = (authority, host_bundle() + authority.pem, upstream)
+            return self._trust
 
     def close_gate(self, gate: Gate) -> list[Connection]:
         """Stop taking connections, end the open ones, remove the socket; the connections."""
@@ -333,7 +341,7 @@ class EgressProxy:
         hello = await self._hello(reader, host)
         held = gate.secrets.get(host)
         if held is not None:  # the proxy ends this TLS itself, to add the secret
-            context = upstream_context(self._upstream_ca)
+            context = self._trusted()[2]
             upstream = await self._connect(addresses, port, state, (context, host))
             try:
                 client = (reader, writer, hello)
