@@ -166,6 +166,7 @@ class ExecutionRequest:
     files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
     output_files: Sequence[str] = ()
     timeout_s: float | None = None
+    compile_timeout_s: float | None = None  # the build step's budget; None: the level's
     memory_mb: int | None = None
     runtime: Runtime | None = None
     # what timeout_s measures: wall-clock time, or the program's CPU time (a grader's test,

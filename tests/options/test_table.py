@@ -124,6 +124,30 @@ def test_a_run_may_ask_for_less_output_never_more(
     assert len(backend.jobs) == 1
 
 
+def test_a_run_may_give_its_build_less_time_never_more(
+    recorded: tuple[Sandbox, RecordingBackend],
+) -> None:
+    sandbox, backend = recorded
+    result = sandbox.run("int main(void) { return 0; }", "c", compile_timeout=2.5)
+    assert backend.jobs[-1].limits.compile_timeout_s == 2.5 == result.limits.compile_timeout_s
+    ceiling = sandbox.policy.settings(result.trust).limits.compile_timeout_s
+    with pytest.raises(InputError, match=r"policy key trust\.untrusted\.compile_timeout_s"):
+        sandbox.run("int main(void) { return 0; }", "c", compile_timeout=ceiling + 1)
+    with pytest.raises(InputError, match="'compile_timeout' must be a positive number of sec"):
+        sandbox.run("int main(void) { return 0; }", "c", compile_timeout=0)
+    assert len(backend.jobs) == 1
+
+
+@pytest.mark.docker
+def test_a_real_build_stops_at_the_time_it_asked_for(sandbox: Sandbox) -> None:
+    """`compile_timeout` on the real engine (one cell: the build's budget is the host's,
+    whatever the tier or runtime; every runtime's: tests/execution/test_compile.py)."""
+    program = "#include <iostream>\nint main() { std::cout << 1; }\n"
+    result = sandbox.run(program, "cpp", compile_timeout=0.1)
+    assert result.outcome is Outcome.COMPILE_TIMEOUT, result
+    assert "time limit of 0.1 s" in (result.error or "")
+
+
 @pytest.mark.docker
 def test_a_real_run_stops_at_the_cap_it_asked_for(sandbox: Sandbox) -> None:
     """`output_bytes` on the real engine (one cell: the cap is the host's, read from the

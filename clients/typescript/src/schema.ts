@@ -321,6 +321,8 @@ export interface components {
             args?: string[];
             /** @description seconds the program may run, at most the trust level's timeout_s (its default otherwise); past it the run stops (a session's call is interrupted and the session kept) */
             timeout?: number;
+            /** @description seconds the build step of a compiled language (C, C++, Go, Java, Rust, TypeScript) may take, at most the trust level's compile_timeout_s (its default otherwise); past it the run ends as compile_timeout and the program does not run */
+            compile_timeout?: number;
             /** @description the program's memory in MB, at most the trust level's memory_mb */
             memory_mb?: number;
             /** @description the most stdout and stderr the program may write together, in bytes, at most the trust level's output_bytes; past it the run stops as output_limit (a grader's or a model's smaller cap) */

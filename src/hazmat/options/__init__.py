@@ -271,6 +271,23 @@ class RunOptions(TypedDict, total=False):
             flag=Flag("--timeout", "SEC"),
         ),
     ]
+    compile_timeout: Annotated[
+        float | None,
+        Option(
+            "seconds the build step of a compiled language (C, C++, Go, Java, Rust, TypeScript) "
+            "may take, at most the trust level's compile_timeout_s (its default otherwise); "
+            "past it the run ends as compile_timeout and the program does not run",
+            (int, float),
+            "seconds, a positive number",
+            {"type": "number"},
+            frozenset({_RUN}),
+            field="compile_timeout_s",
+            positive="number of seconds",
+            ceiling="compile_timeout_s",
+            unit="s",
+            flag=Flag("--compile-timeout", "SEC"),
+        ),
+    ]
     memory_mb: Annotated[
         int | None,
         Option(
