@@ -39,7 +39,7 @@ def run(**options: Any) -> Job:
         ({"timeout_s": 2}, r"unknown option 'timeout_s'; did you mean 'timeout'\?"),
         ({"memory": 64}, r"did you mean 'memory_mb'\?"),
         ({"environment": {"A": "1"}}, r"did you mean 'env'\?"),
-        ({"colour": "red"}, "valid options: args, build_flags, caller, clock, compile_timeout, cpus,"),
+        ({"colour": "red"}, "valid options: args, build_flags, caller, clock, compile_timeout,"),
         ({"flags": ["-O2"]}, r"unknown option 'flags'; did you mean 'build_flags'\?"),
         ({"files": ["a.txt"]}, "option 'files' must be a mapping"),
         ({"output_files": "out.txt"}, "option 'output_files' must be a list of relative paths"),
