@@ -1,5 +1,6 @@
 """Bash, with coreutils, grep, sed, awk and jq in its image."""
 
+from types import MappingProxyType
 
 from hazmat.languages import IMAGE_VERSION, ImageSpec, Language, Repl, SelfTest
 
@@ -20,6 +21,12 @@ LANGUAGE = Language(
     hello="echo 1",
     rank=4,
     analysers=("bash",),
+    names=MappingProxyType(
+        {
+            "sandbox_fusion": ("bash",),
+            "piston": ("bash", "sh"),
+        }
+    ),
     images=(
         ImageSpec(
             "shell",

@@ -19,7 +19,12 @@ LANGUAGE = Language(
     hello='#include <stdio.h>\nint main(void) { printf("1\\n"); return 0; }\n',
     rank=5,
     analysers=("c-family",),
-    names=MappingProxyType({"polygon": ("c.",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("c.",),
+            "piston": ("c", "gcc"),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             '#include <stdio.h>\nint main(void) {\n    char who[64];\n'

@@ -21,7 +21,13 @@ LANGUAGE = Language(
     hello="#include <bits/stdc++.h>\nint main() { std::cout << 1 << std::endl; }\n",
     rank=6,
     analysers=("c-family",),
-    names=MappingProxyType({"polygon": ("cpp.",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("cpp.",),
+            "sandbox_fusion": ("cpp",),
+            "piston": ("c++", "cpp", "g++"),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             '#include <bits/stdc++.h>\nusing namespace std;\nint main() {\n    string who;\n'

@@ -45,7 +45,13 @@ LANGUAGE = Language(
     ),
     rank=3,
     analysers=("go",),
-    names=MappingProxyType({"polygon": ("go",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("go",),
+            "sandbox_fusion": ("go",),
+            "piston": ("go", "golang"),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             'package main\n\nimport (\n\t"bufio"\n\t"fmt"\n\t"os"\n)\n\nfunc main() {\n'

@@ -58,7 +58,13 @@ LANGUAGE = Language(
     "        System.out.println(1);\n    }\n}\n",
     rank=7,
     analysers=("java",),
-    names=MappingProxyType({"polygon": ("java",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("java",),
+            "sandbox_fusion": ("java",),
+            "piston": ("java",),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             'import java.util.Scanner;\n\npublic class Main {\n'

@@ -18,7 +18,13 @@ LANGUAGE = Language(
     module_sources=MappingProxyType({"esm": "main.mjs", "commonjs": "main.cjs"}),
     rank=1,
     analysers=("javascript",),
-    names=MappingProxyType({"polygon": ("js",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("js",),
+            "sandbox_fusion": ("nodejs",),
+            "piston": ("javascript", "js", "node", "node-js", "node-javascript"),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             "let s = '';\nprocess.stdin.on('data', d => s += d);\n"

@@ -21,7 +21,13 @@ LANGUAGE = Language(
     env=MappingProxyType({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}),
     rank=0,
     analysers=("python-ast", "bandit"),
-    names=MappingProxyType({"polygon": ("python.",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("python.",),
+            "sandbox_fusion": ("python",),
+            "piston": ("python", "py", "py3", "python3"),
+        }
+    ),
     images=(ImageSpec("python", ("python3", "python3-pip"), "Python, standard library, pip"),),
     self_test=SelfTest(
         greet="import sys\nprint('hello', sys.stdin.read().strip())\n",

@@ -16,7 +16,13 @@ LANGUAGE = Language(
     hello="puts 1",
     rank=9,
     analysers=("ruby",),
-    names=MappingProxyType({"polygon": ("ruby",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("ruby",),
+            "sandbox_fusion": ("ruby",),
+            "piston": ("ruby", "rb", "ruby3"),
+        }
+    ),
     images=(ImageSpec("ruby", ("ruby",), "Ruby and its standard library"),),
     self_test=SelfTest(
         greet='puts "hello #{$stdin.gets.strip}"\n',

@@ -17,7 +17,13 @@ LANGUAGE = Language(
     hello='fn main() {\n    println!("1");\n}\n',
     rank=8,
     analysers=("rust",),
-    names=MappingProxyType({"polygon": ("rust",)}),
+    names=MappingProxyType(
+        {
+            "polygon": ("rust",),
+            "sandbox_fusion": ("rust",),
+            "piston": ("rust", "rs"),
+        }
+    ),
     images=(ImageSpec("rust", ("rustc", "gcc", "libc6-dev"), "rustc (edition 2021, std only)"),),
     self_test=SelfTest(
         greet=(

@@ -26,6 +26,12 @@ LANGUAGE = Language(
     module_sources=MappingProxyType({"esm": "main.mts", "commonjs": "main.cts"}),
     rank=2,
     analysers=("javascript",),
+    names=MappingProxyType(
+        {
+            "sandbox_fusion": ("typescript",),
+            "piston": ("typescript", "ts", "node-ts", "tsc"),
+        }
+    ),
     self_test=SelfTest(
         greet=(
             "const greet = (who: string): string => `hello ${who}`;\nlet s: string = '';\n"

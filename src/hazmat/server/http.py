@@ -37,6 +37,7 @@ from hazmat._exceptions import (
 )
 from hazmat.assess.decision import decide
 from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.policy import Policy
 from hazmat.sandbox import Sandbox
 from hazmat.server.batches import BatchRoutes
 from hazmat.server.console import Console, ConsoleParts, RecentRuns, console_routes
@@ -51,6 +52,7 @@ from hazmat.server.fields import (
 from hazmat.server.guard import CloseUnread
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.prometheus import ServiceMetrics
+from hazmat.server.protocols import sandbox_fusion
 from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
@@ -94,6 +96,7 @@ def create_app(
         Route("/v1/assess", service.endpoint("assess", service.assess), methods=["POST"]),
         *_session_routes(service),
         *_batch_routes(service),
+        *sandbox_fusion.routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
         *service.console(),
@@ -212,6 +215,20 @@ class _Service:
             return response
 
         return wrapped
+
+    # what the other systems' protocols use (server/protocols/: `Front`)
+    @property
+    def policy(self) -> Policy:
+        return self.sandbox.policy
+
+    async def read_body(self, request: Request, key: Key) -> bytes:
+        return await self.body(request, key.quotas.max_request_bytes)
+
+    def prepare(self, code: str, language: str, options: dict[str, Any]) -> ExecutionRequest:
+        return self.sandbox.request(code, language, **options)
+
+    def counted(self, name: str, status: int) -> None:
+        self.metrics.requests.labels(name, str(status)).inc()
 
     async def health(self, request: Request) -> Response:
         from hazmat import __version__

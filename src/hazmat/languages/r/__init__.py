@@ -45,6 +45,12 @@ LANGUAGE = Language(
     hello='cat("1\\n")',
     rank=10,
     analysers=("r",),
+    names=MappingProxyType(
+        {
+            "sandbox_fusion": ("R",),
+            "piston": ("r", "rscript", "r-lang"),
+        }
+    ),
     own_analyser=f"{__name__}.analysis:RAnalyzer",
     images=(
         ImageSpec(

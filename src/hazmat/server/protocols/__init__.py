@@ -1,0 +1,159 @@
+"""Other systems' protocols, served by `hazmat serve` under path prefixes of their own:
+SandboxFusion's (sandbox_fusion.py) and Piston's (piston.py). Each is a thin mapping onto the
+pipeline `/v1/runs` uses, so that the clients graders already have get hazmat's boundary,
+CPU-time verdicts and audit log without a rewrite (docs/protocols.md).
+
+A protocol's module maps its request's fields onto a run's options (options/: nothing here
+checks an option the table checks) and the `ExecutionResult` onto its answer; its language
+names are the language modules' (`Language.names[protocol]`). What they share is here:
+
+- `Front`: what a protocol needs of the service (its sandbox, keys, quotas, body reader, and
+  the run itself, as `/v1/runs` has it);
+- `within_level`: a limit the client asks for above the key's trust level runs at the level's
+  and says so (verl sends `memory_limit_MB: 1024` on every request), never an error that a
+  client would score as a failed sample;
+- `Turns`: each tenant's runs through one protocol in the order they came, at most its key's
+  `concurrent` at once, each waiting at most its own bound for its turn (`Overloaded` past it:
+  the protocol answers as its clients expect, SandboxFusion's 504, Piston's 429).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Protocol
+
+import anyio
+
+from hazmat._exceptions import InputError
+from hazmat.languages import LANGUAGES, Language
+from hazmat.models import ExecutionRequest, ExecutionResult
+from hazmat.options import ceilings
+from hazmat.policy import Clock, Policy, TrustLevel
+from hazmat.service.protocols import OpenSession
+from hazmat.service.quotas import QuotaBook
+from hazmat.service.tenant_keys import Key, KeyStore
+
+__all__ = ["Front", "Overloaded", "Turns", "languages_of", "seconds", "within_level"]
+
+# How many runs of all tenants may wait for their turn in one protocol at once; past it a run
+# is refused at once (Overloaded) rather than held
+MOST_WAITING = 1024
+
+
+class Front(Protocol):
+    """What a protocol's routes use of the service (server/http.py's `_Service`)."""
+
+    keys: KeyStore
+    quotas: QuotaBook
+
+    @property
+    def policy(self) -> Policy: ...
+
+    async def read_body(self, request: Any, key: Key) -> bytes: ...
+
+    def prepare(self, code: str, language: str, options: dict[str, Any]) -> ExecutionRequest: ...
+
+    async def run_in(
+        self, prepared: ExecutionRequest, session: OpenSession | None
+    ) -> ExecutionResult: ...
+
+    def counted(self, name: str, status: int) -> None: ...
+
+
+class Overloaded(Exception):
+    """No turn for a run within its bound, or too many waiting: each protocol answers it as
+    its clients expect."""
+
+
+def languages_of(protocol: str) -> Mapping[str, Language]:
+    """The names `protocol`'s clients send -> hazmat's languages (`Language.names`)."""
+    return MappingProxyType(
+        {name: lang for lang in LANGUAGES.values() for name in lang.names.get(protocol, ())}
+    )
+
+
+def within_level(
+    options: dict[str, Any], fields: Mapping[str, str], trust: TrustLevel, policy: Policy
+) -> list[str]:
+    """Lower each option in `options` that is over its trust level's ceiling to the ceiling,
+    in place; one sentence per option lowered, naming the protocol's own field (`fields`:
+    option -> field) and the policy key."""
+    limits = policy.settings(trust).limits
+    if options.get("clock") is Clock.CPU or options.get("clock") == Clock.CPU.value:
+        limits = limits.replace(cpus=limits.measured_cpus)
+    said = []
+    for c in ceilings():
+        asked = options.get(c.option)
+        ceiling = getattr(limits, c.limit)
+        if asked is None or asked <= ceiling:
+            continue
+        options[c.option] = ceiling
+        unit = f" {c.unit}" if c.unit else ""
+        said.append(
+            f"{fields.get(c.option, c.option)} {asked:g}{unit} is over trust level "
+            f"{trust.value!r}'s limit: ran with {ceiling:g}{unit} (policy key "
+            f"trust.{trust.value}.{c.limit})"
+        )
+    return said
+
+
+def seconds(value: object, name: str, default: float) -> float:
+    """A protocol's time field: a positive number of seconds (its default when absent)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(f"field {name!r} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+@dataclass
+class _Waiting:
+    limiter: anyio.CapacityLimiter
+    size: int
+
+
+class Turns:
+    """Each tenant's runs through one protocol: FIFO, at most its key's `concurrent` at once."""
+
+    def __init__(self, most_waiting: int = MOST_WAITING) -> None:
+        self.most_waiting = most_waiting
+        self.waiting = 0
+        self._tenants: dict[str, _Waiting] = {}
+
+    @asynccontextmanager
+    async def turn(self, key: Key, wait_s: float) -> AsyncIterator[float]:
+        """Hold one of the tenant's places while the block runs; yields how long the run
+        waited for it, in seconds. `Overloaded` when none came within `wait_s`, or when
+        `most_waiting` runs wait already."""
+        limiter = self._limiter(key)
+        if self.waiting >= self.most_waiting:
+            raise Overloaded(f"{self.waiting} runs are waiting for their turn already")
+        began, borrower = time.monotonic(), object()  # one task may hold two turns
+        self.waiting += 1
+        try:
+            with anyio.fail_after(wait_s):
+                await limiter.acquire_on_behalf_of(borrower)
+        except TimeoutError:
+            raise Overloaded(
+                f"no place for this run came within {wait_s:g} s (tenant {key.tenant!r} runs "
+                f"{key.quotas.concurrent} at once, its concurrent quota)"
+            ) from None
+        finally:
+            self.waiting -= 1
+        try:
+            yield time.monotonic() - began
+        finally:
+            limiter.release_on_behalf_of(borrower)
+
+    def _limiter(self, key: Key) -> anyio.CapacityLimiter:
+        found = self._tenants.get(key.tenant)
+        if found is None:
+            found = _Waiting(anyio.CapacityLimiter(key.quotas.concurrent), key.quotas.concurrent)
+            self._tenants[key.tenant] = found
+        elif found.size != key.quotas.concurrent:  # the key's quota changed, or another key's
+            found.limiter.total_tokens = found.size = key.quotas.concurrent
+        return found.limiter
