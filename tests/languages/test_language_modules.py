@@ -26,7 +26,7 @@ def test_each_language_is_whole(name: str) -> None:
     assert lang.image.partition(":")[0].removeprefix("hazmat/") in RECIPES
     assert lang.self_test is not None, f"{name} has no self_test"
     assert (lang.self_test.compile_error is not None) == bool(lang.build), name
-    assert lang.hello and lang.analysers
+    assert lang.hello and lang.version and lang.analysers
     # the words a model reads (hazmat.tools): what a session keeps where it keeps an
     # interpreter, how rich output comes back where the program shows displays
     assert lang.title and bool(lang.keeps) is (lang.repl is not None), name

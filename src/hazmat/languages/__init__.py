@@ -127,6 +127,10 @@ class Language:
     module_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # A program that prints 1: what `hazmat doctor` and `hazmat bench` run in this language.
     hello: str = ""
+    # A program that prints the version of what runs it (its interpreter's, its compiler's;
+    # TypeScript's is esbuild's, which strips the types): the first dotted number it prints is
+    # what Piston's runtimes list shows (server/protocols/piston.py)
+    version: str = ""
     # Its place in lists (help texts, the MCP tools' words): python, the default, first
     rank: int = 100
     # The in-process analysers that assess it (assess/child.py), in order. None: its

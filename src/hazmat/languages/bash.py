@@ -18,6 +18,7 @@ LANGUAGE = Language(
         signal="USR1",
     ),
     aliases=("sh", "shell"),
+    version='echo "${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}.${BASH_VERSINFO[2]}"\n',
     hello="echo 1",
     rank=4,
     analysers=("bash",),

@@ -16,6 +16,13 @@ LANGUAGE = Language(
     " ./*.c -Wl,--as-needed -lcrypto -lm",
     run=f"exec {BUILD_DIR}/main",
     exec_tmp=True,
+    version=(
+        '#include <stdio.h>\n'
+        'int main(void) {\n'
+        '    printf("%d.%d.%d\\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);\n'
+        '    return 0;\n'
+        '}\n'
+    ),
     hello='#include <stdio.h>\nint main(void) { printf("1\\n"); return 0; }\n',
     rank=5,
     analysers=("c-family",),

@@ -18,6 +18,12 @@ LANGUAGE = Language(
     run=f"exec {BUILD_DIR}/main",
     aliases=("c++", "cxx"),
     exec_tmp=True,
+    version=(
+        '#include <cstdio>\n'
+        'int main() {\n'
+        '    std::printf("%d.%d.%d\\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);\n'
+        '}\n'
+    ),
     hello="#include <bits/stdc++.h>\nint main() { std::cout << 1 << std::endl; }\n",
     rank=6,
     analysers=("c-family",),

@@ -37,6 +37,10 @@ LANGUAGE = Language(
         }
     ),
     exec_tmp=True,
+    version=(
+        'package main\n\nimport (\n\t"fmt"\n\t"runtime"\n)\n\n'
+        "func main() {\n\tfmt.Println(runtime.Version())\n}\n"
+    ),
     hello='package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(1) }\n',
     # a writable build cache that links to the image's compiled standard library
     prepare=(

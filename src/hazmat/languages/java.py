@@ -54,6 +54,13 @@ LANGUAGE = Language(
     prepare=JAVA_PREPARE,
     run=f"exec java {JAVA_RUN_FLAGS} -cp {BUILD_DIR}/classes"
     f' "$(cat {BUILD_DIR}/main-class)"',
+    version=(
+        'public class Main {\n'
+        '    public static void main(String[] args) {\n'
+        '        System.out.println(System.getProperty("java.version"));\n'
+        '    }\n'
+        '}\n'
+    ),
     hello="public class Main {\n    public static void main(String[] args) {\n"
     "        System.out.println(1);\n    }\n}\n",
     rank=7,

@@ -14,6 +14,7 @@ LANGUAGE = Language(
     displays=True,
     entry="main.js",
     aliases=("js", "node", "nodejs"),
+    version="console.log(process.versions.node);\n",
     hello="console.log(1)",
     module_sources=MappingProxyType({"esm": "main.mjs", "commonjs": "main.cjs"}),
     rank=1,

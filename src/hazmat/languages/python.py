@@ -17,6 +17,7 @@ LANGUAGE = Language(
     # the interpreter a session keeps: its variables live on between calls, like a notebook's
     repl=Repl(command='exec python3 -c "$3"', hazmat="python"),
     aliases=("py", "python3"),
+    version="import platform\nprint(platform.python_version())\n",
     hello="print(1)",
     env=MappingProxyType({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}),
     rank=0,

@@ -13,6 +13,7 @@ LANGUAGE = Language(
     runner="ruby",
     entry="main.rb",
     aliases=("rb",),
+    version="puts RUBY_VERSION\n",
     hello="puts 1",
     rank=9,
     analysers=("ruby",),

@@ -14,6 +14,14 @@ LANGUAGE = Language(
     run=f"exec {BUILD_DIR}/main",
     aliases=("rs",),
     exec_tmp=True,
+    version=(
+        'use std::process::Command;\n'
+        '\n'
+        'fn main() {\n'
+        '    let out = Command::new("rustc").arg("--version").output().expect("rustc");\n'
+        '    print!("{}", String::from_utf8_lossy(&out.stdout));\n'
+        '}\n'
+    ),
     hello='fn main() {\n    println!("1");\n}\n',
     rank=8,
     analysers=("rust",),

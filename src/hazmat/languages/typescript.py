@@ -22,6 +22,10 @@ LANGUAGE = Language(
     displays=True,
     entry="/tmp/.hazmat-build/main.js",
     aliases=("ts",),
+    version=(
+        'import { execFileSync } from "child_process";\n'
+        'console.log(execFileSync("esbuild", ["--version"]).toString().trim());\n'
+    ),
     hello="const one: number = 1;\nconsole.log(one);",
     module_sources=MappingProxyType({"esm": "main.mts", "commonjs": "main.cts"}),
     rank=2,

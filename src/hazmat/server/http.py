@@ -52,7 +52,7 @@ from hazmat.server.fields import (
 from hazmat.server.guard import CloseUnread
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.prometheus import ServiceMetrics
-from hazmat.server.protocols import sandbox_fusion
+from hazmat.server.protocols import piston, sandbox_fusion
 from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
@@ -97,6 +97,7 @@ def create_app(
         *_session_routes(service),
         *_batch_routes(service),
         *sandbox_fusion.routes(service),
+        *piston.routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
         *service.console(),

@@ -42,6 +42,7 @@ LANGUAGE = Language(
         ),
         code=_HERE.joinpath("session.R").read_text(),
     ),
+    version="cat(format(getRversion()), '\\n')\n",
     hello='cat("1\\n")',
     rank=10,
     analysers=("r",),
