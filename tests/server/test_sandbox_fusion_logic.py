@@ -336,14 +336,15 @@ def test_a_turn_waits_in_order_and_gives_up_at_its_bound(tmp_path: Path) -> None
 
 def test_too_many_waiting_is_overloaded_at_once(tmp_path: Path) -> None:
     key = KeyStore(tmp_path / "keys.json").create("t", "unknown")[0]
+    turns = Turns(most_waiting=0)
 
     async def main() -> None:
-        turns = Turns(most_waiting=0)
-        with pytest.raises(Overloaded, match="waiting for their turn already"):
-            async with turns.turn(key, 30.0):
-                pass
+        async with turns.turn(key, 30.0):
+            pass
 
-    anyio.run(main)
+    with pytest.raises(Overloaded, match="waiting for their turn already"):
+        anyio.run(main)
+    assert turns.waiting == 0
 
 
 def test_the_wait_for_a_turn_fits_the_clients_deadline() -> None:
