@@ -140,7 +140,8 @@ class Language:
     images: tuple[ImageSpec, ...] = ()
     # The names other systems give it: "polygon" -> the source-type prefixes of Polygon's
     # packages (grade/polygon.py); "sandbox_fusion", "piston" -> the names those protocols'
-    # clients send (server/protocols/: the first is the one a runtimes list shows)
+    # clients send, "judge0" -> Judge0 CE's language ids (server/protocols/: the first is the
+    # one a list of languages shows)
     names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     # The open files its program needs to start, whatever the level's `nofile` (R checks for
     # more than the strict level's 128): its containers get at least this many

@@ -26,6 +26,7 @@ LANGUAGE = Language(
         {
             "sandbox_fusion": ("bash",),
             "piston": ("bash", "sh"),
+            "judge0": ("46",),
         }
     ),
     images=(

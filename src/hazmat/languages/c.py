@@ -30,6 +30,7 @@ LANGUAGE = Language(
         {
             "polygon": ("c.",),
             "piston": ("c", "gcc"),
+            "judge0": ("50", "48", "49", "75"),
         }
     ),
     self_test=SelfTest(

@@ -32,6 +32,7 @@ LANGUAGE = Language(
             "polygon": ("cpp.",),
             "sandbox_fusion": ("cpp",),
             "piston": ("c++", "cpp", "g++"),
+            "judge0": ("54", "52", "53", "76"),
         }
     ),
     self_test=SelfTest(

@@ -54,6 +54,7 @@ LANGUAGE = Language(
             "polygon": ("go",),
             "sandbox_fusion": ("go",),
             "piston": ("go", "golang"),
+            "judge0": ("60",),
         }
     ),
     self_test=SelfTest(

@@ -70,6 +70,7 @@ LANGUAGE = Language(
             "polygon": ("java",),
             "sandbox_fusion": ("java",),
             "piston": ("java",),
+            "judge0": ("62",),
         }
     ),
     self_test=SelfTest(

@@ -24,6 +24,7 @@ LANGUAGE = Language(
             "polygon": ("js",),
             "sandbox_fusion": ("nodejs",),
             "piston": ("javascript", "js", "node", "node-js", "node-javascript"),
+            "judge0": ("63",),
         }
     ),
     self_test=SelfTest(

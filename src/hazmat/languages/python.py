@@ -27,6 +27,7 @@ LANGUAGE = Language(
             "polygon": ("python.",),
             "sandbox_fusion": ("python",),
             "piston": ("python", "py", "py3", "python3"),
+            "judge0": ("71",),
         }
     ),
     images=(ImageSpec("python", ("python3", "python3-pip"), "Python, standard library, pip"),),

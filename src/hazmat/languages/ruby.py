@@ -22,6 +22,7 @@ LANGUAGE = Language(
             "polygon": ("ruby",),
             "sandbox_fusion": ("ruby",),
             "piston": ("ruby", "rb", "ruby3"),
+            "judge0": ("72",),
         }
     ),
     images=(ImageSpec("ruby", ("ruby",), "Ruby and its standard library"),),

@@ -30,6 +30,7 @@ LANGUAGE = Language(
             "polygon": ("rust",),
             "sandbox_fusion": ("rust",),
             "piston": ("rust", "rs"),
+            "judge0": ("73",),
         }
     ),
     images=(ImageSpec("rust", ("rustc", "gcc", "libc6-dev"), "rustc (edition 2021, std only)"),),

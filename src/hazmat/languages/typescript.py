@@ -34,6 +34,7 @@ LANGUAGE = Language(
         {
             "sandbox_fusion": ("typescript",),
             "piston": ("typescript", "ts", "node-ts", "tsc"),
+            "judge0": ("74",),
         }
     ),
     self_test=SelfTest(

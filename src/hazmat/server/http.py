@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import ExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -52,7 +53,7 @@ from hazmat.server.fields import (
 from hazmat.server.guard import CloseUnread
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.prometheus import ServiceMetrics
-from hazmat.server.protocols import piston, sandbox_fusion
+from hazmat.server.protocols import judge0, piston, sandbox_fusion
 from hazmat.server.session_routes import SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
@@ -98,6 +99,7 @@ def create_app(
         *_batch_routes(service),
         *sandbox_fusion.routes(service),
         *piston.routes(service),
+        *judge0.routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
         *service.console(),
@@ -162,6 +164,7 @@ class _Service:
         self.max_running = max_running
         self.recent = RecentRuns()  # for the console
         self._limiter: anyio.CapacityLimiter | None = None
+        self._background: anyio.abc.TaskGroup | None = None  # the lifespan's (`spawn`)
         self._running = 0  # runs inside sandbox.execute now
         self._idle = threading.Condition()
         from hazmat.server.mcp_tools import build_mcp
@@ -185,8 +188,10 @@ class _Service:
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         self._limiter = anyio.CapacityLimiter(self.max_running)
-        async with self._mcp.session_manager.run():
+        async with anyio.create_task_group() as group, self._mcp.session_manager.run():
+            self._background = group
             yield
+            group.cancel_scope.cancel()  # a run under way ends first (its thread is waited for)
 
     def mcp_endpoint(self) -> ASGIApp:
         """MCP over streamable HTTP (server/mcp_tools.py): the key is checked here before the SDK
@@ -230,6 +235,11 @@ class _Service:
 
     def counted(self, name: str, status: int) -> None:
         self.metrics.requests.labels(name, str(status)).inc()
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if self._background is None:
+            raise RuntimeError("the service is not running (its lifespan has not started)")
+        self._background.start_soon(work)
 
     async def health(self, request: Request) -> Response:
         from hazmat import __version__

@@ -50,6 +50,7 @@ LANGUAGE = Language(
         {
             "sandbox_fusion": ("R",),
             "piston": ("r", "rscript", "r-lang"),
+            "judge0": ("80",),
         }
     ),
     own_analyser=f"{__name__}.analysis:RAnalyzer",

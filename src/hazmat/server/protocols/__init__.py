@@ -1,7 +1,8 @@
 """Other systems' protocols, served by `hazmat serve` under path prefixes of their own:
-SandboxFusion's (sandbox_fusion.py) and Piston's (piston.py). Each is a thin mapping onto the
-pipeline `/v1/runs` uses, so that the clients graders already have get hazmat's boundary,
-CPU-time verdicts and audit log without a rewrite (docs/protocols.md).
+SandboxFusion's (sandbox_fusion.py), Judge0's (judge0.py, its submissions in
+judge0_submissions.py) and Piston's (piston.py). Each is a thin mapping onto the pipeline
+`/v1/runs` uses, so that the clients graders already have get hazmat's boundary, CPU-time
+verdicts and audit log without a rewrite (docs/protocols.md).
 
 A protocol's module maps its request's fields onto a run's options (options/: nothing here
 checks an option the table checks) and the `ExecutionResult` onto its answer; its language
@@ -14,13 +15,14 @@ names are the language modules' (`Language.names[protocol]`). What they share is
   client would score as a failed sample;
 - `Turns`: each tenant's runs through one protocol in the order they came, at most its key's
   `concurrent` at once, each waiting at most its own bound for its turn (`Overloaded` past it:
-  the protocol answers as its clients expect, SandboxFusion's 504, Piston's 429).
+  the protocol answers as its clients expect: SandboxFusion's 504, Piston's 429; Judge0's
+  submissions wait in its queue, bounded by its own count).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -62,6 +64,9 @@ class Front(Protocol):
     ) -> ExecutionResult: ...
 
     def counted(self, name: str, status: int) -> None: ...
+
+    def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `work` in the background while the service runs (Judge0's queued runs)."""
 
 
 class Overloaded(Exception):
