@@ -135,6 +135,45 @@ def test_a_receipt_url_with_a_huge_number_is_not_found(
     assert answer.status_code == (404 if key else 401), answer.text
 
 
+PROTOCOLS = [
+    "/sandbox-fusion/run_code",
+    "/piston/api/v2/execute",
+    "/judge0/submissions?wait=true",
+    "/judge0/submissions/batch",
+]
+EVERY = {  # every protocol's fields at once: each reads its own
+    "code": "1",
+    "language": "python",
+    "source_code": "1",
+    "language_id": 71,
+    "version": "*",
+    "files": [{"content": "1"}],
+}
+HOSTILE = [
+    {**EVERY, "code": LONE, "source_code": LONE, "files": [{"content": LONE}]},
+    {**EVERY, "stdin": LONE},
+    {**EVERY, "files": {LONE: "eA=="}},
+    {"submissions": [{"source_code": LONE, "language_id": 71}], **EVERY},
+    f'{{"code": "1", "language": "python", "run_timeout": {HUGE}}}'.encode(),
+    f'{{"source_code": "1", "language_id": 71, "cpu_time_limit": 1{"0" * 400}}}'.encode(),
+    f'{{"language": "py", "version": "*", "files": [], "run_timeout": -{HUGE}}}'.encode(),
+    b"[" * 100_000,
+    b"\xff\xfe",
+]
+
+
+@pytest.mark.parametrize("path", PROTOCOLS)
+@pytest.mark.parametrize("body", HOSTILE)
+def test_the_protocols_answer_hostile_bodies_with_a_4xx(
+    served: Served, path: str, body: Any
+) -> None:
+    """SandboxFusion's, Piston's and Judge0's endpoints (server/protocols/) take what `/v1`
+    takes: no body is a 5xx."""
+    answer = send(served, "POST", path, body)
+    assert answer.status_code == 400, answer.text
+    assert "the request body" in answer.text  # the decoder's sentence, in each one's shape
+
+
 CHECKPOINTS = [1, [], {}, None, True, 1.5, "x"]
 
 
