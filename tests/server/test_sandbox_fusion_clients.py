@@ -125,3 +125,23 @@ def test_verl_in_flight_past_the_keys_places_waits_its_turn(
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(one, range(8))) == [True] * 8
     assert key.rpartition("_")[2] not in live_server.log()
+
+
+def test_a_notebook_through_its_client(live_server: LiveServer) -> None:
+    cells = [
+        "a = 123",
+        "a",
+        "print(a)",
+        "import sys\nsys.stderr.write('err\\n')\n",
+        "raise RuntimeError('boom')",
+    ]
+    got = sandbox_fusion.run_jupyter(
+        sandbox_fusion.RunJupyterRequest(cells=cells),
+        endpoint=endpoint(live_server, "trusted"),
+        max_attempts=1,
+    )
+    assert got.status == "Success", got
+    assert got.cells[2].stdout == "123\n"  # the first cell's variable, kept
+    assert got.cells[3].stderr == "err\n"
+    assert got.cells[4].error[0]["ename"] == "RuntimeError"
+    assert got.cells[4].error[0]["evalue"] == "boom"

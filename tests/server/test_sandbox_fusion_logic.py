@@ -355,3 +355,37 @@ def test_the_wait_for_a_turn_fits_the_clients_deadline() -> None:
     # a build's budget counts too: never less than 2 s
     assert wait_for_turn(20.0, 10.0, {"compile_timeout": 10.0}, cpp) == 2.0
     assert wait_for_turn(1000.0, 10.0, {"compile_timeout": 10.0}, python) == 60.0
+
+
+def test_a_notebooks_cells_are_calls_of_one_session_closed_at_the_end(served: Served) -> None:
+    answer = served.client.post(
+        f"/sandbox-fusion/{served.keys['acme']}/run_jupyter",
+        json={"cells": ["a = 1", "a", "print(a)"], "cell_timeout": 2, "fetch_files": ["gone"]},
+    )
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["status"] == "Success" and data["driver"]["status"] == "Finished"
+    assert [c["stdout"] for c in data["cells"]] == ["hi\n"] * 3
+    (kept,) = served.backend.kept
+    runs = [job for mode, job in kept.calls if mode == "run"]
+    assert [mode for mode, _ in kept.calls] == ["run", "run", "run", "files"]  # then fetched
+    assert [job.program.files[job.language.source_name] for job in runs] == [
+        b"a = 1", b"a", b"print(a)"
+    ]
+    assert all(job.limits.timeout_s == 2 for job in runs)
+    assert kept.ended  # closed
+    assert data["message"].startswith("fetch_files: ") and "gone" in data["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"cells": "print(1)"}, "field 'cells' must be a list of code strings"),
+        ({"cells": ["1"], "kernel": "ir"}, "unknown kernel 'ir' (hazmat has python3)"),
+        ({"cells": ["1"], "total_timeout": 0}, "field 'total_timeout' must be a positive"),
+    ],
+)
+def test_a_bad_notebook_is_refused(served: Served, body: dict[str, object], message: str) -> None:
+    answer = served.client.post(f"/sandbox-fusion/{served.keys['acme']}/run_jupyter", json=body)
+    assert answer.status_code == 400 and message in answer.json()["message"]
+    assert served.backend.kept == []

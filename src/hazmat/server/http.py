@@ -236,6 +236,14 @@ class _Service:
     def counted(self, name: str, status: int) -> None:
         self.metrics.requests.labels(name, str(status)).inc()
 
+    def open_session(self, key: Key, language: str) -> OpenSession:
+        """A session of `language` at `key`'s level, under its tenant's cap (blocking)."""
+        _, language, options = run_arguments(
+            {"code": "", "language": language}, key, self.sandbox.policy
+        )
+        self.sessions.owners.check_room(key)
+        return self.sessions.owners.open(key, language, options)
+
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if self._background is None:
             raise RuntimeError("the service is not running (its lifespan has not started)")

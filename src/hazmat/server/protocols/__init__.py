@@ -68,6 +68,10 @@ class Front(Protocol):
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `work` in the background while the service runs (Judge0's queued runs)."""
 
+    def open_session(self, key: Key, language: str) -> OpenSession:
+        """A session at `key`'s level, under its tenant's cap (blocking: SandboxFusion's
+        notebooks)."""
+
 
 class Overloaded(Exception):
     """No turn for a run within its bound, or too many waiting: each protocol answers it as

@@ -1,9 +1,10 @@
 """SandboxFusion's protocol: what verl's code rewards (`reward_model.sandbox_fusion.url`) and
 the `sandbox-fusion` client call (docs/protocols.md).
 
-    POST /sandbox-fusion/<key>/run_code   {code, language, stdin, files, fetch_files,
-                                           run_timeout, compile_timeout, memory_limit_MB}
-    GET  /sandbox-fusion/v1/ping          "pong"
+    POST /sandbox-fusion/<key>/run_code     {code, language, stdin, files, fetch_files,
+                                             run_timeout, compile_timeout, memory_limit_MB}
+    POST /sandbox-fusion/<key>/run_jupyter  {cells, cell_timeout, total_timeout, files, ...}
+    GET  /sandbox-fusion/v1/ping            "pong"
 
 Neither client sends a key, so the tenant key is a path segment of the URL they are given
 (`Authorization: Bearer` works too, at `/sandbox-fusion/run_code`). A run is `/v1/runs`'s, on
@@ -20,21 +21,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hazmat._exceptions import AccessDenied, HazmatError, InputError, QuotaExceeded, quoted
 from hazmat.backends.container.cpu_time import CpuLimit
+from hazmat.displays import bundle_to_json
 from hazmat.json_input import loads
 from hazmat.languages import Language, get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
 from hazmat.server.protocols import Front, Overloaded, Turns, languages_of, seconds, within_level
+from hazmat.service.protocols import OpenSession
 from hazmat.service.tenant_keys import Key
 
 __all__ = ["PREFIX", "routes"]
@@ -42,6 +47,7 @@ __all__ = ["PREFIX", "routes"]
 PREFIX = "/sandbox-fusion"
 NAME = "sandbox_fusion"  # its names in the language modules (`Language.names`)
 DEFAULT_TIMEOUT_S = 10.0  # run_timeout's and compile_timeout's, as its clients have them
+NOTEBOOK_S = 45.0  # run_jupyter's total_timeout, as its clients have it
 # verl gives each attempt compile_timeout + run_timeout + this many seconds (its API_TIMEOUT)
 CLIENT_SLACK_S = 10.0
 MARGIN_S = 2.0  # kept for the answer's way back, out of what the client's deadline leaves
@@ -63,6 +69,8 @@ def routes(front: Front) -> list[Route]:
         Route(f"{PREFIX}/{{key}}/v1/ping", protocol.ping, methods=["GET"]),
         Route(f"{PREFIX}/run_code", protocol.run_code, methods=["POST"]),
         Route(f"{PREFIX}/{{key}}/run_code", protocol.run_code, methods=["POST"]),
+        Route(f"{PREFIX}/run_jupyter", protocol.run_jupyter, methods=["POST"]),
+        Route(f"{PREFIX}/{{key}}/run_jupyter", protocol.run_jupyter, methods=["POST"]),
     ]
 
 
@@ -100,6 +108,30 @@ class SandboxFusion:
         headers = {RUN_HEADER: result.run_id} if result.run_id else None
         return JSONResponse(answer(result, asked.said), headers=headers)
 
+    async def run_jupyter(self, request: Request) -> Response:
+        """Cells in one kept Python interpreter (a hazmat session, closed at the end), in
+        order, each as a call of its own; the notebook stops at `total_timeout`."""
+        try:
+            key = self._key(request)
+            data = _object(await self.front.read_body(request, key))
+            notebook = Notebook.of(data, self.front.policy.settings(key.trust).limits.timeout_s)
+            async with self.turns.turn(key, wait_for_turn(notebook.total_s, notebook.total_s,
+                                                          {}, get_language("python"))):
+                with self.front.quotas.admit(key.tenant, key.quotas):  # its container's start
+                    session = await anyio.to_thread.run_sync(
+                        self.front.open_session, key, "python"
+                    )
+                try:
+                    answered = await notebook.run(self.front, session)
+                finally:
+                    await anyio.to_thread.run_sync(session.close)
+        except (Overloaded, QuotaExceeded) as exc:
+            return self._refused(504, f"hazmat is busy: {exc}; try again")
+        except HazmatError as exc:
+            return self._refused(exc.http_status, str(exc))
+        self.front.counted(NAME, 200)
+        return JSONResponse(answered)
+
     def _key(self, request: Request) -> Key:
         presented = request.path_params.get("key")
         if presented is None:
@@ -121,9 +153,7 @@ class SandboxFusion:
         return JSONResponse(body, status_code=status)
 
     def _asked(self, body: bytes, key: Key) -> _Asked:
-        data = loads(body, "the request body")
-        if not isinstance(data, dict):
-            raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
+        data = _object(body)
         code, language = _text(data, "code"), _language(data.get("language"))
         run_s = seconds(data.get("run_timeout"), "run_timeout", DEFAULT_TIMEOUT_S)
         compile_s = seconds(data.get("compile_timeout"), "compile_timeout", DEFAULT_TIMEOUT_S)
@@ -277,3 +307,93 @@ def _memory(value: object) -> int | None:
             f"field 'memory_limit_MB' must be a positive whole number (or -1), not {value!r}"
         )
     return value
+
+
+def _object(body: bytes) -> dict[str, Any]:
+    data = loads(body, "the request body")
+    if not isinstance(data, dict):
+        raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A `/run_jupyter` request: its cells, their time, its files."""
+
+    cells: list[str]
+    cell_s: float
+    total_s: float
+    files: dict[str, bytes]
+    fetch: list[str]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any], level_s: float) -> Notebook:
+        cells = data.get("cells")
+        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+            raise InputError("field 'cells' must be a list of code strings")
+        if data.get("kernel", "python3") != "python3":
+            raise InputError(f"unknown kernel {quoted(data.get('kernel'))} (hazmat has python3)")
+        cell = data.get("cell_timeout")
+        cell_s = level_s if cell in (None, 0) else min(seconds(cell, "cell_timeout", 0), level_s)
+        total_s = seconds(data.get("total_timeout"), "total_timeout", NOTEBOOK_S)
+        files, fetch = _files(data.get("files")), _paths(data.get("fetch_files"))
+        return cls(cells, cell_s, total_s, files, fetch)
+
+    async def run(self, front: Front, session: OpenSession) -> dict[str, Any]:
+        began = time.monotonic()
+        if self.files:
+            await anyio.to_thread.run_sync(session.upload, self.files)
+        cells: list[dict[str, Any]] = []
+        finished = True
+        for code in self.cells:
+            left = self.total_s - (time.monotonic() - began)
+            if left <= 0:
+                finished = False
+                break
+            prepared = session.request(code, timeout=min(self.cell_s, left))
+            cells.append(_cell(await front.run_in(prepared, session)))
+        fetched, said = await self._fetched(session)
+        took = time.monotonic() - began
+        driver = _command("Finished" if finished else "TimeLimitExceeded", took * 1000,
+                          0 if finished else None, "", "")
+        if not finished:
+            said.insert(0, f"the notebook ran past its total_timeout of {self.total_s:g} s")
+        return {
+            "status": "Success" if finished else "Failed",
+            "message": "; ".join(said),
+            "driver": driver,
+            "cells": cells,
+            "executor_pod_name": None,
+            "files": {n: base64.b64encode(d).decode() for n, d in fetched.items()},
+        }
+
+
+    async def _fetched(self, session: OpenSession) -> tuple[dict[str, bytes], list[str]]:
+        """The files asked for that are there; a sentence for each that is not (skipped, as
+        SandboxFusion skips them)."""
+        fetched: dict[str, bytes] = {}
+        said = []
+        for name in self.fetch:
+            try:
+                fetched.update(await anyio.to_thread.run_sync(session.download, [name]))
+            except InputError as exc:
+                said.append(f"fetch_files: {exc}")
+        return fetched, said
+
+
+def _cell(result: ExecutionResult) -> dict[str, Any]:
+    """A cell's `CellRunResult`: its output, its displays as MIME bundles (binary as base64),
+    and its exception as Jupyter names it (or hazmat's sentence for a limit it hit)."""
+    error = []
+    if result.exception is not None:
+        error.append({"ename": result.exception.name, "evalue": result.exception.value,
+                      "traceback": result.exception.traceback.splitlines()})
+    elif result.outcome is not Outcome.OK:
+        error.append({"ename": result.outcome.value, "evalue": result.error or "",
+                      "traceback": []})
+    return {
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "display": [bundle_to_json(bundle) for bundle in result.displays],
+        "error": error,
+    }
