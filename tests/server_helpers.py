@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from hazmat.policy import Policy, TrustLevel
 from hazmat.service.tenant_keys import KeyStore, Quotas
 
 if TYPE_CHECKING:
@@ -103,6 +104,12 @@ def finished_record(audit_dir: Path, name: str) -> dict[str, Any]:
                 return r
         time.sleep(0.2)
     raise AssertionError(f"no run.finished record for {name} within 60 s")
+
+
+# runtime -> the key of start_server's whose trust level runs under it (the built-in policy's)
+RUNTIME_KEYS = {
+    Policy().settings(TrustLevel(name)).runtime.value: name for name in ("trusted", "untrusted")
+}
 
 
 def start_server(tmp: Path, *extra: str) -> LiveServer:

@@ -11,24 +11,16 @@ import pytest
 from judge0 import LanguageAlias, Status, Submission
 
 from hazmat.languages import LANGUAGES
-from server_helpers import LiveServer
+from server_helpers import RUNTIME_KEYS, LiveServer
 
 pytestmark = pytest.mark.docker
-
-KEYS = {"runc": "trusted", "runsc": "untrusted"}  # the keys' levels' runtimes
-
-
-@pytest.fixture(params=sorted(KEYS))
-def runtime(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 @pytest.fixture
 def client(live_server: LiveServer, runtime: str) -> Iterator[judge0.Client]:
     """The SDK's client at the service's Judge0 prefix, the key in X-Auth-Token (it reads the
     languages and the configuration as it is made)."""
     made = judge0.Client(
-        f"{live_server.url}/judge0", {"X-Auth-Token": live_server.keys[KEYS[runtime]]}
+        f"{live_server.url}/judge0", {"X-Auth-Token": live_server.keys[RUNTIME_KEYS[runtime]]}
     )
     yield made
     made.client.close()

@@ -14,22 +14,14 @@ import httpx
 import pytest
 
 from hazmat.languages import LANGUAGES
-from server_helpers import LiveServer
+from server_helpers import RUNTIME_KEYS, LiveServer
 
 pytestmark = pytest.mark.docker
-
-KEYS = {"runc": "trusted", "runsc": "untrusted"}  # the keys' levels' runtimes
-
-
-@pytest.fixture(params=sorted(KEYS))
-def runtime(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 @pytest.fixture
 def piston(live_server: LiveServer, runtime: str) -> Iterator[httpx.Client]:
     """A client at the base URL a Piston client is given, the key in Authorization."""
-    headers = {"Authorization": live_server.keys[KEYS[runtime]]}
+    headers = {"Authorization": live_server.keys[RUNTIME_KEYS[runtime]]}
     with httpx.Client(base_url=f"{live_server.url}/piston", headers=headers, timeout=120) as c:
         yield c
 

@@ -17,17 +17,9 @@ from verl_shaped import reward
 
 from hazmat.server.protocols import languages_of
 from hazmat.service.tenant_keys import KeyStore, Quotas
-from server_helpers import LiveServer
+from server_helpers import RUNTIME_KEYS, LiveServer
 
 pytestmark = pytest.mark.docker
-
-KEYS = {"runc": "trusted", "runsc": "untrusted"}  # the keys' levels' runtimes
-
-
-@pytest.fixture(params=sorted(KEYS))
-def runtime(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 def endpoint(server: LiveServer, key: str) -> str:
     return f"{server.url}/sandbox-fusion/{server.keys[key]}"
@@ -42,9 +34,8 @@ def run_code(server: LiveServer, key: str, **fields: object) -> RunCodeResponse:
 def test_every_language_it_names_through_its_client(live_server: LiveServer, runtime: str) -> None:
     for name, language in sorted(languages_of("sandbox_fusion").items()):
         assert language.self_test is not None
-        got = run_code(
-            live_server, KEYS[runtime], code=language.self_test.greet, language=name, stdin="sf"
-        )
+        key, code = RUNTIME_KEYS[runtime], language.self_test.greet
+        got = run_code(live_server, key, code=code, language=name, stdin="sf")
         assert got.status == "Success", (name, got)
         assert got.run_result is not None and got.run_result.stdout == "hello sf\n", name
         assert (got.compile_result is not None) == bool(language.build), name
@@ -60,7 +51,7 @@ def verl(live_server: LiveServer) -> Iterator[httpx.Client]:
 def test_verls_scores_for_each_verdict(
     live_server: LiveServer, runtime: str, verl: httpx.Client
 ) -> None:
-    url = f"{endpoint(live_server, KEYS[runtime])}/run_code"
+    url = f"{endpoint(live_server, RUNTIME_KEYS[runtime])}/run_code"
     cases = [
         ("print(int(input()) * 2)\n", "21\n", "42", "python", True),
         ("print(int(input()) * 3)\n", "21\n", "42", "python", False),

@@ -29,8 +29,9 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 import anyio
+from starlette.requests import Request
 
-from hazmat._exceptions import InputError
+from hazmat._exceptions import AccessDenied, InputError
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import ceilings
@@ -39,7 +40,15 @@ from hazmat.service.protocols import OpenSession
 from hazmat.service.quotas import QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
 
-__all__ = ["Front", "Overloaded", "Turns", "languages_of", "seconds", "within_level"]
+__all__ = [
+    "Front",
+    "Overloaded",
+    "Turns",
+    "key_of",
+    "languages_of",
+    "seconds",
+    "within_level",
+]
 
 # How many runs of all tenants may wait for their turn in one protocol at once; past it a run
 # is refused at once (Overloaded) rather than held
@@ -166,3 +175,23 @@ class Turns:
         elif found.size != key.quotas.concurrent:  # the key's quota changed, or another key's
             found.limiter.total_tokens = found.size = key.quotas.concurrent
         return found.limiter
+
+
+def key_of(request: Request, keys: KeyStore, first: str | None, how: str, raw: bool = False) -> Key:
+    """The key a protocol's request presents: in its own place (`first`: a path segment, a
+    header), else as `Authorization: Bearer` (or, with `raw`, the header's value alone, as
+    Piston's clients send it). `AccessDenied` says `how` its clients send one; a revoked key's
+    refusal is its own."""
+    presented = first
+    if presented is None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            presented = token.strip()
+        elif raw:
+            presented = scheme.strip() or None
+    try:
+        return keys.check(presented)
+    except AccessDenied as exc:
+        if "revoked" in str(exc):
+            raise
+        raise AccessDenied(f"a valid API key is needed: {how} (hazmat keys create)") from None

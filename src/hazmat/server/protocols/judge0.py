@@ -27,10 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hazmat._exceptions import AccessDenied, HazmatError, InputError, QuotaExceeded
+from hazmat._exceptions import HazmatError, InputError, QuotaExceeded
 from hazmat.json_input import loads
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.server.protocols import Front, Overloaded, Turns
+from hazmat.server.protocols import Front, Overloaded, Turns, key_of
 from hazmat.server.protocols.judge0_submissions import (
     ALL_FIELDS,
     DEFAULT_CPU_S,
@@ -252,17 +252,7 @@ class Judge0:
 
     def _key(self, request: Request) -> Key:
         presented = request.headers.get("x-auth-token")
-        if presented is None:
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            presented = token.strip() if scheme.lower() == "bearer" else None
-        try:
-            return self.front.keys.check(presented)
-        except AccessDenied as exc:
-            if "revoked" in str(exc):
-                raise
-            raise AccessDenied(
-                "a valid API key is needed in X-Auth-Token (hazmat keys create)"
-            ) from None
+        return key_of(request, self.front.keys, presented, "send it in X-Auth-Token")
 
     def _key_or_none(self, request: Request) -> Key | Response:
         try:

@@ -29,12 +29,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hazmat._exceptions import AccessDenied, HazmatError, InfraError, InputError, QuotaExceeded
+from hazmat._exceptions import HazmatError, InfraError, InputError, QuotaExceeded
 from hazmat.json_input import loads
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, TrustLevel
-from hazmat.server.protocols import Front, Overloaded, Turns, languages_of, within_level
+from hazmat.server.protocols import Front, Overloaded, Turns, key_of, languages_of, within_level
 from hazmat.service.tenant_keys import Key
 
 __all__ = ["PREFIX", "routes"]
@@ -146,19 +146,9 @@ class Piston:
         return self.versions[where]
 
     def _key(self, request: Request) -> Key:
+        how = f"send it as Authorization, or use the base URL {PREFIX}/<key>"
         presented = request.path_params.get("key")
-        if presented is None:
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            presented = token.strip() if scheme.lower() == "bearer" else scheme.strip() or None
-        try:
-            return self.front.keys.check(presented)
-        except AccessDenied as exc:
-            if "revoked" in str(exc):
-                raise
-            raise AccessDenied(
-                "a valid API key is needed: send it as Authorization, or use the base URL "
-                f"{PREFIX}/<key> (hazmat keys create)"
-            ) from None
+        return key_of(request, self.front.keys, presented, how, raw=True)
 
     def _refused(self, status: int, message: str) -> Response:
         self.front.counted(NAME, status)

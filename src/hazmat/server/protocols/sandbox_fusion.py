@@ -31,14 +31,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hazmat._exceptions import AccessDenied, HazmatError, InputError, QuotaExceeded, quoted
+from hazmat._exceptions import HazmatError, InputError, QuotaExceeded, quoted
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import bundle_to_json
 from hazmat.json_input import loads
 from hazmat.languages import Language, get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
-from hazmat.server.protocols import Front, Overloaded, Turns, languages_of, seconds, within_level
+from hazmat.server.protocols import (
+    Front,
+    Overloaded,
+    Turns,
+    key_of,
+    languages_of,
+    seconds,
+    within_level,
+)
 from hazmat.service.protocols import OpenSession
 from hazmat.service.tenant_keys import Key
 
@@ -133,19 +141,8 @@ class SandboxFusion:
         return JSONResponse(answered)
 
     def _key(self, request: Request) -> Key:
-        presented = request.path_params.get("key")
-        if presented is None:
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            presented = token.strip() if scheme.lower() == "bearer" else None
-        try:
-            return self.front.keys.check(presented)
-        except AccessDenied as exc:
-            if "revoked" in str(exc):
-                raise
-            raise AccessDenied(
-                f"a valid API key is needed: point the client at {PREFIX}/<key> "
-                "(hazmat keys create)"
-            ) from None
+        how = f"point the client at {PREFIX}/<key>"
+        return key_of(request, self.front.keys, request.path_params.get("key"), how)
 
     def _refused(self, status: int, message: str) -> Response:
         self.front.counted(NAME, status)
