@@ -455,7 +455,7 @@ async def _body(request: Request, cap: int, timeout_s: float = BODY_TIMEOUT_S) -
         if not (length.isascii() and length.isdigit()):  # int() takes other digits too
             raise InputError("Content-Length is not a number")
         if len(length) > 18 or int(length) > cap:  # int() of 4,301 digits is an error
-            shown = length if len(length) <= 18 else f"a {len(length)}-digit number of"
+            shown = f"{int(length):,}" if len(length) <= 18 else f"a {len(length)}-digit number of"
             raise InputTooLarge(f"the request body is {shown} bytes; {_cap_is(cap)}")
     chunks, total = [], 0
     with anyio.move_on_after(timeout_s) as deadline:
