@@ -394,7 +394,7 @@ class Sandbox(Closable):
             plan = dataclasses.replace(plan, installs=True)  # a session that may install
         settings = self.policy.settings(request.trust)
         reason, allow = checked.override_reason, checked.network
-        secrets = self.policy.secrets_for(request.trust, allow)
+        secrets = self.policy.secrets_for(request.trust, allow, request.caller)
         gate = self._gates.open(allow, settings.network.ports, secrets)
         job = job_for(plan, gate, watch)
         backend.prepare(job)

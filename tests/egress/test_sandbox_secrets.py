@@ -76,3 +76,39 @@ def test_the_host_gets_the_secret_and_the_program_never_sees_it(
     logged = [data for kind, data in records if kind == "run.connection"]
     assert logged[-1]["secret"] == "echo-token"
     assert TOKEN not in repr(records) and TOKEN not in repr(result.to_dict())
+
+
+def test_a_secret_bound_to_a_tenant_reaches_the_host_for_its_runs_only(
+    engine: Engine, echo: EchoServer, runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tenants` (one cell: what is tested is which runs' gates hold the secret)."""
+    monkeypatch.setenv("HAZMAT_TEST_SECRET", TOKEN)
+    network = {"allow": ["allowed.test"], "ports": [echo.port]}
+    secret = {"host": "allowed.test", "from_env": "HAZMAT_TEST_SECRET", "levels": ["unknown"],
+              "tenants": ["acme"]}
+    policy = parse_policy(
+        {"trust": {"unknown": {"network": network}}, "egress": {"secrets": {"t": secret}}}
+    )
+    (tmp_path / "ca.pem").write_bytes(echo.ca_pem)
+    proxy = EgressProxy(
+        tmp_path / "egress",
+        resolver=lambda host, _: ["127.0.0.2"],
+        reachable=[ipaddress.ip_network("127.0.0.2/32")],
+        upstream_ca=str(tmp_path / "ca.pem"),
+    )
+    code = (
+        "import ssl, urllib.request\n"
+        "trust = ssl.create_default_context()  # hazmat's CA, where the proxy holds a secret\n"
+        "trust.load_verify_locations('ca.pem')  # the host's own, where it tunnels\n"
+        f"urllib.request.urlopen('https://allowed.test:{echo.port}/echo', timeout=20,"
+        " context=trust)\n"
+    )
+    echo.seen.clear()
+    with Sandbox(policy, backend=DockerBackend(engine), egress=proxy) as sandbox:
+        for tenant in ("acme", "other"):
+            result = sandbox.run(code, "python", trust="unknown", runtime=runtime,
+                                 caller=f"tenant:{tenant} key:0123456789ab",
+                                 files={"ca.pem": echo.ca_pem})
+            assert result.outcome is Outcome.OK, result.stderr
+    acme, other = echo.seen
+    assert f"Authorization: {TOKEN}" in acme and TOKEN not in other

@@ -174,6 +174,9 @@ BASE = {"host": "api.github.com", "from_env": "HAZMAT_TEST_TOKEN", "levels": ["t
         ({"levels": []}, "egress.secrets.github.levels"),
         ({"levels": ["root"]}, "egress.secrets.github.levels"),
         ({"value": "inline"}, "egress.secrets.github.value"),
+        ({"tenants": []}, "egress.secrets.github.tenants"),
+        ({"tenants": "acme"}, "egress.secrets.github.tenants"),
+        ({"tenants": ["a b"]}, "egress.secrets.github.tenants"),
     ],
 )
 def test_a_bad_secret_is_a_policy_error_naming_its_key(change: dict[str, object], key: str) -> None:
@@ -230,3 +233,18 @@ def test_the_doctor_says_which_secret_has_no_value(monkeypatch: pytest.MonkeyPat
     (check,) = _secrets_check(policy)
     assert check.ok and "github (api.github.com" in check.detail and TOKEN not in check.detail
     assert _secrets_check(parse_policy({})) == []
+
+
+def test_a_secret_bound_to_tenants_goes_to_their_keys_runs_only(tmp_path: Path) -> None:
+    from hazmat.service.tenant_keys import KeyStore
+
+    policy = parse_policy({"egress": {"secrets": {"github": {**BASE, "tenants": ["acme"]}}}})
+    store = KeyStore(tmp_path / "keys.json")
+    acme, other = store.create("acme", "trusted")[0], store.create("other", "trusted")[0]
+    allow = ["api.github.com"]
+    assert policy.secrets_for("trusted", allow, acme.caller) == list(policy.secrets)
+    for caller in (other.caller, None, "acme", "tenant:acme", f"{acme.caller} ", "tenant:acme"
+                   " key:zz"):
+        assert policy.secrets_for("trusted", allow, caller) == [], caller
+    unbound = parse_policy({"egress": {"secrets": {"github": BASE}}})
+    assert unbound.secrets_for("trusted", allow, None) == list(unbound.secrets)

@@ -11,10 +11,13 @@ egress:
       header: Authorization      # default: Authorization
       format: "Bearer {value}"   # default: "{value}"; "basic" for HTTP basic auth (user:password)
       levels: [trusted]          # the trust levels whose runs get it (required)
+      tenants: [acme]            # only these tenants' runs (by their keys); default: all
 ```
 
-A run gets the secrets of its trust level whose host is on its allowlist; its program is told
-nothing but where hazmat's CA is (the proxy's certificates for those hosts are signed by it).
+A run gets the secrets of its trust level whose host is on its allowlist (and, for a secret
+with `tenants`, only a run of one of those tenants: the service names a key's runs by their
+tenant, `CALLER`); its program is told nothing but where hazmat's CA is (the proxy's
+certificates for those hosts are signed by it).
 """
 
 from __future__ import annotations
@@ -28,11 +31,22 @@ from dataclasses import dataclass
 from hazmat._exceptions import InfraError, quoted
 from hazmat.egress.rules import check_pattern
 
-__all__ = ["HeldSecret", "Secret", "parse_secrets"]
+__all__ = ["CALLER", "TENANT_NAME", "HeldSecret", "Secret", "parse_secrets", "tenant_of"]
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")  # an HTTP token (RFC 9110 5.1)
-_KEYS = frozenset({"host", "from_env", "header", "format", "levels"})
+_KEYS = frozenset({"host", "from_env", "header", "format", "levels", "tenants"})
+# A tenant's name, and how the service names a tenant key's runs (the audit log's caller:
+# service/tenant_keys.py's `Key.caller`): what a secret's `tenants` matches
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+CALLER = "tenant:{tenant} key:{key}"
+_CALLER = re.compile(r"tenant:([A-Za-z0-9][A-Za-z0-9._-]{0,63}) key:[0-9a-f]{12}")
+
+
+def tenant_of(caller: str | None) -> str | None:
+    """The tenant whose key made a run with `caller` (None: not a tenant key's run)."""
+    found = _CALLER.fullmatch(caller or "")
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,11 @@ class Secret:
     levels: tuple[str, ...]
     header: str = "Authorization"
     format: str = "{value}"  # or "basic"
+    tenants: tuple[str, ...] = ()  # only these tenants' runs get it; (): every run's
+
+    def for_caller(self, caller: str | None) -> bool:
+        """Whether a run with `caller` gets it: any, or one of its tenants' keys' runs."""
+        return not self.tenants or tenant_of(caller) in self.tenants
 
     def held(self) -> HeldSecret:
         """Its value, read now from hazmat's environment (`InfraError` if it is not set)."""
@@ -117,4 +136,9 @@ def _secret(name: str, entry: object, level_names: Collection[str]) -> Secret:
     if not isinstance(levels, list) or not levels or not all(x in level_names for x in levels):
         known = ", ".join(level_names)
         raise ValueError(f".{name}.levels: expected a list of trust levels ({known})")
-    return Secret(name, host.lower(), source, tuple(levels), header, shape)
+    tenants = entry.get("tenants", [])
+    if not isinstance(tenants, list) or not all(
+        isinstance(t, str) and TENANT_NAME.fullmatch(t) for t in tenants
+    ) or ("tenants" in entry and not tenants):
+        raise ValueError(f".{name}.tenants: expected a list of tenants' names (hazmat keys list)")
+    return Secret(name, host.lower(), source, tuple(levels), header, shape, tuple(tenants))

@@ -476,11 +476,18 @@ class Policy:
     def settings(self, trust: TrustLevel | str) -> TrustSettings:
         return self.levels[parse_trust(trust)]
 
-    def secrets_for(self, trust: TrustLevel | str, allow: Sequence[str]) -> list[Secret]:
+    def secrets_for(
+        self, trust: TrustLevel | str, allow: Sequence[str], caller: str | None = None
+    ) -> list[Secret]:
         """The secrets a run at `trust` with the allowlist `allow` gets: its level's, for a
-        host on its list (egress/secrets.py)."""
+        host on its list, and of a secret bound to tenants only a run of theirs (`caller`, as
+        the service names a key's runs: egress/secrets.py)."""
         level = parse_trust(trust).value
-        return [s for s in self.secrets if level in s.levels and matches(s.host, allow)]
+        return [
+            s
+            for s in self.secrets
+            if level in s.levels and matches(s.host, allow) and s.for_caller(caller)
+        ]
 
     def longest_run_s(self) -> float:
         """The longest a run may take under this policy: a timeout plus its compile budget."""

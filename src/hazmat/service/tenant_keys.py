@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import AccessDenied, InputError, PolicyError, quoted
+from hazmat.egress.secrets import CALLER, TENANT_NAME
 from hazmat.policy import TrustLevel, parse_trust
 from hazmat.service.quotas import Quotas
 
@@ -40,7 +41,6 @@ __all__ = ["Key", "KeyStore", "Quotas", "default_keys_path"]
 PREFIX = "hzm_"
 _NO_KEY = "0" * 64  # compared with when no key has the presented id: the same work
 _KEY = re.compile(r"hzm_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
-_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Key:
     @property
     def caller(self) -> str:
         """How the audit log names this key's runs."""
-        return f"tenant:{self.tenant} key:{self.id}"
+        return CALLER.format(tenant=self.tenant, key=self.id)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -111,7 +111,7 @@ class KeyStore:
         operator: bool = False,
     ) -> tuple[Key, str]:
         """A new key for `tenant`; returns the entry and the key itself (shown only now)."""
-        if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+        if not isinstance(tenant, str) or not TENANT_NAME.fullmatch(tenant):
             raise InputError(
                 f"tenant name {quoted(tenant)}: use 1-64 letters, digits, '.', '_' or '-' "
                 "(starting with a letter or digit)"
