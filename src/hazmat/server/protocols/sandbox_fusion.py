@@ -56,6 +56,7 @@ PREFIX = "/sandbox-fusion"
 NAME = "sandbox_fusion"  # its names in the language modules (`Language.names`)
 DEFAULT_TIMEOUT_S = 10.0  # run_timeout's and compile_timeout's, as its clients have them
 NOTEBOOK_S = 45.0  # run_jupyter's total_timeout, as its clients have it
+NOTEBOOK_WAIT_S = 30.0  # how long a notebook waits for one of its key's places (then a 504)
 # verl gives each attempt compile_timeout + run_timeout + this many seconds (its API_TIMEOUT)
 CLIENT_SLACK_S = 10.0
 MARGIN_S = 2.0  # kept for the answer's way back, out of what the client's deadline leaves
@@ -123,16 +124,15 @@ class SandboxFusion:
             key = self._key(request)
             data = _object(await self.front.read_body(request, key))
             notebook = Notebook.of(data, self.front.policy.settings(key.trust).limits.timeout_s)
-            async with self.turns.turn(key, wait_for_turn(notebook.total_s, notebook.total_s,
-                                                          {}, get_language("python"))):
-                with self.front.quotas.admit(key.tenant, key.quotas):  # its container's start
+            async with self.turns.turn(key, NOTEBOOK_WAIT_S):
+                with self.front.quotas.admit(key.tenant, key.quotas):  # one run, all its cells
                     session = await anyio.to_thread.run_sync(
                         self.front.open_session, key, "python"
                     )
-                try:
-                    answered = await notebook.run(self.front, session)
-                finally:
-                    await anyio.to_thread.run_sync(session.close)
+                    try:
+                        answered = await notebook.run(self.front, session)
+                    finally:
+                        await anyio.to_thread.run_sync(session.close)
         except (Overloaded, QuotaExceeded) as exc:
             return self._refused(504, f"hazmat is busy: {exc}; try again")
         except HazmatError as exc:
