@@ -132,6 +132,8 @@ def main() -> None:
         f"{verl_rate / ours_rate:.2f} |"
     )
     print(row)
+    if verl.get("failures"):
+        print(f"verl's -1s: {verl['failures']}")
     if args.write:
         write(row, runtime, args)
 

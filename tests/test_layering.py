@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # Lowest first. A unit is a top-level module or a package of src/hazmat; "hazmat" is the public
 # surface in __init__.py (which the front-ends may import, e.g. its __version__).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"_cache", "_exceptions", "_closing", "language_builds", "template"}),
+    frozenset({"_cache", "_exceptions", "_closing", "_waiting", "language_builds", "template"}),
     frozenset({"languages", "egress", "watch", "displays", "json_input"}),
     # the policy and its file, packages and compiler flags
     frozenset({"policy"}),

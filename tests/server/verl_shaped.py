@@ -36,7 +36,8 @@ def reward(
     timeout: int = 10,
     language: str = "python",
 ) -> tuple[bool | int, dict[str, Any] | None, int]:
-    """(the score, the answer's JSON or None, the 504s it met) of one test case."""
+    """(the score, the answer's JSON, the 504s it met) of one test case; a -1 that had no
+    answer to score has `{"failure": why}` for its JSON."""
     payload = {
         "compile_timeout": timeout,
         "run_timeout": timeout,
@@ -51,18 +52,18 @@ def reward(
     for attempt in range(ATTEMPTS):
         try:
             answer = client.post(url, json=payload, timeout=2 * timeout + CLIENT_SLACK_S)
-        except httpx.HTTPError:
-            return -1, None, busy
+        except httpx.HTTPError as exc:
+            return -1, {"failure": type(exc).__name__}, busy
         if answer.status_code == 504:
             busy += 1
             if attempt < ATTEMPTS - 1:
                 time.sleep(attempt + 1)  # verl's back-off between its attempts
             continue
         if answer.status_code != 200:
-            return -1, None, busy
+            return -1, {"failure": f"HTTP {answer.status_code}: {answer.text[:200]}"}, busy
         data = answer.json()
         return score(data, expected), data, busy
-    return -1, None, busy
+    return -1, {"failure": f"{ATTEMPTS} 504s"}, busy
 
 
 def score(data: dict[str, Any], expected: str) -> bool | int:
@@ -92,23 +93,28 @@ def main() -> None:
     with open(tasks_path) as f:
         tasks = [json.loads(line) for line in f]
     scores: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
     retried = 0
     limits = httpx.Limits(max_connections=in_flight, keepalive_expiry=2.0)
 
     with httpx.Client(limits=limits) as client:
 
-        def one(i: int) -> tuple[bool | int, int]:
+        def one(i: int) -> tuple[bool | int, int, str | None]:
             task = tasks[i % len(tasks)]
-            got, _, busy = reward(client, url, task["code"], task["stdin"], task["expected"])
-            return got, busy
+            got, data, busy = reward(client, url, task["code"], task["stdin"], task["expected"])
+            why = None if got != -1 else str((data or {}).get("failure") or data)[:300]
+            return got, busy, why
 
         began = time.monotonic()
         with ThreadPoolExecutor(in_flight) as pool:
-            for got, busy in pool.map(one, range(total)):
+            for got, busy, why in pool.map(one, range(total)):
                 scores[str(got)] += 1
                 retried += busy
+                if why is not None:
+                    failures[why] += 1
         took = time.monotonic() - began
-    print(json.dumps({"scores": dict(scores), "retried_504": retried, "seconds": took}))
+    summary = {"scores": dict(scores), "retried_504": retried, "seconds": took}
+    print(json.dumps({**summary, "failures": dict(failures.most_common(5))}))
 
 
 if __name__ == "__main__":

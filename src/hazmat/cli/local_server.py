@@ -28,7 +28,6 @@ import fcntl
 import hashlib
 import json
 import os
-import select
 import signal
 import socket
 import stat
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hazmat._exceptions import InfraError
+from hazmat._waiting import readable
 from hazmat.cli.owned import make_own_folder, own_socket
 from hazmat.cli.remote import Service, default_socket_path
 
@@ -199,7 +199,7 @@ class LocalServer:
             if not self._is_mine(pid):  # the pid was reused before it was held
                 return False
             signal.pidfd_send_signal(handle, signal.SIGTERM)
-            if not select.select([handle], [], [], STOP_TIMEOUT_S)[0]:
+            if not readable(handle, STOP_TIMEOUT_S):
                 raise InfraError(f"the local server (pid {pid}) did not stop within 120 s")
         finally:
             os.close(handle)
@@ -357,7 +357,7 @@ def _read_line(fd: int, timeout_s: float) -> bytes:
     got = b""
     while not got.endswith(b"\n"):
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not readable(fd, left):
             break
         chunk = os.read(fd, 64)
         if not chunk:

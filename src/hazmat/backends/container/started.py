@@ -3,12 +3,12 @@ it; the warm pool holds it as a lease; a session keeps it for many calls)."""
 
 from __future__ import annotations
 
-import select
 import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from hazmat._waiting import readable
 from hazmat.backends.base import Spec
 from hazmat.backends.container.cgroup import Cgroup
 
@@ -34,10 +34,9 @@ class Started:
     def healthy(self) -> bool:
         """Nothing may arrive before the job: readable means it wrote or ended."""
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            return not readable(self.sock)
         except (OSError, ValueError):
             return False
-        return not readable
 
     def covers(self, timeout_s: float) -> bool:
         """Whether the reaper's deadline on this container leaves room for a job of

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import threading
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hazmat._exceptions import InfraError
+from hazmat._waiting import readable
 
 __all__ = ["PID_FILE_TIMEOUT_S", "STATE_TIMEOUT_S", "FirstProcess", "runtime_state", "wait_for_pid"]
 
@@ -117,8 +117,7 @@ class FirstProcess:
             )
 
     def ended(self) -> bool:
-        readable, _, _ = select.select([self._fd], [], [], 0)
-        return bool(readable)
+        return readable(self._fd)
 
     def close(self) -> None:
         os.close(self._fd)
