@@ -149,7 +149,9 @@ def write(row: str, runtime: str, args: argparse.Namespace) -> None:
         f"{args.places} places; HumanEval's canonical solutions in turn (`benchmarks/"
         "protocols.py`). verl's side is its request shape (tests/server/verl_shaped.py: 504 "
         "retried, any other failure -1); the batch API's is one task per sample, "
-        f"`jobs` {args.places}."
+        f"`jobs` {args.places}. A SandboxFusion run is one sandbox from the warm pool; a batch "
+        "task is a kept build (a container of its own, its build step, then its tests), which "
+        "costs more for one test each."
     )
     write_section(name, f"verl's load on SandboxFusion's protocol ({runtime})", text)
 
