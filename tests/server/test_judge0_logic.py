@@ -306,3 +306,19 @@ def test_queued_in_order_at_most_the_keys_places_and_bounded(
     release.set()
     assert served.finished(first, key="one")["stdout"] == "done\n"
     assert served.finished(second, key="one")["stdout"] == "done\n"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("?wait=maybe", "wait must be true or false"),
+        ("?fields=stdout,nope", "invalid fields: nope"),
+    ],
+)
+def test_a_bad_query_is_refused_before_anything_is_queued(
+    served: Served, query: str, message: str
+) -> None:
+    got = served.client.post(f"/judge0/submissions{query}", json=python(),
+                             headers=served.headers())
+    assert got.status_code == 400 and got.json() == {"error": message}
+    assert served.backend.jobs == []

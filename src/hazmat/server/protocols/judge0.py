@@ -17,6 +17,7 @@ are Judge0's, and only those (its SDK refuses any it does not model).
 from __future__ import annotations
 
 import collections
+import logging
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -48,6 +49,8 @@ from hazmat.service.tenant_keys import Key
 
 __all__ = ["PREFIX", "routes"]
 
+log = logging.getLogger(__name__)
+
 PREFIX = "/judge0"
 API_VERSION = "1.13.1"  # the Judge0 CE API spoken here (the SDK maps its language aliases by it)
 MAX_QUEUE = 1024  # submissions in queue or running, every tenant's; past it a 503
@@ -57,9 +60,9 @@ KEEP = 10_000  # finished submissions kept, every tenant's
 KEEP_S = 3600.0
 WAIT_S = 60.0  # how long wait=true waits before answering with the status as it is
 
+
 def routes(front: Front) -> list[Route]:
-    protocol = Judge0(front)
-    at = PREFIX
+    protocol, at = Judge0(front), PREFIX
     return [
         Route(f"{at}/about", protocol.about, methods=["GET"]),
         Route(f"{at}/config_info", protocol.config_info, methods=["GET"]),
@@ -92,7 +95,7 @@ class Judge0:
         )
 
     async def config_info(self, request: Request) -> Response:
-        key = self._key_or_none(request)
+        key = self._key_or_refusal(request)
         if isinstance(key, Response):
             return key
         return self._answer(config(self.front, key))
@@ -119,7 +122,8 @@ class Judge0:
     async def create(self, request: Request) -> Response:
         try:
             key = self._key(request)
-            b64 = _flag(request, "base64_encoded")
+            b64, wait = _flag(request, "base64_encoded"), _flag(request, "wait")
+            names = _fields(request)  # each query checked before anything is queued
             data = _object(await self.front.read_body(request, key))
             submission = self._submit(data, key, b64)
         except Invalid as exc:
@@ -128,11 +132,14 @@ class Judge0:
             return self._refused(503, {"error": f"hazmat is busy: {exc}"})
         except HazmatError as exc:
             return self._refused(exc.http_status, {"error": str(exc)})
-        if not _flag(request, "wait"):
+        if not wait:
             return self._answer({"token": submission.token}, 201)
         with anyio.move_on_after(WAIT_S):
             await submission.done.wait()
-        return self._shown(request, submission, 201)
+        try:
+            return self._answer(shown(submission, names, b64), 201)
+        except HazmatError as exc:  # output that is not UTF-8, asked for as text
+            return self._refused(exc.http_status, {"error": str(exc)})
 
     async def show(self, request: Request) -> Response:
         try:
@@ -205,8 +212,11 @@ class Judge0:
                 result = await self._admitted(key, prepared)
             submission.result = result
             submission.status, submission.message = verdict(result, submission)
-        except HazmatError as exc:
+        except (HazmatError, Overloaded) as exc:
             submission.status, submission.message = 13, str(exc)
+        except Exception as exc:  # a background task must end its submission, never the service
+            log.exception("judge0 submission %s", submission.token)
+            submission.status, submission.message = 13, f"internal error ({type(exc).__name__})"
         finally:
             submission.finished_at = datetime.now(UTC)
             self.pending[key.tenant] -= 1
@@ -254,7 +264,7 @@ class Judge0:
         presented = request.headers.get("x-auth-token")
         return key_of(request, self.front.keys, presented, "send it in X-Auth-Token")
 
-    def _key_or_none(self, request: Request) -> Key | Response:
+    def _key_or_refusal(self, request: Request) -> Key | Response:
         try:
             return self._key(request)
         except HazmatError as exc:
