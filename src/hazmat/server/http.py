@@ -222,7 +222,7 @@ class _Service:
 
         return wrapped
 
-    # what the other systems' protocols use (server/protocols/: `Front`)
+    # what the other systems' protocols use (server/protocols/: `Service`)
     @property
     def policy(self) -> Policy:
         return self.sandbox.policy

@@ -8,7 +8,7 @@ A protocol's module maps its request's fields onto a run's options (options/: no
 checks an option the table checks) and the `ExecutionResult` onto its answer; its language
 names are the language modules' (`Language.names[protocol]`). What they share is here:
 
-- `Front`: what a protocol needs of the service (its sandbox, keys, quotas, body reader, and
+- `Service`: what a protocol needs of the service (its sandbox, keys, quotas, body reader, and
   the run itself, as `/v1/runs` has it);
 - `within_level`: a limit the client asks for above the key's trust level runs at the level's
   and says so (verl sends `memory_limit_MB: 1024` on every request), never an error that a
@@ -41,8 +41,8 @@ from hazmat.service.quotas import QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
 
 __all__ = [
-    "Front",
     "Overloaded",
+    "Service",
     "Turns",
     "key_of",
     "languages_of",
@@ -55,7 +55,7 @@ __all__ = [
 MOST_WAITING = 1024
 
 
-class Front(Protocol):
+class Service(Protocol):
     """What a protocol's routes use of the service (server/http.py's `_Service`)."""
 
     keys: KeyStore

@@ -31,7 +31,7 @@ from starlette.routing import Route
 from hazmat._exceptions import HazmatError, InputError, QuotaExceeded
 from hazmat.json_input import loads
 from hazmat.models import ExecutionRequest, ExecutionResult
-from hazmat.server.protocols import Front, Overloaded, Turns, key_of
+from hazmat.server.protocols import Overloaded, Service, Turns, key_of
 from hazmat.server.protocols.judge0_submissions import (
     ALL_FIELDS,
     DEFAULT_CPU_S,
@@ -61,8 +61,8 @@ KEEP_S = 3600.0
 WAIT_S = 60.0  # how long wait=true waits before answering with the status as it is
 
 
-def routes(front: Front) -> list[Route]:
-    protocol, at = Judge0(front), PREFIX
+def routes(service: Service) -> list[Route]:
+    protocol, at = Judge0(service), PREFIX
     return [
         Route(f"{at}/about", protocol.about, methods=["GET"]),
         Route(f"{at}/config_info", protocol.config_info, methods=["GET"]),
@@ -77,8 +77,8 @@ def routes(front: Front) -> list[Route]:
 
 
 class Judge0:
-    def __init__(self, front: Front) -> None:
-        self.front = front
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.turns = Turns(most_waiting=MAX_QUEUE)
         self.submissions: dict[str, Submission] = {}
         self.finished: collections.deque[Submission] = collections.deque()
@@ -98,7 +98,7 @@ class Judge0:
         key = self._key_or_refusal(request)
         if isinstance(key, Response):
             return key
-        return self._answer(config(self.front, key))
+        return self._answer(config(self.service, key))
 
     async def statuses(self, request: Request) -> Response:
         return self._answer([{"id": i, "description": d} for i, d in STATUSES.items()])
@@ -124,7 +124,7 @@ class Judge0:
             key = self._key(request)
             b64, wait = _flag(request, "base64_encoded"), _flag(request, "wait")
             names = _fields(request)  # each query checked before anything is queued
-            data = _object(await self.front.read_body(request, key))
+            data = _object(await self.service.read_body(request, key))
             submission = self._submit(data, key, b64)
         except Invalid as exc:
             return self._refused(422, {exc.name: [str(exc)]})
@@ -155,7 +155,7 @@ class Judge0:
         try:
             key = self._key(request)
             b64 = _flag(request, "base64_encoded")
-            data = _object(await self.front.read_body(request, key))
+            data = _object(await self.service.read_body(request, key))
             items = data.get("submissions")
             if not isinstance(items, list) or not items:
                 raise InputError("submissions must be a non-empty array")
@@ -197,12 +197,12 @@ class Judge0:
                 f"{queued} submissions are queued, {self.pending[key.tenant]} of them this "
                 f"tenant's (at most {MAX_QUEUE}, {TENANT_QUEUE} of one tenant)"
             )
-        submission = parse(data, key, b64, self.front)
+        submission = parse(data, key, b64, self.service)
         options = dict(submission.asked["options"])
-        prepared = self.front.prepare(submission.asked["code"], submission.language.name, options)
+        prepared = self.service.prepare(submission.asked["code"], submission.language.name, options)
         self.pending[key.tenant] += 1
         self.submissions[submission.token] = submission
-        self.front.spawn(lambda: self._run(submission, key, prepared))
+        self.service.spawn(lambda: self._run(submission, key, prepared))
         return submission
 
     async def _run(self, submission: Submission, key: Key, prepared: ExecutionRequest) -> None:
@@ -227,8 +227,8 @@ class Judge0:
         """The run, once the tenant's per-minute quota has room (queued, it waits for it)."""
         while True:
             try:
-                with self.front.quotas.admit(key.tenant, key.quotas):
-                    return await self.front.run_in(prepared, None)
+                with self.service.quotas.admit(key.tenant, key.quotas):
+                    return await self.service.run_in(prepared, None)
             except QuotaExceeded as exc:
                 await anyio.sleep(exc.retry_after_s)
 
@@ -262,7 +262,7 @@ class Judge0:
 
     def _key(self, request: Request) -> Key:
         presented = request.headers.get("x-auth-token")
-        return key_of(request, self.front.keys, presented, "send it in X-Auth-Token")
+        return key_of(request, self.service.keys, presented, "send it in X-Auth-Token")
 
     def _key_or_refusal(self, request: Request) -> Key | Response:
         try:
@@ -271,17 +271,17 @@ class Judge0:
             return self._refused(exc.http_status, {"error": str(exc)})
 
     def _answer(self, body: Any, status: int = 200) -> Response:
-        self.front.counted(NAME, status)
+        self.service.counted(NAME, status)
         return JSONResponse(body, status_code=status)
 
     def _refused(self, status: int, body: dict[str, Any]) -> Response:
-        self.front.counted(NAME, status)
+        self.service.counted(NAME, status)
         return JSONResponse(body, status_code=status)
 
 
-def config(front: Front, key: Key) -> dict[str, Any]:
+def config(service: Service, key: Key) -> dict[str, Any]:
     """`/config_info` at `key`'s level: every field the SDK models, hazmat's where it has one."""
-    limits = front.policy.settings(key.trust).limits
+    limits = service.policy.settings(key.trust).limits
     return {
         "maintenance_mode": False,
         "enable_wait_result": True,

@@ -24,7 +24,7 @@ from hazmat.grade.tasks import Comparator
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
-from hazmat.server.protocols import Front, within_level
+from hazmat.server.protocols import Service, within_level
 from hazmat.service.tenant_keys import Key
 
 __all__ = [
@@ -107,7 +107,7 @@ def languages_by_id() -> dict[str, Language]:
     return {i: lang for lang in LANGUAGES.values() for i in lang.names.get(NAME, ())}
 
 
-def parse(data: Mapping[str, Any], key: Key, b64: bool, front: Front) -> Submission:
+def parse(data: Mapping[str, Any], key: Key, b64: bool, service: Service) -> Submission:
     """A submission from its fields, the run's options made from them (`_Invalid` names the
     field Judge0 would)."""
     ids = languages_by_id()
@@ -125,11 +125,11 @@ def parse(data: Mapping[str, Any], key: Key, b64: bool, front: Front) -> Submiss
     if data.get("number_of_runs") not in (None, 1):
         raise Invalid("number_of_runs", "only one run is supported")
     cpu_s = _seconds(data, "cpu_time_limit") or min(
-        DEFAULT_CPU_S, front.policy.settings(key.trust).limits.timeout_s
+        DEFAULT_CPU_S, service.policy.settings(key.trust).limits.timeout_s
     )
     options: dict[str, Any] = {
         "stdin": (_text(data, "stdin", b64) or "").encode(),
-        "files": _additional_files(data.get("additional_files"), front, key),
+        "files": _additional_files(data.get("additional_files"), service, key),
         "args": _words(data, "command_line_arguments"),
         "timeout": cpu_s,
         "memory_mb": _memory_mb(data.get("memory_limit")),
@@ -140,9 +140,9 @@ def parse(data: Mapping[str, Any], key: Key, b64: bool, front: Front) -> Submiss
     }
     if data.get("compiler_options"):
         options["build_flags"] = _words(data, "compiler_options")
-    said = within_level(options, FIELDS, key.trust, front.policy)
+    said = within_level(options, FIELDS, key.trust, service.policy)
     echoed = {name: data.get(name) for name in ALL_FIELDS if name in data}
-    limits = front.policy.settings(key.trust).limits
+    limits = service.policy.settings(key.trust).limits
     echoed.update(  # the limits it runs with (the level's where it asked for more or none)
         cpu_time_limit=float(options["timeout"]),
         wall_time_limit=CpuLimit(options["timeout"]).backstop_s,
@@ -261,7 +261,7 @@ def _encoded(text: str | bytes, name: str, b64: bool) -> str:
         ) from None
 
 
-def _additional_files(value: object, front: Front, key: Key) -> dict[str, bytes]:
+def _additional_files(value: object, service: Service, key: Key) -> dict[str, bytes]:
     """`additional_files`: a base64 ZIP archive whose files land beside the program, its sizes
     checked against the level's before anything is unpacked (the names, the count and each
     size by the run's own checks after)."""
@@ -269,7 +269,7 @@ def _additional_files(value: object, front: Front, key: Key) -> dict[str, bytes]
         return {}
     if not isinstance(value, str):
         raise Invalid("additional_files", "must be a base64 ZIP archive")
-    limits = front.policy.settings(key.trust).limits
+    limits = service.policy.settings(key.trust).limits
     most = limits.max_file_bytes * limits.max_files
     try:
         archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(value, validate=True)))

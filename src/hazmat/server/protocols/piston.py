@@ -34,7 +34,7 @@ from hazmat.json_input import loads
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, TrustLevel
-from hazmat.server.protocols import Front, Overloaded, Turns, key_of, languages_of, within_level
+from hazmat.server.protocols import Overloaded, Service, Turns, key_of, languages_of, within_level
 from hazmat.service.tenant_keys import Key
 
 __all__ = ["PREFIX", "routes"]
@@ -54,8 +54,8 @@ _VERSION = re.compile(r"\d+(?:\.\d+)+")
 _MAJOR = re.compile(r"[v=^~]?(\d+)(?:\.(?:\d+|x|X|\*))*")
 
 
-def routes(front: Front) -> list[Route]:
-    protocol = Piston(front)
+def routes(service: Service) -> list[Route]:
+    protocol = Piston(service)
     at = ("", "/{key}")
     return [
         *(Route(f"{PREFIX}{k}/api/v2/runtimes", protocol.runtimes, methods=["GET"]) for k in at),
@@ -73,8 +73,8 @@ class _Asked:
 
 
 class Piston:
-    def __init__(self, front: Front) -> None:
-        self.front = front
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.turns = Turns()
         self.versions: dict[tuple[str, TrustLevel], str] = {}
         self._asking: dict[tuple[str, TrustLevel], anyio.Lock] = {}
@@ -101,7 +101,7 @@ class Piston:
             for name, lang in languages_by_name().items()
             if name in told
         ]
-        self.front.counted(NAME, 200)
+        self.service.counted(NAME, 200)
         return JSONResponse(listed)
 
     async def execute(self, request: Request) -> Response:
@@ -109,10 +109,10 @@ class Piston:
             return self._refused(415, "requests must be of type application/json")
         try:
             key = self._key(request)
-            asked = self._asked(await self.front.read_body(request, key), key)
+            asked = self._asked(await self.service.read_body(request, key), key)
             version = await self._version(asked.language, key)
             _check_version(asked, version)
-            prepared = self.front.prepare(asked.code, asked.language.name, asked.options)
+            prepared = self.service.prepare(asked.code, asked.language.name, asked.options)
             result = await self._run(key, prepared)
         except (Overloaded, QuotaExceeded) as exc:
             return self._refused(429, f"hazmat is busy: {exc}; try again")
@@ -120,13 +120,13 @@ class Piston:
             return self._refused(exc.http_status, str(exc))
         if result.outcome in (Outcome.INFRA_ERROR, Outcome.CANCELLED):
             return self._refused(503, result.error or "the run could not be carried out")
-        self.front.counted(NAME, 200)
+        self.service.counted(NAME, 200)
         return JSONResponse(answer(result, asked.language, version, asked.said))
 
     async def _run(self, key: Key, prepared: ExecutionRequest) -> ExecutionResult:
         async with self.turns.turn(key, WAIT_S):
-            with self.front.quotas.admit(key.tenant, key.quotas):
-                return await self.front.run_in(prepared, None)
+            with self.service.quotas.admit(key.tenant, key.quotas):
+                return await self.service.run_in(prepared, None)
 
     async def _version(self, lang: Language, key: Key) -> str:
         """`lang`'s version at `key`'s level: its `version` program's first dotted number,
@@ -136,7 +136,8 @@ class Piston:
         async with lock:
             if where not in self.versions:
                 options = {"trust": key.trust, "caller": key.caller, "origin": {"protocol": NAME}}
-                result = await self._run(key, self.front.prepare(lang.version, lang.name, options))
+                asked = self.service.prepare(lang.version, lang.name, options)
+                result = await self._run(key, asked)
                 found = _VERSION.search(result.stdout) if result.outcome is Outcome.OK else None
                 if found is None:
                     raise InfraError(
@@ -148,10 +149,10 @@ class Piston:
     def _key(self, request: Request) -> Key:
         how = f"send it as Authorization, or use the base URL {PREFIX}/<key>"
         presented = request.path_params.get("key")
-        return key_of(request, self.front.keys, presented, how, raw=True)
+        return key_of(request, self.service.keys, presented, how, raw=True)
 
     def _refused(self, status: int, message: str) -> Response:
-        self.front.counted(NAME, status)
+        self.service.counted(NAME, status)
         return JSONResponse({"message": message}, status_code=status)
 
     def _asked(self, body: bytes, key: Key) -> _Asked:
@@ -176,9 +177,9 @@ class Piston:
             "caller": key.caller,
             "origin": {"protocol": NAME},
         }
-        said = within_level(options, FIELDS, key.trust, self.front.policy)
+        said = within_level(options, FIELDS, key.trust, self.service.policy)
         if data.get("compile_memory_limit") not in (None, -1):
-            limits = self.front.policy.settings(key.trust).limits
+            limits = self.service.policy.settings(key.trust).limits
             said.append(
                 "compile_memory_limit is not applied: a build gets its level's compile_memory_mb "
                 f"({limits.compile_memory_mb} MB)"

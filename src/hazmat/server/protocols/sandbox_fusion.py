@@ -39,8 +39,8 @@ from hazmat.languages import Language, get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
 from hazmat.server.protocols import (
-    Front,
     Overloaded,
+    Service,
     Turns,
     key_of,
     languages_of,
@@ -71,8 +71,8 @@ FIELDS: Mapping[str, str] = {
 RUN_HEADER = "X-Hazmat-Run"  # the audit log's id of the run an answer is of
 
 
-def routes(front: Front) -> list[Route]:
-    protocol = SandboxFusion(front)
+def routes(service: Service) -> list[Route]:
+    protocol = SandboxFusion(service)
     return [
         Route(f"{PREFIX}/v1/ping", protocol.ping, methods=["GET"]),
         Route(f"{PREFIX}/{{key}}/v1/ping", protocol.ping, methods=["GET"]),
@@ -93,8 +93,8 @@ class _Asked:
 
 
 class SandboxFusion:
-    def __init__(self, front: Front) -> None:
-        self.front = front
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.turns = Turns()
 
     async def ping(self, request: Request) -> Response:
@@ -104,16 +104,16 @@ class SandboxFusion:
         """One run; every refusal in SandboxFusion's own shape, with hazmat's sentence."""
         try:
             key = self._key(request)
-            asked = self._asked(await self.front.read_body(request, key), key)
-            prepared = self.front.prepare(asked.code, asked.language.name, asked.options)
+            asked = self._asked(await self.service.read_body(request, key), key)
+            prepared = self.service.prepare(asked.code, asked.language.name, asked.options)
             async with self.turns.turn(key, asked.wait_s):
-                with self.front.quotas.admit(key.tenant, key.quotas):
-                    result = await self.front.run_in(prepared, None)
+                with self.service.quotas.admit(key.tenant, key.quotas):
+                    result = await self.service.run_in(prepared, None)
         except (Overloaded, QuotaExceeded) as exc:
             return self._refused(504, f"hazmat is busy: {exc}; try again")
         except HazmatError as exc:
             return self._refused(exc.http_status, str(exc))
-        self.front.counted(NAME, 200)
+        self.service.counted(NAME, 200)
         headers = {RUN_HEADER: result.run_id} if result.run_id else None
         return JSONResponse(answer(result, asked.said), headers=headers)
 
@@ -122,30 +122,30 @@ class SandboxFusion:
         order, each as a call of its own; the notebook stops at `total_timeout`."""
         try:
             key = self._key(request)
-            data = _object(await self.front.read_body(request, key))
-            notebook = Notebook.of(data, self.front.policy.settings(key.trust).limits.timeout_s)
+            data = _object(await self.service.read_body(request, key))
+            notebook = Notebook.of(data, self.service.policy.settings(key.trust).limits.timeout_s)
             async with self.turns.turn(key, NOTEBOOK_WAIT_S):
-                with self.front.quotas.admit(key.tenant, key.quotas):  # one run, all its cells
+                with self.service.quotas.admit(key.tenant, key.quotas):  # one run, all its cells
                     session = await anyio.to_thread.run_sync(
-                        self.front.open_session, key, "python"
+                        self.service.open_session, key, "python"
                     )
                     try:
-                        answered = await notebook.run(self.front, session)
+                        answered = await notebook.run(self.service, session)
                     finally:
                         await anyio.to_thread.run_sync(session.close)
         except (Overloaded, QuotaExceeded) as exc:
             return self._refused(504, f"hazmat is busy: {exc}; try again")
         except HazmatError as exc:
             return self._refused(exc.http_status, str(exc))
-        self.front.counted(NAME, 200)
+        self.service.counted(NAME, 200)
         return JSONResponse(answered)
 
     def _key(self, request: Request) -> Key:
         how = f"point the client at {PREFIX}/<key>"
-        return key_of(request, self.front.keys, request.path_params.get("key"), how)
+        return key_of(request, self.service.keys, request.path_params.get("key"), how)
 
     def _refused(self, status: int, message: str) -> Response:
-        self.front.counted(NAME, status)
+        self.service.counted(NAME, status)
         body: dict[str, Any] = {"status": "SandboxError", "message": message, "files": {}}
         return JSONResponse(body, status_code=status)
 
@@ -166,7 +166,7 @@ class SandboxFusion:
             "caller": key.caller,
             "origin": {"protocol": NAME},
         }
-        said = within_level(options, FIELDS, key.trust, self.front.policy)
+        said = within_level(options, FIELDS, key.trust, self.service.policy)
         wait_s = wait_for_turn(run_s + compile_s, options["timeout"], options, language)
         return _Asked(code, language, options, said, wait_s)
 
@@ -336,7 +336,7 @@ class Notebook:
         files, fetch = _files(data.get("files")), _paths(data.get("fetch_files"))
         return cls(cells, cell_s, total_s, files, fetch)
 
-    async def run(self, front: Front, session: OpenSession) -> dict[str, Any]:
+    async def run(self, service: Service, session: OpenSession) -> dict[str, Any]:
         began = time.monotonic()
         if self.files:
             await anyio.to_thread.run_sync(session.upload, self.files)
@@ -348,7 +348,7 @@ class Notebook:
                 finished = False
                 break
             prepared = session.request(code, timeout=min(self.cell_s, left))
-            cells.append(_cell(await front.run_in(prepared, session)))
+            cells.append(_cell(await service.run_in(prepared, session)))
         fetched, said = await self._fetched(session)
         took = time.monotonic() - began
         driver = _command("Finished" if finished else "TimeLimitExceeded", took * 1000,
