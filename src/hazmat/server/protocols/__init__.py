@@ -8,8 +8,8 @@ A protocol's module maps its request's fields onto a run's options (options/: no
 checks an option the table checks) and the `ExecutionResult` onto its answer; its language
 names are the language modules' (`Language.names[protocol]`). What they share is here:
 
-- `Service`: what a protocol needs of the service (its sandbox, keys, quotas, body reader, and
-  the run itself, as `/v1/runs` has it);
+- `Service`: what a protocol needs of the service (its keys, quotas and policy, its body
+  reader, the run as `/v1/runs` has it, a session, work in the background);
 - `within_level`: a limit the client asks for above the key's trust level runs at the level's
   and says so (verl sends `memory_limit_MB: 1024` on every request), never an error that a
   client would score as a failed sample;
@@ -64,7 +64,7 @@ class Service(Protocol):
     @property
     def policy(self) -> Policy: ...
 
-    async def read_body(self, request: Any, key: Key) -> bytes: ...
+    async def read_body(self, request: Request, key: Key) -> bytes: ...
 
     def prepare(self, code: str, language: str, options: dict[str, Any]) -> ExecutionRequest: ...
 
@@ -84,7 +84,7 @@ class Service(Protocol):
 
 class Overloaded(Exception):
     """No turn for a run within its bound, or too many waiting: each protocol answers it as
-    its clients expect."""
+    its clients expect (never raised out of a protocol's module, so not a `HazmatError`)."""
 
 
 def languages_of(protocol: str) -> Mapping[str, Language]:
