@@ -5,6 +5,8 @@ started over at the program's go, and what a build left judged against the progr
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from hazmat.backends.container.cgroup import Cgroup, Monitor
@@ -116,5 +118,54 @@ def test_gvisors_own_memory_during_a_build_is_not_the_programs_to_lose(tmp_path:
     monitor.take()
     _v1(tmp_path, 20 * MiB, 20 * MiB, 14 * MiB, 0)  # the build is over: 14 MiB
     monitor.restart_peak()
+    (tmp_path / "memory/memory.max_usage_in_bytes").write_text(f"{270 * MiB}\n")
+    assert program_peak(monitor.stop(), monitor) == 256 * MiB
+
+
+class _Held(Cgroup):
+    """A cgroup whose gVisor's-own reading waits, once, until the test lets it go: a sample
+    the ticker began before the program's start that ends after it; `during_reset` runs as
+    the peak is reset (between `restart_peak`'s two steps)."""
+
+    def __init__(self, base: Cgroup) -> None:
+        super().__init__(base.memory, base.cpu, base.unified)
+        self.reading, self.go = threading.Event(), threading.Event()
+        self.hold = False
+        self.during_reset: Callable[[], None] = lambda: None
+
+    def reset_peak(self) -> bool:
+        self.during_reset()
+        return super().reset_peak()
+
+    def runtime_memory(self) -> int:
+        seen = super().runtime_memory()
+        if self.hold:
+            self.hold = False
+            self.reading.set()
+            self.go.wait(30)
+        return seen
+
+
+def test_a_sample_read_during_the_build_and_kept_after_the_start_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """The race behind a flaky CI run: a tick that read gVisor's 40 MiB of the build and took
+    the lock after `restart_peak` cleared `runtime_high` put the 40 MiB back, so the program
+    was judged 26 MiB lighter than it was."""
+    cgroup = _Held(_v1(tmp_path, 500 * MiB, 300 * MiB, 40 * MiB, 0))  # building: 40 MiB
+    monitor = Monitor(cgroup, runtime_own=True, interval_s=3600.0)  # no tick but ours
+    cgroup.hold = True
+    late = threading.Thread(target=monitor.take)
+    late.start()
+    assert cgroup.reading.wait(30)  # the sample has read 40 MiB and waits
+    _v1(tmp_path, 20 * MiB, 20 * MiB, 14 * MiB, 0)  # the build is over: 14 MiB
+
+    def the_late_sample_lands() -> None:  # after runtime_high is cleared, before the reset
+        cgroup.go.set()
+        late.join(30)
+
+    cgroup.during_reset = the_late_sample_lands
+    monitor.restart_peak()
+    assert not late.is_alive()
     (tmp_path / "memory/memory.max_usage_in_bytes").write_text(f"{270 * MiB}\n")
     assert program_peak(monitor.stop(), monitor) == 256 * MiB

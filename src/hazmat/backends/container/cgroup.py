@@ -335,6 +335,7 @@ class Monitor:
         (`program_high`)."""
         with self._lock:  # gVisor's own memory during a build is not subtracted from the program's
             self.runtime_high = 0
+            self._restarts += 1  # nor is a sample the ticker read before now (take drops it)
         if not self.cgroup.reset_peak():
             with self._lock:
                 self.program_high = 0
@@ -342,7 +343,7 @@ class Monitor:
             return
         with self._lock:
             self.restarted = True
-            self._restarts += 1
+            self._restarts += 1  # a sample read before the kernel's peak was reset, likewise
             if self.last is not None:
                 self.last = dataclasses.replace(self.last, memory_peak=0)
         self.take()
