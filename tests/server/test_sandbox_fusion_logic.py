@@ -351,10 +351,10 @@ def test_the_wait_for_a_turn_fits_the_clients_deadline() -> None:
     python, cpp = get_language("python"), get_language("cpp")
     # verl's defaults: 10 s each, its deadline 30 s; the run's worst case is 20 s of idleness
     # backstop + 2 s: 8 s to wait
-    assert wait_for_turn(20.0, 10.0, {"compile_timeout": 10.0}, python) == 8.0
+    assert wait_for_turn(20.0, 10.0, 10.0, python) == 8.0
     # a build's budget counts too: never less than 2 s
-    assert wait_for_turn(20.0, 10.0, {"compile_timeout": 10.0}, cpp) == 2.0
-    assert wait_for_turn(1000.0, 10.0, {"compile_timeout": 10.0}, python) == 60.0
+    assert wait_for_turn(20.0, 10.0, 10.0, cpp) == 2.0
+    assert wait_for_turn(1000.0, 10.0, 10.0, python) == 60.0
 
 
 def test_a_notebooks_cells_are_calls_of_one_session_closed_at_the_end(served: Served) -> None:

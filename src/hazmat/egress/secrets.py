@@ -40,7 +40,7 @@ _KEYS = frozenset({"host", "from_env", "header", "format", "levels", "tenants"})
 # service/tenant_keys.py's `Key.caller`): what a secret's `tenants` matches
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 CALLER = "tenant:{tenant} key:{key}"
-_CALLER = re.compile(r"tenant:([A-Za-z0-9][A-Za-z0-9._-]{0,63}) key:[0-9a-f]{12}")
+_CALLER = re.compile(rf"tenant:({TENANT_NAME.pattern}) key:[0-9a-f]{{12}}")
 
 
 def tenant_of(caller: str | None) -> str | None:
@@ -136,9 +136,9 @@ def _secret(name: str, entry: object, level_names: Collection[str]) -> Secret:
     if not isinstance(levels, list) or not levels or not all(x in level_names for x in levels):
         known = ", ".join(level_names)
         raise ValueError(f".{name}.levels: expected a list of trust levels ({known})")
-    tenants = entry.get("tenants", [])
-    if not isinstance(tenants, list) or not all(
+    tenants = entry.get("tenants", [])  # absent: every tenant's runs; given: never empty
+    if not isinstance(tenants, list) or ("tenants" in entry and not tenants) or not all(
         isinstance(t, str) and TENANT_NAME.fullmatch(t) for t in tenants
-    ) or ("tenants" in entry and not tenants):
+    ):
         raise ValueError(f".{name}.tenants: expected a list of tenants' names (hazmat keys list)")
     return Secret(name, host.lower(), source, tuple(levels), header, shape, tuple(tenants))

@@ -21,6 +21,7 @@ names are the language modules' (`Language.names[protocol]`). What they share is
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -87,6 +88,7 @@ class Overloaded(Exception):
     its clients expect (never raised out of a protocol's module, so not a `HazmatError`)."""
 
 
+@functools.cache
 def languages_of(protocol: str) -> Mapping[str, Language]:
     """The names `protocol`'s clients send -> hazmat's languages (`Language.names`)."""
     return MappingProxyType(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import io
 import math
 import shlex
@@ -13,6 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -103,8 +105,12 @@ class Submission:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
-def languages_by_id() -> dict[str, Language]:
-    return {i: lang for lang in LANGUAGES.values() for i in lang.names.get(NAME, ())}
+@functools.cache
+def languages_by_id() -> Mapping[str, Language]:
+    """Judge0's language ids (as text) -> hazmat's languages, read once."""
+    return MappingProxyType(
+        {i: lang for lang in LANGUAGES.values() for i in lang.names.get(NAME, ())}
+    )
 
 
 def parse(data: Mapping[str, Any], key: Key, b64: bool, service: Service) -> Submission:

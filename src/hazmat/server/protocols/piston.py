@@ -18,10 +18,12 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -187,9 +189,12 @@ class Piston:
         return _Asked(language, selector, code, options, said)
 
 
+@functools.cache
 def languages_by_name() -> Mapping[str, Language]:
     """Each language with Piston names, by the first (the one its runtimes list shows)."""
-    return {lang.names[NAME][0]: lang for lang in LANGUAGES.values() if NAME in lang.names}
+    return MappingProxyType(
+        {lang.names[NAME][0]: lang for lang in LANGUAGES.values() if NAME in lang.names}
+    )
 
 
 def _check_version(asked: _Asked, version: str) -> None:

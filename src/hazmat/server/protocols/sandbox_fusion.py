@@ -167,19 +167,18 @@ class SandboxFusion:
             "origin": {"protocol": NAME},
         }
         said = within_level(options, FIELDS, key.trust, self.service.policy)
-        wait_s = wait_for_turn(run_s + compile_s, options["timeout"], options, language)
+        wait_s = wait_for_turn(
+            run_s + compile_s, options["timeout"], options["compile_timeout"], language
+        )
         return _Asked(code, language, options, said, wait_s)
 
 
-def wait_for_turn(
-    asked_s: float, run_s: float, options: Mapping[str, Any], language: Language
-) -> float:
+def wait_for_turn(asked_s: float, run_s: float, build_s: float, language: Language) -> float:
     """How long a run may wait for its turn: what its client's deadline (`asked_s`, the
     timeouts it sent, plus verl's slack) leaves once the run's own worst case is counted (its
-    idleness backstop, its build's budget), within LEAST_WAIT_S..MOST_WAIT_S."""
-    worst = CpuLimit(run_s).backstop_s + MARGIN_S
-    if language.build:
-        worst += float(options["compile_timeout"])
+    idleness backstop, its build's budget `build_s` where it has a build), within
+    LEAST_WAIT_S..MOST_WAIT_S."""
+    worst = CpuLimit(run_s).backstop_s + MARGIN_S + (build_s if language.build else 0.0)
     return min(MOST_WAIT_S, max(LEAST_WAIT_S, asked_s + CLIENT_SLACK_S - worst))
 
 
