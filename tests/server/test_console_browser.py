@@ -254,7 +254,7 @@ def test_sessions_and_keys_show_without_secrets(live_server: LiveServer, browser
         finally:
             client.delete(f"/v1/sessions/{sid}")
     assert "trusty" not in keys  # a tenant sees its own key only
-    assert live_server.keys["untrusted"].split("_")[2] not in browser.page_source
+    assert live_server.keys["untrusted"].split("_", 2)[2] not in browser.page_source
 
 
 def test_an_operator_sees_every_tenant_and_verifies_the_audit_log(
