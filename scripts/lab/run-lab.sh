@@ -36,23 +36,25 @@ LAB_SUBSET=${LAB_SUBSET:-full}
 # OOM killer ends as a whole), the pids limit (OCI tier, runc: under runsc it is gVisor's own
 # count, which rests on no host cgroup, and its cell costs 90 s under TCG), the OCI tier's
 # prerequisites, `auto`
-# and hazmat's own cgroups (no engine). `full` adds the other cells and the C programs: peak
+# and hazmat's own cgroups (no engine), a session's call past its memory under runsc ended by
+# the host's watch, not the session (memory.high set). `full` adds the other cells and the C programs: peak
 # memory per test case of a kept build near the limit, a tmpfs filled past the memory limit,
 # a run without the engine, the idle backstop and every process's CPU time counted.
 SUBSET_CI='tests/execution/test_pool.py tests/execution/test_cpu_clock.py
     tests/execution/test_grading.py tests/backends/oci/test_oci_parts.py
-    tests/execution/test_oci.py tests/execution/test_abuse.py
+    tests/execution/test_oci.py tests/execution/test_abuse.py tests/execution/test_sessions.py
     -k "((peak_memory or oom_kill) and cold) or (do_not_depend_on_jobs and cold and runc)
         or spins_is_stopped or graders_tests or prerequisites or auto_is or cgroup_v2
-        or controllers_cannot or memory_cgroup
+        or controllers_cannot or memory_cgroup or interpreter_past_the_memory_limit
         or (fork_bomb_is_contained_by_the_pids and not cold and not pool and not runsc)"'
 SUBSET_FULL='tests/execution/test_pool.py tests/execution/test_cpu_clock.py
     tests/execution/test_grading.py tests/backends/oci/test_oci_parts.py
     tests/execution/test_oci.py tests/execution/test_runtime_verdicts.py
-    tests/execution/test_abuse.py
+    tests/execution/test_abuse.py tests/execution/test_sessions.py
     -k "peak_memory or oom_kill or test_cpu_clock or do_not_depend_on_jobs or prerequisites
         or auto_is or cgroup_v2 or controllers_cannot or memory_cgroup or tmpfs_past
-        or memory_near or no_engine or fork_bomb_is_contained_by_the_pids"'
+        or memory_near or no_engine or fork_bomb_is_contained_by_the_pids
+        or interpreter_past_the_memory_limit or the_memory_limit_ends_the_call"'
 case $LAB_SUBSET in
     ci) LAB_IMAGES=${LAB_IMAGES:-python} LAB_TESTS=${LAB_TESTS:-$SUBSET_CI} ;;
     full) LAB_IMAGES=${LAB_IMAGES:-python gcc} LAB_TESTS=${LAB_TESTS:-$SUBSET_FULL} ;;

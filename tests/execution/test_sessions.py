@@ -30,6 +30,7 @@ from hazmat.audit.log import AuditLog
 from hazmat.backends.container.engine import Engine
 from hazmat.backends.container.owners import LABEL, owner_labels
 from hazmat.backends.docker.driver import DockerBackend
+from hazmat.policy import Runtime
 from hazmat.sessions import Session
 from hazmat.testing import as_asked
 
@@ -354,6 +355,54 @@ def test_the_memory_limit_ends_the_call_not_the_session(sb: Sandbox, runtime: st
     assert grown.outcome is Outcome.MEMORY_LIMIT, (grown.error, grown.stderr)
     after = session.run("del chunks\nprint(kept + 1, open('still.txt').read())")
     assert after.stdout == "42 here\n", (after.stderr, after.notes)
+    session.close()
+
+
+def test_a_call_over_the_memory_limit_under_runsc_keeps_the_session_and_its_files(
+    sb: Sandbox,
+) -> None:
+    """gVisor has no OOM killer of its own: under runsc the host watches a session's call and
+    ends it once its memory passes the limit (backends/container/memory.py), before the host's
+    OOM killer would end the whole sandbox. The call is memory_limit and the session goes on
+    with its files (JavaScript keeps no interpreter between calls; 4 MB at a time, as fast as
+    it can). Under runc the kernel's OOM killer is the watch (and it may first reclaim the
+    program's own code from the page cache for as long as the call's time lasts)."""
+    session = sb.session("javascript", runtime=Runtime.RUNSC.value)
+    session.run("require('fs').writeFileSync('k.txt', 'kept')")
+    big = session.run(
+        "const a = [];\nfor (;;) a.push(Buffer.alloc(4 << 20, 1));", override_reason=OVERRIDE
+    )
+    assert big.outcome is Outcome.MEMORY_LIMIT, (big.error, big.notes)
+    assert any("the session is still open, with its files." in n for n in big.notes), big.notes
+    after = session.run("console.log(require('fs').readFileSync('k.txt', 'utf8'))")
+    assert after.outcome is Outcome.OK and after.stdout == "kept\n", (after.error, after.notes)
+    session.close()
+
+
+def test_an_interpreter_past_the_memory_limit_under_runsc_is_ended_not_its_session(
+    sb: Sandbox,
+) -> None:
+    """A Python program may raise its own address-space limit (inside/repl.py's is not the
+    boundary): past the memory limit under runsc the host ends the call, the interpreter too,
+    and the session goes on with its files, saying its variables are gone. On cgroup v2 the
+    kernel also slows the sandbox's allocations from halfway up the backstop (memory.high)."""
+    session = sb.session("python", runtime=Runtime.RUNSC.value)
+    session.run("kept = 41\nopen('still.txt', 'w').write('here')")
+    big = session.run(
+        "import resource\nresource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)"
+        "\nchunks = []\nwhile True:\n    chunks.append(b'y' * 2**22)",
+        override_reason=OVERRIDE,
+    )
+    assert big.outcome is Outcome.MEMORY_LIMIT, (big.error, big.notes)
+    gone = "the interpreter too; the session is still open with its files, but its variables"
+    assert any(gone in note for note in big.notes), big.notes
+    cgroup = session._backend.started.cgroup if session._backend.started else None
+    if cgroup is not None and cgroup.unified:
+        high, limit = (int((cgroup.memory / f"memory.{n}").read_text()) for n in ("high", "max"))
+        assert high < limit, (high, limit)
+    after = session.run("print(open('still.txt').read())\nprint(kept)")
+    assert after.stdout == "here\n" and after.exception is not None, after.stderr
+    assert after.exception.name == "NameError"
     session.close()
 
 

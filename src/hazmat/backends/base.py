@@ -86,12 +86,10 @@ class Spec:
 
     @property
     def runtime_memory_mb(self) -> int:
-        """What the cgroup's limit adds for the runtime's own memory: under runsc, for a run
-        or a kept build's test, a backstop (backends/container/memory.py); else nothing (a
-        session's call is no verdict, and what it holds stays for the next)."""
-        if self.runtime is Runtime.RUNSC and (self.kept_build or not self.session):
-            return RUNSC_MEMORY_MB
-        return 0
+        """What the cgroup's limit adds for the runtime's own memory: under runsc a backstop
+        (backends/container/memory.py: a run's and a test's memory is judged below it, a
+        session's call is ended below it); under runc nothing."""
+        return RUNSC_MEMORY_MB if self.runtime is Runtime.RUNSC else 0
 
     @classmethod
     def of(
@@ -216,7 +214,8 @@ class RunReport:
     timed_out: bool = False
     # on the CPU clock, why the program was stopped (backends/container/cpu_time.py): `cpu` (its CPU
     # time reached the limit, or passed it by its end), `idle` (the wall-clock backstop),
-    # `busy` (the machine starved it); None: the wall clock's limit
+    # `busy` (the machine starved it); None: the wall clock's limit. `memory`: a session's
+    # call under runsc that neared its cgroup's limit (backends/container/memory.py)
     stopped_by: str | None = None
     compile_timed_out: bool = False  # the build step ran out of its own budget
     build_status: int | None = None  # the build step's exit status (None: no build step ran)

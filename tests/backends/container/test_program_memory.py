@@ -9,8 +9,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from hazmat.backends.base import RUNSC_MEMORY_MB
 from hazmat.backends.container.cgroup import Cgroup, Monitor
-from hazmat.backends.container.memory import held_beside_runsc, program_peak
+from hazmat.backends.container.memory import SessionWatch, held_beside_runsc, program_peak
 
 MiB = 1024 * 1024
 
@@ -169,3 +170,62 @@ def test_a_sample_read_during_the_build_and_kept_after_the_start_is_dropped(
     assert not late.is_alive()
     (tmp_path / "memory/memory.max_usage_in_bytes").write_text(f"{270 * MiB}\n")
     assert program_peak(monitor.stop(), monitor) == 256 * MiB
+
+
+def test_a_session_call_is_stopped_once_its_own_memory_passes_the_limit(tmp_path: Path) -> None:
+    """gVisor's own memory is not the program's: 266 MB in use of which 14 are gVisor's is 252
+    MB of the program's, under 256; 20 MB more is over. cgroup v1 has no memory.high: nothing
+    is written there."""
+    cgroup = _v1(tmp_path, 270 * MiB, 266 * MiB, 12 * MiB, 2 * MiB)
+    watch = SessionWatch(cgroup, 256)
+    assert watch.check() is None
+    (tmp_path / "memory/memory.usage_in_bytes").write_text(f"{286 * MiB}\n")
+    assert watch.check() == "memory"
+    assert not (tmp_path / "memory/memory.high").exists()
+    (tmp_path / "memory/memory.usage_in_bytes").unlink()  # the sandbox is gone
+    assert watch.check() is None
+
+
+def test_on_cgroup_v2_the_kernel_slows_a_session_from_halfway_up_the_backstop(
+    tmp_path: Path,
+) -> None:
+    memory = tmp_path / "sandbox"
+    memory.mkdir()
+    (memory / "memory.current").write_text(f"{100 * MiB}\n")
+    (memory / "memory.stat").write_text(f"anon {15 * MiB}\nkernel {3 * MiB}\nshmem {82 * MiB}\n")
+    (memory / "memory.high").write_text("max\n")
+    watch = SessionWatch(Cgroup(memory, memory, True), 256)
+    high = int((memory / "memory.high").read_text())
+    assert high == (256 + RUNSC_MEMORY_MB // 2) * MiB
+    assert watch.check() is None
+    (memory / "memory.current").write_text(f"{(256 + 19) * MiB}\n")
+    assert watch.check() == "memory"
+
+
+class _Releasing(Cgroup):
+    """A runsc sandbox's cgroup whose memory in use is read from `readings` (gVisor giving the
+    host back what the last call's ended processes held), the last one repeated."""
+
+    def __init__(self, folder: Path, readings: list[int]) -> None:
+        super().__init__(folder, folder, False)
+        self.readings = readings
+        self.reads = 0
+
+    def usage(self) -> int | None:
+        self.reads += 1
+        return self.readings[min(self.reads, len(self.readings)) - 1]
+
+    def runtime_memory(self) -> int | None:
+        return 16 * MiB
+
+
+def test_a_session_call_starts_once_the_last_calls_memory_is_given_back(tmp_path: Path) -> None:
+    """What the last call's processes held is given back to the host tens of ms after they
+    end: the next call waits for it, else its watch would end it for memory not its own."""
+    cgroup = _Releasing(tmp_path, [300 * MiB, 290 * MiB, 120 * MiB, 40 * MiB])
+    watch = SessionWatch(cgroup, 256)
+    watch.settle()
+    assert cgroup.reads == 3 and watch.check() is None
+    held = _Releasing(tmp_path, [300 * MiB])  # what the session itself holds: no wait for ever
+    SessionWatch(held, 256).settle(within_s=0.05)
+    assert held.reads > 1 and SessionWatch(held, 256).check() == "memory"

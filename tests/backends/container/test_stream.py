@@ -357,11 +357,11 @@ def test_the_programs_time_limit_starts_after_the_build() -> None:
 
 
 def _agent_that_stops_on(
-    word: bytes | None, nonce: str, output: bytes = b"working"
+    word: bytes | None, nonce: str, output: bytes = b"working", said: list[bytes] | None = None
 ) -> Callable[[socket.socket], None]:
     """A session's agent: its program writes `output` and runs until the host says `word`
     (None: never), writing `output` once more as it stops; then it ends the call on both
-    streams."""
+    streams. What the host said until then goes into `said`."""
 
     def container(s: socket.socket) -> None:
         s.sendall(frame(1, output))
@@ -371,6 +371,8 @@ def _agent_that_stops_on(
             if not chunk:
                 return
             heard += chunk
+        if said is not None:
+            said.append(heard)
         end = end_marker(nonce) + b"130\n"
         s.sendall(frame(1, output) + frame(1, end) + frame(2, end))
         s.recv(1024)  # the host's next, or the end of the stream
@@ -383,18 +385,22 @@ def _session_call(
     watch: Watch | None = None,
     timeout_s: float = 0.2,
     output: bytes = b"working",
+    check: Callable[[], str | None] | None = None,
+    said: list[bytes] | None = None,
 ) -> tuple[Capture, list[str]]:
     nonce = "ba" * 16
     stops: list[str] = []
-    sock, thread = far_end(_agent_that_stops_on(word, nonce, output))
+    sock, thread = far_end(_agent_that_stops_on(word, nonce, output, said))
     exchange = Exchange(
         b"",
         timeout_s=timeout_s,
         output_cap=1000,
         end=end_marker(nonce),
         keep_open=True,
+        check=check,
         stop_words=(b"interrupt\n", b"kill\n"),
         grace_s=0.2,
+        hard_stops=frozenset({"memory"}),
     )
 
     def stop() -> None:  # the container killed: its stream ends
@@ -428,6 +434,18 @@ def test_a_session_call_that_ignores_its_interrupt_is_told_to_end_then_killed() 
     never, stops = _session_call(None)
     assert never.timed_out and never.told == b"kill\n"
     assert never.end_status is None and stops == ["stop"]
+
+
+def test_a_session_call_stopped_for_a_hard_reason_is_told_the_last_word_at_once() -> None:
+    """A check's reason in `hard_stops` (a session's call over its memory under runsc: an
+    interrupt frees nothing) skips the interrupt; any other reason is interrupted first."""
+    said: list[bytes] = []
+    capture, stops = _session_call(b"kill\n", timeout_s=60, check=lambda: "memory", said=said)
+    assert said == [b"kill\n"] and capture.told == b"kill\n" and not stops
+    assert capture.stopped_by == "memory" and capture.end_status == 130
+    said.clear()
+    capture, stops = _session_call(b"interrupt\n", timeout_s=60, check=lambda: "cpu", said=said)
+    assert said == [b"interrupt\n"] and capture.stopped_by == "cpu" and not stops
 
 
 def test_a_cancelled_session_call_is_interrupted_and_is_not_a_timeout() -> None:

@@ -135,6 +135,74 @@ def test_a_call_that_would_not_stop_ends_the_session_saying_so() -> None:
         kept.execute(job())
 
 
+ENDED_FOR_MEMORY = RunReport(
+    137, b"", b"", 400.0, stopped_by="memory", told="kill", memory_exceeded=True
+)
+KILLED_BY_THE_KERNEL = RunReport(137, b"", b"", 400.0, oom_killed=True)
+INTERPRETER_ENDED = (
+    b"\nhazmat: the interpreter ended (status 137); the next call starts a new one, without "
+    b"the variables\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("language", "report", "says"),
+    [
+        (  # under runsc: the host's watch (backends/container/memory.py) ended it
+            "python",
+            dataclasses.replace(ENDED_FOR_MEMORY, stderr=INTERPRETER_ENDED),
+            "its processes were ended, the interpreter too; the session is still open with "
+            "its files, but its variables are gone.",
+        ),
+        (
+            "javascript",
+            ENDED_FOR_MEMORY,
+            "its processes were ended; the session is still open, with its files.",
+        ),
+        (  # under runc: the kernel killed the largest process, not the shell
+            "bash",
+            KILLED_BY_THE_KERNEL,
+            "the kernel killed a process of it at the limit; the session is still open, with "
+            "its variables and files.",
+        ),
+        (
+            "python",
+            dataclasses.replace(
+                KILLED_BY_THE_KERNEL, exit_code=1, stderr=b"Traceback...\nMemoryError\n"
+            ),
+            "the kernel killed a process of it at the limit; the session is still open, with "
+            "its variables and files.",
+        ),
+        (
+            "python",
+            RunReport(1, b"", b"Traceback...\nMemoryError\n", 40.0, memory_exceeded=True),
+            "it ended with the error above; the session is still open, with its variables "
+            "and files.",
+        ),
+    ],
+)
+def test_a_call_out_of_memory_says_what_the_session_kept(
+    language: str, report: RunReport, says: str
+) -> None:
+    host = FakeHost((report, b""), (RunReport(0, b"", b"", 1.0), b""))
+    kept = session(host, language)
+    [note] = kept.execute(job(language)).notes
+    assert note.startswith(
+        f"The call ran out of memory (the session's limit is {LIMITS.memory_mb} MB): "
+    )
+    assert says in note, note
+    assert kept.execute(job(language)).exit_code == 0 and kept.ended is None
+
+
+def test_a_call_that_reached_the_backstop_before_its_processes_ended_ends_the_session() -> None:
+    host = FakeHost((ENDED_FOR_MEMORY, None))
+    kept = session(host, "javascript")
+    ended = kept.execute(job("javascript"))
+    assert any("the session ended: the call went over the memory limit" in n for n in ended.notes)
+    with pytest.raises(SessionClosed, match="went over the memory limit"):
+        kept.execute(job("javascript"))
+
+
 def test_a_kept_builds_test_is_never_told_to_stop() -> None:
     """A grader's test (mode again) past its time costs its container, as it always did."""
     host = FakeHost((RunReport(0, b"", b"", 1.0), b""))

@@ -42,7 +42,13 @@ from hazmat.backends.base import Backend, Job, RunReport, Spec
 from hazmat.backends.container.cgroup import Monitor, Sample
 from hazmat.backends.container.cores import Cores, cores_folder
 from hazmat.backends.container.measure import Measure
-from hazmat.backends.container.memory import held_beside_runsc, over_memory, program_peak
+from hazmat.backends.container.memory import (
+    MEMORY_STOP,
+    SessionWatch,
+    held_beside_runsc,
+    over_memory,
+    program_peak,
+)
 from hazmat.backends.container.owners import LABEL, owner_labels
 from hazmat.backends.container.seccomp import MISSING_NOTE, SeccompProfile
 from hazmat.backends.container.started import REAP_GRACE_S, Started
@@ -289,9 +295,13 @@ class ContainerBackend(Backend):
         grace_s: float | None = None,
     ) -> tuple[RunReport, bytes | None]:
         runsc = job.runtime is Runtime.RUNSC
+        watch = SessionWatch.of(started.cgroup, job) if grace_s is not None else None
+        if watch is not None:
+            watch.settle()  # what the last call left, gVisor gives back first
         monitor = Monitor(started.cgroup, runtime_own=runsc) if started.cgroup else None
         limit = job.cpu_limit
-        measure = Measure(limit, started.cgroup, self.cores() if limit else None, monitor)
+        cores = self.cores() if limit else None
+        measure = Measure(limit, started.cgroup, cores, monitor, watch)
         killer = threading.Thread(target=self.driver.kill, args=(started,), daemon=True)
 
         def stop() -> None:
@@ -301,8 +311,9 @@ class ContainerBackend(Backend):
 
         try:
             if not job.language.build and not prelude:
-                # nothing comes first: the program starts with the job
-                measure.begin(_gate(job.watch))
+                # nothing comes first: the program starts with the job (a session's call
+                # after the session's earlier calls, whose peak memory is not its own)
+                measure.begin(_gate(job.watch), after=keep)
             capture = self._pump(
                 started, job, stop, data, keep, pending, after_build, prelude, measure, grace_s
             )
@@ -343,6 +354,7 @@ class ContainerBackend(Backend):
             cpu_ms = measure.final.cpu_s * 1000
         over = measure.over_limit() and not capture.timed_out and capture.end_status is not None
         peak = program_peak(figures, monitor)
+        memory_stop = capture.stopped_by == MEMORY_STOP  # a session's call, its memory watched
         report = RunReport(
             exit_code=exit_code,
             stdout=bytes(capture.stdout),
@@ -350,7 +362,7 @@ class ContainerBackend(Backend):
             duration_ms=capture.duration_ms,
             program_ms=capture.program_ms,
             container_id=started.cid,
-            timed_out=capture.timed_out or over,
+            timed_out=(capture.timed_out and not memory_stop) or over,
             stopped_by="cpu" if over else capture.stopped_by,
             compile_timed_out=capture.compile_timed_out,
             build_status=capture.build_status,
@@ -363,7 +375,7 @@ class ContainerBackend(Backend):
             displays=displays,
             notes=tuple(notes),
             peak_memory_bytes=peak,
-            memory_exceeded=over_memory(peak, job, monitor, prelude),
+            memory_exceeded=memory_stop or over_memory(peak, job, monitor, prelude),
             cpu_time_ms=cpu_ms,
             pids_refused=figures.pids_refused - base.pids_refused if figures and base else 0,
             peak_tasks=figures.pids_peak if figures and figures.pids_peak else None,
@@ -409,10 +421,11 @@ class ContainerBackend(Backend):
             pending=pending,
             after_build=after_build,
             on_built=on_built,
-            check=measure.check if measure.active else None,
-            check_s=limit.check_s if limit else 0.05,
+            check=measure.check if measure.checks else None,
+            check_s=measure.check_s,
             stop_words=STOP_WORDS if grace_s is not None else (),
             grace_s=grace_s or 0.0,
+            hard_stops=frozenset({MEMORY_STOP}),
         )
         return pump(started.sock, exchange, stop, job.watch)
 

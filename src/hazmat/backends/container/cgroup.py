@@ -209,6 +209,18 @@ class Cgroup:
                 return in_use  # what the build left, before the kernel reclaimed what it could
         return None
 
+    def throttle_memory(self, high: int) -> bool:
+        """Have the kernel slow the cgroup's allocations past `high` bytes (cgroup v2's
+        `memory.high`: reclaim, then the allocating tasks sleep); False where it cannot (v1 has
+        no such setting, or the cgroup is gone)."""
+        if not self.unified:
+            return False
+        try:
+            _write(self.memory / "memory.high", high)
+        except OSError:
+            return False
+        return True
+
     def reset_peak(self) -> bool:
         """Start the peak memory over from what is in use now (a kept build's next test), where the
         kernel lets this process: cgroup v1's max_usage_in_bytes; v2's memory.peak from Linux

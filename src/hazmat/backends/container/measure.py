@@ -7,7 +7,9 @@ unpacking for a kept build's test (the agent waits for the host in both). It wai
 (backends/container/cores.py: no more measured programs at once than the machine has cores), then
 starts the meter. While the program runs the pump calls `check()`; `finish()` takes the last reading
 and lets the core go. A run on the wall clock, or one whose container's cgroup this host cannot
-read, measures nothing (`active` is False) and keeps the wall-clock limit.
+read, measures nothing (`active` is False) and keeps the wall-clock limit. A session's call
+under runsc is also watched for its memory (backends/container/memory.py's `SessionWatch`),
+on either clock.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from hazmat.backends.container.cgroup import Cgroup, Monitor
 from hazmat.backends.container.cores import Cores
 from hazmat.backends.container.cpu_time import CpuLimit, CpuMeter, Reading
+from hazmat.backends.container.memory import SessionWatch
 
 __all__ = ["Measure"]
 
@@ -36,8 +39,10 @@ class Measure:
         cgroup: Cgroup | None,
         cores: Cores | None,
         monitor: Monitor | None = None,
+        watch: SessionWatch | None = None,
     ) -> None:
         self.monitor = monitor
+        self.watch = watch
         self.limit = limit if cgroup is not None else None
         self.wanted = limit is not None
         self.meter = CpuMeter(cgroup) if self.limit is not None and cgroup is not None else None
@@ -50,6 +55,18 @@ class Measure:
         return self.meter is not None
 
     @property
+    def checks(self) -> bool:
+        """Whether `check()` can give a reason to stop: a meter, or a watch."""
+        return self.active or self.watch is not None
+
+    @property
+    def check_s(self) -> float:
+        """How often `check()` is called while the program runs."""
+        every = [self.limit.check_s] if self.limit is not None else []
+        every += [self.watch.check_s] if self.watch is not None else []
+        return min(every, default=0.05)
+
+    @property
     def note(self) -> str | None:
         """What the result says when a CPU limit was asked for and could not be measured."""
         return NO_METER_NOTE if self.wanted and not self.active else None
@@ -57,7 +74,8 @@ class Measure:
     def begin(self, gate: Callable[[], None] | None = None, after: bool = False) -> None:
         """The program starts now: hold a core, then (past `gate`, which may wait: an
         interactive test's other program, grade/interaction.py) start the meter. `after`: a
-        build or an unpacking came first, whose peak memory is not the program's."""
+        build or an unpacking came first, or a session's earlier calls, whose peak memory is
+        not the program's."""
         if after and self.monitor is not None:
             self.monitor.restart_peak()
         if self.meter is None or self.meter.began is not None:
@@ -71,11 +89,14 @@ class Measure:
         self.meter.start()
 
     def check(self) -> str | None:
-        """Why the program must stop now, if it must (CpuLimit.reason_to_stop)."""
-        if self.meter is None or self.limit is None:
-            return None
-        reading = self.meter.read()
-        return self.limit.reason_to_stop(reading) if reading is not None else None
+        """Why the program must stop now, if it must (CpuLimit.reason_to_stop, then the
+        session's memory watch)."""
+        if self.meter is not None and self.limit is not None:
+            reading = self.meter.read()
+            reason = self.limit.reason_to_stop(reading) if reading is not None else None
+            if reason is not None:
+                return reason
+        return self.watch.check() if self.watch is not None else None
 
     def finish(self) -> Reading | None:
         """The program has ended (or was stopped): the last reading; the core goes."""

@@ -221,8 +221,10 @@ class Exchange:
     ends the run as its time limit would, with `Capture.stopped_by` saying why. With
     `stop_words` (a session's call) the run's end, at its time or output limit or on a cancel,
     is asked for rather than forced: the first word is sent, then, each `grace_s` later while
-    the end has not come, the next; only once they are all spent is the container killed.
-    Output past the cap meanwhile is read and dropped."""
+    the end has not come, the next; only once they are all spent is the container killed; a
+    `check()` reason in `hard_stops` (a session's call over its memory, which an interrupt
+    would not free) goes to the last word at once. Output past the cap meanwhile is read and
+    dropped."""
 
     payload: bytes
     timeout_s: float
@@ -240,6 +242,7 @@ class Exchange:
     check_s: float = 0.05
     stop_words: tuple[bytes, ...] = ()
     grace_s: float = 0.0
+    hard_stops: frozenset[str] = frozenset()
 
 
 def pump(
@@ -349,6 +352,8 @@ class _Pump:
             if reason is not None:
                 capture.timed_out, capture.stopped_by = True, reason
                 due = True
+                if reason in self.ex.hard_stops:
+                    del self.words[:-1]  # straight to the last word
         # a session's call over its output cap: told to stop at once, what comes meanwhile cut
         capped = capture.output_exceeded and capture.told is None
         if self.demux.must_stop:

@@ -23,6 +23,7 @@ from hazmat._exceptions import InfraError, SessionClosed
 from hazmat.backends.agent.session_agent import kept_interpreter, session_header
 from hazmat.backends.base import Job, KeptBackend, RunReport, Spec
 from hazmat.backends.container.cgroup import Sample
+from hazmat.backends.container.memory import MEMORY_STOP
 from hazmat.backends.container.started import Started
 from hazmat.policy import HostResources, Runtime
 
@@ -181,11 +182,11 @@ def _kept(spec: Spec) -> Spec:
 
 
 def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
-    """A call told to stop (past its time or its output cap, or cancelled) that did, or that
-    ended by itself past its output cap: a note on what the session kept, for the model or
-    person who reads the result."""
-    if report.told is None and not report.output_exceeded:
-        return _out_of_memory_note(report, job)
+    """A call told to stop (past its time or its output cap, or cancelled, or, under runsc,
+    its memory) that did, or that ended by itself past its output cap or out of memory: a note
+    on what the session kept, for the model or person who reads the result."""
+    if report.stopped_by == MEMORY_STOP or (report.told is None and not report.output_exceeded):
+        return _memory_note(report, job)
     if report.output_exceeded:
         why = f" wrote more than its output limit of {job.limits.output_bytes:,} bytes"
     elif report.cancelled and not report.timed_out:
@@ -218,25 +219,41 @@ def _kept_note(report: RunReport, job: Job, grace_s: float | None) -> RunReport:
     return dataclasses.replace(report, notes=(*report.notes, note))
 
 
-def _out_of_memory_note(report: RunReport, job: Job) -> RunReport:
-    """A call of a kept interpreter that ran out of memory by itself (Python's MemoryError at
-    the interpreter's address space, backends/inside/repl.py): the note that the session goes
-    on, with its variables."""
+def _memory_note(report: RunReport, job: Job) -> RunReport:
+    """A call that ran out of memory and ended by itself, or was ended: Python's MemoryError at
+    the interpreter's address space (backends/inside/repl.py), a process the kernel killed at
+    the limit (runc), or the call the host ended (runsc, backends/container/memory.py's
+    `SessionWatch`): the note on what the session kept (the agent says on stderr when the kept
+    interpreter ended). Any other call's report as it is."""
     lang = job.language
-    if report.exit_code == 0 or kept_interpreter(lang) is None:
+    kept = kept_interpreter(lang)
+    ended = kept is not None and f"hazmat: the {kept} ended (".encode() in report.stderr
+    if report.stopped_by == MEMORY_STOP:
+        how = "its processes were ended"
+    elif report.oom_killed:
+        how = "the kernel killed a process of it at the limit"
+    elif report.exit_code != 0 and kept and lang.out_of_memory_line(report.stderr) is not None:
+        how = "it ended with the error above"
+    else:
         return report
-    if lang.out_of_memory_line(report.stderr) is None:
-        return report
+    if ended:
+        what = f"{how}, the {kept} too; the session is still open with its files, but its "
+        what += "variables are gone"
+    else:
+        what = f"{how}; the session is still open, with its " + (
+            "variables and files" if kept else "files"
+        )
     note = (
-        f"The call ran out of memory (the session's limit is {job.limits.memory_mb} MB): it "
-        "ended with the error above; the session is still open, with its variables and files. "
-        "Free what you no longer need (del), or work on the data in smaller parts."
+        f"The call ran out of memory (the session's limit is {job.limits.memory_mb} MB): "
+        f"{what}. Free what you no longer need, or work on the data in smaller parts."
     )
     return dataclasses.replace(report, notes=(*report.notes, note))
 
 
 def _ended_by(report: RunReport, grace_s: float | None) -> str:
     """Why a call's container is gone (the host killed it, or it died)."""
+    if report.stopped_by == MEMORY_STOP:  # past the backstop before its processes ended
+        return "went over the memory limit"
     if report.told is not None:
         return (
             f"did not stop when told to (interrupted, then killed {grace_s:g} s later), so "
