@@ -34,6 +34,10 @@ that happen while running code do not raise: they come back as an `ExecutionResu
 is `infra_error`, carrying the error's message, so that a caller (and the audit log) always gets
 a result for a run it asked for.
 
+Outside the tree on purpose: a protocol module's own signals that never leave it (the peers'
+protocols' `Overloaded`, server/protocols/__init__.py, which each protocol answers in its
+clients' words: a 504, a 429, a 503).
+
 A message that names a value the user gave quotes it with `quoted()`: cut to 80 characters,
 with an ellipsis and its full length, so that a 10,000-character id makes a short error.
 """

@@ -20,7 +20,7 @@ from hazmat.backends.base import RunReport
 from hazmat.languages import get_language
 from hazmat.policy import Clock, Policy, TrustLevel
 from hazmat.server.http import create_app
-from hazmat.server.protocols import Overloaded, Turns, within_level
+from hazmat.server.protocols import Overloaded, Turns, whole_mib, within_level
 from hazmat.server.protocols.sandbox_fusion import wait_for_turn
 from hazmat.service.tenant_keys import KeyStore, Quotas
 from hazmat.testing import RecordingBackend
@@ -107,6 +107,19 @@ def test_a_limit_above_the_level_runs_at_the_levels_and_the_message_says_so(
         f"{asked_mb} MB is over trust level 'untrusted''s limit: ran with {level.memory_mb} MB "
         "(policy key trust.untrusted.memory_mb)"
     )
+
+
+def test_a_memory_field_in_its_unit_is_whole_mebibytes_rounded_up() -> None:
+    """The three protocols' memory fields (SandboxFusion's MB, Judge0's KB, Piston's bytes)
+    through one conversion; each protocol words the refusal itself."""
+    assert whole_mib(1024, 1024 * 1024, level=(-1,)) == 1024
+    assert whole_mib(-1, 1024 * 1024, level=(-1,)) is None
+    assert whole_mib(262144, 1024) == 256 and whole_mib(262145, 1024) == 257
+    assert whole_mib(1, 1) == 1 and whole_mib(0, 1, level=(-1, 0)) is None
+    assert whole_mib(None, 1) is None
+    for bad in (0, -5, True, "256", 2.5j):
+        with pytest.raises(ValueError):
+            whole_mib(bad, 1024)
 
 
 def test_within_level_lowers_only_what_is_over() -> None:

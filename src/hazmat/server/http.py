@@ -238,11 +238,8 @@ class _Service:
 
     def open_session(self, key: Key, language: str) -> OpenSession:
         """A session of `language` at `key`'s level, under its tenant's cap (blocking)."""
-        _, language, options = run_arguments(
-            {"code": "", "language": language}, key, self.sandbox.policy
-        )
-        self.sessions.owners.check_room(key)
-        return self.sessions.owners.open(key, language, options)
+        owners = self.sessions.owners
+        return owners.open(key, *owners.asked(key, {"language": language}))
 
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if self._background is None:

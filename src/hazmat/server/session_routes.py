@@ -13,7 +13,7 @@ import base64
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -111,6 +111,14 @@ class SessionOwners:
                 f"quota), room for {room}: close one first",
                 retry_after_s=SLOT_RETRY_S,
             )
+
+    def asked(self, key: Key, fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The language and options of the session `key` asks to open with `fields` (those of
+        `OPEN_FIELDS` it sent), checked against its level (`run_arguments`) and its tenant's
+        room (`check_room`), before anything is counted or started."""
+        _, language, options = run_arguments({**fields, "code": ""}, key, self.sandbox.policy)
+        self.check_room(key)
+        return language, options
 
     def open(self, key: Key, language: str, options: dict[str, Any]) -> OpenSession:
         """Open a session for `key`'s tenant, within its cap (blocking: run it in a thread).
@@ -243,8 +251,7 @@ class SessionRoutes:
             raise InputError(
                 f"unknown field {quoted(unknown[0])} (fields: {', '.join(OPEN_FIELDS)})"
             )
-        _, language, options = run_arguments({**data, "code": ""}, key, self.sandbox.policy)
-        self.owners.check_room(key)  # before the quota counts it
+        language, options = self.owners.asked(key, data)  # before the quota counts it
         with self.quotas.admit(key.tenant, key.quotas):  # a container start, like a run
             session = await anyio.to_thread.run_sync(
                 lambda: self.owners.open(key, language, options)

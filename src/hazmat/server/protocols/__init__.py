@@ -22,6 +22,7 @@ names are the language modules' (`Language.names[protocol]`). What they share is
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -48,6 +49,7 @@ __all__ = [
     "key_of",
     "languages_of",
     "seconds",
+    "whole_mib",
     "within_level",
 ]
 
@@ -128,6 +130,19 @@ def seconds(value: object, name: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InputError(f"field {name!r} must be a positive number of seconds, not {value!r}")
     return float(value)
+
+
+def whole_mib(value: object, unit: int, level: tuple[int, ...] = ()) -> int | None:
+    """A protocol's memory field, a number of `unit` bytes, as whole MiB (rounded up); None when
+    it is absent or one of `level` (the protocol's word for "the level's"). ValueError for
+    anything but a positive number: the protocol says so in its own words."""
+    if isinstance(value, bool) or not (value is None or isinstance(value, int | float)):
+        raise ValueError(value)
+    if value is None or value in level:
+        return None
+    if not value > 0:
+        raise ValueError(value)
+    return max(1, math.ceil(value * unit / (1024 * 1024)))
 
 
 @dataclass

@@ -198,8 +198,8 @@ class Judge0:
                 f"tenant's (at most {MAX_QUEUE}, {TENANT_QUEUE} of one tenant)"
             )
         submission = parse(data, key, b64, self.service)
-        options = dict(submission.asked["options"])
-        prepared = self.service.prepare(submission.asked["code"], submission.language.name, options)
+        options = dict(submission.asked.options)
+        prepared = self.service.prepare(submission.asked.code, submission.language.name, options)
         self.pending[key.tenant] += 1
         self.submissions[submission.token] = submission
         self.service.spawn(lambda: self._run(submission, key, prepared))

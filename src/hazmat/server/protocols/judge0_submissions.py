@@ -7,7 +7,6 @@ import base64
 import binascii
 import functools
 import io
-import math
 import shlex
 import uuid
 import zipfile
@@ -26,7 +25,7 @@ from hazmat.grade.tasks import Comparator
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
-from hazmat.server.protocols import Service, within_level
+from hazmat.server.protocols import Service, whole_mib, within_level
 from hazmat.service.tenant_keys import Key
 
 __all__ = [
@@ -87,15 +86,28 @@ class Invalid(Exception):
         self.name = name
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a submission asked for: its code, the run's options made from its fields, its
+    expected output (None: no judging), the fields Judge0 echoes back (with the limits it runs
+    with), and whether stderr goes to stdout (`redirect_stderr_to_stdout`)."""
+
+    code: str
+    options: Mapping[str, Any]
+    expected: str | None
+    echoed: Mapping[str, Any]
+    merged: bool
+
+
 @dataclass
 class Submission:
-    """One submission: what was asked (`fields` as Judge0 echoes them), and its run."""
+    """One submission: what was asked, and its run."""
 
     token: str
     tenant: str
     language: Language
     language_id: int
-    asked: dict[str, Any]
+    asked: Asked
     said: list[str]
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     status: int = 1
@@ -154,8 +166,8 @@ def parse(data: Mapping[str, Any], key: Key, b64: bool, service: Service) -> Sub
         wall_time_limit=CpuLimit(options["timeout"]).backstop_s,
         memory_limit=(options["memory_mb"] or limits.memory_mb) * 1024,
     )
-    asked = {"code": code, "options": options, "expected": _text(data, "expected_output", b64),
-             "echoed": echoed, "merged": bool(data.get("redirect_stderr_to_stdout"))}
+    merged = bool(data.get("redirect_stderr_to_stdout"))
+    asked = Asked(code, options, _text(data, "expected_output", b64), echoed, merged)
     return Submission(str(uuid.uuid4()), key.tenant, language, language_id, asked, said)
 
 
@@ -163,7 +175,7 @@ def verdict(result: ExecutionResult, submission: Submission) -> tuple[int, str |
     """Judge0's status id and message for `result`; the lowered limits are said too."""
     outcome, error = result.outcome, result.error
     if outcome is Outcome.OK:
-        expected = submission.asked["expected"]
+        expected = submission.asked.expected
         wrong = expected is not None and difference(Comparator("lines"), expected, result.stdout)
         status = 4 if wrong else 3
     elif outcome is Outcome.TIMEOUT:
@@ -191,16 +203,16 @@ def _signal(result: ExecutionResult) -> int | None:
 
 def fields_of(submission: Submission) -> dict[str, Any]:
     """Every field of `submission`, as Judge0 gives it (times as strings, memory in KB)."""
-    result, echoed = submission.result, submission.asked["echoed"]
+    result, echoed = submission.result, submission.asked.echoed
     every: dict[str, Any] = {name: echoed.get(name) for name in ALL_FIELDS}
     stdout, stderr = (result.stdout_bytes, result.stderr_bytes) if result else (None, None)
-    if result is not None and submission.asked["merged"]:
+    if result is not None and submission.asked.merged:
         stdout, stderr = result.stdout_bytes + result.stderr_bytes, b""
     compiled = result is not None and result.outcome in (
         Outcome.COMPILE_ERROR, Outcome.COMPILE_TIMEOUT
     )
     every.update(
-        source_code=submission.asked["code"],
+        source_code=submission.asked.code,
         language_id=submission.language_id,
         status_id=submission.status,
         status={"id": submission.status, "description": STATUSES[submission.status]},
@@ -310,11 +322,10 @@ def _seconds(data: Mapping[str, Any], name: str) -> float | None:
 
 def _memory_mb(value: object) -> int | None:
     """`memory_limit` in KB, as whole MiB (up)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise Invalid("memory_limit", "must be a positive number of kilobytes")
-    return max(1, math.ceil(value / 1024))
+    try:
+        return whole_mib(value, 1024)
+    except ValueError:
+        raise Invalid("memory_limit", "must be a positive number of kilobytes") from None
 
 
 def shown(submission: Submission, names: tuple[str, ...], b64: bool) -> dict[str, Any]:

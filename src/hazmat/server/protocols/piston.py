@@ -19,7 +19,6 @@ import base64
 import binascii
 import contextlib
 import functools
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,7 +35,15 @@ from hazmat.json_input import loads
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionRequest, ExecutionResult, Outcome
 from hazmat.policy import Clock, TrustLevel
-from hazmat.server.protocols import Overloaded, Service, Turns, key_of, languages_of, within_level
+from hazmat.server.protocols import (
+    Overloaded,
+    Service,
+    Turns,
+    key_of,
+    languages_of,
+    whole_mib,
+    within_level,
+)
 from hazmat.service.tenant_keys import Key
 
 __all__ = ["PREFIX", "routes"]
@@ -46,7 +53,6 @@ NAME = "piston"  # its names in the language modules (`Language.names`)
 DEFAULT_RUN_MS = 3000  # Piston's own defaults
 DEFAULT_COMPILE_MS = 10000
 WAIT_S = 30.0  # how long a run waits for one of its key's places before its 429
-MiB = 1024 * 1024
 FIELDS: Mapping[str, str] = {
     "timeout": "run_cpu_time",
     "compile_timeout": "compile_timeout",
@@ -336,11 +342,11 @@ def _ms(data: Mapping[str, Any], name: str) -> float | None:
 
 def _memory_mb(value: object) -> int | None:
     """`run_memory_limit` in bytes, as whole MiB (up); -1, 0 or none: the level's."""
-    if value is None or value in (-1, 0):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise InputError(f"If specified, run_memory_limit must be a number, not {value!r}")
-    return max(1, math.ceil(value / MiB))
+    try:
+        return whole_mib(value, 1, level=(-1, 0))
+    except ValueError:
+        said = f"If specified, run_memory_limit must be a number, not {value!r}"
+        raise InputError(said) from None
 
 
 def _text(value: object, name: str) -> str:

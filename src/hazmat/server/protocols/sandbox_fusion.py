@@ -45,6 +45,7 @@ from hazmat.server.protocols import (
     key_of,
     languages_of,
     seconds,
+    whole_mib,
     within_level,
 )
 from hazmat.service.protocols import OpenSession
@@ -295,14 +296,13 @@ def _paths(value: object) -> list[str]:
 
 
 def _memory(value: object) -> int | None:
-    """`memory_limit_MB`: whole megabytes; -1 (SandboxFusion's default) or null: the level's."""
-    if value is None or value == -1:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    """`memory_limit_MB`: megabytes; -1 (SandboxFusion's default) or null: the level's."""
+    try:
+        return whole_mib(value, 1024 * 1024, level=(-1,))
+    except ValueError:
         raise InputError(
             f"field 'memory_limit_MB' must be a positive whole number (or -1), not {value!r}"
-        )
-    return value
+        ) from None
 
 
 def _object(body: bytes) -> dict[str, Any]:
