@@ -30,9 +30,10 @@ from typing import Any
 
 import httpx
 from docs_section import write_section
+from serving import serve
 
 from hazmat.policy import Policy, TrustLevel
-from hazmat.service.tenant_keys import KeyStore, Quotas
+from hazmat.service.tenant_keys import Quotas
 
 ROOT = Path(__file__).resolve().parent.parent
 VERL = ROOT / "tests" / "server" / "verl_shaped.py"
@@ -54,21 +55,6 @@ def samples() -> list[dict[str, str]]:
         }
         for t in tasks
     ]
-
-
-def serve(tmp: Path, trust: str, places: int) -> tuple[subprocess.Popen[str], str, str]:
-    quotas = Quotas(concurrent=places, per_minute=100_000, max_request_bytes=64 << 20)
-    key = KeyStore(tmp / "keys.json").create("verl", trust, quotas)[1]
-    env = {**os.environ, "HAZMAT_AUDIT_DIR": str(tmp / "audit")}
-    cmd = [sys.executable, "-m", "hazmat", "serve", "--keys", str(tmp / "keys.json"),
-           "--port", "0", "--max-running", str(places)]
-    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True, env=env)
-    assert server.stdout is not None
-    for line in server.stdout:
-        if "listening on " in line:
-            return server, line.split("listening on ", 1)[1].split()[0], key
-    raise SystemExit("hazmat serve did not start")
 
 
 def verl_load(url: str, tasks: Path, total: int, in_flight: int) -> dict[str, Any]:
@@ -115,7 +101,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tasks = Path(tmp) / "tasks.jsonl"
         tasks.write_text("".join(json.dumps(s) + "\n" for s in every))
-        server, url, key = serve(Path(tmp), args.trust, args.places)
+        quotas = Quotas(concurrent=args.places, per_minute=100_000, max_request_bytes=64 << 20)
+        places = ("--max-running", str(args.places))
+        server, url, key = serve(Path(tmp), args.trust, quotas, options=places)
         try:
             verl_load(f"{url}/sandbox-fusion/{key}/run_code", tasks, 64, args.in_flight)  # warm
             verl = verl_load(f"{url}/sandbox-fusion/{key}/run_code", tasks, args.total,

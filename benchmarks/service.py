@@ -20,27 +20,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from docs_section import write_section
+from serving import serve
 
 from hazmat.languages import get_language
-from hazmat.service.tenant_keys import KeyStore
 
 WARMUP = 3
 
 
 def start(tmp: Path, transport: str, trust: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    key = KeyStore(tmp / "keys.json").create("bench", trust)[1]
     where = ["--socket", str(tmp / "s.sock")] if transport == "unix" else ["--port", "0"]
-    env = {**os.environ, "HAZMAT_AUDIT_DIR": str(tmp / "audit")}
-    cmd = [sys.executable, "-m", "hazmat", "serve", "--keys", str(tmp / "keys.json"), *where]
-    server = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
-    assert server.stdout is not None
-    for line in server.stdout:
-        if "listening on " in line:
-            url = line.split("listening on ", 1)[1].split()[0]
-            return server, {"HAZMAT_URL": url, "HAZMAT_API_KEY": key}
-    raise SystemExit(f"hazmat serve did not start ({transport})")
+    server, url, key = serve(tmp, trust, where=where)
+    return server, {"HAZMAT_URL": url, "HAZMAT_API_KEY": key}
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,9 +24,9 @@ from pathlib import Path
 
 import httpx
 from docs_section import write_section
+from serving import serve
 
 import hazmat
-from hazmat.service.tenant_keys import KeyStore
 
 WARMUP = 3
 WORK = "import time\nprint('first', flush=True)\ntime.sleep(0.5)\nprint('done')\n"
@@ -74,27 +72,13 @@ def over_http(client: httpx.Client, code: str, runtime: str, stream: bool) -> Ti
     return first, (time.perf_counter() - began) * 1000
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen[str], str, str]:
-    key = KeyStore(tmp / "keys.json").create("bench", "trusted")[1]
-    env = {**os.environ, "HAZMAT_AUDIT_DIR": str(tmp / "audit")}
-    cmd = [sys.executable, "-m", "hazmat", "serve", "--keys", str(tmp / "keys.json")]
-    server = subprocess.Popen(
-        [*cmd, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
-    assert server.stdout is not None
-    for line in server.stdout:
-        if "listening on " in line:
-            return server, line.split("listening on ", 1)[1].split()[0], key
-    raise SystemExit("hazmat serve did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, hazmat.Sandbox() as sandbox:
-        server, url, key = start_server(Path(tmp))
+        server, url, key = serve(Path(tmp), "trusted")
         headers = {"Authorization": f"Bearer {key}"}
         try:
             with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
