@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from hazmat import PRESETS, Limits, Policy, PolicyError, Runtime, TrustLevel, load_policy
-from hazmat.policy import HostResources
+from hazmat.policy import HostResources, SessionTemplate
 from hazmat.policy.file import parse_policy
 
 
@@ -209,6 +209,26 @@ def test_policy_session_keys_are_validated() -> None:
     policy = parse_policy({"sessions": {"idle_s": 60, "lifetime_s": 600.5, "max_open": 2}})
     assert (policy.sessions.idle_s, policy.sessions.lifetime_s) == (60, 600.5)
     assert (policy.sessions.max_open, policy.sessions.cpu_s) == (2, 600.0)
+
+
+def test_session_templates_replace_the_defaults_and_are_validated() -> None:
+    default = parse_policy({}).sessions.templates
+    assert default["code-interpreter-v1"] == SessionTemplate("python", "python-data")
+    named = parse_policy(
+        {"sessions": {"templates": {"js-1": {"language": "js", "trust": "unknown"}}}}
+    ).sessions.templates
+    assert dict(named) == {"js-1": SessionTemplate("javascript", None, TrustLevel.UNKNOWN)}
+    for templates, says in [
+        ({"bad name": {"language": "python"}}, "sessions.templates.bad name: a template's name"),
+        ({"t": {"language": "cobol"}}, "sessions.templates.t.language: unknown language"),
+        ({"t": {"image": "x"}}, "sessions.templates.t.language: expected a language's name"),
+        ({"t": {"language": "python", "size": 3}}, "sessions.templates.t.size: unknown key"),
+        ({"t": {"language": "python", "trust": "root"}}, "sessions.templates.t.trust"),
+        ({"t": {"language": "python", "image": ""}}, "sessions.templates.t.image: expected"),
+        (["base"], "sessions.templates: expected a mapping"),
+    ]:
+        with pytest.raises(PolicyError, match=re.escape(says)):
+            parse_policy({"sessions": {"templates": templates}})
 
 
 def test_an_operators_reachable_ranges_reach_the_allowlist_proxy() -> None:

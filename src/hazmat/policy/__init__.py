@@ -401,6 +401,27 @@ POOL_BOUNDS = {
 
 
 @dataclass(frozen=True)
+class SessionTemplate:
+    """A named way to open a session (`sessions.templates`): its language, its image (None:
+    the level's for the language), and its trust level (None: the caller's key's). A front-end
+    whose clients name templates (E2B's SDK, server/protocols/e2b.py) opens sessions by it; the
+    caller's key stays the ceiling (a template cannot raise a level)."""
+
+    language: str
+    image: str | None = None
+    trust: TrustLevel | None = None
+
+
+# E2B's SDKs' own template names: its code interpreter's default and its base sandbox
+DEFAULT_TEMPLATES: Mapping[str, SessionTemplate] = MappingProxyType(
+    {
+        "code-interpreter-v1": SessionTemplate("python", "python-data"),
+        "base": SessionTemplate("bash"),
+    }
+)
+
+
+@dataclass(frozen=True)
 class SessionSettings:
     """Sessions: a container kept between calls (sessions/).
 
@@ -425,6 +446,8 @@ class SessionSettings:
     keep_paused_s: float = 7 * 86_400.0  # how long a paused session is kept
     store: str | None = None  # where: default $HAZMAT_SESSIONS_DIR, else the state directory
     interrupt_grace_s: float = 2.0
+    # names a front-end's clients open sessions by (E2B's templates): SessionTemplate
+    templates: Mapping[str, SessionTemplate] = field(default_factory=lambda: DEFAULT_TEMPLATES)
 
 
 SESSION_BOUNDS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -33,6 +34,7 @@ from hazmat.policy import (
     Runtime,
     SemgrepMode,
     SessionSettings,
+    SessionTemplate,
     TrustLevel,
     TrustSettings,
     default_levels,
@@ -149,7 +151,37 @@ def _parse_sessions(data: object, source: str) -> SessionSettings:
         )
     if not isinstance(values.get("store", ""), str | None):
         raise PolicyError(f"{source}: sessions.store: expected a directory path")
+    if "templates" in values:
+        values["templates"] = _parse_templates(values["templates"], source)
     return SessionSettings(**values)
+
+
+TEMPLATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _parse_templates(data: object, source: str) -> Mapping[str, SessionTemplate]:
+    """`sessions.templates`: name -> {language, image, trust} (the defaults replaced whole)."""
+    found = {}
+    for name, value in _mapping(data, source, "sessions.templates").items():
+        where = f"sessions.templates.{name}"
+        if not TEMPLATE_NAME.fullmatch(name):
+            raise PolicyError(
+                f"{source}: {where}: a template's name is letters, digits, '.', '_' and '-' "
+                "(at most 64, a letter or digit first)"
+            )
+        values = _mapping(value, source, where)
+        _no_unknown_keys(values, {"language", "image", "trust"}, source, where)
+        language = values.get("language")
+        if not isinstance(language, str):
+            raise PolicyError(f"{source}: {where}.language: expected a language's name")
+        lang = _wrap(source, f"{where}.language", get_language, language)
+        image = values.get("image")
+        if image is not None and not (isinstance(image, str) and image.strip()):
+            raise PolicyError(f"{source}: {where}.image: expected an image name")
+        trust = values.get("trust")
+        level = None if trust is None else _choice(TrustLevel, trust, source, f"{where}.trust")
+        found[name] = SessionTemplate(lang.name, image.strip() if image else None, level)
+    return MappingProxyType(found)
 
 
 def _check_numbers(

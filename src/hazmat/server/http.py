@@ -53,8 +53,8 @@ from hazmat.server.fields import (
 from hazmat.server.guard import CloseUnread
 from hazmat.server.openapi import OPENAPI
 from hazmat.server.prometheus import ServiceMetrics
-from hazmat.server.protocols import judge0, piston, sandbox_fusion
-from hazmat.server.session_routes import SessionRoutes
+from hazmat.server.protocols import e2b, judge0, piston, sandbox_fusion
+from hazmat.server.session_routes import SessionOwners, SessionRoutes
 from hazmat.server.sse import EventStream, wants_events
 from hazmat.service.protocols import Executor, OpenSession, Reservation, Sessions
 from hazmat.service.quotas import QuotaBook
@@ -100,6 +100,7 @@ def create_app(
         *sandbox_fusion.routes(service),
         *piston.routes(service),
         *judge0.routes(service),
+        *e2b.routes(service),
         Route("/metrics", service.endpoint("metrics", service.metrics_text), methods=["GET"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
         *service.console(),
@@ -236,10 +237,9 @@ class _Service:
     def counted(self, name: str, status: int) -> None:
         self.metrics.requests.labels(name, str(status)).inc()
 
-    def open_session(self, key: Key, language: str) -> OpenSession:
-        """A session of `language` at `key`'s level, under its tenant's cap (blocking)."""
-        owners = self.sessions.owners
-        return owners.open(key, *owners.asked(key, {"language": language}))
+    @property
+    def owners(self) -> SessionOwners:
+        return self.sessions.owners
 
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if self._background is None:

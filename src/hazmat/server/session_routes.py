@@ -159,6 +159,13 @@ class SessionOwners:
         source = self.get(sid, key)
         return self._opened_all(key, lambda: list(source.fork(n)), n)
 
+    def discard_paused(self, sid: str, key: Key) -> None:
+        """Remove the tenant's paused session `sid` from the store, unresumed (404 if there
+        is none of the tenant's)."""
+        store = self.sandbox.session_store
+        store.info(sid, key.tenant)
+        store.remove(sid)
+
     def paused(self, sid: str, key: Key) -> dict[str, Any]:
         """What the tenant's paused session `sid` is (404 if there is none)."""
         store = self.sandbox.session_store

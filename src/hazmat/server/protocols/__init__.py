@@ -1,8 +1,10 @@
 """Other systems' protocols, served by `hazmat serve` under path prefixes of their own:
 SandboxFusion's (sandbox_fusion.py), Judge0's (judge0.py, its submissions in
-judge0_submissions.py) and Piston's (piston.py). Each is a thin mapping onto the pipeline
-`/v1/runs` uses, so that the clients graders already have get hazmat's boundary, CPU-time
-verdicts and audit log without a rewrite (docs/protocols.md).
+judge0_submissions.py), Piston's (piston.py) and E2B's (e2b.py, its sandboxes in
+e2b_sandboxes.py, its code interpreter in e2b_interpreter.py). Each is a thin mapping onto the
+pipeline `/v1/runs` and `/v1/sessions` use, so that the clients graders and agents already
+have get hazmat's boundary, CPU-time verdicts and audit log without a rewrite
+(docs/protocols.md, docs/e2b.md).
 
 A protocol's module maps its request's fields onto a run's options (options/: nothing here
 checks an option the table checks) and the `ExecutionResult` onto its answer; its language
@@ -34,10 +36,12 @@ import anyio
 from starlette.requests import Request
 
 from hazmat._exceptions import AccessDenied, InputError
+from hazmat.json_input import loads
 from hazmat.languages import LANGUAGES, Language
 from hazmat.models import ExecutionRequest, ExecutionResult
 from hazmat.options import ceilings
 from hazmat.policy import Clock, Policy, TrustLevel
+from hazmat.server.session_routes import SessionOwners
 from hazmat.service.protocols import OpenSession
 from hazmat.service.quotas import QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
@@ -46,6 +50,7 @@ __all__ = [
     "Overloaded",
     "Service",
     "Turns",
+    "json_object",
     "key_of",
     "languages_of",
     "seconds",
@@ -80,9 +85,10 @@ class Service(Protocol):
     def spawn(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `work` in the background while the service runs (Judge0's queued runs)."""
 
-    def open_session(self, key: Key, language: str) -> OpenSession:
-        """A session at `key`'s level, under its tenant's cap (blocking: SandboxFusion's
-        notebooks)."""
+    @property
+    def owners(self) -> SessionOwners:
+        """Which tenant opened which session: a protocol's sessions are opened, paused and
+        resumed through it, as /v1's are (blocking calls)."""
 
 
 class Overloaded(Exception):
@@ -130,6 +136,16 @@ def seconds(value: object, name: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InputError(f"field {name!r} must be a positive number of seconds, not {value!r}")
     return float(value)
+
+
+def json_object(body: bytes, empty: bool = False) -> dict[str, Any]:
+    """A request body that must be a JSON object (`empty`: an empty body is `{}`)."""
+    if empty and not body.strip():
+        return {}
+    data = loads(body, "the request body")
+    if not isinstance(data, dict):
+        raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
+    return data
 
 
 def whole_mib(value: object, unit: int, level: tuple[int, ...] = ()) -> int | None:

@@ -34,7 +34,6 @@ from starlette.routing import Route
 from hazmat._exceptions import HazmatError, InputError, QuotaExceeded, quoted
 from hazmat.backends.container.cpu_time import CpuLimit
 from hazmat.displays import bundle_to_json
-from hazmat.json_input import loads
 from hazmat.languages import Language, get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.policy import Clock
@@ -42,6 +41,7 @@ from hazmat.server.protocols import (
     Overloaded,
     Service,
     Turns,
+    json_object,
     key_of,
     languages_of,
     seconds,
@@ -123,13 +123,13 @@ class SandboxFusion:
         order, each as a call of its own; the notebook stops at `total_timeout`."""
         try:
             key = self._key(request)
-            data = _object(await self.service.read_body(request, key))
+            data = json_object(await self.service.read_body(request, key))
             notebook = Notebook.of(data, self.service.policy.settings(key.trust).limits.timeout_s)
             async with self.turns.turn(key, NOTEBOOK_WAIT_S):
                 with self.service.quotas.admit(key.tenant, key.quotas):  # one run, all its cells
-                    session = await anyio.to_thread.run_sync(
-                        self.service.open_session, key, "python"
-                    )
+                    owners = self.service.owners
+                    asked, options = owners.asked(key, {"language": "python"})
+                    session = await anyio.to_thread.run_sync(owners.open, key, asked, options)
                     try:
                         answered = await notebook.run(self.service, session)
                     finally:
@@ -151,7 +151,7 @@ class SandboxFusion:
         return JSONResponse(body, status_code=status)
 
     def _asked(self, body: bytes, key: Key) -> _Asked:
-        data = _object(body)
+        data = json_object(body)
         code, language = _text(data, "code"), _language(data.get("language"))
         run_s = seconds(data.get("run_timeout"), "run_timeout", DEFAULT_TIMEOUT_S)
         compile_s = seconds(data.get("compile_timeout"), "compile_timeout", DEFAULT_TIMEOUT_S)
@@ -303,13 +303,6 @@ def _memory(value: object) -> int | None:
         raise InputError(
             f"field 'memory_limit_MB' must be a positive whole number (or -1), not {value!r}"
         ) from None
-
-
-def _object(body: bytes) -> dict[str, Any]:
-    data = loads(body, "the request body")
-    if not isinstance(data, dict):
-        raise InputError(f"the request body must be a JSON object, not {type(data).__name__}")
-    return data
 
 
 @dataclass(frozen=True)
