@@ -32,7 +32,7 @@ def test_known_types_come_back_decoded_in_order() -> None:
         {"image/png": base64.b64encode(PNG).decode(), "text/plain": "<Figure>"},
         {"text/html": "<table></table>", "application/json": '{"a": 1}'},
     )
-    displays, notes = parse_displays(blob, 16, 10_000)
+    displays, notes, _ = parse_displays(blob, 16, 10_000)
     assert displays == (
         {"image/png": PNG, "text/plain": "<Figure>"},
         {"text/html": "<table></table>", "application/json": '{"a": 1}'},
@@ -56,7 +56,7 @@ def test_known_types_come_back_decoded_in_order() -> None:
     ],
 )
 def test_data_not_of_its_type_is_no_display(bundle: object) -> None:
-    displays, notes = parse_displays(_file(bundle), 16, 10_000)
+    displays, notes, _ = parse_displays(_file(bundle), 16, 10_000)
     assert displays == ()
     assert notes == [
         "1 display dropped: not a display hazmat can check (unknown types, or data not of its type)"
@@ -65,7 +65,7 @@ def test_data_not_of_its_type_is_no_display(bundle: object) -> None:
 
 def test_a_bad_part_is_left_out_of_a_display_that_keeps_the_rest() -> None:
     blob = _file({"image/png": base64.b64encode(b"nope").decode(), "text/plain": "kept"})
-    displays, notes = parse_displays(blob, 16, 10_000)
+    displays, notes, _ = parse_displays(blob, 16, 10_000)
     assert displays == ({"text/plain": "kept"},)
     assert notes[0].startswith("1 part(s) of displays left out")
 
@@ -79,7 +79,7 @@ def test_the_count_and_the_bytes_are_the_hosts_whatever_the_runner_says() -> Non
         {"hazmat/dropped": "count"},  # the runner's own word on one more
         {"hazmat/dropped": "bytes"},
     )
-    displays, notes = parse_displays(blob, 2, 100)
+    displays, notes, _ = parse_displays(blob, 2, 100)
     assert displays == ({"text/plain": "a" * 60}, {"text/plain": "c"})
     assert notes == [
         "2 displays dropped: more than max_displays (2)",
@@ -88,23 +88,23 @@ def test_the_count_and_the_bytes_are_the_hosts_whatever_the_runner_says() -> Non
 
 
 def test_text_counts_in_utf8_bytes() -> None:
-    displays, _ = parse_displays(_file({"text/plain": "é" * 50}), 2, 99)
+    displays, _, _ = parse_displays(_file({"text/plain": "é" * 50}), 2, 99)
     assert displays == ()
 
 
 def test_nothing_collected_is_no_display() -> None:
-    assert parse_displays(None, 16, 100) == ((), [])
-    assert parse_displays(b"", 16, 100) == ((), [])
+    assert parse_displays(None, 16, 100) == ((), [], None)
+    assert parse_displays(b"", 16, 100) == ((), [], None)
 
 
 @given(st.binary(max_size=2000))
 def test_any_bytes_give_a_result(blob: bytes) -> None:
-    displays, notes = parse_displays(blob, 4, 1000)
+    displays, notes, _ = parse_displays(blob, 4, 1000)
     assert len(displays) <= 4 and all(isinstance(n, str) for n in notes)
 
 
 def test_deep_json_is_refused_not_a_crash() -> None:
-    displays, notes = parse_displays(b"[" * 100_000 + b"\n", 4, 1000)
+    displays, notes, _ = parse_displays(b"[" * 100_000 + b"\n", 4, 1000)
     assert displays == () and len(notes) == 1
 
 
@@ -140,3 +140,17 @@ def test_displays_as_files_are_numbered_with_their_types() -> None:
         "display-2.txt": b"t",
         "display-3.txt": "é".encode(),
     }
+
+
+def test_the_last_lines_value_is_marked_as_the_result_and_unmarked() -> None:
+    """`final_value: result`: the runner marks the value's display; the mark is not a type."""
+    blob = _file(
+        {"text/plain": "<Figure>", "image/png": base64.b64encode(PNG).decode()},
+        {"text/plain": "42", "hazmat/result": True},
+    )
+    shown = parse_displays(blob, 16, 10_000)
+    assert shown.displays[1] == {"text/plain": "42"} and shown.result == 1
+    assert shown.notes == []
+    assert parse_displays(blob, 1, 10_000).result is None  # its display was cut: no result
+    forged = _file({"text/plain": "x", "hazmat/result": "yes"})  # only `true` marks one
+    assert parse_displays(forged, 16, 10_000).result is None

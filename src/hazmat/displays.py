@@ -20,7 +20,7 @@ import binascii
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from hazmat._exceptions import InputError, quoted
 
@@ -30,6 +30,7 @@ __all__ = [
     "FIGURE_FORMATS",
     "TEXT_TYPES",
     "Bundle",
+    "Shown",
     "bundle_from_json",
     "bundle_to_json",
     "display_cap",
@@ -66,6 +67,7 @@ FIGURE_FORMATS: Mapping[str, str] = MappingProxyType(
     {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "jpeg": "image/jpeg"}
 )
 _DROPPED = "hazmat/dropped"  # a line the runner writes for a display it did not keep
+_RESULT = "hazmat/result"  # on the display of the last line's value (`final_value: result`)
 _PER_DISPLAY = 4096  # room for a bundle's JSON beyond its data, in the file's cap
 
 
@@ -76,19 +78,27 @@ def display_cap(max_displays: int, max_display_bytes: int) -> int:
     return -(-max_display_bytes * 4 // 3) + (max_displays + 1) * _PER_DISPLAY
 
 
-def parse_displays(
-    blob: bytes | None, max_displays: int, max_display_bytes: int
-) -> tuple[tuple[Bundle, ...], list[str]]:
+class Shown(NamedTuple):
+    """What the runner's file held: the displays, checked; notes on what was cut; which
+    display is the last line's value (`final_value: result`), if one is."""
+
+    displays: tuple[Bundle, ...]
+    notes: list[str]
+    result: int | None = None
+
+
+def parse_displays(blob: bytes | None, max_displays: int, max_display_bytes: int) -> Shown:
     """The bundles in the runner's file, checked, and notes on what was cut. Any bytes give a
     result, never an exception."""
     if not blob:
-        return (), []
+        return Shown((), [])
     shown: list[Bundle] = []
     notes: list[str] = []
     dropped = {"count": 0, "bytes": 0, "invalid": 0, "types": 0}
     total = 0
+    result = None
     for line in blob.splitlines():
-        bundle, problem = _read_line(line)
+        bundle, problem, value = _read_line(line)
         if problem in dropped:
             dropped[problem] += 1
             continue
@@ -107,6 +117,7 @@ def parse_displays(
         elif total + size > max_display_bytes:
             dropped["bytes"] += 1
         else:
+            result = len(shown) if value else result
             shown.append(MappingProxyType(bundle))
             total += size
     why = {
@@ -122,21 +133,23 @@ def parse_displays(
             f"{dropped['types']} part(s) of displays left out: a type hazmat does not know, or "
             "data not of its type (a PNG that is not a PNG)"
         )
-    return tuple(shown), notes
+    return Shown(tuple(shown), notes, result)
 
 
-def _read_line(line: bytes) -> tuple[Bundle | None, str | None]:
+def _read_line(line: bytes) -> tuple[Bundle | None, str | None, bool]:
+    """A line's bundle, or why there is none; and whether it is the last line's value."""
     try:
         data = json.loads(line)
     except (ValueError, RecursionError):
-        return None, "invalid"
+        return None, "invalid", False
     if isinstance(data, dict) and set(data) == {_DROPPED}:
         reason = data[_DROPPED]
-        return None, reason if reason in ("count", "bytes") else "invalid"
+        return None, reason if reason in ("count", "bytes") else "invalid", False
+    value = isinstance(data, dict) and data.pop(_RESULT, None) is True
     try:
-        return bundle_from_json(data), None
+        return bundle_from_json(data), None, value
     except InputError:
-        return None, "invalid"
+        return None, "invalid", False
 
 
 def _checked(bundle: Mapping[str, bytes | str]) -> dict[str, bytes | str]:

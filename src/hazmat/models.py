@@ -190,6 +190,9 @@ class ExecutionRequest:
     origin: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
     # Python: the formats matplotlib figures are shown in (displays.py); png, svg, pdf, jpeg
     figure_formats: Sequence[str] = ("png",)
+    # Python: "result": the last line's value given back as the result display, not printed
+    # (ExecutionResult.result_display); None: the program's own way
+    final_value: str | None = None
     # C and C++: compiler flags from the level's allowlist (build_flags.py), after hazmat's own
     build_flags: Sequence[str] = ()
     # the intake's check of this very request against a policy (run/intake.py), so that no
@@ -256,6 +259,8 @@ class ExecutionResult:
     # what a Python program showed, in order (displays.py): each a MIME type -> data mapping,
     # bytes for binary types (a PNG), text for the others (HTML, plain text)
     displays: Sequence[Mapping[str, bytes | str]] = ()
+    # which of `displays` is the value of the code's last line, when `final_value` asked for it
+    result_display: int | None = None
     clock: Clock = Clock.WALL  # what limits.timeout_s measured
     # the program's own wall-clock time, from its start (after any build) to its end
     program_ms: float | None = None
@@ -319,6 +324,7 @@ class ExecutionResult:
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
             "connections": [dict(c) for c in self.connections],
             "displays": displays_to_json(self.displays),
+            "result_display": self.result_display,
             "clock": self.clock.value,
             "program_ms": None if self.program_ms is None else round(self.program_ms, 3),
             "runtime_reason": self.runtime_reason,

@@ -70,6 +70,7 @@ def test_a_session_shows_each_calls_own_displays(engine: Engine, runtime: str) -
         second = session.run("total = int(frame['x'].sum())\ntotal")
         third = session.run("frame.describe()", figure_formats=["svg"])
         fourth = session.run("frame.plot(); plt.gcf().set_dpi(40)", figure_formats=["svg"])
+        fifth = session.run("frame.plot()\ntotal + 1", final_value="result")
     assert first.outcome is Outcome.OK, first.stderr
     [figure] = first.displays
     assert figure["image/png"][:8] == PNG  # open at the call's end: shown, then closed
@@ -80,6 +81,17 @@ def test_a_session_shows_each_calls_own_displays(engine: Engine, runtime: str) -
     [vector] = fourth.displays
     assert set(vector) == {"image/svg+xml", "text/plain"}
     assert vector["image/svg+xml"].lstrip().startswith("<?xml")
+    # the last line's value as the result (E2B's main result): a display, marked, not printed
+    assert fifth.stdout == "" and fifth.result_display == 0, fifth.stderr
+    value, drawn = fifth.displays
+    assert value == {"text/plain": "7"} and drawn["image/png"][:8] == PNG
+
+
+def test_a_runs_last_value_comes_back_as_the_result_when_asked(sandbox: Sandbox) -> None:
+    asked = sandbox.run("x = 6\nx * 7", "python", trust="unknown", final_value="result")
+    assert (asked.stdout, asked.displays, asked.result_display) == ("", ({"text/plain": "42"},), 0)
+    plain = sandbox.run("x = 6\nx * 7", "python", trust="unknown")
+    assert (plain.stdout, plain.displays, plain.result_display) == ("", (), None)
 
 
 def test_a_display_printed_by_the_program_is_only_output(sandbox: Sandbox) -> None:

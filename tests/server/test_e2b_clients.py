@@ -37,6 +37,8 @@ def test_a_sandbox_runs_code_keeps_state_and_ends(e2b: LiveServer, runtime: str)
         first = sbx.run_code("x = 41\nprint(x + 1)")
         assert first.logs.stdout == ["42\n"] and first.error is None, first
         assert sbx.run_code("print(x)").logs.stdout == ["41\n"]
+        value = sbx.run_code("x * 2")  # the last line's value: the main result, not printed
+        assert value.text == "82" and value.logs.stdout == [], value
         failed = sbx.run_code("def f():\n    return 1 / 0\nf()")
         assert failed.error is not None, failed
         assert (failed.error.name, failed.error.value) == ("ZeroDivisionError", "division by zero")
@@ -83,6 +85,9 @@ def test_a_paused_sandbox_is_resumed_by_connect_with_its_variables(e2b: LiveServ
         sbx.run_code("kept = [1, 2, 3]\nopen('still.txt', 'w').write('here')")
         sbx.pause()
         assert Sandbox.get_info(sbx.sandbox_id).state.value == "paused"
+        assert not sbx.is_running()
+        with pytest.raises(SandboxException, match="is paused: connect to it first"):
+            sbx.run_code("print(kept)")
         again = Sandbox.connect(sbx.sandbox_id)
         shown = again.run_code("print(kept, open('still.txt').read())")
         assert shown.logs.stdout == ["[1, 2, 3] here\n"], shown

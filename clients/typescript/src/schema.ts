@@ -360,6 +360,12 @@ export interface components {
             network?: string[];
             /** @description Python: the formats matplotlib figures come back in: png (the default), svg, pdf, jpeg */
             figure_formats?: ("png" | "svg" | "pdf" | "jpeg")[];
+            /**
+             * @description Python: what becomes of the value of the code's last line when it is an expression: default (a session prints it; a run shows a rich value as a display), or result (given back as a display marked as the result, `result_display`, and not printed, as Jupyter's execute_result)
+             * @default default
+             * @enum {string}
+             */
+            final_value?: "default" | "result";
             /** @description C and C++: compiler flags from the trust level's allowlist (the policy's trust.<level>.build_flags), after hazmat's own */
             build_flags?: string[];
         };
@@ -465,6 +471,8 @@ export interface components {
             displays?: {
                 [key: string]: string;
             }[];
+            /** @description which of displays (from 0) is the value of the code's last line, when final_value was result; null otherwise */
+            result_display?: number | null;
         };
         AssessRequest: {
             code: string;
@@ -569,6 +577,12 @@ export interface components {
             module?: "auto" | "esm" | "commonjs";
             /** @description Python: the formats matplotlib figures come back in: png (the default), svg, pdf, jpeg */
             figure_formats?: ("png" | "svg" | "pdf" | "jpeg")[];
+            /**
+             * @description Python: what becomes of the value of the code's last line when it is an expression: default (a session prints it; a run shows a rich value as a display), or result (given back as a display marked as the result, `result_display`, and not printed, as Jupyter's execute_result)
+             * @default default
+             * @enum {string}
+             */
+            final_value?: "default" | "result";
         };
         PausedSession: {
             id: string;

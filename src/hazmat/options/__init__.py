@@ -40,9 +40,11 @@ from hazmat._exceptions import InputError, quoted
 from hazmat.displays import FIGURE_FORMATS
 from hazmat.json_input import check_text
 from hazmat.options.checks import (
+    FINAL_VALUES,
     check_args,
     check_env,
     check_figure_formats,
+    check_final_value,
     check_path,
     to_bytes,
 )
@@ -461,6 +463,20 @@ class RunOptions(TypedDict, total=False):
             frozenset({_RUN, _CALL, _TOOL}),
             convert=check_figure_formats,
             flag=Flag("--figure-format", kind="repeat", dest="figure_formats"),
+        ),
+    ]
+    final_value: Annotated[
+        str | None,
+        Option(
+            "Python: what becomes of the value of the code's last line when it is an "
+            "expression: default (a session prints it; a run shows a rich value as a display), "
+            "or result (given back as a display marked as the result, `result_display`, and "
+            "not printed, as Jupyter's execute_result)",
+            (str,),
+            "default or result (Python)",
+            {"type": "string", "enum": list(FINAL_VALUES), "default": "default"},
+            frozenset({_RUN, _CALL}),
+            convert=check_final_value,
         ),
     ]
     build_flags: Annotated[

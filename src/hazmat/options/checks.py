@@ -16,10 +16,12 @@ from hazmat._exceptions import InputError, InputTooLarge, UnsafeFileName, quoted
 from hazmat.json_input import check_text
 
 __all__ = [
+    "FINAL_VALUES",
     "check_args",
     "check_env",
     "check_figure_formats",
     "check_file_name",
+    "check_final_value",
     "check_origin",
     "check_path",
     "to_bytes",
@@ -172,6 +174,16 @@ def check_origin(origin: Mapping[str, object]) -> None:
             )
         if isinstance(value, str) and len(value) > 256:
             raise InputError(f"origin {quoted(name)} is over 256 characters")
+
+
+# what `final_value` may be: the program's own way, or the value given back as the result
+FINAL_VALUES = ("default", "result")
+
+
+def check_final_value(value: object) -> str | None:
+    if value is None or value in FINAL_VALUES:
+        return None if value in (None, "default") else str(value)
+    raise InputError(f"final_value must be default or result, not {quoted(value)}")
 
 
 def check_figure_formats(formats: object) -> tuple[str, ...]:

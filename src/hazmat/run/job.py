@@ -31,7 +31,7 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
         max_total_bytes=plan.limits.max_download_bytes,
         env={**(proxy_env(RELAY_PORT, bool(gate.secrets)) if gate else {}), **request.env},
         args=tuple(request.args),
-        displays=_displays(lang, plan.limits, request.figure_formats),
+        displays=_displays(lang, plan.limits, request.figure_formats, request.final_value),
     )
     egress = str(gate.directory) if gate else None
     clock = request.clock or Clock.WALL
@@ -41,18 +41,24 @@ def job_for(plan: Plan, gate: Gate | None, watch: Watch | None) -> Job:
     )  # fmt: skip
 
 
-def _displays(lang: Language, limits: Limits, formats: Sequence[str]) -> dict[str, Any] | None:
-    """What the program is asked to show (displays.py; the figures' formats are Python's);
-    None: nothing (a language that shows none, or a policy that allows no display)."""
+def _displays(
+    lang: Language, limits: Limits, formats: Sequence[str], final: str | None
+) -> dict[str, Any] | None:
+    """What the program is asked to show (displays.py; the figures' formats are Python's, and
+    `final`, the last line's value as the result); None: nothing (a language that shows none,
+    or a policy that allows no display)."""
     if not lang.displays or not limits.max_displays:
         return None
     if not limits.max_display_bytes:
         return None
-    return {
+    ask: dict[str, Any] = {
         "max": limits.max_displays,
         "bytes": limits.max_display_bytes,
         "formats": list(formats or ("png",)),
     }
+    if final == "result":
+        ask["result"] = True
+    return ask
 
 
 def clamp_notes(asked: Limits, applied: Limits) -> list[str]:

@@ -297,7 +297,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
     hint = missing_package_note(language, image, stderr, plan.installs) if failed else None
     hint = hint or (offline_note(stderr, plan.network) if failed else None)
     limits = plan.limits
-    displays, shown = parse_displays(report.displays, limits.max_displays, limits.max_display_bytes)
+    shown = parse_displays(report.displays, limits.max_displays, limits.max_display_bytes)
     return ExecutionResult(
         outcome=outcome,
         exit_code=exit_code,
@@ -329,7 +329,7 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         notes=(
             *notes,
             *report.notes,
-            *shown,
+            *shown.notes,
             *limit_notes(report, plan.limits),
             *([hint] if hint else []),
         ),
@@ -339,7 +339,8 @@ def report_result(plan: Plan, report: RunReport, notes: Sequence[str]) -> Execut
         cpu_time_ms=report.cpu_time_ms,
         pooled=report.pooled,
         compile_ms=report.build_ms,
-        displays=displays,
+        displays=shown.displays,
+        result_display=shown.result,
         clock=plan.request.clock or Clock.WALL,
         build_flags=tuple(plan.request.build_flags),
         program_ms=report.program_ms,

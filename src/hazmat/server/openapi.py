@@ -145,6 +145,11 @@ _RUN_RESULT = {
             "items": CONNECTION,
         },
         "displays": DISPLAYS,
+        "result_display": {
+            "type": ["integer", "null"],
+            "description": "which of displays (from 0) is the value of the code's last line, "
+            "when final_value was result; null otherwise",
+        },
     },
 }
 

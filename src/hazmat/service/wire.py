@@ -228,6 +228,9 @@ def result_from_wire(data: Mapping[str, Any]) -> ExecutionResult:
                 MappingProxyType(bundle_from_json(d, f"displays[{i}]"))
                 for i, d in enumerate(data.get("displays") or ())
             ),
+            result_display=None if data.get("result_display") is None else int(
+                data["result_display"]
+            ),
         )
     except (KeyError, TypeError, ValueError, HazmatError) as exc:
         raise InfraError(f"malformed result: {type(exc).__name__}: {exc}") from None

@@ -19,7 +19,7 @@ def _hazmat_displays():
         except (OSError, ValueError) as exc:
             sys.stderr.write("hazmat: a display was lost: %s\n" % (exc,))
 
-    def emit(bundle):
+    def emit(bundle, result=False):
         ask = state["ask"]
         if ask is None:
             print(bundle.get("text/plain", ""))
@@ -33,8 +33,11 @@ def _hazmat_displays():
         state["count"] += 1
         state["bytes"] += size
         import base64
-        write({m: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
-               for m, v in bundle.items()})
+        line = {m: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+                for m, v in bundle.items()}
+        if result:
+            line["hazmat/result"] = True  # the last line's value (displays.py)
+        write(line)
 
     def method(obj, name):
         # on the type, as IPython looks: an object answering every attribute is not a display
@@ -183,11 +186,15 @@ def _hazmat_displays():
             sys.stderr.write("hazmat: the open figures were not drawn: %r\n" % (exc,))
 
     def final(value):
-        # a final value with a rich representation is shown (True: its text need not be
+        # the last line's value: given back as the result when asked (final_value), never
+        # printed; else one with a rich representation is shown (True: its text need not be
         # printed as well, where a session would print it)
         if value is None or state["ask"] is None:
             return False
         bundle = bundle_of(value)
+        if state["ask"].get("result"):
+            emit(bundle, True)
+            return True
         if set(bundle) - {"text/plain"}:
             emit(bundle)
             return True

@@ -4,11 +4,12 @@ and `/contexts`, and envd's `/health`.
 `/execute` runs the code as a call of the context's hazmat session (the pipeline: assessed,
 the sandbox's key's level and caller, audited, its quotas) and answers E2B's NDJSON: the call's
 stdout and stderr, each display as a `result` (`png`, `svg`, `html`, `text`, `json`,
-`markdown`, ...), the exception as `error` (`name`, `value`, `traceback`, as Jupyter gives
-them) or, for a limit the call hit, hazmat's sentence under the outcome's name, the context's
-count of executions, and hazmat's notes last, on stderr. The lines come when the call has
-ended (not as they are printed). One JSON object a line, ASCII only: the SDK reads every line
-as JSON and splits lines on every Unicode line separator.
+`markdown`, ...; in Python the value of the cell's last line is the main result, as Jupyter's
+execute_result, not printed: `final_value`), the exception as `error` (`name`, `value`,
+`traceback`, as Jupyter gives them) or, for a limit the call hit, hazmat's sentence under the
+outcome's name, the context's count of executions, and hazmat's notes last, on stderr. The
+lines come when the call has ended (not as they are printed). One JSON object a line, ASCII
+only: the SDK reads every line as JSON and splits lines on every Unicode line separator.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hazmat._exceptions import HazmatError, InputError, QuotaExceeded, quoted
+from hazmat._exceptions import HazmatError, InputError, quoted
 from hazmat.displays import bundle_to_json
 from hazmat.languages import get_language
 from hazmat.models import ExecutionResult, Outcome
@@ -69,25 +70,29 @@ class Interpreter:
         """envd's health: 204 while the sandbox runs, 502 once it has ended (the SDK's
         `is_running()` is False on a 502)."""
         try:
-            self._sandbox(request)
+            sandbox = self._sandbox(request)
         except NotFound as exc:
             return JSONResponse({"code": 502, "message": f"{exc}: it was not found"}, 502)
+        if sandbox.paused:
+            message = f"sandbox {sandbox.id} is paused"
+            return JSONResponse({"code": 502, "message": message}, 502)
         return Response(status_code=204)
 
     async def execute(self, request: Request) -> Response:
         try:
-            sandbox = self._sandbox(request)
+            sandbox = self._running(request)
             data = json_object(await self.service.read_body(request, sandbox.key), empty=True)
             code = data.get("code")
             if not isinstance(code, str):
                 raise InputError("field 'code' must be the code to run, a string")
             context = await self._context(sandbox, data)
             env = {**sandbox.env, **_env(data.get("env_vars"))}
-            if context.session is None:
+            if context.session is None:  # its resume is under way
                 raise InputError(f"sandbox {sandbox.id} is paused: connect to it first")
-            prepared = context.session.request(code, env=env) if env else (
-                context.session.request(code)
-            )
+            asked: dict[str, Any] = {"env": env} if env else {}
+            if context.language == "python":  # its last line's value as the main result
+                asked["final_value"] = "result"
+            prepared = context.session.request(code, **asked)
             with self.service.quotas.admit(sandbox.key.tenant, sandbox.key.quotas):
                 result = await self.service.run_in(prepared, context.session)
         except HazmatError as exc:
@@ -102,6 +107,7 @@ class Interpreter:
             sandbox = self._sandbox(request)
             if request.method == "GET":
                 return JSONResponse([c.wire() for c in sandbox.contexts.values()])
+            sandbox = self._running(request)
             data = json_object(await self.service.read_body(request, sandbox.key), empty=True)
             if data.get("cwd") not in (None, WORKDIR):
                 raise InputError(
@@ -117,7 +123,7 @@ class Interpreter:
         """A context's session closed and a new one opened in its place (its variables and
         files gone), under the same id."""
         try:
-            sandbox = self._sandbox(request)
+            sandbox = self._running(request)
             context = _known(sandbox, str(request.path_params["cid"]))
             old = context.session
             fresh = await self._session(sandbox, context.language)
@@ -151,6 +157,13 @@ class Interpreter:
             raise NotFound(f"sandbox {quoted(sid)} not found")
         return sandbox
 
+    def _running(self, request: Request) -> E2bSandbox:
+        """`_sandbox`, which must not be paused (its contexts have no session till then)."""
+        sandbox = self._sandbox(request)
+        if sandbox.paused:
+            raise InputError(f"sandbox {sandbox.id} is paused: connect to it first")
+        return sandbox
+
     async def _context(self, sandbox: E2bSandbox, data: Mapping[str, Any]) -> Context:
         """The context a run names (`context_id`), else its language's default context, made
         for it when the sandbox has none of that language yet."""
@@ -179,9 +192,8 @@ class Interpreter:
 
     def _refused(self, exc: HazmatError) -> Response:
         """A refusal as the SDK shows it: its status, and hazmat's sentence as the body."""
-        status = 429 if isinstance(exc, QuotaExceeded) else exc.http_status
-        self.service.counted(NAME, status)
-        return Response(str(exc), status_code=status, media_type="text/plain")
+        self.service.counted(NAME, exc.http_status)
+        return Response(str(exc), status_code=exc.http_status, media_type="text/plain")
 
 
 def ndjson(result: ExecutionResult, executions: int) -> bytes:
@@ -192,7 +204,10 @@ def ndjson(result: ExecutionResult, executions: int) -> bytes:
     for kind, text in (("stdout", result.stdout), ("stderr", stderr)):
         if text:
             lines.append({"type": kind, "text": text, "timestamp": stamp})
-    lines += [{"type": "result", **_result(bundle)} for bundle in result.displays]
+    lines += [
+        {"type": "result", **_result(bundle, n == result.result_display)}
+        for n, bundle in enumerate(result.displays)
+    ]
     error = _error(result)
     if error is not None:
         lines.append({"type": "error", **error})
@@ -203,9 +218,10 @@ def ndjson(result: ExecutionResult, executions: int) -> bytes:
     return b"".join(json.dumps(line, ensure_ascii=True).encode() + b"\n" for line in lines)
 
 
-def _result(bundle: Mapping[str, bytes | str]) -> dict[str, Any]:
+def _result(bundle: Mapping[str, bytes | str], main: bool) -> dict[str, Any]:
+    """A display as E2B's `result`; `main`: the value of the cell's last line."""
     shown = bundle_to_json(bundle)
-    found: dict[str, Any] = {"is_main_result": False}
+    found: dict[str, Any] = {"is_main_result": main}
     for mime, data in shown.items():
         name = RESULT_FIELDS.get(mime)
         if name == "json":

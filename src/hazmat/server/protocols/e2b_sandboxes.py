@@ -55,7 +55,6 @@ class Context:
     cwd: str
     session: OpenSession | None  # None while paused
     executions: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wire(self) -> dict[str, str]:
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
