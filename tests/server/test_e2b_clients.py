@@ -6,10 +6,12 @@ its `/e2b`, a hazmat key as `E2B_API_KEY`, under runc (a `trusted` key) and gVis
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
 from e2b import AuthenticationException, SandboxException, SandboxQuery
 from e2b_code_interpreter import AsyncSandbox, Sandbox
@@ -93,6 +95,44 @@ def test_a_paused_sandbox_is_resumed_by_connect_with_its_variables(e2b: LiveServ
         assert shown.logs.stdout == ["[1, 2, 3] here\n"], shown
     finally:
         sbx.kill()
+
+
+def test_stdout_comes_as_printed_and_a_client_that_leaves_cancels_the_call(
+    e2b: LiveServer,
+) -> None:
+    """The first line comes while the program still runs (it never ends by itself): the
+    client reads it and leaves, and the call is `cancelled` (a buffered answer would have
+    come only at the time limit, the call `timeout`); the context goes on."""
+    key = e2b.keys["trusted"]
+    with httpx.Client(base_url=f"{e2b.url}/e2b", timeout=120) as http:
+        body = {"templateID": "code-interpreter-v1", "timeout": 60}
+        made = http.post("/v2/sandboxes", headers={"X-API-KEY": key}, json=body).json()
+        sandbox = {
+            "E2b-Sandbox-Id": made["sandboxID"],
+            "E2b-Sandbox-Port": "49999",
+            "E2B-Traffic-Access-Token": made["trafficAccessToken"],
+        }
+        try:
+            code = "import threading\nprint('first', flush=True)\nthreading.Event().wait()\n"
+            with http.stream("POST", "/execute", headers=sandbox, json={"code": code}) as lines:
+                first = json.loads(next(lines.iter_lines()))
+            assert (first["type"], first["text"]) == ("stdout", "first\n")
+            after = http.post("/execute", headers=sandbox, json={"code": "print('next')"})
+            assert after.text.splitlines()[0].startswith('{"type": "stdout", "text": "next\\n"')
+        finally:
+            http.delete(f"/sandboxes/{made['sandboxID']}", headers={"X-API-KEY": key})
+    outcomes = [
+        r["data"]["outcome"] for r in e2b.audit_records()
+        if r["kind"] == "run.finished" and r["data"]["run"] in _runs_of(e2b, code)
+    ]
+    assert outcomes == ["cancelled"], outcomes
+
+
+def _runs_of(server: LiveServer, code: str) -> set[str]:
+    return {
+        r["data"]["run"] for r in server.audit_records()
+        if r["kind"] == "run.started" and r["data"]["code"] == code
+    }
 
 
 def test_the_async_sdk_once(e2b: LiveServer) -> None:

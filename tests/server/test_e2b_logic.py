@@ -170,4 +170,4 @@ def test_no_key_is_401_in_e2bs_shape_and_what_is_not_built_says_so(served: Serve
     created = served.create()
     envd = {"E2b-Sandbox-Id": created["sandboxID"], "E2b-Sandbox-Port": "49983"}
     files = served.client.get("/e2b/files", headers=envd, params={"path": "/etc/passwd"})
-    assert files.status_code == 501 and "not built" in files.json()["message"]
+    assert files.status_code == 404 and "not built" in files.json()["message"]

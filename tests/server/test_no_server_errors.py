@@ -140,6 +140,7 @@ PROTOCOLS = [
     "/piston/api/v2/execute",
     "/judge0/submissions?wait=true",
     "/judge0/submissions/batch",
+    "/e2b/v2/sandboxes",
 ]
 EVERY = {  # every protocol's fields at once: each reads its own
     "code": "1",
@@ -167,8 +168,8 @@ HOSTILE = [
 def test_the_protocols_answer_hostile_bodies_with_a_4xx(
     served: Served, path: str, body: Any
 ) -> None:
-    """SandboxFusion's, Piston's and Judge0's endpoints (server/protocols/) take what `/v1`
-    takes: no body is a 5xx."""
+    """SandboxFusion's, Piston's, Judge0's and E2B's endpoints (server/protocols/) take what
+    `/v1` takes: no body is a 5xx."""
     answer = send(served, "POST", path, body)
     assert answer.status_code == 400, answer.text
     assert "the request body" in answer.text  # the decoder's sentence, in each one's shape

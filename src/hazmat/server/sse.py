@@ -46,7 +46,7 @@ from hazmat.models import ExecutionResult
 from hazmat.service.wire import result_to_wire
 from hazmat.watch import Watch
 
-__all__ = ["EventStream", "wants_events"]
+__all__ = ["GONE", "EventStream", "OutputStream", "Writer", "wants_events"]
 
 KEEPALIVE_S = 15.0
 SEND_TIMEOUT_S = 60.0  # a client that takes no bytes for this long is treated as gone
@@ -58,17 +58,19 @@ def wants_events(accept: str) -> bool:
     return any(part.split(";")[0].strip() == "text/event-stream" for part in accept.split(","))
 
 
-class EventStream(Response):
-    """Runs `run(watch)` and sends what the watch sees, then the result, as events.
-    `release` (the quota's admission) is called once the run has returned."""
+class OutputStream(Response):
+    """Runs `run(watch)` and relays what the watch sees, then the result (or the
+    `HazmatError` it raised), in a body of a subclass's own kind (`_relay`): events here
+    (`EventStream`), E2B's NDJSON (server/protocols/e2b_interpreter.py). `release` (the
+    quota's admission) is called once the run has returned; a client that goes away cancels
+    the run."""
 
-    media_type = "text/event-stream"
+    media_type = "application/octet-stream"
 
     def __init__(
         self,
         run: Callable[[Watch], Awaitable[ExecutionResult]],
         release: Callable[[], object],
-        exact: bool,
         send_timeout_s: float = SEND_TIMEOUT_S,
     ) -> None:
         super().__init__(
@@ -80,7 +82,6 @@ class EventStream(Response):
         self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         self.run = run
         self.release = release
-        self.exact = exact
         self.send_timeout_s = send_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -120,8 +121,32 @@ class EventStream(Response):
     async def _relay(
         self, events: anyio.abc.ObjectReceiveStream[tuple[str, Any]], send: Send, watch: Watch
     ) -> None:
+        """Send what `events` brings (`stdout`, `stderr`: bytes; `retry`; last `result` or
+        `error`) to the client; if it is gone, cancel the run (`watch.cancel(GONE)`) and
+        drain."""
+        raise NotImplementedError
+
+
+class EventStream(OutputStream):
+    """A run as server-sent events (the module's docstring)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        run: Callable[[Watch], Awaitable[ExecutionResult]],
+        release: Callable[[], object],
+        exact: bool,
+        send_timeout_s: float = SEND_TIMEOUT_S,
+    ) -> None:
+        super().__init__(run, release, send_timeout_s)
+        self.exact = exact
+
+    async def _relay(
+        self, events: anyio.abc.ObjectReceiveStream[tuple[str, Any]], send: Send, watch: Watch
+    ) -> None:
         """Send every event to the client; if it is gone, cancel the run and drain."""
-        writer = _Writer(send, self.send_timeout_s)
+        writer = Writer(send, self.send_timeout_s)
         await writer.start(self.raw_headers)
         decoders = {name: _decoder() for name in _STREAMS}
         async with events:
@@ -173,7 +198,7 @@ def _decoder() -> codecs.IncrementalDecoder:
     return codecs.getincrementaldecoder("utf-8")("replace")
 
 
-class _Writer:
+class Writer:
     """The response's body messages; after the client has gone (a send failed, or took no
     bytes for `timeout_s`), writes are dropped."""
 

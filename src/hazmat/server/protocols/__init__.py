@@ -45,6 +45,7 @@ from hazmat.server.session_routes import SessionOwners
 from hazmat.service.protocols import OpenSession
 from hazmat.service.quotas import QuotaBook
 from hazmat.service.tenant_keys import Key, KeyStore
+from hazmat.watch import Watch
 
 __all__ = [
     "Overloaded",
@@ -77,7 +78,7 @@ class Service(Protocol):
     def prepare(self, code: str, language: str, options: dict[str, Any]) -> ExecutionRequest: ...
 
     async def run_in(
-        self, prepared: ExecutionRequest, session: OpenSession | None
+        self, prepared: ExecutionRequest, session: OpenSession | None, watch: Watch | None = None
     ) -> ExecutionResult: ...
 
     def counted(self, name: str, status: int) -> None: ...

@@ -12,7 +12,7 @@ hazmat's sentence as the message, which the SDK puts in its exception.
 
 What is built: create (a template of the policy's `sessions.templates`), list (metadata and
 state filters, paging), get_info, kill, set_timeout, pause and connect (resume); the code
-interpreter (e2b_interpreter.py). Not built (a 501 that says so): envd's process and
+interpreter (e2b_interpreter.py). Not built (a 404 that says so, never a 5xx): envd's process and
 filesystem services, `/files`, PTY, volumes, network rules, metrics.
 """
 
@@ -192,8 +192,8 @@ class E2b:
             f"{request.method} /{path} is not built in hazmat's E2B protocol: envd's process "
             "and filesystem services, /files, PTY, volumes and metrics are not (docs/e2b.md)"
         )
-        self.service.counted(NAME, 501)
-        return JSONResponse({"code": 501, "message": message}, status_code=501)
+        self.service.counted(NAME, 404)
+        return JSONResponse({"code": 404, "message": message}, status_code=404)
 
     def _key(self, request: Request) -> Key:
         how = "set E2B_API_KEY to a hazmat key (the SDK sends it as X-API-KEY)"

@@ -7,21 +7,26 @@ stdout and stderr, each display as a `result` (`png`, `svg`, `html`, `text`, `js
 `markdown`, ...; in Python the value of the cell's last line is the main result, as Jupyter's
 execute_result, not printed: `final_value`), the exception as `error` (`name`, `value`,
 `traceback`, as Jupyter gives them) or, for a limit the call hit, hazmat's sentence under the
-outcome's name, the context's count of executions, and hazmat's notes last, on stderr. The
-lines come when the call has ended (not as they are printed). One JSON object a line, ASCII
-only: the SDK reads every line as JSON and splits lines on every Unicode line separator.
+outcome's name, the context's count of executions, and hazmat's notes last, on stderr.
+stdout comes as the program prints it; the rest once the call has ended (`Lines`). One JSON
+object a line, ASCII only: the SDK reads every line as JSON and splits lines on every Unicode
+line separator.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import ExitStack
 from typing import Any
 
 import anyio
+import anyio.abc
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Send
 
 from hazmat._exceptions import HazmatError, InputError, quoted
 from hazmat.displays import bundle_to_json
@@ -29,7 +34,9 @@ from hazmat.languages import get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.server.protocols import Service, json_object
 from hazmat.server.protocols.e2b_sandboxes import Book, Context, E2bSandbox, NotFound, new_id
+from hazmat.server.sse import GONE, OutputStream, Writer
 from hazmat.service.protocols import OpenSession
+from hazmat.watch import Watch
 
 __all__ = ["Interpreter", "open_context"]
 
@@ -92,14 +99,19 @@ class Interpreter:
             asked: dict[str, Any] = {"env": env} if env else {}
             if context.language == "python":  # its last line's value as the main result
                 asked["final_value"] = "result"
-            prepared = context.session.request(code, **asked)
-            with self.service.quotas.admit(sandbox.key.tenant, sandbox.key.quotas):
-                result = await self.service.run_in(prepared, context.session)
+            session = context.session
+            prepared = session.request(code, **asked)
+            key = sandbox.key
+            admitted = ExitStack()  # until the stream has ended
+            admitted.enter_context(self.service.quotas.admit(key.tenant, key.quotas))
         except HazmatError as exc:
             return self._refused(exc)
-        context.executions += 1
         self.service.counted(NAME, 200)
-        return Response(ndjson(result, context.executions), media_type="application/x-ndjson")
+
+        def run(watch: Watch) -> Awaitable[ExecutionResult]:
+            return self.service.run_in(prepared, session, watch)
+
+        return Lines(run, admitted.close, context)
 
     async def contexts(self, request: Request) -> Response:
         """GET: the sandbox's contexts; POST: a new one (`language`, default Python)."""
@@ -196,12 +208,60 @@ class Interpreter:
         return Response(str(exc), status_code=exc.http_status, media_type="text/plain")
 
 
-def ndjson(result: ExecutionResult, executions: int) -> bytes:
-    """The call's lines, as E2B's `/execute` gives them."""
+class Lines(OutputStream):
+    """A call's NDJSON as it runs: its stdout as the program prints it, the rest once it has
+    ended (its stderr then, without the traceback that comes as `error`). No line is sent to
+    keep the connection: the SDK reads every line as JSON."""
+
+    media_type = "application/x-ndjson"
+
+    def __init__(
+        self,
+        run: Callable[[Watch], Awaitable[ExecutionResult]],
+        release: Callable[[], object],
+        context: Context,
+    ) -> None:
+        super().__init__(run, release)
+        self.context = context
+
+    async def _relay(
+        self, events: anyio.abc.ObjectReceiveStream[tuple[str, Any]], send: Send, watch: Watch
+    ) -> None:
+        writer = Writer(send, self.send_timeout_s)
+        await writer.start(self.raw_headers)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        sent = ""  # the stdout sent as it came
+        async with events:
+            while True:
+                try:
+                    kind, value = await events.receive()
+                except anyio.EndOfStream:
+                    break
+                if kind == "stdout":
+                    text = decoder.decode(value)
+                    sent += text
+                    await writer.write(_stdout(text))
+                elif kind == "result":
+                    sent += decoder.decode(b"", True)
+                    self.context.executions += 1
+                    await writer.write(ndjson(value, self.context.executions, sent))
+                elif kind == "error":  # a HazmatError from the pipeline: no result
+                    failed = {"name": type(value).__name__, "value": str(value), "traceback": ""}
+                    await writer.write(_encoded([{"type": "error", **failed}]))
+                if writer.gone:
+                    watch.cancel(GONE)
+            await writer.close()
+
+
+def ndjson(result: ExecutionResult, executions: int, sent: str = "") -> bytes:
+    """The call's lines, as E2B's `/execute` gives them, after `sent`, the stdout already sent
+    as it came (a backend that does not hand output over as it comes sent none)."""
     stamp = time.time_ns()
     lines: list[dict[str, Any]] = []
     stderr = _without_traceback(result)
-    for kind, text in (("stdout", result.stdout), ("stderr", stderr)):
+    rest = result.stdout[len(sent) :] if result.stdout.startswith(sent) else ""
+    printed = (("stdout", rest), ("stderr", stderr))
+    for kind, text in printed:
         if text:
             lines.append({"type": kind, "text": text, "timestamp": stamp})
     lines += [
@@ -215,6 +275,16 @@ def ndjson(result: ExecutionResult, executions: int) -> bytes:
     if result.notes:
         said = "".join(f"hazmat: {note}\n" for note in result.notes)
         lines.append({"type": "stderr", "text": said, "timestamp": stamp})
+    return _encoded(lines)
+
+
+def _stdout(text: str) -> bytes:
+    if not text:
+        return b""
+    return _encoded([{"type": "stdout", "text": text, "timestamp": time.time_ns()}])
+
+
+def _encoded(lines: list[dict[str, Any]]) -> bytes:
     return b"".join(json.dumps(line, ensure_ascii=True).encode() + b"\n" for line in lines)
 
 
