@@ -38,6 +38,7 @@ from hazmat.server.protocols.e2b_sandboxes import (
     E2bSandbox,
     new_id,
     now,
+    strings,
 )
 from hazmat.service.tenant_keys import Key
 
@@ -95,7 +96,7 @@ class E2b:
             limits = self.service.policy.settings(options["trust"]).limits
             sandbox = E2bSandbox(
                 new_id(), key, options["trust"], template_id, template,
-                _strings(data, "metadata"), _strings(data, "envVars"), now(), now() + timeout_s,
+                strings(data, "metadata"), strings(data, "envVars"), now(), now() + timeout_s,
                 limits.memory_mb, limits.cpus,
             )
             with self.service.quotas.admit(key.tenant, key.quotas):  # a container's start
@@ -278,15 +279,6 @@ class E2b:
 
 class _Conflict(InputError):
     http_status = 409
-
-
-def _strings(data: Mapping[str, Any], name: str) -> dict[str, str]:
-    value = data.get(name) or {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise InputError(f"field {name!r} must be an object of strings")
-    return dict(value)
 
 
 def _metadata_filter(value: str | None) -> dict[str, str]:

@@ -29,11 +29,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
 from hazmat._exceptions import HazmatError, InputError, quoted
+from hazmat.backends.container.settings_check import WORKDIR
 from hazmat.displays import bundle_to_json
 from hazmat.languages import get_language
 from hazmat.models import ExecutionResult, Outcome
 from hazmat.server.protocols import Service, json_object
-from hazmat.server.protocols.e2b_sandboxes import Book, Context, E2bSandbox, NotFound, new_id
+from hazmat.server.protocols.e2b_sandboxes import (
+    Book,
+    Context,
+    E2bSandbox,
+    NotFound,
+    new_id,
+    strings,
+)
 from hazmat.server.sse import GONE, OutputStream, Writer
 from hazmat.service.protocols import OpenSession
 from hazmat.watch import Watch
@@ -42,7 +50,6 @@ __all__ = ["Interpreter", "open_context"]
 
 NAME = "e2b"
 JUPYTER_PORT = "49999"
-WORKDIR = "/work"  # a session's working directory (backends/container/settings_check.py)
 # hazmat's display types -> the `result` field E2B's SDK reads
 RESULT_FIELDS: Mapping[str, str] = {
     "text/plain": "text",
@@ -93,7 +100,7 @@ class Interpreter:
             if not isinstance(code, str):
                 raise InputError("field 'code' must be the code to run, a string")
             context = await self._context(sandbox, data)
-            env = {**sandbox.env, **_env(data.get("env_vars"))}
+            env = {**sandbox.env, **strings(data, "env_vars")}
             if context.session is None:  # its resume is under way
                 raise InputError(f"sandbox {sandbox.id} is paused: connect to it first")
             asked: dict[str, Any] = {"env": env} if env else {}
@@ -340,13 +347,3 @@ def _language(value: object) -> str:
     if not isinstance(value, str):
         raise InputError(f"language must be a language's name, not {quoted(value)}")
     return get_language(value).name
-
-
-def _env(value: object) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise InputError("env_vars must be an object of strings")
-    return dict(value)

@@ -29,7 +29,15 @@ from hazmat.policy import SessionTemplate, TrustLevel
 from hazmat.service.protocols import OpenSession
 from hazmat.service.tenant_keys import Key
 
-__all__ = ["DEFAULT_TIMEOUT_S", "ENVD_VERSION", "Book", "Context", "E2bSandbox", "NotFound"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "ENVD_VERSION",
+    "Book",
+    "Context",
+    "E2bSandbox",
+    "NotFound",
+    "strings",
+]
 
 # E2B's API default for a sandbox's timeout, when create sends none
 DEFAULT_TIMEOUT_S = 300
@@ -164,6 +172,16 @@ class Book:
         with self._lock:
             every = list(self._sandboxes.values())
         return [s for s in every if not s.paused and (s.ends <= now or _first_ended(s))]
+
+
+def strings(data: Mapping[str, Any], name: str) -> dict[str, str]:
+    """A field that is an object of strings (`metadata`, `envVars`, `env_vars`); absent: {}."""
+    value = data.get(name) or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InputError(f"field {name!r} must be an object of strings")
+    return dict(value)
 
 
 def new_id() -> str:
