@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +20,9 @@ from starlette.testclient import TestClient
 from hazmat import Sandbox
 from hazmat.audit.log import AuditLog
 from hazmat.backends.base import Job, RunReport
+from hazmat.policy import SessionTemplate, TrustLevel
 from hazmat.server.http import create_app
+from hazmat.server.protocols.e2b_sandboxes import Book, Context, E2bSandbox
 from hazmat.service.tenant_keys import KeyStore
 from hazmat.testing import RecordingBackend
 
@@ -171,3 +174,22 @@ def test_no_key_is_401_in_e2bs_shape_and_what_is_not_built_says_so(served: Serve
     envd = {"E2b-Sandbox-Id": created["sandboxID"], "E2b-Sandbox-Port": "49983"}
     files = served.client.get("/e2b/files", headers=envd, params={"path": "/etc/passwd"})
     assert files.status_code == 404 and "not built" in files.json()["message"]
+
+
+def test_a_sandbox_being_paused_is_not_taken_for_ended(tmp_path: Path) -> None:
+    """Its sessions end one by one as they are paused: the sweep must not end the sandbox
+    (a fresh-clone CI run saw get_info's 404 right after pause)."""
+    key = KeyStore(tmp_path / "keys.json").create("acme", "untrusted")
+    stored = KeyStore(tmp_path / "keys.json").check(key[1])
+    ended = SimpleNamespace(ended="it was paused")
+    sandbox = E2bSandbox(
+        "s1", stored, TrustLevel.UNTRUSTED, "base", SessionTemplate("bash"), {}, {}, 0.0,
+        10**12, 256, 1.0,
+    )
+    sandbox.contexts["c1"] = Context("c1", "bash", "/work", ended)  # type: ignore[arg-type]
+    book = Book()
+    book.add(sandbox)
+    sandbox.pausing = True
+    assert book.due(1.0) == []
+    sandbox.pausing = False
+    assert book.due(1.0) == [sandbox]  # its first session ended and it is not paused: it ends

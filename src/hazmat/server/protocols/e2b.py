@@ -158,11 +158,15 @@ class E2b:
             if sandbox.paused:
                 raise _Conflict(f"sandbox {sandbox.id} is already paused")
             pause = self.service.owners.pause
-            for context in list(sandbox.contexts.values()):
-                session = context.session
-                if session is not None:
-                    await anyio.to_thread.run_sync(pause, session.id, sandbox.key)
-                    sandbox.paused[context.id], context.session = session.id, None
+            sandbox.pausing = True  # the sweep must not take its ending sessions for its end
+            try:
+                for context in list(sandbox.contexts.values()):
+                    session = context.session
+                    if session is not None:
+                        await anyio.to_thread.run_sync(pause, session.id, sandbox.key)
+                        sandbox.paused[context.id], context.session = session.id, None
+            finally:
+                sandbox.pausing = False
         except HazmatError as exc:
             return self._refused(exc)
         return self._answer(None, 204)

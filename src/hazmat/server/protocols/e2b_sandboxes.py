@@ -88,6 +88,8 @@ class E2bSandbox:
     contexts: dict[str, Context] = field(default_factory=dict)
     default: dict[str, str] = field(default_factory=dict)  # language -> its default context
     paused: dict[str, str] = field(default_factory=dict)  # context id -> its paused session
+    # a pause under way: its sessions end one by one, which is not the sandbox's end
+    pausing: bool = False
 
     @property
     def state(self) -> str:
@@ -171,7 +173,8 @@ class Book:
         ended (a paused one waits for its `connect` or its kill, as E2B's does)."""
         with self._lock:
             every = list(self._sandboxes.values())
-        return [s for s in every if not s.paused and (s.ends <= now or _first_ended(s))]
+        idle = [s for s in every if not (s.paused or s.pausing)]
+        return [s for s in idle if s.ends <= now or _first_ended(s)]
 
 
 def strings(data: Mapping[str, Any], name: str) -> dict[str, str]:
